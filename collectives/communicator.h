@@ -1,0 +1,84 @@
+// Communicator: one group of ranks over one backend (builtin, gloo, mpi, nccl).
+//
+// It offers point-to-point send/recv, which hora's own algorithms (collectives/algorithms/)
+// are written against, and the backend's native collectives for the `native` algorithm.
+// Native collectives a backend lacks return kUnimplemented.
+//
+// Ordering: messages from one rank to one peer with the same tag are matched in the order
+// they were posted (MPI's non-overtaking rule; gloo slots; the builtin FIFOs). A recv must
+// name the exact byte count the matching send sent; a mismatch is an error, never a silent
+// truncation.
+//
+// Threads: only one thread (the engine's background thread) uses a communicator at a time;
+// abort() alone may be called from any thread. Every blocking call takes a Deadline and
+// returns kTimeout naming the peer it was waiting for; a peer that fails or leaves gives
+// kRemote naming it. After abort() every pending and later wait returns promptly with an error.
+//
+// Ownership: created by a backend factory as unique_ptr; buffers passed in belong to the
+// caller and must stay valid until the call (or the request's wait) returns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/base/data_type.h"
+#include "core/base/deadline.h"
+#include "core/base/reduce_op.h"
+#include "core/base/status.h"
+
+namespace hora {
+namespace collectives {
+
+// An outstanding asynchronous send or receive.
+class Request {
+ public:
+  virtual ~Request() = default;
+  // Blocks until the transfer completes, the deadline passes (kTimeout naming the peer) or the
+  // communicator is aborted. Calling wait again after it returned returns the same Status.
+  virtual Status wait(Deadline deadline) = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // "gloo", "mpi", "builtin", "nccl".
+  virtual const char* backend_name() const = 0;
+
+  // Point to point. `bytes` may be 0. Blocking forms return when the buffer may be reused.
+  virtual Status send(int peer, const void* data, size_t bytes, uint32_t tag, Deadline deadline);
+  virtual Status recv(int peer, void* data, size_t bytes, uint32_t tag, Deadline deadline);
+  virtual StatusOr<std::unique_ptr<Request>> isend(int peer, const void* data, size_t bytes,
+                                                   uint32_t tag) = 0;
+  virtual StatusOr<std::unique_ptr<Request>> irecv(int peer, void* data, size_t bytes,
+                                                   uint32_t tag) = 0;
+
+  // Native collectives (the backend library's own algorithms). Counts are elements.
+  // In place when in == out. The defaults return kUnimplemented.
+  virtual Status allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
+                           Deadline deadline);
+  // Rank r contributes counts[r] elements; out holds sum(counts) elements in rank order.
+  virtual Status allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
+                            DataType dtype, Deadline deadline);
+  virtual Status broadcast(void* buf, size_t count, DataType dtype, int root, Deadline deadline);
+  // send_counts[p] elements go to peer p (laid out in peer order in `in`); recv_counts[p]
+  // come from peer p (in peer order in `out`).
+  virtual Status alltoallv(const void* in, const std::vector<size_t>& send_counts, void* out,
+                           const std::vector<size_t>& recv_counts, DataType dtype,
+                           Deadline deadline);
+  // in holds sum(recv_counts) elements; rank r receives the reduction of block r
+  // (recv_counts[r] elements) into out.
+  virtual Status reducescatter(const void* in, void* out, const std::vector<size_t>& recv_counts,
+                               DataType dtype, ReduceOp op, Deadline deadline);
+  virtual Status barrier(Deadline deadline);
+
+  // Makes every pending and future wait fail promptly (kRemote, "aborted"). Any thread.
+  virtual void abort() = 0;
+};
+
+}  // namespace collectives
+}  // namespace hora

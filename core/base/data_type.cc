@@ -1,0 +1,55 @@
+#include "core/base/data_type.h"
+
+namespace hora {
+namespace {
+
+struct TypeInfo {
+  DataType dtype;
+  size_t bytes;
+  const char* name;
+  const char* alias1;
+  const char* alias2;
+};
+
+constexpr TypeInfo kTypes[kNumDataTypes] = {
+    {DataType::kUint8, 1, "uint8", "u8", "byte"},
+    {DataType::kInt8, 1, "int8", "i8", "char"},
+    {DataType::kInt32, 4, "int32", "i32", "int"},
+    {DataType::kInt64, 8, "int64", "i64", "long"},
+    {DataType::kFloat16, 2, "float16", "f16", "half"},
+    {DataType::kBFloat16, 2, "bfloat16", "bf16", "bfloat"},
+    {DataType::kFloat32, 4, "float32", "f32", "float"},
+    {DataType::kFloat64, 8, "float64", "f64", "double"},
+};
+
+}  // namespace
+
+size_t data_type_bytes(DataType dtype) { return kTypes[static_cast<int>(dtype)].bytes; }
+const char* data_type_name(DataType dtype) { return kTypes[static_cast<int>(dtype)].name; }
+
+StatusOr<DataType> parse_data_type(const std::string& name) {
+  for (const TypeInfo& t : kTypes) {
+    if (name == t.name || name == t.alias1 || name == t.alias2) return t.dtype;
+  }
+  if (name == "fp16") return DataType::kFloat16;
+  if (name == "fp32") return DataType::kFloat32;
+  if (name == "fp64") return DataType::kFloat64;
+  return Status::invalid_argument("unknown data type '" + name +
+                                  "': expected one of uint8, int8, int32, int64, float16, "
+                                  "bfloat16, float32, float64");
+}
+
+bool is_floating(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16 ||
+         dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
+}
+
+StatusOr<DataType> data_type_from_int(int value) {
+  if (value < 0 || value >= kNumDataTypes)
+    return Status::invalid_argument("data type code " + std::to_string(value) +
+                                    " is out of range: expected 0.." +
+                                    std::to_string(kNumDataTypes - 1));
+  return static_cast<DataType>(value);
+}
+
+}  // namespace hora

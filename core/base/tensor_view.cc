@@ -1,0 +1,55 @@
+#include "core/base/tensor_view.h"
+
+#include <limits>
+
+namespace hora {
+
+std::string shape_to_string(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+StatusOr<TensorView> TensorView::make(void* data, DataType dtype, std::vector<int64_t> shape,
+                                      Device device) {
+  int64_t count = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t dim = shape[i];
+    if (dim < 0)
+      return Status::invalid_argument("tensor shape " + shape_to_string(shape) +
+                                      " has negative dimension " + std::to_string(dim) +
+                                      " at index " + std::to_string(i) +
+                                      ": expected every dimension >= 0");
+    if (dim != 0 && count > std::numeric_limits<int64_t>::max() / dim)
+      return Status::invalid_argument("tensor shape " + shape_to_string(shape) +
+                                      " has more elements than fit in int64");
+    count *= dim;
+  }
+  const int64_t elem_bytes = static_cast<int64_t>(data_type_bytes(dtype));
+  if (count > std::numeric_limits<int64_t>::max() / elem_bytes)
+    return Status::invalid_argument("tensor shape " + shape_to_string(shape) + " of " +
+                                    data_type_name(dtype) + " has more bytes than fit in int64");
+  if (data == nullptr && count != 0)
+    return Status::invalid_argument("tensor of shape " + shape_to_string(shape) +
+                                    " has a null data pointer: expected memory for " +
+                                    std::to_string(count) + " elements");
+  TensorView view;
+  view.data_ = data;
+  view.dtype_ = dtype;
+  view.shape_ = std::move(shape);
+  view.device_ = device;
+  view.element_count_ = count;
+  view.byte_count_ = count * elem_bytes;
+  return view;
+}
+
+StatusOr<TensorView> TensorView::flat(void* data, DataType dtype, int64_t count, Device device) {
+  return make(data, dtype, {count}, device);
+}
+
+std::string TensorView::shape_string() const { return shape_to_string(shape_); }
+
+}  // namespace hora

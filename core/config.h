@@ -1,0 +1,53 @@
+// Config: every HORA_* setting, parsed once at init, validated, with defaults.
+//
+// Only config.cc reads the environment. Config::from_env() reads the process environment;
+// Config::from_lookup() takes any lookup function, so tests can feed values without setenv.
+// A Config is a plain value, passed by const reference after init; it is never mutated.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/base/logging.h"
+#include "core/base/status.h"
+
+namespace hora {
+
+enum class BackendKind : uint8_t { kAuto = 0, kBuiltin, kGloo, kMpi, kNccl };
+enum class AllreduceAlgo : uint8_t { kAuto = 0, kRing, kTree, kRecursiveDoubling, kNative };
+enum class CpuIsa : uint8_t { kBest = 0, kScalar, kAvx2, kAvx512 };
+
+const char* backend_kind_name(BackendKind kind);
+const char* allreduce_algo_name(AllreduceAlgo algo);
+const char* cpu_isa_name(CpuIsa isa);
+
+struct Config {
+  BackendKind backend = BackendKind::kAuto;           // HORA_BACKEND
+  bool shm_enabled = true;                            // HORA_SHM
+  int64_t fusion_threshold_bytes = int64_t{64} << 20; // HORA_FUSION_THRESHOLD
+  double cycle_time_ms = 1.0;                         // HORA_CYCLE_TIME_MS
+  double heartbeat_ms = 100.0;                        // HORA_HEARTBEAT_MS
+  int64_t cache_capacity = 1024;                      // HORA_CACHE_CAPACITY
+  AllreduceAlgo allreduce_algo = AllreduceAlgo::kAuto;  // HORA_ALLREDUCE_ALGO
+  std::string timeline_path;                          // HORA_TIMELINE, empty = off
+  double stall_warning_s = 60.0;                      // HORA_STALL_WARNING_S
+  double stall_shutdown_s = 0.0;                      // HORA_STALL_SHUTDOWN_S, 0 = never
+  double timeout_s = 300.0;                           // HORA_TIMEOUT_S
+  double start_timeout_s = 30.0;                      // HORA_START_TIMEOUT_S
+  std::string gloo_iface;                             // HORA_GLOO_IFACE, empty = auto
+  CpuIsa cpu_isa = CpuIsa::kBest;                     // HORA_CPU_ISA
+  LogLevel log_level = LogLevel::kWarning;            // HORA_LOG_LEVEL
+
+  // Returns the value of an environment variable, or nullptr when unset.
+  using Lookup = std::function<const char*(const char* name)>;
+
+  // Parses every HORA_* variable through `lookup`. The first invalid value fails with a
+  // message naming the variable, the value and the accepted form.
+  static StatusOr<Config> from_lookup(const Lookup& lookup);
+  // from_lookup(getenv).
+  static StatusOr<Config> from_env();
+};
+
+}  // namespace hora

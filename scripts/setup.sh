@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test hora. Idempotent: only
+# missing packages are installed, and a machine that has them all is left alone (quiet).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libopenmpi-dev openmpi-bin libgloo-dev libhwloc-dev
+  pybind11-dev python3-dev
+  libssl-dev libcli11-dev nlohmann-json3-dev libxxhash-dev libopenblas-dev
+  libclang-rt-14-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  log=$(mktemp)
+  if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "setup: apt-get failed (log above)" >&2
+    exit 1
+  fi
+  rm -f "$log"
+fi

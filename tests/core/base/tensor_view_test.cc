@@ -1,0 +1,51 @@
+#include "core/base/tensor_view.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace hora {
+namespace {
+
+TEST(TensorViewTest, CountsElementsAndBytes) {
+  float data[20];
+  auto v = TensorView::make(data, DataType::kFloat32, {4, 5});
+  ASSERT_TRUE(v.is_ok());
+  EXPECT_EQ(v->element_count(), 20);
+  EXPECT_EQ(v->byte_count(), 80);
+  EXPECT_EQ(v->shape_string(), "[4,5]");
+  EXPECT_TRUE(v->device().is_cpu());
+}
+
+TEST(TensorViewTest, ScalarAndEmpty) {
+  double x = 1;
+  EXPECT_EQ(TensorView::make(&x, DataType::kFloat64, {}).value().element_count(), 1);
+  auto empty = TensorView::make(nullptr, DataType::kInt8, {3, 0});
+  ASSERT_TRUE(empty.is_ok());
+  EXPECT_EQ(empty->element_count(), 0);
+  EXPECT_EQ(empty->byte_count(), 0);
+}
+
+TEST(TensorViewTest, NegativeDimensionIsError) {
+  float x;
+  auto v = TensorView::make(&x, DataType::kFloat32, {2, -5});
+  ASSERT_FALSE(v.is_ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(v.status().message().find("-5"), std::string::npos);
+}
+
+TEST(TensorViewTest, OverflowIsError) {
+  float x;
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_FALSE(TensorView::make(&x, DataType::kFloat32, {big, big}).is_ok());
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_FALSE(TensorView::flat(&x, DataType::kFloat64, max / 4).is_ok());
+  EXPECT_TRUE(TensorView::flat(&x, DataType::kUint8, max).is_ok());
+}
+
+TEST(TensorViewTest, NullDataWithElementsIsError) {
+  EXPECT_FALSE(TensorView::flat(nullptr, DataType::kFloat32, 3).is_ok());
+}
+
+}  // namespace
+}  // namespace hora

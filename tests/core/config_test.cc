@@ -1,0 +1,104 @@
+#include "core/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace hora {
+namespace {
+
+StatusOr<Config> parse(const std::map<std::string, std::string>& env) {
+  return Config::from_lookup([&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(ConfigTest, Defaults) {
+  Config c = parse({}).value();
+  EXPECT_EQ(c.backend, BackendKind::kAuto);
+  EXPECT_TRUE(c.shm_enabled);
+  EXPECT_EQ(c.fusion_threshold_bytes, int64_t{64} << 20);
+  EXPECT_DOUBLE_EQ(c.cycle_time_ms, 1.0);
+  EXPECT_DOUBLE_EQ(c.heartbeat_ms, 100.0);
+  EXPECT_EQ(c.cache_capacity, 1024);
+  EXPECT_EQ(c.allreduce_algo, AllreduceAlgo::kAuto);
+  EXPECT_TRUE(c.timeline_path.empty());
+  EXPECT_DOUBLE_EQ(c.stall_warning_s, 60.0);
+  EXPECT_DOUBLE_EQ(c.stall_shutdown_s, 0.0);
+  EXPECT_DOUBLE_EQ(c.timeout_s, 300.0);
+  EXPECT_DOUBLE_EQ(c.start_timeout_s, 30.0);
+  EXPECT_EQ(c.cpu_isa, CpuIsa::kBest);
+  EXPECT_EQ(c.log_level, LogLevel::kWarning);
+}
+
+TEST(ConfigTest, EveryVariableParses) {
+  Config c = parse({{"HORA_BACKEND", "gloo"},
+                    {"HORA_SHM", "no"},
+                    {"HORA_FUSION_THRESHOLD", "16M"},
+                    {"HORA_CYCLE_TIME_MS", "2.5"},
+                    {"HORA_HEARTBEAT_MS", "50"},
+                    {"HORA_CACHE_CAPACITY", "0"},
+                    {"HORA_ALLREDUCE_ALGO", "rd"},
+                    {"HORA_TIMELINE", "/tmp/t.json"},
+                    {"HORA_STALL_WARNING_S", "5"},
+                    {"HORA_STALL_SHUTDOWN_S", "10"},
+                    {"HORA_TIMEOUT_S", "0.5"},
+                    {"HORA_START_TIMEOUT_S", "2"},
+                    {"HORA_GLOO_IFACE", "lo"},
+                    {"HORA_CPU_ISA", "scalar"},
+                    {"HORA_LOG_LEVEL", "debug"}})
+                 .value();
+  EXPECT_EQ(c.backend, BackendKind::kGloo);
+  EXPECT_FALSE(c.shm_enabled);
+  EXPECT_EQ(c.fusion_threshold_bytes, int64_t{16} << 20);
+  EXPECT_DOUBLE_EQ(c.cycle_time_ms, 2.5);
+  EXPECT_DOUBLE_EQ(c.heartbeat_ms, 50);
+  EXPECT_EQ(c.cache_capacity, 0);
+  EXPECT_EQ(c.allreduce_algo, AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_EQ(c.timeline_path, "/tmp/t.json");
+  EXPECT_DOUBLE_EQ(c.stall_warning_s, 5);
+  EXPECT_DOUBLE_EQ(c.stall_shutdown_s, 10);
+  EXPECT_DOUBLE_EQ(c.timeout_s, 0.5);
+  EXPECT_DOUBLE_EQ(c.start_timeout_s, 2);
+  EXPECT_EQ(c.gloo_iface, "lo");
+  EXPECT_EQ(c.cpu_isa, CpuIsa::kScalar);
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+}
+
+struct BadCase {
+  const char* var;
+  const char* value;
+};
+
+class ConfigBadValueTest : public testing::TestWithParam<BadCase> {};
+
+TEST_P(ConfigBadValueTest, NamesVariableAndValue) {
+  const BadCase& bad = GetParam();
+  auto r = parse({{bad.var, bad.value}});
+  ASSERT_FALSE(r.is_ok()) << bad.var << "=" << bad.value;
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  const std::string msg = r.status().message();
+  EXPECT_NE(msg.find(bad.var), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::string("'") + bad.value + "'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected"), std::string::npos) << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, ConfigBadValueTest,
+    testing::Values(BadCase{"HORA_FUSION_THRESHOLD", "abc"},
+                    BadCase{"HORA_FUSION_THRESHOLD", "-5"}, BadCase{"HORA_LOG_LEVEL", "loud"},
+                    BadCase{"HORA_TIMEOUT_S", "0"}, BadCase{"HORA_START_TIMEOUT_S", "0"},
+                    BadCase{"HORA_TIMEOUT_S", "-1"}, BadCase{"HORA_BACKEND", "tcp"},
+                    BadCase{"HORA_SHM", "2"}, BadCase{"HORA_ALLREDUCE_ALGO", "butterfly"},
+                    BadCase{"HORA_CPU_ISA", "neon"}, BadCase{"HORA_CACHE_CAPACITY", "-1"},
+                    BadCase{"HORA_CYCLE_TIME_MS", "fast"}, BadCase{"HORA_HEARTBEAT_MS", "0"},
+                    BadCase{"HORA_STALL_WARNING_S", "x"},
+                    BadCase{"HORA_STALL_SHUTDOWN_S", "-3"}),
+    [](const testing::TestParamInfo<BadCase>& info) {
+      return std::string(info.param.var).substr(5) + "_" + std::to_string(info.index);
+    });
+
+}  // namespace
+}  // namespace hora
