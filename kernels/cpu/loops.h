@@ -1,0 +1,176 @@
+// The kernel loops, written once and instantiated per ISA: make_table<Policy>() fills a
+// KernelTable from a Policy that names one Lanes type per dtype (Policy::Lanes<kDt>).
+// Internal to kernels/cpu; included only by the isa_*.cc translation units, each of which
+// is compiled with its own -m flags (unnamed namespace: see kernel_table.h).
+//
+// Loop schedule (binary, scale, convert alike): blocks of kUnroll registers, then single
+// registers, then the last < kWidth elements one at a time with ScalarLanes. Each block
+// loads all its inputs before it stores, so dst may alias a source exactly.
+#pragma once
+
+#include <math.h>
+#include <stddef.h>
+
+#include "kernels/cpu/lanes.h"
+
+namespace hora {
+namespace kernels {
+namespace detail {
+namespace {
+
+inline constexpr int kUnroll = 4;
+
+template <class L, int kOp>
+inline typename L::Reg combine(typename L::Reg a, typename L::Reg b) {
+  if constexpr (kOp == kOpSum || kOp == kOpAverage) return L::add(a, b);
+  else if constexpr (kOp == kOpProduct) return L::mul(a, b);
+  else if constexpr (kOp == kOpMin) return L::min(a, b);
+  else return L::max(a, b);
+}
+
+// Runs body.run<L, kRegs>(element_index) over [0, count) in the schedule above: VL covers
+// whole registers, SL the tail.
+template <class VL, class SL, class Body>
+inline void for_each_block(size_t count, const Body& body) {
+  size_t i = 0;
+  if constexpr (VL::kWidth > 1) {
+    for (; i + kUnroll * VL::kWidth <= count; i += kUnroll * VL::kWidth) {
+      body.template run<VL, kUnroll>(i);
+    }
+    for (; i + VL::kWidth <= count; i += VL::kWidth) body.template run<VL, 1>(i);
+  }
+  for (; i < count; ++i) body.template run<SL, 1>(i);
+}
+
+// dst = a op b, elements of kElemBytes.
+template <int kOp, size_t kElemBytes>
+struct BinaryBody {
+  char* dst;
+  const char* a;
+  const char* b;
+  template <class L, int kRegs>
+  void run(size_t i) const {
+    typename L::Reg r[kRegs];
+    for (int k = 0; k < kRegs; ++k) {
+      const size_t at = (i + k * L::kWidth) * kElemBytes;
+      r[k] = combine<L, kOp>(L::load(a + at), L::load(b + at));
+    }
+    for (int k = 0; k < kRegs; ++k) L::store(dst + (i + k * L::kWidth) * kElemBytes, r[k]);
+  }
+};
+
+// dst = src * factor (floats).
+template <size_t kElemBytes, typename Compute>
+struct ScaleBody {
+  char* dst;
+  const char* src;
+  Compute factor;
+  template <class L, int kRegs>
+  void run(size_t i) const {
+    const typename L::Reg f = L::splat(factor);
+    typename L::Reg r[kRegs];
+    for (int k = 0; k < kRegs; ++k) r[k] = L::mul(L::load(src + (i + k * L::kWidth) * kElemBytes), f);
+    for (int k = 0; k < kRegs; ++k) L::store(dst + (i + k * L::kWidth) * kElemBytes, r[k]);
+  }
+};
+
+template <class VL, int kDt, int kOp>
+void binary_kernel(void* dst, const void* a, const void* b, size_t count) {
+  using SL = ScalarLanes<kDt>;
+  const BinaryBody<kOp, SL::kElemBytes> body{static_cast<char*>(dst), static_cast<const char*>(a),
+                                             static_cast<const char*>(b)};
+  for_each_block<VL, SL>(count, body);
+}
+
+template <class VL, int kDt>
+void float_scale_kernel(void* dst, const void* src, size_t count, double factor) {
+  using SL = ScalarLanes<kDt>;
+  using Compute = typename SL::Compute;
+  const ScaleBody<SL::kElemBytes, Compute> body{static_cast<char*>(dst),
+                                                static_cast<const char*>(src),
+                                                static_cast<Compute>(factor)};
+  for_each_block<VL, SL>(count, body);
+}
+
+// Integers: float64 product rounded half away from zero (llround), wrapped to the width.
+// Not vectorised: integer scaling is rare (integer averages) and llround has no vector form.
+template <int kDt>
+void int_scale_kernel(void* dst, const void* src, size_t count, double factor) {
+  using SL = ScalarLanes<kDt>;
+  using Elem = typename SL::Elem;
+  using Unsigned = std::make_unsigned_t<Elem>;
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  for (size_t i = 0; i < count; ++i) {
+    const long long rounded = ::llround(static_cast<double>(SL::load(s + i * sizeof(Elem))) * factor);
+    SL::store(d + i * sizeof(Elem),
+              static_cast<Elem>(static_cast<Unsigned>(static_cast<unsigned long long>(rounded))));
+  }
+}
+
+// dst (dtype kDstDt) = src (dtype kSrcDt); the two dtypes' Lanes share one Reg type.
+template <int kSrcDt, int kDstDt, class DstVL>
+struct ConvertBody {
+  char* dst;
+  const char* src;
+  template <class L, int kRegs>
+  void run(size_t i) const {
+    // L is the source lanes for_each_block picked; the destination lanes of its width.
+    using D = std::conditional_t<L::kWidth == 1, ScalarLanes<kDstDt>, DstVL>;
+    constexpr size_t kSrcBytes = ScalarLanes<kSrcDt>::kElemBytes;
+    constexpr size_t kDstBytes = ScalarLanes<kDstDt>::kElemBytes;
+    typename L::Reg r[kRegs];
+    for (int k = 0; k < kRegs; ++k) r[k] = L::load(src + (i + k * L::kWidth) * kSrcBytes);
+    for (int k = 0; k < kRegs; ++k) D::store(dst + (i + k * L::kWidth) * kDstBytes, r[k]);
+  }
+};
+
+template <class P, int kSrcDt, int kDstDt>
+void convert_kernel(void* dst, const void* src, size_t count) {
+  using SrcVL = typename P::template Lanes<kSrcDt>;
+  using DstVL = typename P::template Lanes<kDstDt>;
+  static_assert(SrcVL::kWidth == DstVL::kWidth, "convert needs lanes of one width");
+  const ConvertBody<kSrcDt, kDstDt, DstVL> body{static_cast<char*>(dst),
+                                                static_cast<const char*>(src)};
+  for_each_block<SrcVL, ScalarLanes<kSrcDt>>(count, body);
+}
+
+template <class P, int kDt>
+void fill_dtype(KernelTable& table) {
+  using VL = typename P::template Lanes<kDt>;
+  BinaryFn* row = table.binary[kDt];
+  row[kOpSum] = &binary_kernel<VL, kDt, kOpSum>;
+  row[kOpAverage] = &binary_kernel<VL, kDt, kOpSum>;
+  row[kOpMin] = &binary_kernel<VL, kDt, kOpMin>;
+  row[kOpMax] = &binary_kernel<VL, kDt, kOpMax>;
+  row[kOpProduct] = &binary_kernel<VL, kDt, kOpProduct>;
+  if constexpr (std::is_integral_v<typename VL::Compute>) {
+    table.scale_copy[kDt] = &int_scale_kernel<kDt>;
+  } else {
+    table.scale_copy[kDt] = &float_scale_kernel<VL, kDt>;
+  }
+}
+
+// P provides `template <int kDt> using Lanes = ...` for every dtype.
+template <class P>
+KernelTable make_table() {
+  KernelTable table{};
+  fill_dtype<P, kDtUint8>(table);
+  fill_dtype<P, kDtInt8>(table);
+  fill_dtype<P, kDtInt32>(table);
+  fill_dtype<P, kDtInt64>(table);
+  fill_dtype<P, kDtFloat16>(table);
+  fill_dtype<P, kDtBFloat16>(table);
+  fill_dtype<P, kDtFloat32>(table);
+  fill_dtype<P, kDtFloat64>(table);
+  table.f32_to_f16 = &convert_kernel<P, kDtFloat32, kDtFloat16>;
+  table.f16_to_f32 = &convert_kernel<P, kDtFloat16, kDtFloat32>;
+  table.f32_to_bf16 = &convert_kernel<P, kDtFloat32, kDtBFloat16>;
+  table.bf16_to_f32 = &convert_kernel<P, kDtBFloat16, kDtFloat32>;
+  return table;
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace kernels
+}  // namespace hora

@@ -1,0 +1,23 @@
+// reduce / reduce3: the entry points, forwarding to the active ISA's table.
+#include "core/base/logging.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace kernels {
+
+void reduce3(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op) {
+  const int dt = static_cast<int>(dtype);
+  const int op_index = static_cast<int>(op);
+  HORA_CHECK(dt >= 0 && dt < kNumDataTypes) << "dtype " << dt;
+  HORA_CHECK(op_index >= 0 && op_index < kNumReduceOps) << "op " << op_index;
+  if (count == 0) return;
+  detail::active_table().binary[dt][op_index](dst, a, b, count);
+}
+
+void reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+  reduce3(dst, dst, src, count, dtype, op);
+}
+
+}  // namespace kernels
+}  // namespace hora

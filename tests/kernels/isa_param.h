@@ -1,0 +1,47 @@
+// Test fixtures that run a test once per kernel ISA: SetUp selects the ISA (and skips,
+// visibly, when this CPU lacks it); TearDown restores the best one.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+#include <tuple>
+
+#include "core/base/data_type.h"
+#include "core/base/reduce_op.h"
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace kernels {
+// Readable parameters in gtest messages ("avx2" rather than "1-byte object <01>").
+inline void PrintTo(Isa isa, std::ostream* out) { *out << isa_name(isa); }
+}  // namespace kernels
+inline void PrintTo(DataType dtype, std::ostream* out) { *out << data_type_name(dtype); }
+inline void PrintTo(ReduceOp op, std::ostream* out) { *out << reduce_op_name(op); }
+
+namespace kernels_test {
+
+inline const kernels::Isa kAllIsas[] = {kernels::Isa::kScalar, kernels::Isa::kAvx2,
+                                        kernels::Isa::kAvx512};
+
+// Selects `isa` for the current test; returns false (after GTEST_SKIP) when unsupported.
+#define HORA_SELECT_ISA_OR_SKIP(isa)                                                     \
+  do {                                                                                   \
+    if (!::hora::kernels::select_isa(isa)) {                                             \
+      GTEST_SKIP() << "this CPU lacks " << ::hora::kernels::isa_name(isa) << ": skipped"; \
+    }                                                                                    \
+  } while (0)
+
+class IsaTest : public ::testing::TestWithParam<kernels::Isa> {
+ protected:
+  void SetUp() override { HORA_SELECT_ISA_OR_SKIP(GetParam()); }
+  void TearDown() override { kernels::select_isa(kernels::best_isa()); }
+};
+
+inline std::string isa_param_name(const ::testing::TestParamInfo<kernels::Isa>& info) {
+  return kernels::isa_name(info.param);
+}
+
+}  // namespace kernels_test
+}  // namespace hora
