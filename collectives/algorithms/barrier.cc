@@ -1,0 +1,49 @@
+// Dissemination barrier (Hensgen, Finkel & Manber).
+//
+// Schedule, n ranks, rank r: rounds k = 0 .. ceil(log2 n) - 1 with distance d = 2^k: send a
+// one-byte token to (r + d) mod n, receive one from (r - d) mod n, wait both. After round k a
+// rank has heard, directly or through others, from the 2^(k+1) - 1 ranks before it, so after
+// the last round every rank knows every other rank has entered. Any rank count, no root, and
+// every rank does the same ceil(log2 n) rounds.
+#include <string>
+
+#include "collectives/algorithms/algorithms.h"
+
+namespace hora {
+namespace collectives {
+
+Status dissemination_barrier(Communicator& comm, const AlgorithmOptions& options) {
+  const int n = comm.size();
+  const int r = comm.rank();
+  int round = 0;
+  for (int distance = 1; distance < n; distance <<= 1, ++round) {
+    const int to = (r + distance) % n;
+    const int from = (r - distance + n) % n;
+    const uint8_t token = static_cast<uint8_t>(round);
+    uint8_t received = 0;
+    auto recv = comm.irecv(from, &received, 1, options.tag);
+    if (!recv.is_ok()) return recv.status();
+    auto send = comm.isend(to, &token, 1, options.tag);
+    if (!send.is_ok()) return send.status();
+    Status status = recv.value()->wait(options.deadline);
+    if (!status.is_ok()) {
+      return status.with_context(" [barrier round " + std::to_string(round) + ", from rank " +
+                                 std::to_string(from) + "]");
+    }
+    status = send.value()->wait(options.deadline);
+    if (!status.is_ok()) {
+      return status.with_context(" [barrier round " + std::to_string(round) + ", to rank " +
+                                 std::to_string(to) + "]");
+    }
+    if (received != token) {
+      return Status::mismatch("barrier on rank " + std::to_string(r) + ": rank " +
+                              std::to_string(from) + " sent token " + std::to_string(received) +
+                              " in round " + std::to_string(round) +
+                              " (another collective on the same tag?)");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace collectives
+}  // namespace hora

@@ -1,0 +1,234 @@
+#include "collectives/algorithms/ring_common.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace collectives {
+namespace detail {
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+// Walks the (step, segment) units of a phase in order; steps whose block is empty have none.
+class UnitCursor {
+ public:
+  UnitCursor(const std::vector<int>& step_block, const std::vector<size_t>& counts,
+             size_t seg_elems)
+      : step_block_(step_block), counts_(counts), seg_elems_(seg_elems) {
+    skip_empty();
+  }
+  bool done() const { return step_ >= static_cast<int>(step_block_.size()); }
+  int step() const { return step_; }
+  int block() const { return step_block_[step_]; }
+  size_t segment() const { return segment_; }
+  // Element offset within the block and element count of this unit.
+  size_t elem_offset() const { return segment_ * seg_elems_; }
+  size_t elems() const {
+    size_t left = counts_[block()] - elem_offset();
+    return left < seg_elems_ ? left : seg_elems_;
+  }
+  void advance() {
+    ++segment_;
+    skip_empty();
+  }
+
+ private:
+  void skip_empty() {
+    while (!done() && segment_ >= segment_count(counts_[step_block_[step_]], seg_elems_)) {
+      ++step_;
+      segment_ = 0;
+    }
+  }
+  const std::vector<int>& step_block_;
+  const std::vector<size_t>& counts_;
+  size_t seg_elems_;
+  int step_ = 0;
+  size_t segment_ = 0;
+};
+
+std::string where(const char* phase, int step, int peer) {
+  return std::string(" [ring ") + phase + " step " + std::to_string(step) + ", peer rank " +
+         std::to_string(peer) + "]";
+}
+
+}  // namespace
+
+size_t segment_elems(const AlgorithmOptions& options, DataType dtype) {
+  size_t elems = options.segment_bytes / data_type_bytes(dtype);
+  return elems == 0 ? 1 : elems;
+}
+
+std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {
+  std::vector<size_t> offsets(counts.size() + 1, 0);
+  for (size_t k = 0; k < counts.size(); ++k) offsets[k + 1] = offsets[k] + counts[k];
+  return offsets;
+}
+
+void copy_if_distinct(const void* in, void* out, size_t count, DataType dtype) {
+  if (in != out && count > 0) std::memcpy(out, in, count * data_type_bytes(dtype));
+}
+
+Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadline) {
+  Status first;
+  for (auto& request : requests) {
+    Status status = request->wait(deadline);
+    if (first.is_ok() && !status.is_ok()) first = status;
+  }
+  requests.clear();
+  return first;
+}
+
+Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& phase,
+                                 ScratchPool& pool, const AlgorithmOptions& options) {
+  const int n = comm.size();
+  const int r = comm.rank();
+  const int next = mod(r + 1, n);
+  const int prev = mod(r - 1, n);
+  const size_t elem = data_type_bytes(phase.dtype);
+  const size_t seg_bytes = phase.seg_elems * elem;
+  const auto& offsets = *phase.offsets;
+  const auto& counts = *phase.counts;
+
+  // Receive window: kWindow segments in flight, each into its own scratch slot.
+  constexpr size_t kWindow = 4;
+  uint8_t* slots = pool.acquire(0, kWindow * seg_bytes);
+  std::array<std::unique_ptr<Request>, kWindow> recvs;
+  auto& sends = pool.requests(0);
+
+  std::vector<int> recv_block(n - 1);
+  for (int s = 0; s < n - 1; ++s) recv_block[s] = mod(r - s - 2, n);
+
+  // Step 0: send the own input of block S_0 = r - 1, every segment at once (async).
+  const int first_block = mod(r - 1, n);
+  for (size_t j = 0; j < segment_count(counts[first_block], phase.seg_elems); ++j) {
+    size_t off = j * phase.seg_elems;
+    size_t elems = std::min(phase.seg_elems, counts[first_block] - off);
+    auto sent =
+        comm.isend(next, phase.in + (offsets[first_block] + off) * elem, elems * elem, options.tag);
+    if (!sent.is_ok()) return sent.status().with_context(where("reduce-scatter", 0, next));
+    sends.push_back(std::move(sent).value());
+  }
+
+  UnitCursor posted(recv_block, counts, phase.seg_elems);
+  UnitCursor current(recv_block, counts, phase.seg_elems);
+  size_t posted_units = 0;
+  size_t done_units = 0;
+  auto post_one = [&]() -> Status {
+    uint8_t* slot = slots + (posted_units % kWindow) * seg_bytes;
+    auto request = comm.irecv(prev, slot, posted.elems() * elem, options.tag);
+    if (!request.is_ok()) return request.status();
+    recvs[posted_units % kWindow] = std::move(request).value();
+    ++posted_units;
+    posted.advance();
+    return Status::ok();
+  };
+  while (!posted.done() && posted_units < kWindow) {
+    Status status = post_one();
+    if (!status.is_ok()) return status.with_context(where("reduce-scatter", posted.step(), prev));
+  }
+
+  while (!current.done()) {
+    const int s = current.step();
+    const int k = current.block();
+    const size_t slot_index = done_units % kWindow;
+    Status status = recvs[slot_index]->wait(options.deadline);
+    if (!status.is_ok()) return status.with_context(where("reduce-scatter", s, prev));
+    const size_t elem_off = offsets[k] + current.elem_offset();
+    const size_t elems = current.elems();
+    const bool is_final = (s == n - 2);
+    uint8_t* dst = (is_final && phase.final_out != nullptr)
+                       ? phase.final_out + current.elem_offset() * elem
+                       : phase.work + elem_off * elem;
+    kernels::reduce3(dst, phase.in + elem_off * elem, slots + slot_index * seg_bytes, elems,
+                     phase.dtype, phase.op);
+    ++done_units;
+    // The slot is free again: keep the window full before sending, so the next segment's
+    // transfer overlaps this one's forwarding.
+    if (!posted.done()) {
+      status = post_one();
+      if (!status.is_ok()) return status.with_context(where("reduce-scatter", posted.step(), prev));
+    }
+    if (!is_final) {
+      auto sent = comm.isend(next, dst, elems * elem, options.tag);
+      if (!sent.is_ok()) return sent.status().with_context(where("reduce-scatter", s + 1, next));
+      sends.push_back(std::move(sent).value());
+    }
+    current.advance();
+  }
+  Status status = wait_all(sends, options.deadline);
+  if (!status.is_ok()) return status.with_context(where("reduce-scatter", n - 2, next));
+  return Status::ok();
+}
+
+Status ring_allgather_phase(Communicator& comm, uint8_t* out, const std::vector<size_t>& offsets,
+                            const std::vector<size_t>& counts, size_t elem_bytes, size_t seg_elems,
+                            ScratchPool& pool, const AlgorithmOptions& options) {
+  const int n = comm.size();
+  const int r = comm.rank();
+  const int next = mod(r + 1, n);
+  const int prev = mod(r - 1, n);
+
+  constexpr size_t kWindow = 8;
+  std::array<std::unique_ptr<Request>, kWindow> recvs;
+  auto& sends = pool.requests(1);
+
+  std::vector<int> recv_block(n - 1);
+  for (int s = 0; s < n - 1; ++s) recv_block[s] = mod(r - s - 1, n);
+
+  // Step 0: send the own block.
+  for (size_t j = 0; j < segment_count(counts[r], seg_elems); ++j) {
+    size_t off = j * seg_elems;
+    size_t elems = std::min(seg_elems, counts[r] - off);
+    auto sent =
+        comm.isend(next, out + (offsets[r] + off) * elem_bytes, elems * elem_bytes, options.tag);
+    if (!sent.is_ok()) return sent.status().with_context(where("allgather", 0, next));
+    sends.push_back(std::move(sent).value());
+  }
+
+  UnitCursor posted(recv_block, counts, seg_elems);
+  UnitCursor current(recv_block, counts, seg_elems);
+  size_t posted_units = 0;
+  size_t done_units = 0;
+  auto post_one = [&]() -> Status {
+    uint8_t* dst = out + (offsets[posted.block()] + posted.elem_offset()) * elem_bytes;
+    auto request = comm.irecv(prev, dst, posted.elems() * elem_bytes, options.tag);
+    if (!request.is_ok()) return request.status();
+    recvs[posted_units % kWindow] = std::move(request).value();
+    ++posted_units;
+    posted.advance();
+    return Status::ok();
+  };
+  while (!posted.done() && posted_units < kWindow) {
+    Status status = post_one();
+    if (!status.is_ok()) return status.with_context(where("allgather", posted.step(), prev));
+  }
+  while (!current.done()) {
+    const int s = current.step();
+    Status status = recvs[done_units % kWindow]->wait(options.deadline);
+    if (!status.is_ok()) return status.with_context(where("allgather", s, prev));
+    ++done_units;
+    if (!posted.done()) {
+      status = post_one();
+      if (!status.is_ok()) return status.with_context(where("allgather", posted.step(), prev));
+    }
+    if (s < n - 2) {  // forward what just landed
+      uint8_t* src = out + (offsets[current.block()] + current.elem_offset()) * elem_bytes;
+      auto sent = comm.isend(next, src, current.elems() * elem_bytes, options.tag);
+      if (!sent.is_ok()) return sent.status().with_context(where("allgather", s + 1, next));
+      sends.push_back(std::move(sent).value());
+    }
+    current.advance();
+  }
+  Status status = wait_all(sends, options.deadline);
+  if (!status.is_ok()) return status.with_context(where("allgather", n - 2, next));
+  return Status::ok();
+}
+
+}  // namespace detail
+}  // namespace collectives
+}  // namespace hora

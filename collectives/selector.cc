@@ -1,0 +1,204 @@
+#include "collectives/selector.h"
+
+#include <cmath>
+
+#include "core/base/logging.h"
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace collectives {
+namespace {
+
+// The cost constants, one row per backend. Initial estimates, to be calibrated with
+// hora-bench sweeps on the target machine (replace the numbers, keep the sources noted):
+// - alpha_us: one point-to-point message's latency. gloo: half the 31-36 us loopback TCP
+//   round trip (issue 4); mpi: shared memory, a few us; builtin: shm/lean TCP, estimate.
+// - beta_us_per_byte: 1 / point-to-point bandwidth. gloo: one TCP stream 3.1-3.7 GB/s;
+//   mpi: shm peak ~7 GB/s; builtin: shm copies, ~10 GB/s estimate.
+// - gamma_us_per_byte: 1 / reduction throughput of kernels::reduce3 (two reads, one write
+//   near memcpy's ~15 GB/s): ~8 GB/s estimate.
+// - native_*: the backend's own allreduce, as alpha + busbw model. gloo: 90-380 us for 4 B
+//   and 1.0-1.4 GB/s bus bandwidth (issue 4); mpi: ~7 GB/s at 1-4 MiB, collapsing to
+//   ~0.2 GB/s at 64 MiB and beyond (per-call scratch allocation).
+// - nccl: hora's algorithms reduce with CPU kernels and cannot touch device memory, so only
+//   native is available there.
+struct BackendCosts {
+  const char* backend;
+  bool has_hora_algorithms;
+  double alpha_us;
+  double beta_us_per_byte;
+  double gamma_us_per_byte;
+  bool has_native;
+  double native_alpha_us;
+  double native_busbw_bytes_per_us;
+  size_t native_collapse_bytes;  // 0: no collapse
+  double native_collapsed_busbw_bytes_per_us;
+};
+
+constexpr double kGBs = 1000.0;  // 1 GB/s in bytes per microsecond
+
+const BackendCosts kCosts[] = {
+    // backend   hora   alpha  beta             gamma           native alpha  busbw
+    {"gloo", true, 18.0, 1.0 / (3.3 * kGBs), 1.0 / (8 * kGBs), true, 90.0, 1.2 * kGBs, 0, 0},
+    {"mpi", true, 1.5, 1.0 / (7.0 * kGBs), 1.0 / (8 * kGBs), true, 3.0, 7.0 * kGBs, 64u << 20,
+     0.2 * kGBs},
+    {"builtin", true, 5.0, 1.0 / (10.0 * kGBs), 1.0 / (8 * kGBs), false, 0, 0, 0, 0},
+    {"nccl", false, 10.0, 1.0 / (20.0 * kGBs), 0, true, 8.0, 100.0 * kGBs, 0, 0},
+    // Any other backend (e.g. the tests' in-process one): gloo's point-to-point costs and no
+    // native allreduce assumed.
+    {"", true, 18.0, 1.0 / (3.3 * kGBs), 1.0 / (8 * kGBs), false, 0, 0, 0, 0},
+};
+constexpr size_t kNumBackends = sizeof(kCosts) / sizeof(kCosts[0]);
+
+const BackendCosts& costs_for(const std::string& backend) {
+  for (size_t k = 0; k + 1 < kNumBackends; ++k) {
+    if (backend == kCosts[k].backend) return kCosts[k];
+  }
+  return kCosts[kNumBackends - 1];
+}
+
+// The segment size the estimate assumes: AlgorithmOptions' default.
+double default_segment_bytes() { return static_cast<double>(AlgorithmOptions().segment_bytes); }
+
+}  // namespace
+
+const char* algorithm_name(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kRecursiveDoubling:
+      return "rd";
+    case Algorithm::kNative:
+      return "native";
+  }
+  return "unknown";
+}
+
+StatusOr<Algorithm> parse_algorithm(const std::string& text) {
+  if (text == "auto") return Algorithm::kAuto;
+  if (text == "ring") return Algorithm::kRing;
+  if (text == "tree") return Algorithm::kTree;
+  if (text == "rd" || text == "recursive_doubling") return Algorithm::kRecursiveDoubling;
+  if (text == "native") return Algorithm::kNative;
+  return Status::invalid_argument("unknown allreduce algorithm '" + text +
+                                  "' (HORA_ALLREDUCE_ALGO): expected auto, ring, tree, rd or "
+                                  "native");
+}
+
+double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, size_t bytes,
+                             int ranks) {
+  HORA_CHECK(algorithm != Algorithm::kAuto) << "estimate of kAuto";
+  const BackendCosts& c = costs_for(backend);
+  const double b = static_cast<double>(bytes);
+  const double n = ranks;
+  if (algorithm == Algorithm::kNative) {
+    if (!c.has_native) return -1;
+    if (ranks <= 1 || bytes == 0) return 0;
+    double busbw = (c.native_collapse_bytes != 0 && bytes >= c.native_collapse_bytes)
+                       ? c.native_collapsed_busbw_bytes_per_us
+                       : c.native_busbw_bytes_per_us;
+    return c.native_alpha_us + 2 * (n - 1) / n * b / busbw;
+  }
+  if (!c.has_hora_algorithms) return -1;
+  if (ranks <= 1 || bytes == 0) return 0;
+  switch (algorithm) {
+    case Algorithm::kRing:
+      // 2 (n - 1) steps; each rank moves 2 (n - 1) / n of the buffer, reduces (n - 1) / n.
+      return 2 * (n - 1) * c.alpha_us + 2 * (n - 1) / n * b * c.beta_us_per_byte +
+             (n - 1) / n * b * c.gamma_us_per_byte;
+    case Algorithm::kTree: {
+      // Pipelined: (depth + segments - 1) segment times up and again down; an interior rank
+      // sends each segment to (up to) two children.
+      const double depth = std::floor(std::log2(n));
+      const double seg = std::min(b, default_segment_bytes());
+      const double segments = std::ceil(b / seg);
+      const double fanout = std::min(2.0, n - 1);
+      return 2 * (depth + segments - 1) * (c.alpha_us + fanout * seg * c.beta_us_per_byte) +
+             fanout * b * c.gamma_us_per_byte;
+    }
+    case Algorithm::kRecursiveDoubling: {
+      // log2(p) whole-buffer exchanges, plus a fold in and out when n is not a power of two.
+      double p = 1;
+      while (p * 2 <= n) p *= 2;
+      const double rounds = std::log2(p);
+      const double fold = (p == n) ? 0 : 2;
+      return (rounds + fold) * (c.alpha_us + b * c.beta_us_per_byte) +
+             (rounds + fold / 2) * b * c.gamma_us_per_byte;
+    }
+    default:
+      return -1;
+  }
+}
+
+std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend) {
+  std::vector<Selection> all;
+  for (Algorithm a :
+       {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling, Algorithm::kNative}) {
+    Selection s;
+    s.algorithm = a;
+    s.estimated_us = estimate_allreduce_us(a, backend, bytes, ranks);
+    all.push_back(s);
+  }
+  return all;
+}
+
+Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
+                           Algorithm requested) {
+  Selection best;
+  if (requested != Algorithm::kAuto) {
+    best.algorithm = requested;
+    best.estimated_us = estimate_allreduce_us(requested, backend, bytes, ranks);
+    best.is_override = true;
+  } else {
+    bool found = false;
+    // Candidates in tie-break order: hora's own algorithms first.
+    for (const Selection& s : explain_allreduce(bytes, ranks, backend)) {
+      if (s.estimated_us < 0) continue;
+      if (!found || s.estimated_us < best.estimated_us) {
+        best = s;
+        found = true;
+      }
+    }
+    HORA_CHECK(found) << "no allreduce algorithm for backend " << backend;
+  }
+  HORA_LOG(kDebug) << "allreduce of " << bytes << " B on " << ranks << " ranks over " << backend
+                   << ": " << algorithm_name(best.algorithm)
+                   << (best.is_override ? " (HORA_ALLREDUCE_ALGO)" : " (cost model)")
+                   << ", estimated " << best.estimated_us << " us";
+  return best;
+}
+
+Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,
+                     size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
+  if (algorithm == Algorithm::kAuto) {
+    algorithm = select_allreduce(count * data_type_bytes(dtype), comm.size(), comm.backend_name())
+                    .algorithm;
+  }
+  switch (algorithm) {
+    case Algorithm::kRing:
+      return ring_allreduce(comm, in, out, count, dtype, op, options);
+    case Algorithm::kTree:
+      return tree_allreduce(comm, in, out, count, dtype, op, options);
+    case Algorithm::kRecursiveDoubling:
+      return recursive_doubling_allreduce(comm, in, out, count, dtype, op, options);
+    case Algorithm::kNative: {
+      const bool average = op == ReduceOp::kAverage;
+      HORA_RETURN_IF_ERROR(
+          comm.allreduce(in, out, count, dtype, average ? ReduceOp::kSum : op, options.deadline));
+      if (average && count > 0 && comm.size() > 1) {
+        kernels::scale(out, count, dtype, 1.0 / comm.size());
+      }
+      return Status::ok();
+    }
+    case Algorithm::kAuto:
+      break;
+  }
+  return Status::internal("run_allreduce: no algorithm");
+}
+
+}  // namespace collectives
+}  // namespace hora
