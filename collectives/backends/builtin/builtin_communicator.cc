@@ -1,0 +1,339 @@
+#include "collectives/backends/builtin/builtin_communicator.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include "collectives/backends/builtin/loopback_link.h"
+#include "collectives/backends/builtin/peer_engine.h"
+#include "collectives/backends/builtin/shm_channel.h"
+#include "collectives/backends/builtin/shm_segment.h"
+#include "collectives/backends/builtin/tcp_transport.h"
+
+namespace hora {
+namespace collectives {
+namespace builtin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+std::string default_host_id() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return std::string(host) + "/" + boot;
+}
+
+std::string first_ipv4() {
+  ifaddrs* list = nullptr;
+  std::string found;
+  if (getifaddrs(&list) != 0) return "127.0.0.1";
+  for (ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    auto* in = reinterpret_cast<sockaddr_in*>(a->ifa_addr);
+    if ((ntohl(in->sin_addr.s_addr) >> 24) == 127) continue;
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+    found = ip;
+  }
+  freeifaddrs(list);
+  return found.empty() ? "127.0.0.1" : found;
+}
+
+void init_segment(void* memory, size_t, void* arg) {
+  init_shm_segment(memory, *static_cast<const ShmLayout*>(arg));
+}
+
+class BuiltinCommunicator;
+
+class BuiltinRequest : public Request {
+ public:
+  BuiltinRequest(BuiltinCommunicator* comm, std::shared_ptr<Op> op) : comm_(comm), op_(std::move(op)) {}
+  Status wait(Deadline deadline) override;
+
+ private:
+  BuiltinCommunicator* comm_;
+  std::shared_ptr<Op> op_;
+};
+
+class BuiltinCommunicator : public Communicator {
+ public:
+  BuiltinCommunicator(int rank, int size, const BuiltinOptions& options)
+      : rank_(rank), size_(size), options_(options), engines_(size) {
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  }
+  ~BuiltinCommunicator() override {
+    engines_.clear();  // links before the segment they point into
+    bell_.reset();
+    segment_.reset();
+    if (wake_fd_ >= 0) close(wake_fd_);
+  }
+
+  Status init(Store& store);
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* backend_name() const override { return "builtin"; }
+
+  StatusOr<std::unique_ptr<Request>> isend(int peer, const void* data, size_t bytes,
+                                           uint32_t tag) override {
+    return post(true, peer, const_cast<void*>(data), bytes, tag);
+  }
+  StatusOr<std::unique_ptr<Request>> irecv(int peer, void* data, size_t bytes,
+                                           uint32_t tag) override {
+    return post(false, peer, data, bytes, tag);
+  }
+  void abort() override {
+    aborted_.store(true);
+    if (bell_) bell_->ring();
+    uint64_t one = 1;
+    if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof one) < 0) {
+    }
+  }
+
+  Status wait_op(Op& op, Deadline deadline);
+
+ private:
+  StatusOr<std::unique_ptr<Request>> post(bool is_send, int peer, void* data, size_t bytes,
+                                          uint32_t tag);
+  bool progress_all(bool allow_unexpected);
+  void check_peers();
+  void sleep_until_activity(Deadline deadline);
+  Status timeout_status(const Op& op, Clock::time_point started) const;
+
+  int rank_;
+  int size_;
+  BuiltinOptions options_;
+  std::unique_ptr<ShmSegment> segment_;
+  std::unique_ptr<ShmDoorbell> bell_;
+  std::vector<std::unique_ptr<PeerEngine>> engines_;
+  std::atomic<bool> aborted_{false};
+  int wake_fd_ = -1;
+  std::vector<pollfd> pollfds_;
+};
+
+Status BuiltinRequest::wait(Deadline deadline) {
+  if (op_->complete) return op_->status;
+  return comm_->wait_op(*op_, deadline);
+}
+
+Status BuiltinCommunicator::init(Store& store) {
+  const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
+  const std::string& prefix = options_.key_prefix;
+  const std::string host = options_.host_id.empty() ? default_host_id() : options_.host_id;
+  HORA_RETURN_IF_ERROR(store.set(prefix + "host/" + std::to_string(rank_), Bytes(host.begin(), host.end())));
+  std::vector<std::string> hosts(size_);
+  for (int r = 0; r < size_; ++r) {
+    HORA_ASSIGN_OR_RETURN(Bytes v, store.get(prefix + "host/" + std::to_string(r), deadline));
+    hosts[r].assign(v.begin(), v.end());
+  }
+  std::vector<int> local;  // ranks on this host, ascending
+  for (int r = 0; r < size_; ++r)
+    if (hosts[r] == host) local.push_back(r);
+  const bool one_host = local.size() == static_cast<size_t>(size_);
+  const bool use_shm = options_.shm_enabled && local.size() > 1;
+
+  if (use_shm) {
+    const int local_size = static_cast<int>(local.size());
+    if (local_size > kShmMaxLocalRanks)
+      return Status::invalid_argument("shared-memory transport supports at most " +
+                                      std::to_string(kShmMaxLocalRanks) + " ranks per host, got " +
+                                      std::to_string(local_size) + " (set HORA_SHM=0)");
+    const int me = static_cast<int>(std::find(local.begin(), local.end(), rank_) - local.begin());
+    ShmLayout layout = ShmLayout::make(local_size, options_.shm_ring_bytes, options_.shm_chunk_bytes);
+    HORA_ASSIGN_OR_RETURN(segment_, establish_shm_segment(
+                                        store, prefix + "shm/" + std::to_string(local[0]) + "/",
+                                        me == 0, local_size, layout.total_bytes, &init_segment,
+                                        &layout, deadline));
+    HORA_RETURN_IF_ERROR(attach_shm_segment(segment_->data(), layout, me));
+    bell_ = std::make_unique<ShmDoorbell>(segment_->data(), layout, me);
+    for (int i = 0; i < local_size; ++i) {
+      if (i == me) continue;
+      engines_[local[i]] = std::make_unique<PeerEngine>(
+          rank_, local[i], std::make_unique<ShmLink>(segment_->data(), layout, me, i, local[i]),
+          options_.max_message_bytes);
+    }
+  }
+  std::vector<int> tcp_peers;
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_ && !engines_[r]) tcp_peers.push_back(r);
+  if (!tcp_peers.empty()) {
+    TcpMeshOptions tcp;
+    tcp.secret = options_.secret;
+    tcp.bind_host = !options_.tcp_bind_host.empty() ? options_.tcp_bind_host
+                                                    : (one_host ? "127.0.0.1" : "0.0.0.0");
+    tcp.advertise_host = !options_.tcp_advertise_host.empty()
+                             ? options_.tcp_advertise_host
+                             : (one_host ? "127.0.0.1" : first_ipv4());
+    tcp.socket_buffer_bytes = options_.tcp_buffer_bytes;
+    HORA_ASSIGN_OR_RETURN(auto links, connect_tcp_mesh(store, prefix, rank_, size_, tcp_peers, tcp, deadline));
+    for (int r : tcp_peers)
+      engines_[r] = std::make_unique<PeerEngine>(rank_, r, std::move(links[r]), options_.max_message_bytes);
+  }
+  engines_[rank_] = std::make_unique<PeerEngine>(rank_, rank_, std::make_unique<LoopbackLink>(),
+                                                 options_.max_message_bytes);
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<Request>> BuiltinCommunicator::post(bool is_send, int peer, void* data,
+                                                             size_t bytes, uint32_t tag) {
+  if (peer < 0 || peer >= size_)
+    return Status::invalid_argument("rank " + std::to_string(rank_) + ": peer " +
+                                    std::to_string(peer) + " is out of range [0, " +
+                                    std::to_string(size_) + ")");
+  if (bytes > 0 && data == nullptr)
+    return Status::invalid_argument("null buffer for " + std::to_string(bytes) + " bytes");
+  if (bytes > options_.max_message_bytes)
+    return Status::invalid_argument("message of " + std::to_string(bytes) +
+                                    " bytes exceeds the builtin limit of " +
+                                    std::to_string(options_.max_message_bytes));
+  auto op = std::make_shared<Op>();
+  op->is_send = is_send;
+  op->peer = peer;
+  op->tag = tag;
+  op->bytes = bytes;
+  if (is_send) op->src = static_cast<const uint8_t*>(data);
+  else op->dst = static_cast<uint8_t*>(data);
+  if (aborted_.load()) {
+    op->complete = true;
+    op->status = Status::remote("communicator of rank " + std::to_string(rank_) + " was aborted");
+  } else if (is_send) {
+    engines_[peer]->post_send(op);
+    // Start at once: a small message usually leaves here, and one whose request is never
+    // waited on still goes out on the next wait.
+    engines_[peer]->progress(false);
+  } else {
+    engines_[peer]->post_recv(op);
+  }
+  return std::unique_ptr<Request>(new BuiltinRequest(this, std::move(op)));
+}
+
+bool BuiltinCommunicator::progress_all(bool allow_unexpected) {
+  bool moved = false;
+  for (auto& e : engines_) {
+    if (allow_unexpected || e->pending()) moved |= e->progress(allow_unexpected);
+  }
+  return moved;
+}
+
+void BuiltinCommunicator::check_peers() {
+  for (auto& e : engines_) {
+    if (!e->pending() || e->broken()) continue;
+    Status st = e->link().check_alive();
+    if (!st.is_ok()) e->fail(st);
+  }
+}
+
+void BuiltinCommunicator::sleep_until_activity(Deadline deadline) {
+  bool shm_pending = false;
+  pollfds_.clear();
+  pollfds_.push_back(pollfd{wake_fd_, POLLIN, 0});
+  for (auto& e : engines_) {
+    if (!e->pending()) continue;
+    int fd = e->link().fd();
+    if (fd >= 0) {
+      // POLLIN too for a pending send: the peer may be sending to us (buffered when idle) and
+      // a closed connection shows up as readable.
+      short events = POLLIN;
+      if (e->sending()) events |= POLLOUT;
+      pollfds_.push_back(pollfd{fd, events, 0});
+    } else if (std::string(e->link().kind()) == "shm") {
+      shm_pending = true;
+    }
+  }
+  auto cap = std::min<std::chrono::microseconds>(
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.liveness_interval),
+      std::chrono::duration_cast<std::chrono::microseconds>(deadline.at() - Clock::now()));
+  if (cap.count() <= 0) return;
+  if (pollfds_.size() == 1 && shm_pending && bell_) {
+    uint32_t seq = bell_->arm();
+    if (!aborted_.load() && !progress_all(true)) bell_->sleep(seq, cap);
+    bell_->disarm();
+    return;
+  }
+  // TCP (or nothing) pending. With shm pending as well, poll in short slices.
+  int timeout_ms = shm_pending ? 1 : static_cast<int>(std::max<int64_t>(1, cap.count() / 1000));
+  int rc = poll(pollfds_.data(), pollfds_.size(), timeout_ms);
+  if (rc > 0 && (pollfds_[0].revents & POLLIN)) {
+    uint64_t v;
+    if (read(wake_fd_, &v, sizeof v) < 0) {
+    }
+  }
+}
+
+Status BuiltinCommunicator::timeout_status(const Op& op, Clock::time_point started) const {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.3f",
+                std::chrono::duration<double>(Clock::now() - started).count());
+  size_t done = op.is_send ? (op.done > kFrameHeaderBytes ? op.done - kFrameHeaderBytes : 0) : op.done;
+  return Status::timeout("rank " + std::to_string(rank_) + " timed out after " + secs +
+                         " s waiting for rank " + std::to_string(op.peer) + ": " +
+                         (op.is_send ? "send" : "recv") + " of " + std::to_string(op.bytes) +
+                         " bytes with tag " + std::to_string(op.tag) + " (" + std::to_string(done) +
+                         " moved) over " + engines_[op.peer]->link().kind());
+}
+
+Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
+  const auto started = Clock::now();
+  auto last_progress = started;
+  auto last_check = started;
+  for (;;) {
+    if (op.complete) return op.status;
+    if (aborted_.load())
+      return Status::remote("communicator of rank " + std::to_string(rank_) +
+                            " was aborted while waiting for rank " + std::to_string(op.peer));
+    bool moved = progress_all(false);
+    if (op.complete) return op.status;
+    if (!moved) moved = progress_all(true);
+    auto now = Clock::now();
+    if (moved) {
+      last_progress = now;
+      continue;
+    }
+    if (now >= deadline.at()) return timeout_status(op, started);
+    if (now - last_progress < options_.spin) {
+      cpu_relax();
+      continue;
+    }
+    if (now - last_check >= options_.liveness_interval) {
+      last_check = now;
+      check_peers();
+      continue;
+    }
+    sleep_until_activity(Deadline(std::min(deadline.at(), last_check + options_.liveness_interval)));
+  }
+}
+
+}  // namespace
+}  // namespace builtin
+
+StatusOr<std::unique_ptr<Communicator>> make_builtin_communicator(int rank, int size, Store& store,
+                                                                   const BuiltinOptions& options) {
+  if (size < 1 || rank < 0 || rank >= size)
+    return Status::invalid_argument("builtin communicator: rank " + std::to_string(rank) +
+                                    " of size " + std::to_string(size) + " is out of range");
+  auto comm = std::make_unique<builtin::BuiltinCommunicator>(rank, size, options);
+  HORA_RETURN_IF_ERROR(comm->init(store));
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
+}  // namespace collectives
+}  // namespace hora

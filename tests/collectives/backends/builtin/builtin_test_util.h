@@ -1,0 +1,122 @@
+// Helpers for the builtin backend's tests: run N ranks as threads over a LocalStore, or as
+// fork()ed processes over a DirStore.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/backends/builtin/builtin_communicator.h"
+#include "tests/collectives/backends/builtin/test_stores.h"
+
+namespace hora {
+namespace collectives {
+namespace builtin_test {
+
+using CommFn = std::function<Status(Communicator& comm)>;
+
+inline BuiltinOptions test_options(bool shm) {
+  BuiltinOptions o;
+  o.shm_enabled = shm;
+  o.timeout_s = 20;
+  o.secret = "test-secret";
+  return o;
+}
+
+// Runs fn on n thread-ranks; returns each rank's Status (creation failures included).
+inline std::vector<Status> run_threads(int n, const BuiltinOptions& options, const CommFn& fn) {
+  LocalStore store;
+  std::vector<Status> results(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      auto comm = make_builtin_communicator(r, n, store, options);
+      if (!comm.is_ok()) {
+        results[r] = comm.status();
+        return;
+      }
+      results[r] = fn(*comm.value());
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+// A fresh temporary directory, removed (with its files) on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/hora-builtin-test-XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct ChildResult {
+  int exit_code = -1;   // -1 when killed by a signal
+  int signal = 0;
+  std::string message;  // the Status the rank wrote, "OK" on success
+};
+
+using RankFn = std::function<Status(int rank, Store& store)>;
+
+// Forks n ranks; each runs fn(rank, DirStore) and writes its Status to dir/result_<rank>.
+// `started` (optional) runs in the parent with the children's pids right after forking.
+inline std::vector<ChildResult> run_processes(int n, const RankFn& fn,
+                                              const std::function<void(std::vector<pid_t>&)>& started = nullptr) {
+  TempDir dir;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      DirStore store(dir.path());
+      Status st = fn(r, store);
+      std::ofstream(dir.path() + "/result_" + std::to_string(r)) << st.to_string();
+      _exit(st.is_ok() ? 0 : 1);
+    }
+    pids.push_back(pid);
+  }
+  if (started) started(pids);
+  std::vector<ChildResult> results(n);
+  for (int r = 0; r < n; ++r) {
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    if (WIFEXITED(status)) results[r].exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) results[r].signal = WTERMSIG(status);
+    std::ifstream f(dir.path() + "/result_" + std::to_string(r));
+    std::getline(f, results[r].message, '\0');
+  }
+  return results;
+}
+
+// Fills `buf` with a pattern that depends on (seed, index).
+inline void fill_pattern(std::vector<uint8_t>& buf, uint32_t seed) {
+  uint32_t x = seed * 2654435761u + 12345;
+  for (size_t i = 0; i < buf.size(); ++i) {
+    x = x * 1664525u + 1013904223u;
+    buf[i] = static_cast<uint8_t>(x >> 24);
+  }
+}
+
+inline Status expect_pattern(const std::vector<uint8_t>& buf, uint32_t seed, const std::string& what) {
+  std::vector<uint8_t> want(buf.size());
+  fill_pattern(want, seed);
+  if (buf != want) return Status::internal(what + ": payload differs from what was sent");
+  return Status::ok();
+}
+
+}  // namespace builtin_test
+}  // namespace collectives
+}  // namespace hora
