@@ -12,6 +12,7 @@
 
 #include "core/base/logging.h"
 #include "core/base/status.h"
+#include "core/layout.h"
 
 namespace hora {
 
@@ -49,5 +50,13 @@ struct Config {
   // from_lookup(getenv).
   static StatusOr<Config> from_env();
 };
+
+// Reads the rank layout (see core/layout.h for the sources and their precedence) through
+// `lookup`, validated. Fails (kInvalidArgument) on an incomplete source (HORA_RANK without
+// HORA_SIZE), a malformed or out-of-range value, or HORA_* disagreeing with
+// OMPI_COMM_WORLD_*; every message names the variables read.
+StatusOr<RankLayout> read_rank_layout(const Config::Lookup& lookup);
+// read_rank_layout(getenv).
+StatusOr<RankLayout> read_rank_layout_from_env();
 
 }  // namespace hora

@@ -1,0 +1,225 @@
+#include "collectives/backends/gloo/gloo_communicator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "collectives/backends/gloo/gloo_communicator_impl.h"
+#include "collectives/backends/gloo/gloo_errors.h"
+#include "collectives/backends/gloo/gloo_store_adapter.h"
+#include "core/base/logging.h"
+
+namespace hora {
+namespace collectives {
+namespace gloo_backend {
+namespace {
+
+// Point-to-point slots: apart from gloo's collective prefixes (0x01-0x0f) and from the small
+// slot numbers its older algorithms take with Context::nextSlot().
+constexpr uint64_t kP2pSlotPrefix = uint64_t{0xA5} << 56;
+
+uint64_t p2p_slot(uint32_t tag) { return kP2pSlotPrefix | tag; }
+
+}  // namespace
+
+// ---- GlooCommunicator ---------------------------------------------------------------------
+
+GlooCommunicator::GlooCommunicator(std::shared_ptr<::gloo::Context> context,
+                                   const GlooOptions& options)
+    : rank_(context->rank), size_(context->size), options_(options),
+      context_(std::move(context)) {}
+
+GlooCommunicator::~GlooCommunicator() {
+  // Requests hold a reference to this communicator; they must be gone by now (contract).
+  std::lock_guard<std::mutex> lock(mu_);
+  HORA_CHECK(pending_.empty()) << pending_.size() << " gloo requests outlive their communicator";
+}
+
+std::string GlooCommunicator::describe() const {
+  return "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+}
+
+Status GlooCommunicator::check_usable(const char* what) const {
+  if (is_aborted())
+    return Status::remote("gloo: " + describe() + ": " + what + " after abort(): aborted");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!broken_.is_ok())
+    return Status(broken_.code(), "gloo: " + describe() + ": " + what +
+                                      " on a communicator broken by an earlier failure: " +
+                                      broken_.message());
+  return Status::ok();
+}
+
+void GlooCommunicator::mark_broken(const Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.is_ok()) broken_ = status;
+}
+
+void GlooCommunicator::track(GlooRequest* request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.insert(request);
+}
+
+void GlooCommunicator::untrack(GlooRequest* request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_.erase(request);
+}
+
+std::chrono::milliseconds GlooCommunicator::timeout_for(Deadline deadline) const {
+  auto cap = std::chrono::milliseconds(static_cast<int64_t>(options_.timeout_s * 1000.0));
+  // gloo treats a negative timeout as "use the context's"; 0 is a valid immediate check.
+  return std::max(std::chrono::milliseconds(0), std::min(deadline.remaining(), cap));
+}
+
+void GlooCommunicator::abort() {
+  aborted_.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (GlooRequest* request : pending_) request->interrupt();
+}
+
+Status GlooCommunicator::validate_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= size_ || peer == rank_)
+    return Status::invalid_argument("gloo: " + describe() + ": " + what + " peer " +
+                                    std::to_string(peer) + " is not another rank in [0, " +
+                                    std::to_string(size_) + ")");
+  return check_usable(what);
+}
+
+StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void* data,
+                                                           size_t bytes, uint32_t tag) {
+  HORA_RETURN_IF_ERROR(validate_peer(peer, "send to"));
+  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
+  // gloo needs a non-null pointer even for 0 bytes.
+  static char empty = 0;
+  void* ptr = bytes == 0 ? &empty : const_cast<void*>(data);
+  Status status = gloo_call("send", [&] {
+    buffer = context_->createUnboundBuffer(ptr, bytes);
+    buffer->send(peer, p2p_slot(tag), 0, bytes);
+  });
+  if (!status.is_ok()) {
+    Status named = Status(status.code(), describe() + ": send to rank " + std::to_string(peer) +
+                                             " (tag " + std::to_string(tag) + "): " +
+                                             status.message());
+    mark_broken(named);
+    return named;
+  }
+  return std::unique_ptr<Request>(
+      new GlooRequest(*this, std::move(buffer), GlooRequest::Kind::kSend, peer, tag));
+}
+
+StatusOr<std::unique_ptr<Request>> GlooCommunicator::irecv(int peer, void* data, size_t bytes,
+                                                           uint32_t tag) {
+  HORA_RETURN_IF_ERROR(validate_peer(peer, "recv from"));
+  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
+  static char empty_sink = 0;
+  void* ptr = bytes == 0 ? &empty_sink : data;
+  Status status = gloo_call("recv", [&] {
+    buffer = context_->createUnboundBuffer(ptr, bytes);
+    buffer->recv(peer, p2p_slot(tag), 0, bytes);
+  });
+  if (!status.is_ok()) {
+    Status named = Status(status.code(), describe() + ": recv from rank " +
+                                             std::to_string(peer) + " (tag " +
+                                             std::to_string(tag) + "): " + status.message());
+    mark_broken(named);
+    return named;
+  }
+  return std::unique_ptr<Request>(
+      new GlooRequest(*this, std::move(buffer), GlooRequest::Kind::kRecv, peer, tag));
+}
+
+// ---- GlooRequest --------------------------------------------------------------------------
+
+GlooRequest::GlooRequest(GlooCommunicator& comm,
+                         std::unique_ptr<::gloo::transport::UnboundBuffer> buffer, Kind kind,
+                         int peer, uint32_t tag)
+    : comm_(comm), buffer_(std::move(buffer)), kind_(kind), peer_(peer), tag_(tag) {
+  comm_.track(this);
+  // abort() may have run before track(): interrupt now so the wait cannot miss it.
+  if (comm_.is_aborted()) interrupt();
+}
+
+GlooRequest::~GlooRequest() {
+  // gloo refers to the buffer until the transfer ends. A request dropped unfinished gets an
+  // immediate wait: if the transfer is not complete, gloo's timeout path cancels every
+  // pending operation of the context (so the memory is no longer used) and the communicator
+  // is broken from then on. Always wait() on a request.
+  if (!done_) {
+    HORA_LOG(kWarning) << "gloo: " << describe() << " destroyed without wait()";
+    (void)wait(Deadline::after_seconds(0));
+  }
+  comm_.untrack(this);
+}
+
+std::string GlooRequest::describe() const {
+  return comm_.describe() + ": " + (kind_ == Kind::kSend ? "send to" : "recv from") +
+         " rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) + ", " +
+         std::to_string(buffer_->size) + " bytes)";
+}
+
+void GlooRequest::interrupt() {
+  if (kind_ == Kind::kSend)
+    buffer_->abortWaitSend();
+  else
+    buffer_->abortWaitRecv();
+}
+
+Status GlooRequest::wait(Deadline deadline) {
+  if (done_) return status_;
+  const auto timeout = comm_.timeout_for(deadline);
+  bool completed = false;
+  Status status = gloo_call(describe(), [&] {
+    int from = -1;
+    completed = kind_ == Kind::kSend ? buffer_->waitSend(&from, timeout)
+                                     : buffer_->waitRecv(&from, timeout);
+  });
+  if (status.is_ok() && !completed) {
+    status = Status::remote("gloo: " + describe() + ": aborted");
+  }
+  if (!status.is_ok()) comm_.mark_broken(status);
+  done_ = true;
+  status_ = status;
+  comm_.untrack(this);
+  return status_;
+}
+
+}  // namespace gloo_backend
+
+// ---- factory ------------------------------------------------------------------------------
+
+StatusOr<std::unique_ptr<Communicator>> create_gloo_communicator(int rank, int size, Store& store,
+                                                                 const GlooOptions& options,
+                                                                 Deadline deadline) {
+  if (size < 1 || rank < 0 || rank >= size)
+    return Status::invalid_argument("gloo: rank " + std::to_string(rank) + " is not in [0, " +
+                                    std::to_string(size) + ")");
+  HORA_ASSIGN_OR_RETURN(GlooBindAddress bind, choose_gloo_bind_address(options));
+  const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                            " connecting the full mesh (binding " +
+                            (bind.iface.empty() ? bind.hostname : "interface " + bind.iface) +
+                            ")";
+  std::shared_ptr<::gloo::rendezvous::Context> context;
+  Status status = gloo_backend::gloo_call(where, [&] {
+    ::gloo::transport::tcp::attr attr;
+    attr.iface = bind.iface;
+    attr.hostname = bind.hostname;
+    auto device = ::gloo::transport::tcp::CreateDevice(attr);
+    context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
+    auto timeout = std::min(
+        deadline.remaining(),
+        std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000.0)));
+    context->setTimeout(std::max(timeout, std::chrono::milliseconds(1)));
+    gloo_backend::GlooStoreAdapter adapter(store, deadline);
+    context->connectFullMesh(adapter, device);
+    // Later waits get their own timeouts; the context's is the cap (HORA_TIMEOUT_S).
+    context->setTimeout(
+        std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000.0)));
+  });
+  if (!status.is_ok()) return status;
+  return std::unique_ptr<Communicator>(new gloo_backend::GlooCommunicator(context, options));
+}
+
+}  // namespace collectives
+}  // namespace hora

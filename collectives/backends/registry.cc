@@ -1,0 +1,89 @@
+#include "collectives/backends/registry.h"
+
+#if HORA_HAVE_GLOO
+#include "collectives/backends/gloo/gloo_communicator.h"
+#endif
+
+namespace hora {
+namespace collectives {
+namespace {
+
+struct KnownBackend {
+  const char* name;
+  bool built;
+  const char* how_to_enable;
+};
+
+constexpr KnownBackend kKnown[] = {
+    {"builtin", false, "it is not implemented yet in this hora"},
+#if HORA_HAVE_GLOO
+    {"gloo", true, ""},
+#else
+    {"gloo", false, "configure with HORA_WITH_GLOO=ON after installing libgloo-dev"},
+#endif
+    {"mpi", false, "configure with HORA_WITH_MPI=ON after installing libopenmpi-dev"},
+    {"nccl", false, "configure with HORA_WITH_NCCL=ON with CUDA and NCCL installed"},
+};
+
+std::string known_names() {
+  std::string names = "auto";
+  for (const KnownBackend& b : kKnown) names += std::string(", ") + b.name;
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::string> available_backends() {
+  std::vector<std::string> names;
+  for (const KnownBackend& b : kKnown)
+    if (b.built) names.push_back(b.name);
+  return names;
+}
+
+bool backend_available(const std::string& name) {
+  const std::string resolved = resolve_backend_name(name);
+  for (const KnownBackend& b : kKnown)
+    if (resolved == b.name) return b.built;
+  return false;
+}
+
+std::string resolve_backend_name(const std::string& name) {
+  if (name != "auto") return name;
+  auto names = available_backends();
+  return names.empty() ? std::string("builtin") : names.front();
+}
+
+StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& name, int rank,
+                                                          int size, Store& store,
+                                                          const BackendOptions& options,
+                                                          Deadline deadline) {
+  const std::string resolved = resolve_backend_name(name);
+  const KnownBackend* known = nullptr;
+  for (const KnownBackend& b : kKnown)
+    if (resolved == b.name) known = &b;
+  if (known == nullptr)
+    return Status::invalid_argument("HORA_BACKEND='" + name + "' is not a backend: expected " +
+                                    known_names());
+  if (!known->built)
+    return Status::unimplemented("backend '" + resolved + "' is not built into this hora: " +
+                                 known->how_to_enable);
+#if HORA_HAVE_GLOO
+  if (resolved == "gloo") {
+    GlooOptions gloo;
+    gloo.iface = options.gloo_iface;
+    gloo.rendezvous_addr = options.rendezvous_addr;
+    gloo.timeout_s = options.timeout_s;
+    return create_gloo_communicator(rank, size, store, gloo, deadline);
+  }
+#else
+  (void)rank;
+  (void)size;
+  (void)store;
+  (void)options;
+  (void)deadline;
+#endif
+  return Status::internal("backend '" + resolved + "' is marked built but has no factory");
+}
+
+}  // namespace collectives
+}  // namespace hora

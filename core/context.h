@@ -1,0 +1,69 @@
+// Context: the runtime state of one initialised hora process. It owns, in this order of
+// construction (and reverse order of destruction): the TcpStoreServer when this rank hosts
+// the store (torchrun/mpirun/Slurm layouts, rank 0), the store client (a TcpStoreClient, or
+// an in-process MemoryStore for a single process without a store), and the Communicator.
+//
+// Start protocol (Context::create), under the store prefix "hora/init/<generation>/":
+//   1. connect the store (retrying until HORA_START_TIMEOUT_S: the host may start late);
+//   2. set "arrived/<rank>" and add 1 to "start";
+//   3. wait for "arrived/0" .. "arrived/<size-1>" until HORA_START_TIMEOUT_S; on timeout the
+//      error lists the ranks that never arrived;
+//   4. create the communicator of HORA_BACKEND through collectives/backends/registry.h, with
+//      a PrefixStore "hora/comm/<generation>/<backend>/" so communicators never share keys.
+// Shutdown: when this process hosts the store, every rank sets "exit/<rank>" and the host
+// waits (bounded by HORA_START_TIMEOUT_S) for all of them before it stops serving, so no rank
+// loses the store while it still uses it.
+//
+// Threads: create/shutdown from one thread; the communicator belongs to the engine thread
+// (Communicator contract). Accessors are safe from any thread.
+#pragma once
+
+#include <memory>
+
+#include "collectives/communicator.h"
+#include "collectives/rendezvous/store.h"
+#include "collectives/rendezvous/tcp_store_server.h"
+#include "core/base/status.h"
+#include "core/config.h"
+#include "core/layout.h"
+
+namespace hora {
+
+class Context {
+ public:
+  // Connects, waits for every rank, creates the communicator. Blocks at most about
+  // config.start_timeout_s (kTimeout naming missing ranks or store keys). `generation`
+  // counts inits in this process (every rank inits the same number of times), so a second
+  // init after shutdown never sees the first one's keys.
+  static StatusOr<std::unique_ptr<Context>> create(const Config& config,
+                                                   const RankLayout& layout,
+                                                   int generation = 0);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Runs the shutdown protocol and releases everything; idempotent. The error (if any) says
+  // which ranks did not reach shutdown before the store host gave up waiting.
+  Status shutdown();
+
+  const Config& config() const { return config_; }
+  const RankLayout& layout() const { return layout_; }
+  // REQUIRES: shutdown() not yet called.
+  collectives::Communicator& communicator() { return *communicator_; }
+  collectives::Store& store() { return *store_; }
+
+ private:
+  Context(const Config& config, const RankLayout& layout, int generation);
+  Status start();
+
+  const Config config_;
+  const RankLayout layout_;
+  const int generation_;
+  std::unique_ptr<collectives::TcpStoreServer> server_;     // when layout_.hosts_store
+  std::unique_ptr<collectives::Store> store_;               // the job's store
+  std::unique_ptr<collectives::Store> communicator_store_;  // PrefixStore over store_
+  std::unique_ptr<collectives::Communicator> communicator_;
+  bool shut_down_ = false;
+};
+
+}  // namespace hora

@@ -1,0 +1,93 @@
+#include "core/hora.h"
+
+#include <memory>
+#include <mutex>
+
+#include "core/base/logging.h"
+#include "core/config.h"
+#include "core/context.h"
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace {
+
+// The one static of the C++ API: the runtime and the number of inits so far.
+struct Runtime {
+  std::mutex mu;  // guards context and generation; held through init and shutdown
+  std::unique_ptr<Context> context;
+  int generation = 0;
+};
+
+Runtime& runtime() {
+  static Runtime* r = new Runtime();  // never destroyed: safe from atexit handlers
+  return *r;
+}
+
+Status apply_cpu_isa(CpuIsa isa) {
+  kernels::Isa want = kernels::best_isa();
+  switch (isa) {
+    case CpuIsa::kBest: want = kernels::best_isa(); break;
+    case CpuIsa::kScalar: want = kernels::Isa::kScalar; break;
+    case CpuIsa::kAvx2: want = kernels::Isa::kAvx2; break;
+    case CpuIsa::kAvx512: want = kernels::Isa::kAvx512; break;
+  }
+  if (!kernels::isa_supported(want) || !kernels::select_isa(want))
+    return Status::invalid_argument(std::string("HORA_CPU_ISA=") + cpu_isa_name(isa) +
+                                    " but this CPU lacks it; the best it has is " +
+                                    kernels::isa_name(kernels::best_isa()));
+  return Status::ok();
+}
+
+int layout_field(int RankLayout::*field) {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.context ? r.context->layout().*field : -1;
+}
+
+}  // namespace
+
+Status init() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.context) return Status::ok();
+  HORA_ASSIGN_OR_RETURN(Config config, Config::from_env());
+  HORA_ASSIGN_OR_RETURN(RankLayout layout, read_rank_layout_from_env());
+  set_log_level(config.log_level);
+  set_log_rank(layout.rank);
+  HORA_RETURN_IF_ERROR(apply_cpu_isa(config.cpu_isa));
+  const int generation = r.generation++;
+  HORA_ASSIGN_OR_RETURN(r.context, Context::create(config, layout, generation));
+  return Status::ok();
+}
+
+Status shutdown() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!r.context) return Status::ok();
+  Status status = r.context->shutdown();
+  r.context.reset();
+  return status;
+}
+
+bool is_initialized() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.context != nullptr;
+}
+
+int rank() { return layout_field(&RankLayout::rank); }
+int size() { return layout_field(&RankLayout::size); }
+int local_rank() { return layout_field(&RankLayout::local_rank); }
+int local_size() { return layout_field(&RankLayout::local_size); }
+int cross_rank() { return layout_field(&RankLayout::cross_rank); }
+int cross_size() { return layout_field(&RankLayout::cross_size); }
+
+namespace detail {
+Context* context() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.context.get();
+}
+}  // namespace detail
+
+}  // namespace hora

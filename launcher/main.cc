@@ -1,0 +1,213 @@
+// horarun: starts the ranks of a hora job and supervises them (see launcher/options.cc for the
+// flags, supervisor.h for teardown and exit status, rank_process.h for how ranks start).
+//
+// On a cluster: `horarun -np 8 -H node1:4,node2:4 ./train` starts ranks 0-3 on node1 and 4-7
+// on node2. Hosts other than this machine are reached with `ssh HOST` (or --rsh CMD): they need
+// password-less ssh, a POSIX login shell, the program at the same path (or in PATH), and a
+// route back to this machine's store port (the address is chosen as job_network.h says;
+// --rendezvous-addr overrides it). The working directory is the same as here when it exists.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collectives/rendezvous/tcp_store_server.h"
+#include "launcher/host_list.h"
+#include "launcher/job_network.h"
+#include "launcher/mpirun_command.h"
+#include "launcher/options.h"
+#include "launcher/rank_process.h"
+#include "launcher/supervisor.h"
+
+extern char** environ;
+
+namespace hora {
+namespace launcher {
+namespace {
+
+constexpr int kExitBadInvocation = 2;
+constexpr int kExitLauncherFailure = 1;
+
+int fail(int code, const std::string& message) {
+  std::fprintf(stderr, "horarun: %s\n", message.c_str());
+  return code;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  return env;
+}
+
+std::string format_seconds(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + shell_quote(w);
+  return out;
+}
+
+int hand_off_to_mpirun(const LauncherOptions& o, const std::vector<HostSlots>& hosts,
+                       bool hosts_given, bool all_local, const std::string& path_env) {
+  auto mpirun = find_executable("mpirun", path_env);
+  if (!mpirun.is_ok()) return fail(kExitBadInvocation, "--mpi: mpirun not found in PATH");
+  // What the ranks need travels in horarun's own environment, exported with -x.
+  ::setenv("HORA_BACKEND", o.backend.empty() ? "mpi" : o.backend.c_str(), 1);
+  if (!o.timeline.empty()) ::setenv("HORA_TIMELINE", o.timeline.c_str(), 1);
+  if (o.start_timeout_s)
+    ::setenv("HORA_START_TIMEOUT_S", format_seconds(*o.start_timeout_s).c_str(), 1);
+  for (const std::string& entry : current_environment()) {
+    const std::string name = entry.substr(0, entry.find('='));
+    if (is_layout_variable(name)) ::unsetenv(name.c_str());
+  }
+  MpirunRequest req;
+  req.np = o.np;
+  if (hosts_given) req.hosts = hosts;
+  req.all_hosts_local = all_local;
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  req.local_cpus = cpus > 0 ? static_cast<int>(cpus) : 1;
+  req.is_root = ::geteuid() == 0;
+  req.oversubscribe = o.oversubscribe;
+  req.env_names = exportable_hora_names(current_environment());
+  req.command = o.command;
+  std::vector<std::string> cmd = mpirun_command(req);
+  if (o.verbose) std::fprintf(stderr, "horarun: exec %s\n", join(cmd).c_str());
+  std::fflush(stderr);
+  std::vector<char*> argv;
+  for (std::string& w : cmd) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  ::execv(mpirun.value().c_str(), argv.data());
+  return fail(kExitLauncherFailure, "cannot execute " + mpirun.value());
+}
+
+int run_horarun(const std::vector<std::string>& args) {
+  auto parsed = parse_options(args);
+  if (!parsed.is_ok()) return fail(kExitBadInvocation, parsed.status().message());
+  const LauncherOptions& o = parsed.value();
+  if (o.help) {
+    std::fputs(usage_text().c_str(), stdout);
+    return 0;
+  }
+  std::vector<HostSlots> hosts;
+  const bool hosts_given = !o.hosts.empty() || !o.hostfile.empty();
+  if (!o.hosts.empty()) {
+    auto h = parse_host_list(o.hosts);
+    if (!h.is_ok()) return fail(kExitBadInvocation, h.status().message());
+    hosts = h.value();
+  } else if (!o.hostfile.empty()) {
+    auto h = read_hostfile(o.hostfile);
+    if (!h.is_ok()) return fail(kExitBadInvocation, h.status().message());
+    hosts = h.value();
+  } else {
+    hosts = {{"localhost", o.np}};
+  }
+  const std::string me = this_hostname();
+  auto layout = layout_ranks(hosts, o.np, me);
+  if (!layout.is_ok()) return fail(kExitBadInvocation, layout.status().message());
+  const std::vector<RankPlacement>& ranks = layout.value();
+  bool any_local = false;
+  std::vector<std::string> remote_hosts;
+  for (const RankPlacement& p : ranks) {
+    if (p.is_local)
+      any_local = true;
+    else if (remote_hosts.empty() || remote_hosts.back() != p.host)
+      remote_hosts.push_back(p.host);
+  }
+  const char* path_c = std::getenv("PATH");
+  const std::string path_env = path_c ? path_c : "/usr/local/bin:/usr/bin:/bin";
+  // The program must exist here for local ranks (remote-only jobs can't be checked from here).
+  std::string exe;
+  if (any_local || o.use_mpirun) {
+    auto found = find_executable(o.command[0], path_env);
+    if (!found.is_ok()) return fail(kExitBadInvocation, found.status().message());
+    exe = found.value();
+  }
+  if (o.use_mpirun)
+    return hand_off_to_mpirun(o, hosts, hosts_given, remote_hosts.empty(), path_env);
+  std::vector<std::string> rsh_words;
+  std::string rsh_exe;
+  if (!remote_hosts.empty()) {
+    auto words = split_words(o.rsh);
+    if (!words.is_ok()) return fail(kExitBadInvocation, "--rsh: " + words.status().message());
+    rsh_words = words.value();
+    auto found = find_executable(rsh_words[0], path_env);
+    if (!found.is_ok()) return fail(kExitBadInvocation, "--rsh: " + found.status().message());
+    rsh_exe = found.value();
+  }
+
+  Supervisor::Options sup_options;
+  sup_options.grace_s = o.grace_s;
+  sup_options.output_dir = o.output_dir;
+  sup_options.verbose = o.verbose;
+  auto supervisor = Supervisor::create(sup_options);  // before the store's thread starts
+  if (!supervisor.is_ok()) return fail(kExitLauncherFailure, supervisor.status().message());
+
+  auto secret = generate_secret();
+  if (!secret.is_ok()) return fail(kExitLauncherFailure, secret.status().message());
+  collectives::TcpStoreServer::Options store_options;
+  store_options.bind_address = remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0";
+  store_options.port = 0;
+  store_options.secret = secret.value();
+  auto store = collectives::TcpStoreServer::start(store_options);
+  if (!store.is_ok())
+    return fail(kExitLauncherFailure,
+                "cannot start the rendezvous store: " + store.status().to_string());
+  JobEnvironment job;
+  job.rendezvous_addr = remote_hosts.empty()         ? "127.0.0.1"
+                        : !o.rendezvous_addr.empty() ? o.rendezvous_addr
+                                                     : advertise_address(remote_hosts);
+  job.rendezvous_port = store.value()->port();
+  job.secret = secret.value();
+  job.backend = o.backend;
+  job.timeline = o.timeline;
+  job.start_timeout_s = o.start_timeout_s;
+  if (o.verbose)
+    std::fprintf(stderr, "horarun: rendezvous store on %s:%d, ranks reach it at %s:%d\n",
+                 store_options.bind_address.c_str(), job.rendezvous_port,
+                 job.rendezvous_addr.c_str(), job.rendezvous_port);
+
+  char cwd_buf[4096];
+  const std::string cwd = ::getcwd(cwd_buf, sizeof(cwd_buf)) ? cwd_buf : ".";
+  const std::vector<std::string> env = current_environment();
+  for (const RankPlacement& p : ranks) {
+    const EnvVars vars = rank_environment(p, job);
+    const RankLaunch launch =
+        p.is_local ? local_launch(exe, o.command, env, vars)
+                   : remote_launch(rsh_exe, rsh_words, p.host, cwd, o.command, env, vars);
+    if (o.verbose)
+      std::fprintf(stderr, "horarun: rank %d on %s: %s\n", p.rank, p.host.c_str(),
+                   launch.display.c_str());
+    std::fflush(stderr);
+    auto proc = spawn_rank(launch);
+    Status added = proc.is_ok()
+                       ? supervisor.value()->add_rank(p.rank, p.host, !p.is_local, proc.value())
+                       : proc.status();
+    if (!added.is_ok()) {
+      fail(kExitLauncherFailure,
+           "rank " + std::to_string(p.rank) + " (host " + p.host + "): " + added.message());
+      supervisor.value()->abort_start();
+      store.value()->stop();
+      return kExitLauncherFailure;
+    }
+  }
+  const int code = supervisor.value()->run();
+  store.value()->stop();
+  return code;
+}
+
+}  // namespace
+}  // namespace launcher
+}  // namespace hora
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return hora::launcher::run_horarun(args);
+}
