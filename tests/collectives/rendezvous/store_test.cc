@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/rendezvous/file_store.h"
 #include "collectives/rendezvous/memory_store.h"
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/store_protocol.h"
@@ -99,6 +100,27 @@ void exercise(Store& store, Store* writer = nullptr) {
 TEST(MemoryStoreTest, Basics) {
   MemoryStore store;
   exercise(store);
+}
+
+TEST(FileStoreTest, BasicsAndConcurrentAdds) {
+  char dir[] = "/tmp/hora_file_store_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  auto store = FileStore::open(std::string(dir) + "/store").value();
+  exercise(*store);
+  ASSERT_TRUE(store->set("odd key/with:chars", b("v")).is_ok());
+  EXPECT_EQ(store->get("odd key/with:chars", Deadline::after(milliseconds(100))).value(), b("v"));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      auto own = FileStore::open(std::string(dir) + "/store").value();
+      for (int i = 0; i < 25; ++i) (void)own->add("c", 1);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(store->add("c", 0).value(), 100);
+  EXPECT_FALSE(FileStore::open("").is_ok());
+  EXPECT_EQ(FileStore::open("/proc/hora-cannot-be-here").status().code(), StatusCode::kIo);
+  std::string cleanup = std::string("rm -rf ") + dir;
+  ASSERT_EQ(std::system(cleanup.c_str()), 0);
 }
 
 TEST(PrefixStoreTest, ScopesKeys) {
