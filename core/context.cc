@@ -138,6 +138,7 @@ Status Context::start() {
   options.rendezvous_addr = l.has_store() ? l.store_addr : "127.0.0.1";
   options.timeout_s = config_.timeout_s;
   options.shm_enabled = config_.shm_enabled;
+  options.secret = l.secret;
   auto communicator = collectives::make_communicator(backend, l.rank, l.size,
                                                      *communicator_store_, options, start_deadline);
   if (!communicator.is_ok())

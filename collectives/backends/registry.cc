@@ -1,5 +1,10 @@
 #include "collectives/backends/registry.h"
 
+#include <algorithm>
+#include <chrono>
+
+#include "collectives/backends/builtin/builtin_communicator.h"
+
 #if HORA_HAVE_GLOO
 #include "collectives/backends/gloo/gloo_communicator.h"
 #endif
@@ -15,7 +20,7 @@ struct KnownBackend {
 };
 
 constexpr KnownBackend kKnown[] = {
-    {"builtin", false, "it is not implemented yet in this hora"},
+    {"builtin", true, ""},
 #if HORA_HAVE_GLOO
     {"gloo", true, ""},
 #else
@@ -67,6 +72,15 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
   if (!known->built)
     return Status::unimplemented("backend '" + resolved + "' is not built into this hora: " +
                                  known->how_to_enable);
+  if (resolved == "builtin") {
+    BuiltinOptions builtin;
+    builtin.shm_enabled = options.shm_enabled;
+    builtin.secret = options.secret;
+    builtin.timeout_s = std::max(0.001, std::chrono::duration<double>(deadline.at() -
+                                                                        Deadline::Clock::now())
+                                            .count());
+    return make_builtin_communicator(rank, size, store, builtin);
+  }
 #if HORA_HAVE_GLOO
   if (resolved == "gloo") {
     GlooOptions gloo;

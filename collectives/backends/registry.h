@@ -1,4 +1,4 @@
-// The backend registry: makes a Communicator of a named backend ("gloo", later "builtin",
+// The backend registry: makes a Communicator of a named backend ("builtin", "gloo", later
 // "mpi", "nccl"). This is the only file outside backends/<name>/ that knows which backends
 // were built (the HORA_HAVE_* definitions); everything above asks here.
 //
@@ -24,6 +24,7 @@ struct BackendOptions {
   std::string rendezvous_addr;  // the store's address: loopback means a local job
   double timeout_s = 300.0;     // HORA_TIMEOUT_S: the cap of every wait on a peer
   bool shm_enabled = true;      // HORA_SHM
+  std::string secret;           // HORA_SECRET: proves membership on builtin TCP links
 };
 
 // The backends compiled into this build, in preference order for "auto".

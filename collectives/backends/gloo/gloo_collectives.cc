@@ -210,14 +210,12 @@ Status GlooCommunicator::alltoallv(const void* in, const std::vector<size_t>& se
     if (send_bytes[0] > 0 && in != out) std::memmove(out, in, send_bytes[0]);
     return Status::ok();
   }
-  // gloo wants real pointers even when this rank sends or receives nothing.
-  static uint8_t empty = 0;
   const uint32_t tag = next_collective_tag();
   return run(*this, "alltoallv", [&] {
     ::gloo::AlltoallvOptions opts(context());
-    opts.setInput(send_total > 0 ? static_cast<uint8_t*>(const_cast<void*>(in)) : &empty,
+    opts.setInput(send_total > 0 ? static_cast<uint8_t*>(const_cast<void*>(in)) : empty_buffer(),
                   send_bytes);
-    opts.setOutput(recv_total > 0 ? static_cast<uint8_t*>(out) : &empty, recv_bytes);
+    opts.setOutput(recv_total > 0 ? static_cast<uint8_t*>(out) : empty_buffer(), recv_bytes);
     opts.setTag(tag);
     opts.setTimeout(timeout_for(deadline));
     ::gloo::alltoallv(opts);

@@ -91,9 +91,7 @@ StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void*
                                                            size_t bytes, uint32_t tag) {
   HORA_RETURN_IF_ERROR(validate_peer(peer, "send to"));
   std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
-  // gloo needs a non-null pointer even for 0 bytes.
-  static char empty = 0;
-  void* ptr = bytes == 0 ? &empty : const_cast<void*>(data);
+  void* ptr = bytes == 0 ? empty_buffer() : const_cast<void*>(data);
   Status status = gloo_call("send", [&] {
     buffer = context_->createUnboundBuffer(ptr, bytes);
     buffer->send(peer, p2p_slot(tag), 0, bytes);
@@ -113,8 +111,7 @@ StatusOr<std::unique_ptr<Request>> GlooCommunicator::irecv(int peer, void* data,
                                                            uint32_t tag) {
   HORA_RETURN_IF_ERROR(validate_peer(peer, "recv from"));
   std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
-  static char empty_sink = 0;
-  void* ptr = bytes == 0 ? &empty_sink : data;
+  void* ptr = bytes == 0 ? empty_buffer() : data;
   Status status = gloo_call("recv", [&] {
     buffer = context_->createUnboundBuffer(ptr, bytes);
     buffer->recv(peer, p2p_slot(tag), 0, bytes);

@@ -68,6 +68,8 @@ class GlooCommunicator : public Communicator {
   const std::shared_ptr<::gloo::Context>& context() const { return context_; }
   std::string describe() const;  // "rank 1 of 4"
   std::vector<uint8_t>& scratch() { return scratch_; }
+  // gloo wants a real pointer even for 0 bytes; nothing is ever read or written through it.
+  uint8_t* empty_buffer() { return &empty_buffer_; }
 
  private:
   Status validate_peer(int peer, const char* what) const;
@@ -82,6 +84,7 @@ class GlooCommunicator : public Communicator {
   std::set<GlooRequest*> pending_;  // requests created and not yet completed
   Status broken_;                   // first failure that poisoned the context
   std::vector<uint8_t> scratch_;    // reducescatter working buffer (engine thread only)
+  uint8_t empty_buffer_ = 0;
 };
 
 // An unbound-buffer send or receive in flight.

@@ -1,4 +1,4 @@
-// The gloo backend in one process: N threads, one rank each, connected through a ThreadStore.
+// The gloo backend in one process: N threads, one rank each, connected through a MemoryStore.
 // Covers point to point (ring exchange, ordering, zero bytes), every native collective
 // against the shared correctness checks (tests/support/collective_checks.h), and the error
 // paths (bad peer, timeout, abort, a rank that never connects).
@@ -13,19 +13,19 @@
 
 #include "collectives/backends/gloo/gloo_communicator.h"
 #include "collectives/backends/registry.h"
-#include "tests/collectives/backends/thread_store.h"
+#include "collectives/rendezvous/memory_store.h"
 #include "tests/support/collective_checks.h"
 
 namespace hora {
 namespace collectives {
 namespace {
 
-using test_support::ThreadStore;
+
 using RankBody = std::function<Status(Communicator&)>;
 
 // Connects n gloo ranks over one store and runs body on each; returns the first failure.
 Status run_gloo(int n, const RankBody& body, double timeout_s = 20) {
-  ThreadStore store;
+  MemoryStore store;
   std::vector<Status> results(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -235,7 +235,7 @@ TEST(GlooCommunicatorErrors, AbortInterruptsAPendingRecv) {
 }
 
 TEST(GlooCommunicatorErrors, MissingRankTimesOutAtConnect) {
-  ThreadStore store;
+  MemoryStore store;
   GlooOptions options;
   const auto start = std::chrono::steady_clock::now();
   auto comm = create_gloo_communicator(0, 2, store, options,
@@ -271,7 +271,7 @@ TEST(GlooBindAddress, UnresolvableRendezvousNamesTheVariable) {
 TEST(BackendRegistry, KnowsGlooAndRejectsUnknownNames) {
   EXPECT_TRUE(backend_available("gloo"));
   EXPECT_EQ(resolve_backend_name("auto"), available_backends().front());
-  ThreadStore store;
+  MemoryStore store;
   auto bad = make_communicator("carrier-pigeon", 0, 1, store, BackendOptions(), soon());
   ASSERT_FALSE(bad.is_ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
