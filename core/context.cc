@@ -145,6 +145,19 @@ Status Context::start() {
     return communicator.status().with_context(" (hora init: " + who + ", HORA_BACKEND=" +
                                               backend_name_of(config_) + ")");
   communicator_ = std::move(communicator).value();
+
+  // 5. Nobody returns from init until every rank has its communicator: a backend's connect
+  // can finish on one side of a pair before the other (gloo's full mesh does), and a rank
+  // that then exits at once would close the link under a peer still connecting.
+  const std::string ready = "hora/ready/" + std::to_string(generation_) + "/";
+  HORA_RETURN_IF_ERROR(store_->set(ready + std::to_string(l.rank), collectives::Bytes{1}));
+  Status all_ready = store_->wait(rank_keys(ready, l.size), start_deadline);
+  if (!all_ready.is_ok()) {
+    std::vector<int> missing = missing_ranks(*store_, ready, l.size);
+    return Status::timeout("hora init: " + who + ": rank" + (missing.size() > 1 ? "s " : " ") +
+                           join_ranks(missing) + " did not finish connecting within " +
+                           seconds_text(config_.start_timeout_s) + " s (HORA_START_TIMEOUT_S)");
+  }
   HORA_LOG(kDebug) << "hora init: " << who << " ready (" << layout_source_name(l.source) << ", "
                    << communicator_->backend_name() << ")";
   return Status::ok();
