@@ -8,6 +8,9 @@
 #if HORA_HAVE_GLOO
 #include "collectives/backends/gloo/gloo_communicator.h"
 #endif
+#if HORA_HAVE_MPI
+#include "collectives/backends/mpi/mpi_communicator.h"
+#endif
 
 namespace hora {
 namespace collectives {
@@ -26,7 +29,11 @@ constexpr KnownBackend kKnown[] = {
 #else
     {"gloo", false, "configure with HORA_WITH_GLOO=ON after installing libgloo-dev"},
 #endif
+#if HORA_HAVE_MPI
+    {"mpi", true, ""},
+#else
     {"mpi", false, "configure with HORA_WITH_MPI=ON after installing libopenmpi-dev"},
+#endif
     {"nccl", false, "configure with HORA_WITH_NCCL=ON with CUDA and NCCL installed"},
 };
 
@@ -81,6 +88,9 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
                                             .count());
     return make_builtin_communicator(rank, size, store, builtin);
   }
+#if HORA_HAVE_MPI
+  if (resolved == "mpi") return make_mpi_communicator(rank, size);
+#endif
 #if HORA_HAVE_GLOO
   if (resolved == "gloo") {
     GlooOptions gloo;

@@ -1,0 +1,259 @@
+#include "collectives/backends/mpi/mpi_communicator.h"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "collectives/backends/mpi/mpi_request.h"
+#include "collectives/backends/mpi/mpi_status.h"
+#include "core/base/logging.h"
+
+namespace hora {
+namespace collectives {
+
+using mpi_backend::mpi_status;
+using mpi_backend::mpi_thread_level_name;
+
+namespace {
+
+constexpr int kRequiredLevel = MPI_THREAD_SERIALIZED;
+
+// Process-wide: whether hora initialised MPI, how many MPI communicators are alive, and
+// whether one ended broken (then MPI_Finalize, which synchronises with the peers, is skipped).
+struct MpiRuntime {
+  std::mutex mu;
+  int live = 0;
+  bool hora_initialised = false;
+  bool any_broken = false;
+};
+
+MpiRuntime& runtime() {
+  static MpiRuntime* instance = new MpiRuntime();  // never destroyed: used from destructors
+  return *instance;
+}
+
+// Initialises MPI unless the application did; checks the thread level either way.
+// REQUIRES: runtime().mu held.
+Status ensure_mpi_initialised(bool* initialised_here) {
+  *initialised_here = false;
+  int initialized = 0;
+  int finalized = 0;
+  HORA_RETURN_IF_ERROR(mpi_status(MPI_Initialized(&initialized), "MPI_Initialized"));
+  HORA_RETURN_IF_ERROR(mpi_status(MPI_Finalized(&finalized), "MPI_Finalized"));
+  if (finalized)
+    return Status::failed_precondition(
+        "mpi: MPI is already finalized in this process; MPI can be initialised only once, so "
+        "no MPI communicator can be created any more");
+  if (!initialized) {
+    int provided = MPI_THREAD_SINGLE;
+    HORA_RETURN_IF_ERROR(mpi_status(MPI_Init_thread(nullptr, nullptr, kRequiredLevel, &provided),
+                                    "MPI_Init_thread(MPI_THREAD_SERIALIZED)"));
+    if (provided < kRequiredLevel) {
+      MPI_Finalize();
+      return Status::failed_precondition(
+          "mpi: MPI_Init_thread granted " + mpi_thread_level_name(provided) + " but hora needs " +
+          mpi_thread_level_name(kRequiredLevel) +
+          " (its background thread calls MPI): use an MPI built with thread support");
+    }
+    *initialised_here = true;
+    return Status::ok();
+  }
+  int provided = MPI_THREAD_SINGLE;
+  HORA_RETURN_IF_ERROR(mpi_status(MPI_Query_thread(&provided), "MPI_Query_thread"));
+  if (provided >= kRequiredLevel) return Status::ok();
+  int is_main = 0;
+  HORA_RETURN_IF_ERROR(mpi_status(MPI_Is_thread_main(&is_main), "MPI_Is_thread_main"));
+  if (provided == MPI_THREAD_FUNNELED && is_main) {
+    HORA_LOG(kWarning) << "mpi: the application initialised MPI with MPI_THREAD_FUNNELED; hora "
+                          "accepts it because this thread is MPI's main thread, but every "
+                          "hora MPI call must stay on it";
+    return Status::ok();
+  }
+  return Status::failed_precondition(
+      "mpi: the application initialised MPI with " + mpi_thread_level_name(provided) +
+      " but hora needs " + mpi_thread_level_name(kRequiredLevel) +
+      " (its background thread calls MPI): initialise with MPI_Init_thread(..., "
+      "MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE, ...)");
+}
+
+// A datatype of exactly `bytes` bytes (as MPI_BYTE basic elements) for messages whose byte
+// count exceeds what one int count may say: n blocks of `block` bytes plus the remainder.
+Status make_bytes_type(size_t bytes, int64_t block_limit, MPI_Datatype* type) {
+  const size_t block = static_cast<size_t>(std::min<int64_t>(block_limit, int64_t{1} << 20));
+  const size_t blocks = bytes / block;
+  const size_t rest = bytes % block;
+  if (blocks > static_cast<size_t>(INT_MAX))
+    return Status::invalid_argument("mpi: message of " + std::to_string(bytes) +
+                                    " bytes is too large");
+  MPI_Datatype block_type;
+  HORA_RETURN_IF_ERROR(
+      mpi_status(MPI_Type_contiguous(static_cast<int>(block), MPI_BYTE, &block_type),
+                 "MPI_Type_contiguous (large message block)"));
+  int rc;
+  if (rest == 0) {
+    rc = MPI_Type_contiguous(static_cast<int>(blocks), block_type, type);
+  } else {
+    int lengths[2] = {static_cast<int>(blocks), static_cast<int>(rest)};
+    MPI_Aint displs[2] = {0, static_cast<MPI_Aint>(blocks * block)};
+    MPI_Datatype types[2] = {block_type, MPI_BYTE};
+    rc = MPI_Type_create_struct(2, lengths, displs, types, type);
+  }
+  MPI_Type_free(&block_type);
+  HORA_RETURN_IF_ERROR(
+      mpi_status(rc, "building the datatype of a " + std::to_string(bytes) + "-byte message"));
+  return mpi_status(MPI_Type_commit(type), "MPI_Type_commit (large message)");
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(const MpiOptions& options) {
+  if (options.max_count_per_call < 1 || options.max_count_per_call > INT_MAX)
+    return Status::invalid_argument("mpi: max_count_per_call " +
+                                    std::to_string(options.max_count_per_call) +
+                                    " is outside [1, INT_MAX]");
+  MpiRuntime& rt = runtime();
+  std::unique_lock<std::mutex> lock(rt.mu);
+  bool initialised_here = false;
+  HORA_RETURN_IF_ERROR(ensure_mpi_initialised(&initialised_here));
+  if (initialised_here) rt.hora_initialised = true;
+
+  std::unique_ptr<MpiCommunicator> comm(new MpiCommunicator());
+  comm->options_ = options;
+  comm->initialised_mpi_ = rt.hora_initialised;
+  // MPI_Comm_dup is collective over MPI_COMM_WORLD; its own errors use the world's handler.
+  Status status = mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm_), "MPI_Comm_dup(WORLD)");
+  if (status.is_ok())
+    status = mpi_status(MPI_Comm_set_errhandler(comm->comm_, MPI_ERRORS_RETURN),
+                        "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN)");
+  if (status.is_ok())
+    status = mpi_status(MPI_Comm_rank(comm->comm_, &comm->rank_), "MPI_Comm_rank");
+  if (status.is_ok())
+    status = mpi_status(MPI_Comm_size(comm->comm_, &comm->size_), "MPI_Comm_size");
+  if (status.is_ok()) {
+    void* value = nullptr;
+    int flag = 0;
+    status = mpi_status(MPI_Comm_get_attr(comm->comm_, MPI_TAG_UB, &value, &flag),
+                        "MPI_Comm_get_attr(MPI_TAG_UB)");
+    if (status.is_ok() && flag) comm->tag_ub_ = *static_cast<int*>(value);
+  }
+  if (status.is_ok()) status = comm->types_.init();
+  ++rt.live;  // the destructor (run on failure too) decrements
+  if (!status.is_ok()) {
+    lock.unlock();  // the destructor takes the lock
+    comm.reset();
+    return status;
+  }
+  return comm;
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  MpiRuntime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) {
+    types_.release();
+    if (!broken_.is_ok()) {
+      // A collective is still pending on comm_ (MPI cannot cancel it): leave comm_ alone.
+      rt.any_broken = true;
+    } else if (comm_ != MPI_COMM_NULL) {
+      MPI_Comm_free(&comm_);
+    }
+  }
+  if (--rt.live > 0 || !rt.hora_initialised || finalized) return;
+  rt.hora_initialised = false;
+  if (rt.any_broken) {
+    HORA_LOG(kWarning) << "mpi: not calling MPI_Finalize: a collective failed and may still be "
+                          "pending; the process should exit with an error";
+    return;
+  }
+  MPI_Finalize();
+}
+
+std::string MpiCommunicator::describe() const {
+  return "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+}
+
+Status MpiCommunicator::check_usable(const char* what) const {
+  if (aborted_.load(std::memory_order_acquire))
+    return Status::remote("mpi: " + describe() + ": " + what + " after abort(): aborted");
+  if (!broken_.is_ok())
+    return Status(broken_.code(),
+                  "mpi: " + describe() + ": " + what +
+                      " on a communicator broken by an earlier failure: " + broken_.message());
+  return Status::ok();
+}
+
+Status MpiCommunicator::check_peer(int peer, uint32_t tag, const char* what) const {
+  if (peer < 0 || peer >= size_)
+    return Status::invalid_argument("mpi: " + describe() + ": " + what + " peer " +
+                                    std::to_string(peer) + " is outside [0, " +
+                                    std::to_string(size_) + ")");
+  if (static_cast<int64_t>(tag) > tag_ub_)
+    return Status::invalid_argument("mpi: " + describe() + ": " + what + " tag " +
+                                    std::to_string(tag) + " exceeds MPI_TAG_UB " +
+                                    std::to_string(tag_ub_));
+  return Status::ok();
+}
+
+StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* data, size_t bytes,
+                                                          uint32_t tag) {
+  HORA_RETURN_IF_ERROR(check_usable("isend"));
+  HORA_RETURN_IF_ERROR(check_peer(peer, tag, "isend to"));
+  MPI_Datatype owned = MPI_DATATYPE_NULL;
+  MPI_Datatype type = MPI_BYTE;
+  int count = static_cast<int>(bytes);
+  if (static_cast<int64_t>(bytes) > options_.max_count_per_call) {
+    HORA_RETURN_IF_ERROR(make_bytes_type(bytes, options_.max_count_per_call, &owned));
+    type = owned;
+    count = 1;
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc = MPI_Isend(data, count, type, peer, static_cast<int>(tag), comm_, &request);
+  if (rc != MPI_SUCCESS) {
+    if (owned != MPI_DATATYPE_NULL) MPI_Type_free(&owned);
+    return mpi_status(rc, describe() + ": MPI_Isend to rank " + std::to_string(peer) + " (tag " +
+                              std::to_string(tag) + ", " + std::to_string(bytes) + " bytes)");
+  }
+  return std::unique_ptr<Request>(new mpi_backend::MpiRequest(request, owned, /*is_recv=*/false,
+                                                              rank_, peer, tag, bytes, &aborted_));
+}
+
+StatusOr<std::unique_ptr<Request>> MpiCommunicator::irecv(int peer, void* data, size_t bytes,
+                                                          uint32_t tag) {
+  HORA_RETURN_IF_ERROR(check_usable("irecv"));
+  HORA_RETURN_IF_ERROR(check_peer(peer, tag, "irecv from"));
+  MPI_Datatype owned = MPI_DATATYPE_NULL;
+  MPI_Datatype type = MPI_BYTE;
+  int count = static_cast<int>(bytes);
+  if (static_cast<int64_t>(bytes) > options_.max_count_per_call) {
+    HORA_RETURN_IF_ERROR(make_bytes_type(bytes, options_.max_count_per_call, &owned));
+    type = owned;
+    count = 1;
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc = MPI_Irecv(data, count, type, peer, static_cast<int>(tag), comm_, &request);
+  if (rc != MPI_SUCCESS) {
+    if (owned != MPI_DATATYPE_NULL) MPI_Type_free(&owned);
+    return mpi_status(rc, describe() + ": MPI_Irecv from rank " + std::to_string(peer) + " (tag " +
+                              std::to_string(tag) + ", " + std::to_string(bytes) + " bytes)");
+  }
+  return std::unique_ptr<Request>(new mpi_backend::MpiRequest(request, owned, /*is_recv=*/true,
+                                                              rank_, peer, tag, bytes, &aborted_));
+}
+
+StatusOr<std::unique_ptr<Communicator>> make_mpi_communicator(int expected_rank, int expected_size,
+                                                              const MpiOptions& options) {
+  HORA_ASSIGN_OR_RETURN(auto comm, MpiCommunicator::create(options));
+  if ((expected_rank >= 0 && expected_rank != comm->rank()) ||
+      (expected_size >= 0 && expected_size != comm->size()))
+    return Status::invalid_argument(
+        "mpi: the launcher environment says rank " + std::to_string(expected_rank) + " of " +
+        std::to_string(expected_size) + " but MPI_COMM_WORLD says rank " +
+        std::to_string(comm->rank()) + " of " + std::to_string(comm->size()));
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
+}  // namespace collectives
+}  // namespace hora
