@@ -6,6 +6,9 @@
 #include "core/base/logging.h"
 #include "core/config.h"
 #include "core/context.h"
+#include "core/engine/engine.h"
+#include "core/engine/engine_access.h"
+#include "core/init_options.h"
 #include "kernels/kernels.h"
 
 namespace hora {
@@ -15,6 +18,7 @@ namespace {
 struct Runtime {
   std::mutex mu;  // guards context and generation; held through init and shutdown
   std::unique_ptr<Context> context;
+  std::shared_ptr<engine::Engine> engine;  // uses context's communicator; released first
   int generation = 0;
 };
 
@@ -46,17 +50,23 @@ int layout_field(int RankLayout::*field) {
 
 }  // namespace
 
-Status init() {
+Status init() { return init(InitOptions{}); }
+
+Status init(const InitOptions& options) {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.mu);
   if (r.context) return Status::ok();
-  HORA_ASSIGN_OR_RETURN(Config config, Config::from_env());
-  HORA_ASSIGN_OR_RETURN(RankLayout layout, read_rank_layout_from_env());
+  HORA_ASSIGN_OR_RETURN(Config::Lookup lookup, make_lookup(options));
+  HORA_ASSIGN_OR_RETURN(Config config, Config::from_lookup(lookup));
+  HORA_ASSIGN_OR_RETURN(RankLayout layout, read_rank_layout(lookup));
   set_log_level(config.log_level);
   set_log_rank(layout.rank);
   HORA_RETURN_IF_ERROR(apply_cpu_isa(config.cpu_isa));
   const int generation = r.generation++;
   HORA_ASSIGN_OR_RETURN(r.context, Context::create(config, layout, generation));
+  r.engine = std::make_shared<engine::Engine>(r.context->communicator(), config,
+                                              &r.context->store(),
+                                              "hora/engine/" + std::to_string(generation) + "/");
   return Status::ok();
 }
 
@@ -64,6 +74,14 @@ Status shutdown() {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.mu);
   if (!r.context) return Status::ok();
+  // The engine first: its shutdown round still needs the communicator. Its own failure (a
+  // peer that died earlier) was already reported through the handles; shutdown reports only
+  // what it could not release.
+  Status engine_status = r.engine->stop();
+  if (!engine_status.is_ok()) {
+    HORA_LOG(kDebug) << "engine had stopped with: " << engine_status.to_string();
+  }
+  r.engine.reset();
   Status status = r.context->shutdown();
   r.context.reset();
   return status;
@@ -83,6 +101,12 @@ int cross_rank() { return layout_field(&RankLayout::cross_rank); }
 int cross_size() { return layout_field(&RankLayout::cross_size); }
 
 namespace detail {
+std::shared_ptr<engine::Engine> engine() {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.engine;
+}
+
 Context* context() {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.mu);

@@ -2,33 +2,66 @@
 //
 //   hora::Status s = hora::init();     // reads HORA_* (or mpirun/Slurm/torchrun) variables
 //   if (!s.is_ok()) { std::cerr << s.to_string() << "\n"; return 1; }
-//   ... hora::rank(), hora::size() ...
+//   auto grad = hora::TensorView::flat(g.data(), hora::DataType::kFloat32, g.size()).value();
+//   hora::Handle h = hora::allreduce_async("grad/fc1.weight", grad, grad, hora::ReduceOp::kAverage);
+//   ... more work, more enqueues ...
+//   s = h.wait();                       // the average of every rank's `grad` is in `grad`
 //   hora::shutdown();
 //
-// The collective operations (allreduce_async, wait, ...) come with the engine (a later
-// issue); this header holds process setup. There is one runtime per process, held in a
-// single static in hora.cc.
+// Collectives are named and asynchronous: any thread may enqueue at any time and in any order;
+// the engine's background thread agrees with the other ranks which names are ready on every
+// rank, fuses them and reduces them (see docs/architecture.md). A name identifies one
+// collective while it is in flight; the same name may be reused once its handle completed
+// (training loops reuse parameter names every step, which makes the steady state a cache hit).
+// Unnamed calls (empty name) get "<collective>.noname.<n>" from a per-process counter; then
+// the call order of unnamed calls must match across ranks.
 //
-// Threads: init and shutdown from one thread, not concurrently with each other. The
-// accessors are safe from any thread once init returned OK.
+// Buffers: `in`/`out` (and `tensor`) belong to the caller and must stay valid and untouched
+// until the handle completed. in == out (same data pointer) is in place.
+//
+// Threads: init and shutdown from one thread, not concurrently with each other or with
+// enqueues. Everything else is safe from any thread once init returned OK.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/base/data_type.h"
+#include "core/base/reduce_op.h"
 #include "core/base/status.h"
+#include "core/base/tensor_view.h"
 
 namespace hora {
 
 class Context;
+namespace detail {
+struct HandleState;
+}  // namespace detail
+
+// Settings given in code. Each pair is a HORA_* variable name and its value, validated exactly
+// like the environment variable, and taking precedence over it ({"HORA_FUSION_THRESHOLD",
+// "0"}). An unknown name is an init error.
+struct InitOptions {
+  std::vector<std::pair<std::string, std::string>> settings;
+};
 
 // Initialises hora: parses the configuration (Config::from_env: every HORA_* variable,
 // validated), the rank layout (core/layout.h lists the launchers understood), applies
 // HORA_LOG_LEVEL and HORA_CPU_ISA (failing when the CPU lacks the ISA asked for), connects
 // the rendezvous store, waits for every rank (HORA_START_TIMEOUT_S; the error names the ranks
-// that never arrived) and creates the communicator of HORA_BACKEND.
-// Calling init again while initialised is a no-op returning OK. Blocks at most about
-// HORA_START_TIMEOUT_S.
+// that never arrived), creates the communicator of HORA_BACKEND and starts the engine.
+// Calling init again while initialised is a no-op returning OK; init after shutdown starts
+// afresh. Blocks at most about HORA_START_TIMEOUT_S.
 Status init();
+Status init(const InitOptions& options);
 
-// Releases everything init created. Idempotent; OK when not initialised. Blocks at most
+// Stops the engine (handles still pending fail with kFailedPrecondition naming the tensor;
+// when any rank shuts down, the others' later collectives fail too), then releases everything
+// init created. Idempotent, safe from a destructor; OK when not initialised. Blocks at most
 // HORA_START_TIMEOUT_S when this rank hosts the store (it waits for the others to finish).
 Status shutdown();
 
@@ -42,8 +75,95 @@ int local_size();
 int cross_rank();   // index of this host among the job's hosts
 int cross_size();
 
+// The completion of one enqueued collective. Copyable (copies share the state); a
+// default-constructed Handle is invalid and its wait() fails.
+class Handle {
+ public:
+  Handle() = default;
+
+  bool valid() const { return state_ != nullptr; }
+  // The tensor's name (the generated one for unnamed calls).
+  const std::string& name() const;
+
+  // Blocks until the collective completed and returns its Status. Without an argument it
+  // waits at most HORA_TIMEOUT_S. On timeout it returns kTimeout naming the tensor (the
+  // collective stays pending: wait again or shut down). Completion itself is bounded: a
+  // peer that fails, a mismatch or a shutdown completes the handle with an error.
+  Status wait();
+  Status wait(std::chrono::milliseconds timeout);
+  // True once complete (wait() then returns at once).
+  bool poll() const;
+
+  // Results the engine allocates (allgather, alltoall, reducescatter), valid once wait()
+  // returned OK: the bytes and the shape of the output tensor.
+  const std::vector<uint8_t>& output() const;
+  const std::vector<int64_t>& output_shape() const;
+  // alltoall: how many first-dimension rows came from each rank.
+  const std::vector<int64_t>& received_splits() const;
+
+  // For hora's own layers.
+  explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
+  const std::shared_ptr<detail::HandleState>& state() const { return state_; }
+
+ private:
+  std::shared_ptr<detail::HandleState> state_;
+};
+
+// Allreduce: out = postscale * op_over_ranks(prescale * in). kAverage is kSum with postscale
+// multiplied by 1/size. `out` has in's dtype and element count.
+Handle allreduce_async(const std::string& name, const TensorView& in, const TensorView& out,
+                       ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
+                       double postscale = 1.0);
+// A list enqueued atomically and fused as a unit (the same op and scales for every entry).
+// One handle for the whole group: it completes when every entry did.
+Handle grouped_allreduce_async(const std::vector<std::string>& names,
+                               const std::vector<TensorView>& ins,
+                               const std::vector<TensorView>& outs,
+                               ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
+                               double postscale = 1.0);
+// Allgather along the first dimension (which may differ per rank; the others must match).
+// The result is in handle.output() with shape [sum of first dims, ...].
+Handle allgather_async(const std::string& name, const TensorView& in);
+// Broadcast of root's `tensor` into every rank's `tensor`, in place.
+Handle broadcast_async(const std::string& name, const TensorView& tensor, int root);
+// Alltoall: splits[p] first-dimension rows of `in` (in rank order) go to rank p; splits sum
+// to in's first dimension (empty splits = an even split, which must then divide it). The
+// result is in handle.output(); handle.received_splits()[p] rows came from p.
+Handle alltoall_async(const std::string& name, const TensorView& in,
+                      const std::vector<int64_t>& splits = {});
+// Reducescatter along the first dimension: rank r gets the reduction of rows block r, the
+// first (rows % size) ranks one row more than the others, in handle.output().
+Handle reducescatter_async(const std::string& name, const TensorView& in,
+                           ReduceOp op = ReduceOp::kAverage);
+
+// Blocking forms (wait at most HORA_TIMEOUT_S).
+Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
+                 ReduceOp op = ReduceOp::kAverage, double prescale = 1.0, double postscale = 1.0);
+Status broadcast(const std::string& name, const TensorView& tensor, int root);
+// Returns once every rank called barrier.
+Status barrier();
+// Uneven data: this rank has no more batches. Until every rank joined, this rank
+// contributes zeros to every allreduce the others run (an allreduce with min, max or
+// product, or any other collective, then fails on every rank: zeros are only the identity
+// of sum and average). Average still divides by size. Returns the last rank to join, the
+// same on every rank.
+StatusOr<int> join();
+
+// Counters of this process's engine, for tests and benchmarks.
+struct EngineStats {
+  int64_t rounds = 0;            // negotiation rounds run
+  int64_t cache_hits = 0;        // tensors agreed through the response cache bit vector
+  int64_t coordinated = 0;       // tensors agreed through the coordinator
+  int64_t buckets = 0;           // allreduce buckets executed (a fused group counts once)
+  int64_t fused_tensors = 0;     // allreduce tensors executed in buckets of two or more
+  int64_t cache_evictions = 0;
+  int64_t errors = 0;            // tensors completed with an error response
+};
+// REQUIRES: is_initialized(); zeros otherwise.
+EngineStats engine_stats();
+
 namespace detail {
-// The runtime, for hora's own layers (the engine) and tests; nullptr when not initialised.
+// The runtime, for hora's own layers and tests; nullptr when not initialised.
 // Not part of the user API.
 Context* context();
 }  // namespace detail

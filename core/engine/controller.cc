@@ -1,0 +1,236 @@
+#include "core/engine/controller.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "collectives/algorithms/algorithms.h"
+#include "core/base/deadline.h"
+#include "core/base/logging.h"
+
+namespace hora {
+namespace engine {
+namespace {
+
+using collectives::AlgorithmOptions;
+constexpr uint32_t kControlTag = 0x63746c31;  // "ctl1"
+constexpr int kHeader = 2;                     // [has-uncached, shutdown]
+
+bool zeros_ok(const Response& r) {
+  return r.type == CollectiveType::kAllreduce &&
+         (r.op == ReduceOp::kSum || r.op == ReduceOp::kAverage);
+}
+
+}  // namespace
+
+Controller::Controller(collectives::Communicator& comm, const ControllerOptions& options)
+    : comm_(comm), options_(options), cache_(options.cache_capacity) {
+  if (comm_.rank() == 0) {
+    coordinator_ = std::make_unique<Coordinator>(comm_.size());
+    inspector_ = std::make_unique<StallInspector>(options.stall_warning_s,
+                                                  options.stall_shutdown_s, comm_.size());
+  }
+}
+
+void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
+                       std::vector<int>& invalidate, std::chrono::steady_clock::time_point now) {
+  for (size_t i = 0; i < fresh.size();) {
+    Request& q = fresh[i];
+    q.rank = comm_.rank();
+    // A group is routed as a unit: it takes the cache path only when every member does.
+    const size_t n = q.group_size > 0 ? std::min<size_t>(q.group_size, fresh.size() - i) : 1;
+    bool all_cached = q.type != CollectiveType::kJoin && q.type != CollectiveType::kBarrier;
+    std::vector<int> positions(n, -1);
+    for (size_t k = 0; k < n; ++k) {
+      Request& m = fresh[i + k];
+      m.rank = comm_.rank();
+      positions[k] = cache_.find(m.name);
+      if (positions[k] < 0 || !ResponseCache::matches(m, cache_.at(positions[k])))
+        all_cached = false;
+    }
+    for (size_t k = 0; k < n; ++k) {
+      Request& m = fresh[i + k];
+      if (m.type == CollectiveType::kJoin) joined_ = true;
+      if (all_cached) {
+        cached_[positions[k]] = Waiting{m, now};
+      } else {
+        if (positions[k] >= 0) invalidate.push_back(positions[k]);
+        sent_.insert(m.name);
+        outgoing.push_back(m);
+      }
+    }
+    i += n;
+  }
+  // Cached requests waiting long: let the coordinator see them (it names missing ranks).
+  const auto patience = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options_.stall_warning_s / 2));
+  for (auto it = cached_.begin(); it != cached_.end();) {
+    if (now - it->second.since >= patience) {
+      invalidate.push_back(it->first);
+      sent_.insert(it->second.request.name);
+      outgoing.push_back(it->second.request);
+      it = cached_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, bool shutdown) {
+  const auto now = std::chrono::steady_clock::now();
+  ++stats_.rounds;
+  std::vector<Request> outgoing;
+  outgoing.swap(resubmit_);
+  std::vector<int> invalidate;
+  route(fresh, outgoing, invalidate, now);
+
+  // A joined rank is ready for every cached sum/average allreduce; the others it cannot take
+  // part in, so it invalidates them and the coordinator answers them with an error.
+  const int positions = cache_.position_count();
+  if (joined_) {
+    for (int p = 0; p < positions; ++p)
+      if (cache_.in_use(p) && !zeros_ok(cache_.at(p))) invalidate.push_back(p);
+  }
+  std::sort(invalidate.begin(), invalidate.end());
+  invalidate.erase(std::unique(invalidate.begin(), invalidate.end()), invalidate.end());
+
+  // Rank 0 forces an exchange when a stall has turned fatal, so every rank hears of it.
+  std::string fatal;
+  if (coordinator_) fatal = inspector_->check(coordinator_->pending(), now);
+
+  const int32_t size = comm_.size();
+  const int32_t base = size + 1;
+  vector_.assign(kHeader + positions, 0);
+  vector_[0] = (!outgoing.empty() || !invalidate.empty() || !fatal.empty()) ? 1 : 0;
+  vector_[1] = shutdown ? 1 : 0;
+  for (const auto& kv : cached_) vector_[kHeader + kv.first] += 1 + base;
+  if (joined_) {
+    for (int p = 0; p < positions; ++p)
+      if (cache_.in_use(p) && zeros_ok(cache_.at(p)) && cached_.count(p) == 0)
+        vector_[kHeader + p] += 1;
+  }
+  for (int p : invalidate) vector_[kHeader + p] += base * base;
+
+  AlgorithmOptions ao;
+  ao.deadline = Deadline::after_seconds(options_.timeout_s);
+  ao.scratch = &scratch_;
+  ao.tag = kControlTag;
+  if (size > 1 && !vector_.empty()) {
+    Status s = collectives::recursive_doubling_allreduce(comm_, vector_.data(), vector_.data(),
+                                                         vector_.size(), DataType::kInt32,
+                                                         ReduceOp::kSum, ao);
+    if (!s.is_ok()) return Status(s.code(), "negotiation round: " + s.message());
+  }
+
+  ResponseList list;
+  list.shutdown = vector_[1] > 0;
+  // Invalidations: erased everywhere; a holder here resubmits in this round's exchange.
+  std::vector<int> agreed;
+  for (int p = 0; p < positions; ++p) {
+    const int32_t v = vector_[kHeader + p];
+    const int32_t ready = v % base;
+    const int32_t held = (v / base) % base;
+    const int32_t invalid = v / (base * base);
+    if (invalid > 0) {
+      auto it = cached_.find(p);
+      if (it != cached_.end()) {
+        sent_.insert(it->second.request.name);
+        outgoing.push_back(it->second.request);
+        cached_.erase(it);
+      }
+      cache_.erase(p);
+    } else if (ready == size && held > 0 && cache_.in_use(p)) {
+      agreed.push_back(p);
+    }
+  }
+  // A group leaves the cache path only whole.
+  std::map<std::string, int> group_agreed;
+  for (int p : agreed)
+    if (cache_.at(p).group_size > 0) ++group_agreed[cache_.at(p).group_key];
+  for (int p : agreed) {
+    const Response& r = cache_.at(p);
+    if (r.group_size > 0 && group_agreed[r.group_key] < r.group_size) continue;
+    list.responses.push_back(r);
+    cache_.touch(p);
+    if (cached_.erase(p) > 0) ++stats_.cache_hits;
+  }
+
+  if (vector_[0] > 0) {
+    HORA_RETURN_IF_ERROR(exchange(outgoing, fatal, &list));
+    if (!fatal.empty() && list.fatal.empty()) list.fatal = fatal;
+  }
+  return list;
+}
+
+Status Controller::exchange(const std::vector<Request>& outgoing, const std::string& fatal,
+                            ResponseList* list) {
+  const int rank = comm_.rank();
+  const int size = comm_.size();
+  const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
+  std::vector<uint8_t> payload;
+  if (rank != 0) {
+    std::vector<uint8_t> bytes = encode_requests(outgoing);
+    uint64_t length = bytes.size();
+    HORA_RETURN_IF_ERROR(comm_.send(0, &length, sizeof(length), kControlTag, deadline));
+    HORA_RETURN_IF_ERROR(comm_.send(0, bytes.data(), bytes.size(), kControlTag, deadline));
+  } else {
+    const auto now = std::chrono::steady_clock::now();
+    coordinator_->ingest(0, outgoing, now);
+    std::vector<uint8_t> bytes;
+    for (int r = 1; r < size; ++r) {
+      uint64_t length = 0;
+      HORA_RETURN_IF_ERROR(comm_.recv(r, &length, sizeof(length), kControlTag, deadline));
+      if (length > (uint64_t{1} << 30))
+        return Status::internal("corrupted control message from rank " + std::to_string(r) +
+                                ": request list of " + std::to_string(length) + " bytes");
+      bytes.resize(length);
+      HORA_RETURN_IF_ERROR(comm_.recv(r, bytes.data(), length, kControlTag, deadline));
+      auto requests = decode_requests(bytes);
+      if (!requests.is_ok())
+        return Status(requests.status().code(),
+                      "from rank " + std::to_string(r) + ": " + requests.status().message());
+      coordinator_->ingest(r, *requests, now);
+    }
+    ResponseList decided;
+    decided.responses = coordinator_->collect();
+    decided.fatal = fatal;
+    payload = encode_response_list(decided);
+  }
+  if (size > 1) {
+    collectives::AlgorithmOptions ao;
+    ao.deadline = deadline;
+    ao.tag = kControlTag;
+    uint64_t length = payload.size();
+    HORA_RETURN_IF_ERROR(collectives::pipelined_broadcast(comm_, &length, &length, 1,
+                                                          DataType::kInt64, 0, ao));
+    if (length > (uint64_t{1} << 30))
+      return Status::internal("corrupted response list header: " + std::to_string(length) +
+                              " bytes");
+    payload.resize(length);
+    HORA_RETURN_IF_ERROR(collectives::pipelined_broadcast(comm_, payload.data(), payload.data(),
+                                                          length, DataType::kUint8, 0, ao));
+  }
+  HORA_ASSIGN_OR_RETURN(ResponseList decided, decode_response_list(payload));
+  for (Response& r : decided.responses) {
+    if (sent_.erase(r.name) > 0) ++stats_.coordinated;
+    if (r.type == CollectiveType::kJoin) joined_ = false;
+    if (ResponseCache::cacheable(r) && cache_.find(r.name) < 0) {
+      int evicted = -1;
+      cache_.insert(r, &evicted);
+      stats_.evictions = cache_.evictions();
+      if (evicted >= 0) {
+        auto it = cached_.find(evicted);
+        if (it != cached_.end()) {
+          sent_.insert(it->second.request.name);
+          resubmit_.push_back(it->second.request);
+          cached_.erase(it);
+        }
+      }
+    }
+    list->responses.push_back(std::move(r));
+  }
+  if (!decided.fatal.empty()) list->fatal = decided.fatal;
+  return Status::ok();
+}
+
+}  // namespace engine
+}  // namespace hora

@@ -1,0 +1,100 @@
+// Controller: one negotiation round, the same on every rank. Every rank calls round() the same
+// number of times (the engine loop); rounds are matched by order.
+//
+// A round:
+//  1. Route this rank's new requests: a name whose cached response matches goes to the cache
+//     path; anything else goes to the coordinator. A cached name requested differently, or a
+//     cached request waiting longer than half of HORA_STALL_WARNING_S (so the coordinator can
+//     name the missing ranks), invalidates its cache position.
+//  2. One allreduce (sum, int32) over [has-uncached, shutdown, one word per cache position].
+//     A rank adds, per position: 1 when it is ready (it has the tensor, or it has joined and
+//     the cached collective is an allreduce with sum or average), (size+1) when it holds the
+//     tensor, (size+1)^2 when it invalidates the position. The sums decode to: ready on every
+//     rank, held by at least one rank that has not joined, invalidated by anyone. One
+//     reduction carries readiness, join and invalidation, so the steady state (every tensor
+//     cached) costs this single small collective.
+//  3. Invalidated positions are erased on every rank (their holders resubmit to the
+//     coordinator in this round); agreed positions become responses, in position order; a
+//     grouped allreduce is released only when all its members are agreed.
+//  4. When any rank has uncached requests: rank 0 gathers every rank's list (point to point,
+//     length then bytes), its Coordinator decides, and it broadcasts the ResponseList, which
+//     every rank appends after the cached responses and inserts into its cache in list order.
+// Every rank thus holds the same list in the same order and the same cache afterwards.
+//
+// Background thread only; the communicator is used only from here and the Executor.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "collectives/scratch_pool.h"
+#include "core/base/status.h"
+#include "core/engine/coordinator.h"
+#include "core/engine/message.h"
+#include "core/engine/response_cache.h"
+#include "core/engine/stall_inspector.h"
+
+namespace hora {
+namespace engine {
+
+struct ControllerOptions {
+  double timeout_s = 300;        // every wait of a round
+  double stall_warning_s = 60;
+  double stall_shutdown_s = 0;
+  int64_t cache_capacity = 1024;
+};
+
+// Updated during the round, before its responses execute (readable from any thread).
+struct ControllerStats {
+  std::atomic<int64_t> rounds{0};
+  std::atomic<int64_t> cache_hits{0};
+  std::atomic<int64_t> coordinated{0};
+  std::atomic<int64_t> evictions{0};
+};
+
+class Controller {
+ public:
+  Controller(collectives::Communicator& comm, const ControllerOptions& options);
+
+  // One round. `fresh`: this rank's requests enqueued since the last round; `shutdown`: this
+  // rank asks every rank to stop. Fails only when communication fails or a control message is
+  // corrupted (then the engine is broken).
+  StatusOr<ResponseList> round(std::vector<Request> fresh, bool shutdown);
+
+  // This rank has requests not yet agreed (the engine then runs rounds back to back).
+  bool has_pending() const { return !cached_.empty() || !resubmit_.empty() || !sent_.empty(); }
+  bool joined() const { return joined_; }
+  const ControllerStats& stats() const { return stats_; }
+
+ private:
+  struct Waiting {
+    Request request;
+    std::chrono::steady_clock::time_point since;
+  };
+  void route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
+             std::vector<int>& invalidate, std::chrono::steady_clock::time_point now);
+  Status exchange(const std::vector<Request>& outgoing, const std::string& fatal,
+                  ResponseList* list);
+
+  collectives::Communicator& comm_;
+  const ControllerOptions options_;
+  collectives::ScratchPool scratch_;
+  ResponseCache cache_;
+  std::unique_ptr<Coordinator> coordinator_;     // rank 0 only
+  std::unique_ptr<StallInspector> inspector_;    // rank 0 only
+  std::map<int, Waiting> cached_;                // cache position -> request waiting there
+  std::vector<Request> resubmit_;                // for the coordinator next round
+  std::unordered_set<std::string> sent_;         // names at the coordinator, not yet answered
+  bool joined_ = false;
+  std::vector<int32_t> vector_;                  // the round's reduction buffer
+  ControllerStats stats_;
+};
+
+}  // namespace engine
+}  // namespace hora

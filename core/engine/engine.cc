@@ -1,0 +1,142 @@
+#include "core/engine/engine.h"
+
+#include <chrono>
+
+#include "core/base/logging.h"
+
+namespace hora {
+namespace engine {
+namespace {
+
+collectives::Algorithm to_algorithm(AllreduceAlgo a) {
+  switch (a) {
+    case AllreduceAlgo::kAuto: return collectives::Algorithm::kAuto;
+    case AllreduceAlgo::kRing: return collectives::Algorithm::kRing;
+    case AllreduceAlgo::kTree: return collectives::Algorithm::kTree;
+    case AllreduceAlgo::kRecursiveDoubling: return collectives::Algorithm::kRecursiveDoubling;
+    case AllreduceAlgo::kNative: return collectives::Algorithm::kNative;
+  }
+  return collectives::Algorithm::kAuto;
+}
+
+Clock::duration ms(double v) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(v));
+}
+
+}  // namespace
+
+Engine::Engine(collectives::Communicator& comm, const Config& config, collectives::Store* store,
+               const std::string& store_prefix)
+    : comm_(comm), config_(config), board_(store, store_prefix, comm.rank(), comm.size()) {
+  ControllerOptions co;
+  co.timeout_s = config.timeout_s;
+  co.stall_warning_s = config.stall_warning_s;
+  co.stall_shutdown_s = config.stall_shutdown_s;
+  co.cache_capacity = config.cache_capacity;
+  controller_ = std::make_unique<Controller>(comm_, co);
+  ExecutorOptions eo;
+  eo.timeout_s = config.timeout_s;
+  eo.fusion_threshold_bytes = config.fusion_threshold_bytes;
+  eo.algorithm = to_algorithm(config.allreduce_algo);
+  executor_ = std::make_unique<Executor>(comm_, eo, queue_, timeline_);
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start_locked() {
+  if (started_) return;
+  started_ = true;
+  if (comm_.rank() == 0) {
+    Status s = timeline_.open(config_.timeline_path);
+    if (!s.is_ok()) {
+      HORA_LOG(kWarning) << "timeline off: " << s.to_string();
+    }
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+Status Engine::enqueue(std::vector<Entry> entries) {
+  {
+    std::lock_guard<std::mutex> lock(start_mu_);
+    if (stopped_) return Status::failed_precondition("hora has been shut down on this rank");
+    start_locked();
+  }
+  return queue_.enqueue(std::move(entries));
+}
+
+void Engine::fail_all(const Status& why) {
+  for (Entry& e : queue_.close(why)) {
+    e.handle->complete(Status(why.code(), "tensor '" + e.request.name + "': " + why.message()));
+  }
+}
+
+void Engine::loop() {
+  const Clock::duration cycle = ms(config_.cycle_time_ms);
+  const Clock::duration heartbeat = ms(config_.heartbeat_ms);
+  bool asked_shutdown = false;
+  while (true) {
+    const Clock::time_point now = Clock::now();
+    if (controller_->has_pending()) {
+      std::this_thread::sleep_until(now + cycle);
+    } else if (queue_.wait_for_work(now + heartbeat)) {
+      // Something arrived: give the rest of this burst a cycle to join it.
+      if (!queue_.shutdown_requested()) std::this_thread::sleep_for(cycle);
+    }
+    asked_shutdown = asked_shutdown || queue_.shutdown_requested();
+    StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asked_shutdown);
+    Status status = list.status();
+    if (status.is_ok()) status = executor_->execute(*list);
+    if (status.is_ok() && !list->fatal.empty())
+      status = Status(StatusCode::kTimeout, list->fatal);
+
+    if (!status.is_ok()) {
+      // Post before aborting (a neighbour blocked on this rank fails once it aborts and then
+      // finds the post), and name the root cause other ranks saw.
+      board_.post(status.message());
+      comm_.abort();
+      status = Status(status.code(),
+                      board_.collect(status.message(), std::chrono::milliseconds(1500)));
+      HORA_LOG(kError) << "engine stopped: " << status.to_string();
+      fatal_ = status;
+      fail_all(status);
+      break;
+    }
+    if (list->shutdown) {
+      fail_all(Status::failed_precondition(
+          asked_shutdown ? "hora was shut down before this collective completed"
+                         : "another rank shut hora down before this collective completed"));
+      break;
+    }
+  }
+  timeline_.close();
+}
+
+Status Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(start_mu_);
+    if (stopped_) return fatal_;
+    stopped_ = true;
+    // Take part in the shutdown round even if this rank never ran a collective.
+    start_locked();
+  }
+  queue_.request_shutdown();
+  if (thread_.joinable()) thread_.join();
+  return fatal_;
+}
+
+EngineStats Engine::stats() const {
+  const ControllerStats& cs = controller_->stats();
+  const ExecutorStats& es = executor_->stats();
+  EngineStats s;
+  s.rounds = cs.rounds;
+  s.cache_hits = cs.cache_hits;
+  s.coordinated = cs.coordinated;
+  s.buckets = es.buckets;
+  s.fused_tensors = es.fused_tensors;
+  s.cache_evictions = cs.evictions;
+  s.errors = es.errors;
+  return s;
+}
+
+}  // namespace engine
+}  // namespace hora

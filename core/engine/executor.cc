@@ -1,0 +1,229 @@
+#include "core/engine/executor.h"
+
+#include <cstring>
+
+#include "collectives/algorithms/algorithms.h"
+#include "core/base/logging.h"
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+size_t row_elements(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
+  return n;
+}
+
+}  // namespace
+
+Executor::Executor(collectives::Communicator& comm, const ExecutorOptions& options,
+                   TensorQueue& queue, Timeline& timeline)
+    : comm_(comm), options_(options), queue_(queue), timeline_(timeline) {}
+
+collectives::AlgorithmOptions Executor::algorithm_options() {
+  collectives::AlgorithmOptions ao;
+  ao.deadline = Deadline::after_seconds(options_.timeout_s);
+  ao.scratch = &scratch_;
+  return ao;
+}
+
+void Executor::complete(const std::string& name, Status status) {
+  Entry* e = queue_.find(name);
+  if (e == nullptr) return;  // a joined rank's zero contribution: nothing to complete
+  std::shared_ptr<detail::HandleState> handle = e->handle;
+  queue_.remove(name);
+  handle->complete(std::move(status));
+}
+
+Status Executor::run_algorithm(void* buf, size_t count, DataType dtype, ReduceOp op,
+                               const std::string& first_name) {
+  const size_t bytes = count * data_type_bytes(dtype);
+  collectives::Selection sel =
+      collectives::select_allreduce(bytes, comm_.size(), comm_.backend_name(), options_.algorithm);
+  const auto start = Clock::now();
+  Status s = collectives::run_allreduce(sel.algorithm, comm_, buf, buf, count, dtype, op,
+                                        algorithm_options());
+  timeline_.event(first_name, collectives::algorithm_name(sel.algorithm), start, Clock::now());
+  if (!s.is_ok())
+    return Status(s.code(), "allreduce of tensor '" + first_name + "': " + s.message());
+  return Status::ok();
+}
+
+Status Executor::run_allreduce(const std::vector<Response>& responses, const Bucket& bucket) {
+  const Response& head = responses[bucket.members.front()];
+  const DataType dtype = head.dtype;
+  const size_t elem = data_type_bytes(dtype);
+  ReduceOp op = head.op;
+  double postscale = head.postscale;
+  if (op == ReduceOp::kAverage) {
+    op = ReduceOp::kSum;
+    postscale *= 1.0 / comm_.size();
+  }
+  ++stats_.buckets;
+  if (bucket.members.size() > 1) stats_.fused_tensors += bucket.members.size();
+
+  Entry* lone = bucket.members.size() == 1 ? queue_.find(head.name) : nullptr;
+  if (lone != nullptr) {
+    // In place in the output: no fusion buffer, no extra copy.
+    void* out = lone->out.data();
+    const size_t count = static_cast<size_t>(head.element_count());
+    const auto start = Clock::now();
+    if (lone->in.data() != out) {
+      kernels::scale_copy(out, lone->in.data(), count, dtype, head.prescale);
+    } else if (head.prescale != 1.0) {
+      kernels::scale(out, count, dtype, head.prescale);
+    }
+    timeline_.event(head.name, "PACK", start, Clock::now());
+    HORA_RETURN_IF_ERROR(run_algorithm(out, count, dtype, op, head.name));
+    const auto unpack = Clock::now();
+    if (postscale != 1.0) kernels::scale(out, count, dtype, postscale);
+    timeline_.event(head.name, "UNPACK", unpack, Clock::now());
+    complete(head.name, Status::ok());
+    return Status::ok();
+  }
+
+  const size_t total = static_cast<size_t>(bucket.bytes);
+  if (fusion_.size() < total) fusion_.resize(total);
+  const auto start = Clock::now();
+  size_t offset = 0;
+  for (int i : bucket.members) {
+    const Response& r = responses[i];
+    const size_t count = static_cast<size_t>(r.element_count());
+    Entry* e = queue_.find(r.name);
+    if (e != nullptr) {
+      kernels::scale_copy(fusion_.data() + offset, e->in.data(), count, dtype, r.prescale);
+    } else {
+      std::memset(fusion_.data() + offset, 0, count * elem);  // joined: zeros
+    }
+    offset += count * elem;
+  }
+  timeline_.event(head.name, "PACK", start, Clock::now());
+  HORA_RETURN_IF_ERROR(run_algorithm(fusion_.data(), total / elem, dtype, op, head.name));
+  const auto unpack = Clock::now();
+  offset = 0;
+  for (int i : bucket.members) {
+    const Response& r = responses[i];
+    const size_t count = static_cast<size_t>(r.element_count());
+    Entry* e = queue_.find(r.name);
+    if (e != nullptr)
+      kernels::scale_copy(e->out.data(), fusion_.data() + offset, count, dtype, postscale);
+    offset += count * elem;
+  }
+  timeline_.event(head.name, "UNPACK", unpack, Clock::now());
+  for (int i : bucket.members) complete(responses[i].name, Status::ok());
+  return Status::ok();
+}
+
+Status Executor::run_single(const Response& r) {
+  if (r.is_error()) {
+    ++stats_.errors;
+    complete(r.name, Status(static_cast<StatusCode>(r.error_code), r.error));
+    return Status::ok();
+  }
+  Entry* e = queue_.find(r.name);
+  if (r.type == CollectiveType::kBarrier) {
+    // Agreement itself proved that every rank arrived.
+    complete(r.name, Status::ok());
+    return Status::ok();
+  }
+  if (r.type == CollectiveType::kJoin) {
+    if (e != nullptr) e->handle->join_result = r.last_joined;
+    complete(r.name, Status::ok());
+    return Status::ok();
+  }
+  if (e == nullptr)
+    return Status::internal("tensor '" + r.name + "': agreed by every rank but not in flight "
+                            "on rank " + std::to_string(comm_.rank()));
+  const DataType dtype = r.dtype;
+  const size_t elem = data_type_bytes(dtype);
+  const int size = comm_.size();
+  const int rank = comm_.rank();
+  const size_t row = row_elements(e->in.shape());
+  detail::HandleState& h = *e->handle;
+  Status s;
+  const auto start = Clock::now();
+  switch (r.type) {
+    case CollectiveType::kBroadcast:
+      s = collectives::pipelined_broadcast(comm_, e->out.data(), e->out.data(),
+                                           static_cast<size_t>(r.element_count()), dtype, r.root,
+                                           algorithm_options());
+      break;
+    case CollectiveType::kAllgather: {
+      std::vector<size_t> counts(size);
+      int64_t rows = 0;
+      for (int p = 0; p < size; ++p) {
+        counts[p] = static_cast<size_t>(r.first_dims[p]) * row;
+        rows += r.first_dims[p];
+      }
+      h.output_shape = e->in.shape();
+      h.output_shape[0] = rows;
+      h.output.resize(static_cast<size_t>(rows) * row * elem);
+      s = collectives::ring_allgatherv(comm_, e->in.data(), h.output.data(), counts, dtype,
+                                       algorithm_options());
+      break;
+    }
+    case CollectiveType::kAlltoall: {
+      std::vector<size_t> send(size), recv(size);
+      int64_t rows = 0;
+      h.received_splits.assign(size, 0);
+      for (int p = 0; p < size; ++p) {
+        send[p] = static_cast<size_t>(r.splits[static_cast<size_t>(rank) * size + p]) * row;
+        const int64_t in_rows = r.splits[static_cast<size_t>(p) * size + rank];
+        recv[p] = static_cast<size_t>(in_rows) * row;
+        h.received_splits[p] = in_rows;
+        rows += in_rows;
+      }
+      h.output_shape = e->in.shape();
+      h.output_shape[0] = rows;
+      h.output.resize(static_cast<size_t>(rows) * row * elem);
+      s = collectives::pairwise_alltoallv(comm_, e->in.data(), send, h.output.data(), recv,
+                                          dtype, algorithm_options());
+      break;
+    }
+    case CollectiveType::kReducescatter: {
+      const std::vector<size_t> rows = collectives::even_split(
+          static_cast<size_t>(r.shape.at(0)), size);
+      std::vector<size_t> counts(size);
+      for (int p = 0; p < size; ++p) counts[p] = rows[p] * row;
+      h.output_shape = r.shape;
+      h.output_shape[0] = static_cast<int64_t>(rows[rank]);
+      h.output.resize(counts[rank] * elem);
+      s = collectives::ring_reducescatter(comm_, e->in.data(), h.output.data(), counts, dtype,
+                                          r.op, algorithm_options());
+      break;
+    }
+    default:
+      return Status::internal("tensor '" + r.name + "': unexpected collective " +
+                              collective_name(r.type));
+  }
+  timeline_.event(r.name, collective_name(r.type), start, Clock::now());
+  if (!s.is_ok())
+    return Status(s.code(), std::string(collective_name(r.type)) + " of tensor '" + r.name +
+                                "': " + s.message());
+  complete(r.name, Status::ok());
+  return Status::ok();
+}
+
+Status Executor::execute(const ResponseList& list) {
+  const auto now = Clock::now();
+  for (const Response& r : list.responses) {
+    Entry* e = queue_.find(r.name);
+    if (e != nullptr) timeline_.event(r.name, "NEGOTIATE", e->enqueued, now);
+  }
+  for (const Bucket& b : plan_buckets(list.responses, options_.fusion_threshold_bytes)) {
+    const Response& head = list.responses[b.members.front()];
+    if (head.type == CollectiveType::kAllreduce && !head.is_error()) {
+      HORA_RETURN_IF_ERROR(run_allreduce(list.responses, b));
+    } else {
+      HORA_RETURN_IF_ERROR(run_single(head));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace engine
+}  // namespace hora

@@ -1,0 +1,74 @@
+// Executor: runs the agreed responses of one round on the communicator, in plan order, and
+// completes the handles.
+//
+// Allreduce buckets: a lone tensor is reduced in place in its output (copied there first with
+// the prescale when in != out); a fused bucket is packed into the fusion buffer with the
+// prescale applied while copying (kernels::scale_copy), reduced once, and unpacked with the
+// postscale. kAverage runs as kSum with postscale x 1/size. The algorithm comes from the
+// selector (HORA_ALLREDUCE_ALGO or the cost model). A rank that has joined and lacks the
+// tensor contributes zeros. Other collectives run hora's algorithms (allgatherv, broadcast,
+// alltoallv, reducescatter); their outputs go into the handle. Error responses complete the
+// handle with the error and the engine goes on.
+//
+// A communication failure is returned: the engine then fails every pending handle with it.
+// Background thread only. The fusion buffer is reused and only grows.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "collectives/scratch_pool.h"
+#include "collectives/selector.h"
+#include "core/base/status.h"
+#include "core/engine/fusion_planner.h"
+#include "core/engine/message.h"
+#include "core/engine/tensor_queue.h"
+#include "core/engine/timeline.h"
+
+namespace hora {
+namespace engine {
+
+struct ExecutorOptions {
+  double timeout_s = 300;
+  int64_t fusion_threshold_bytes = int64_t{64} << 20;
+  collectives::Algorithm algorithm = collectives::Algorithm::kAuto;
+};
+
+// Updated before the handles of a bucket complete, so a waiter that returns sees them.
+struct ExecutorStats {
+  std::atomic<int64_t> buckets{0};
+  std::atomic<int64_t> fused_tensors{0};
+  std::atomic<int64_t> errors{0};
+};
+
+class Executor {
+ public:
+  Executor(collectives::Communicator& comm, const ExecutorOptions& options, TensorQueue& queue,
+           Timeline& timeline);
+
+  Status execute(const ResponseList& list);
+  const ExecutorStats& stats() const { return stats_; }
+
+ private:
+  Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket);
+  Status run_single(const Response& r);
+  Status run_algorithm(void* buf, size_t count, DataType dtype, ReduceOp op,
+                       const std::string& first_name);
+  void complete(const std::string& name, Status status);
+  collectives::AlgorithmOptions algorithm_options();
+
+  collectives::Communicator& comm_;
+  const ExecutorOptions options_;
+  TensorQueue& queue_;
+  Timeline& timeline_;
+  collectives::ScratchPool scratch_;
+  std::vector<uint8_t> fusion_;  // grows only
+  std::vector<uint8_t> zeros_;   // a joined rank's contribution, grows only
+  ExecutorStats stats_;
+};
+
+}  // namespace engine
+}  // namespace hora

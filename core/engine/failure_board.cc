@@ -1,0 +1,47 @@
+#include "core/engine/failure_board.h"
+
+#include <thread>
+#include <vector>
+
+#include "core/base/deadline.h"
+
+namespace hora {
+namespace engine {
+
+void FailureBoard::post(const std::string& mine) {
+  if (store_ == nullptr || size_ <= 1) return;
+  const std::string own = prefix_ + "failure/" + std::to_string(rank_);
+  store_->set(own, collectives::Bytes(mine.begin(), mine.end()));
+}
+
+std::string FailureBoard::collect(const std::string& mine, std::chrono::milliseconds wait) {
+  if (store_ == nullptr || size_ <= 1) return mine;
+  constexpr size_t kMaxReport = 400;
+  std::vector<bool> seen(size_, false);
+  seen[rank_] = true;
+  std::string reports;
+  const Deadline deadline = Deadline::after(wait);
+  int missing = size_ - 1;
+  while (missing > 0 && !deadline.expired()) {
+    for (int r = 0; r < size_; ++r) {
+      if (seen[r]) continue;
+      const std::string key = prefix_ + "failure/" + std::to_string(r);
+      StatusOr<bool> there = store_->check({key});
+      if (!there.is_ok()) return mine + reports;  // the store is gone
+      if (!*there) continue;
+      StatusOr<collectives::Bytes> value = store_->get(key, deadline);
+      if (!value.is_ok()) continue;
+      seen[r] = true;
+      --missing;
+      std::string text(value->begin(), value->end());
+      if (text.size() > kMaxReport) text = text.substr(0, kMaxReport) + "...";
+      reports += (reports.empty() ? "; reports from other ranks: " : "; ") + std::string("rank ") +
+                 std::to_string(r) + ": " + text;
+    }
+    if (missing > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return mine + reports;
+}
+
+}  // namespace engine
+}  // namespace hora

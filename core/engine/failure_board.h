@@ -1,0 +1,40 @@
+// FailureBoard: makes every survivor of a failure name its root cause.
+//
+// When a rank dies, only its neighbours in the current schedule see it go; ranks further away
+// see a neighbour give up (it aborted its communicator) and would blame that neighbour. So a
+// failing engine posts its error under "failure/<rank>" in the job's rendezvous store, waits
+// briefly for the others' posts, and appends them to its own error: every survivor's message
+// then contains the first-hand report ("rank 2 (pid ...) died"). A rank that died posts
+// nothing; a store that is gone (it lived in the dead rank) just leaves the local message.
+// Background thread only, once per engine.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "collectives/rendezvous/store.h"
+
+namespace hora {
+namespace engine {
+
+class FailureBoard {
+ public:
+  // `store` may be null (no board: messages stay local). Keys live under `prefix`.
+  FailureBoard(collectives::Store* store, std::string prefix, int rank, int size)
+      : store_(store), prefix_(std::move(prefix)), rank_(rank), size_(size) {}
+
+  // Posts this rank's error (post first, so that neighbours waiting on this rank find it once
+  // it aborts). Then collect(): the other ranks' posts for at most `wait`, returned as `mine`
+  // followed by "; reports from other ranks: rank R: ...", or just `mine` when none came.
+  void post(const std::string& mine);
+  std::string collect(const std::string& mine, std::chrono::milliseconds wait);
+
+ private:
+  collectives::Store* store_;
+  const std::string prefix_;
+  const int rank_;
+  const int size_;
+};
+
+}  // namespace engine
+}  // namespace hora

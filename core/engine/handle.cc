@@ -1,0 +1,51 @@
+// Handle (core/hora.h): waiting on a HandleState.
+#include <chrono>
+#include <string>
+
+#include "core/engine/handle_state.h"
+#include "core/hora.h"
+
+namespace hora {
+namespace {
+const std::string kInvalidName = "<invalid handle>";
+const std::vector<uint8_t> kNoBytes;
+const std::vector<int64_t> kNoInts;
+}  // namespace
+
+const std::string& Handle::name() const { return state_ ? state_->name : kInvalidName; }
+
+Status Handle::wait() {
+  if (!state_) return Status::failed_precondition("wait() on an invalid (default) hora::Handle");
+  const double s = state_->default_timeout_s > 0 ? state_->default_timeout_s : 300.0;
+  return wait(std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0)));
+}
+
+Status Handle::wait(std::chrono::milliseconds timeout) {
+  if (!state_) return Status::failed_precondition("wait() on an invalid (default) hora::Handle");
+  std::unique_lock<std::mutex> lock(state_->mu);
+  if (!state_->cv.wait_for(lock, timeout, [&] { return state_->done; })) {
+    return Status::timeout("tensor '" + state_->name + "' is not complete after " +
+                           std::to_string(timeout.count()) +
+                           " ms: not every rank has submitted it yet, or it is still running "
+                           "(rank 0 logs the missing ranks after HORA_STALL_WARNING_S)");
+  }
+  return state_->status;
+}
+
+bool Handle::poll() const {
+  if (!state_) return false;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->done;
+}
+
+const std::vector<uint8_t>& Handle::output() const {
+  return state_ ? state_->output : kNoBytes;
+}
+const std::vector<int64_t>& Handle::output_shape() const {
+  return state_ ? state_->output_shape : kNoInts;
+}
+const std::vector<int64_t>& Handle::received_splits() const {
+  return state_ ? state_->received_splits : kNoInts;
+}
+
+}  // namespace hora

@@ -1,0 +1,104 @@
+// The engine's control vocabulary: a Request (what one rank asks for under one name) and a
+// Response (what every rank agreed to run, or the error every rank reports for that name).
+//
+// A Request travels from a rank to the coordinator when it is not in the response cache; a
+// Response travels from the coordinator to every rank and is kept in the response cache.
+// Both encode through core/engine/wire.h; decoding validates every enum and count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/base/data_type.h"
+#include "core/base/device.h"
+#include "core/base/reduce_op.h"
+#include "core/base/status.h"
+#include "core/engine/wire.h"
+
+namespace hora {
+namespace engine {
+
+enum class CollectiveType : uint8_t {
+  kAllreduce = 0,
+  kAllgather,
+  kBroadcast,
+  kAlltoall,
+  kReducescatter,
+  kBarrier,
+  kJoin,
+};
+inline constexpr int kNumCollectiveTypes = 7;
+
+// "allreduce", "allgather", ...
+const char* collective_name(CollectiveType type);
+
+struct Request {
+  std::string name;
+  CollectiveType type = CollectiveType::kAllreduce;
+  int32_t rank = 0;  // the requesting rank
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  Device device;
+  ReduceOp op = ReduceOp::kSum;
+  int32_t root = 0;  // broadcast
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> splits;  // alltoall: rows to each rank (resolved, never empty)
+  // Grouped allreduce: members share group_key (the first member's name) and group_size.
+  std::string group_key;
+  int32_t group_size = 0;
+};
+
+// True when a and b ask for the same collective in every field that must agree across ranks
+// (everything but rank; splits too are per rank).
+bool same_signature(const Request& a, const Request& b);
+
+// Checks that every rank's request for one name agrees; on a mismatch returns the message
+// for every rank, naming the tensor, the field, and the two ranks with their values:
+// "tensor 'fc1.weight': allreduce shape [4,5] on rank 0 but [4,6] on rank 1".
+// `requests` holds one request per participating rank (joined ranks excluded), in rank order.
+std::string validate_requests(const std::vector<const Request*>& requests, int size);
+
+struct Response {
+  std::string name;
+  CollectiveType type = CollectiveType::kAllreduce;
+  // Non-empty: every rank completes this name with this error (error_code a StatusCode).
+  std::string error;
+  int32_t error_code = 0;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;  // rank 0's request (allgather/alltoall: rows vary per rank)
+  Device device;
+  ReduceOp op = ReduceOp::kSum;
+  int32_t root = 0;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  std::vector<int64_t> first_dims;  // allgather: rows of every rank
+  std::vector<int64_t> splits;      // alltoall: size x size, row r = rank r's splits
+  int32_t last_joined = -1;         // join: the last rank to join
+  std::string group_key;
+  int32_t group_size = 0;
+
+  bool is_error() const { return !error.empty(); }
+  // Elements of one rank's contribution (allreduce, broadcast, reducescatter input).
+  int64_t element_count() const;
+};
+
+struct ResponseList {
+  std::vector<Response> responses;
+  bool shutdown = false;  // some rank shut down: every rank stops after this list
+  std::string fatal;      // non-empty: every rank stops and fails everything with this
+};
+
+void encode_request(const Request& r, Writer& w);
+Status decode_request(Reader& r, Request* out);
+void encode_response(const Response& r, Writer& w);
+Status decode_response(Reader& r, Response* out);
+
+std::vector<uint8_t> encode_requests(const std::vector<Request>& requests);
+StatusOr<std::vector<Request>> decode_requests(const std::vector<uint8_t>& bytes);
+std::vector<uint8_t> encode_response_list(const ResponseList& list);
+StatusOr<ResponseList> decode_response_list(const std::vector<uint8_t>& bytes);
+
+}  // namespace engine
+}  // namespace hora

@@ -1,0 +1,69 @@
+#include "core/engine/response_cache.h"
+
+#include <algorithm>
+
+#include "core/base/logging.h"
+
+namespace hora {
+namespace engine {
+
+bool ResponseCache::cacheable(const Response& r) {
+  if (r.is_error()) return false;
+  return r.type == CollectiveType::kAllreduce || r.type == CollectiveType::kBroadcast ||
+         r.type == CollectiveType::kReducescatter;
+}
+
+bool ResponseCache::matches(const Request& q, const Response& r) {
+  return q.name == r.name && q.type == r.type && q.dtype == r.dtype && q.shape == r.shape &&
+         q.device.kind == r.device.kind && q.op == r.op && q.root == r.root &&
+         q.prescale == r.prescale && q.postscale == r.postscale && q.group_key == r.group_key &&
+         q.group_size == r.group_size;
+}
+
+int ResponseCache::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+int ResponseCache::insert(const Response& response, int* evicted) {
+  *evicted = -1;
+  if (capacity_ == 0) return -1;
+  int position;
+  if (!free_.empty()) {
+    auto lowest = std::min_element(free_.begin(), free_.end());
+    position = *lowest;
+    free_.erase(lowest);
+  } else if (static_cast<int64_t>(slots_.size()) < capacity_) {
+    position = static_cast<int>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    position = 0;
+    for (int i = 1; i < static_cast<int>(slots_.size()); ++i)
+      if (slots_[i].last_used < slots_[position].last_used) position = i;
+    HORA_LOG(kDebug) << "response cache full (" << capacity_ << "): evicting '"
+                     << slots_[position].response.name << "' for '" << response.name << "'";
+    by_name_.erase(slots_[position].response.name);
+    *evicted = position;
+    ++evictions_;
+  }
+  Slot& slot = slots_[position];
+  slot.response = response;
+  slot.in_use = true;
+  slot.last_used = ++clock_;
+  by_name_[response.name] = position;
+  return position;
+}
+
+void ResponseCache::touch(int position) { slots_[position].last_used = ++clock_; }
+
+void ResponseCache::erase(int position) {
+  Slot& slot = slots_[position];
+  if (!slot.in_use) return;
+  by_name_.erase(slot.response.name);
+  slot.in_use = false;
+  slot.response = Response();
+  free_.push_back(position);
+}
+
+}  // namespace engine
+}  // namespace hora

@@ -1,0 +1,65 @@
+// ResponseCache: responses agreed before, by name, at fixed positions, so that a tensor seen
+// before is agreed by one small reduction over a per-position vector (Controller) instead of
+// a trip through the coordinator.
+//
+// Every rank applies the same operations in the same order (inserts of the coordinator's
+// responses, touches and erases of agreed or invalidated positions, all decided by the round's
+// shared result), so the caches, their positions and their evictions are identical on every
+// rank without ever being exchanged. Eviction is least-recently-used, by a use counter the
+// rounds advance identically. Capacity 0 disables caching.
+//
+// Cacheable: OK responses of allreduce, broadcast and reducescatter (their parameters are
+// the same on every rank); allgather and alltoall sizes vary per step and always go through
+// the coordinator. Background thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/engine/message.h"
+
+namespace hora {
+namespace engine {
+
+class ResponseCache {
+ public:
+  explicit ResponseCache(int64_t capacity) : capacity_(capacity < 0 ? 0 : capacity) {}
+
+  static bool cacheable(const Response& r);
+  // True when `request` asks exactly for what `response` agreed (same name, collective, dtype,
+  // shape, device, op, root, scales, group).
+  static bool matches(const Request& request, const Response& response);
+
+  // The position of `name`, or -1.
+  int find(const std::string& name) const;
+  const Response& at(int position) const { return slots_[position].response; }
+  bool in_use(int position) const { return slots_[position].in_use; }
+  // Positions ever assigned (the length of the round's vector); identical on every rank.
+  int position_count() const { return static_cast<int>(slots_.size()); }
+
+  // Stores `response` (REQUIRES: cacheable, name not present). Returns the position it got
+  // and, through `evicted`, the position whose entry was evicted to make room (or -1).
+  // Returns -1 without storing when the capacity is 0.
+  int insert(const Response& response, int* evicted);
+  void touch(int position);
+  void erase(int position);
+  int64_t evictions() const { return evictions_; }
+
+ private:
+  struct Slot {
+    Response response;
+    uint64_t last_used = 0;
+    bool in_use = false;
+  };
+  const int64_t capacity_;
+  std::vector<Slot> slots_;
+  std::vector<int> free_;  // erased positions, reused lowest first
+  std::unordered_map<std::string, int> by_name_;
+  uint64_t clock_ = 0;
+  int64_t evictions_ = 0;
+};
+
+}  // namespace engine
+}  // namespace hora

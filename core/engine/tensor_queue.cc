@@ -1,0 +1,85 @@
+#include "core/engine/tensor_queue.h"
+
+#include <unordered_set>
+
+namespace hora {
+namespace engine {
+
+Status TensorQueue::enqueue(std::vector<Entry> entries) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return closed_why_;
+    std::unordered_set<std::string> batch;
+    for (const Entry& e : entries) {
+      const std::string& name = e.request.name;
+      if (table_.count(name) != 0 || !batch.insert(name).second)
+        return Status::invalid_argument(
+            "tensor '" + name + "': " + collective_name(e.request.type) +
+            " enqueued while a collective of that name is still in flight on this rank "
+            "(wait for its handle before reusing the name)");
+    }
+    for (Entry& e : entries) {
+      fresh_.push_back(e.request);
+      std::string name = e.request.name;
+      table_.emplace(std::move(name), std::move(e));
+    }
+  }
+  cv_.notify_one();
+  return Status::ok();
+}
+
+bool TensorQueue::wait_for_work(Clock::time_point until) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_until(lock, until, [&] { return !fresh_.empty() || shutdown_requested_; });
+  return !fresh_.empty() || shutdown_requested_;
+}
+
+std::vector<Request> TensorQueue::take_new() {
+  std::vector<Request> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  out.swap(fresh_);
+  return out;
+}
+
+Entry* TensorQueue::find(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = table_.find(name);
+  return it == table_.end() ? nullptr : &it->second;
+}
+
+void TensorQueue::remove(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.erase(name);
+}
+
+size_t TensorQueue::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.size();
+}
+
+void TensorQueue::request_shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_requested_ = true;
+  }
+  cv_.notify_one();
+}
+
+bool TensorQueue::shutdown_requested() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutdown_requested_;
+}
+
+std::vector<Entry> TensorQueue::close(Status why) {
+  std::vector<Entry> left;
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  closed_why_ = std::move(why);
+  for (auto& kv : table_) left.push_back(std::move(kv.second));
+  table_.clear();
+  fresh_.clear();
+  return left;
+}
+
+}  // namespace engine
+}  // namespace hora

@@ -1,0 +1,74 @@
+// TensorQueue: where framework threads leave named collectives for the background thread.
+//
+// One mutex guards everything; critical sections are a map insert or a vector swap, never
+// I/O. enqueue() adds a batch atomically (a grouped allreduce enters one round as a unit) and
+// wakes the background thread; take_new() hands it the requests added since the last call.
+// Entries stay in the table until the background thread removes them after completing their
+// handles, so a name in flight cannot be enqueued again (an error at enqueue on that rank).
+//
+// Pointers returned by find() stay valid until remove() of that name (node-based map), so the
+// background thread uses entries without holding the lock while bytes move.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/base/status.h"
+#include "core/base/tensor_view.h"
+#include "core/engine/handle_state.h"
+#include "core/engine/message.h"
+
+namespace hora {
+namespace engine {
+
+using Clock = std::chrono::steady_clock;
+
+struct Entry {
+  Request request;
+  TensorView in;
+  TensorView out;  // allreduce: where the result goes; broadcast: the tensor itself
+  std::shared_ptr<detail::HandleState> handle;
+  Clock::time_point enqueued;
+};
+
+class TensorQueue {
+ public:
+  // Adds every entry or none: fails when one of the names is already in flight (or appears
+  // twice in the batch), or after close(), naming the tensor.
+  Status enqueue(std::vector<Entry> entries);
+
+  // Background thread: blocks until new requests arrive, shutdown is requested, or `until`.
+  // Returns true when there is something new (requests or a shutdown request).
+  bool wait_for_work(Clock::time_point until);
+  // The requests enqueued since the last call, in enqueue order.
+  std::vector<Request> take_new();
+
+  Entry* find(const std::string& name);
+  void remove(const std::string& name);
+  size_t in_flight() const;
+
+  // Asks the background thread to stop (it still runs the shutdown round).
+  void request_shutdown();
+  bool shutdown_requested() const;
+
+  // Later enqueues fail with `why`. Returns the entries still in flight (removed from the
+  // table) so the caller can fail their handles.
+  std::vector<Entry> close(Status why);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_map<std::string, Entry> table_;
+  std::vector<Request> fresh_;
+  bool shutdown_requested_ = false;
+  bool closed_ = false;
+  Status closed_why_;
+};
+
+}  // namespace engine
+}  // namespace hora

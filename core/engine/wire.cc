@@ -1,0 +1,99 @@
+#include "core/engine/wire.h"
+
+#include <cstring>
+
+namespace hora {
+namespace engine {
+
+void Writer::u32(uint32_t v) {
+  for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+void Writer::i64(int64_t v) {
+  const uint64_t u = static_cast<uint64_t>(v);
+  for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<uint8_t>(u >> (8 * i)));
+}
+
+void Writer::f64(double v) {
+  int64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  i64(bits);
+}
+
+void Writer::str(const std::string& s) {
+  u32(static_cast<uint32_t>(s.size()));
+  bytes_.insert(bytes_.end(), s.begin(), s.end());
+}
+
+void Writer::i64s(const std::vector<int64_t>& v) {
+  u32(static_cast<uint32_t>(v.size()));
+  for (int64_t x : v) i64(x);
+}
+
+Status Reader::need(size_t n, const char* what) {
+  if (n > size_ - pos_)
+    return Status::internal(std::string("corrupted control message: ") + what + " needs " +
+                            std::to_string(n) + " bytes at offset " + std::to_string(pos_) +
+                            " but the message has " + std::to_string(size_) + " bytes");
+  return Status::ok();
+}
+
+Status Reader::u8(uint8_t* v, const char* what) {
+  HORA_RETURN_IF_ERROR(need(1, what));
+  *v = data_[pos_++];
+  return Status::ok();
+}
+
+Status Reader::u32(uint32_t* v, const char* what) {
+  HORA_RETURN_IF_ERROR(need(4, what));
+  uint32_t x = 0;
+  for (int i = 0; i < 4; ++i) x |= static_cast<uint32_t>(data_[pos_ + i]) << (8 * i);
+  pos_ += 4;
+  *v = x;
+  return Status::ok();
+}
+
+Status Reader::i64(int64_t* v, const char* what) {
+  HORA_RETURN_IF_ERROR(need(8, what));
+  uint64_t x = 0;
+  for (int i = 0; i < 8; ++i) x |= static_cast<uint64_t>(data_[pos_ + i]) << (8 * i);
+  pos_ += 8;
+  *v = static_cast<int64_t>(x);
+  return Status::ok();
+}
+
+Status Reader::f64(double* v, const char* what) {
+  int64_t bits;
+  HORA_RETURN_IF_ERROR(i64(&bits, what));
+  std::memcpy(v, &bits, sizeof(bits));
+  return Status::ok();
+}
+
+Status Reader::str(std::string* s, const char* what) {
+  uint32_t n;
+  HORA_RETURN_IF_ERROR(u32(&n, what));
+  if (n > kMaxWireString)
+    return Status::internal(std::string("corrupted control message: ") + what + " of " +
+                            std::to_string(n) + " bytes exceeds " +
+                            std::to_string(kMaxWireString));
+  HORA_RETURN_IF_ERROR(need(n, what));
+  s->assign(reinterpret_cast<const char*>(data_ + pos_), n);
+  pos_ += n;
+  return Status::ok();
+}
+
+Status Reader::i64s(std::vector<int64_t>* v, const char* what) {
+  uint32_t n;
+  HORA_RETURN_IF_ERROR(u32(&n, what));
+  if (n > kMaxWireVector)
+    return Status::internal(std::string("corrupted control message: ") + what + " of " +
+                            std::to_string(n) + " entries exceeds " +
+                            std::to_string(kMaxWireVector));
+  HORA_RETURN_IF_ERROR(need(size_t{n} * 8, what));
+  v->resize(n);
+  for (uint32_t i = 0; i < n; ++i) HORA_RETURN_IF_ERROR(i64(&(*v)[i], what));
+  return Status::ok();
+}
+
+}  // namespace engine
+}  // namespace hora

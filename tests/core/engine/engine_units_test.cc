@@ -1,0 +1,307 @@
+// The engine's pieces without communication: control-message encoding (and its refusal of
+// corrupted bytes), request validation messages, the response cache, the fusion planner, the
+// coordinator's decisions, the stall inspector, the tensor queue, InitOptions.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/engine/coordinator.h"
+#include "core/engine/fusion_planner.h"
+#include "core/engine/message.h"
+#include "core/engine/response_cache.h"
+#include "core/engine/stall_inspector.h"
+#include "core/engine/tensor_queue.h"
+#include "core/init_options.h"
+
+namespace hora {
+namespace engine {
+namespace {
+
+Request allreduce_request(const std::string& name, int rank, std::vector<int64_t> shape = {4, 5},
+                          DataType dtype = DataType::kFloat32, ReduceOp op = ReduceOp::kSum) {
+  Request r;
+  r.name = name;
+  r.type = CollectiveType::kAllreduce;
+  r.rank = rank;
+  r.shape = std::move(shape);
+  r.dtype = dtype;
+  r.op = op;
+  return r;
+}
+
+Response allreduce_response(const std::string& name, int64_t elements,
+                            DataType dtype = DataType::kFloat32) {
+  Response r;
+  r.name = name;
+  r.type = CollectiveType::kAllreduce;
+  r.dtype = dtype;
+  r.shape = {elements};
+  return r;
+}
+
+TEST(Wire, RequestsRoundTrip) {
+  std::vector<Request> in = {allreduce_request("a", 1), allreduce_request("b", 1, {7})};
+  in[1].type = CollectiveType::kAlltoall;
+  in[1].splits = {3, 4};
+  in[1].group_key = "g";
+  in[1].group_size = 2;
+  in[1].prescale = 0.25;
+  auto out = decode_requests(encode_requests(in));
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_TRUE(same_signature(in[0], (*out)[0]));
+  EXPECT_EQ((*out)[1].splits, in[1].splits);
+  EXPECT_EQ((*out)[1].prescale, 0.25);
+  EXPECT_EQ((*out)[1].group_key, "g");
+}
+
+TEST(Wire, EveryTruncationAndBadEnumIsAnErrorNotACrash) {
+  ResponseList list;
+  list.responses.push_back(allreduce_response("grad/fc1.weight", 20));
+  list.responses.back().first_dims = {1, 2, 3};
+  list.fatal = "x";
+  const std::vector<uint8_t> bytes = encode_response_list(list);
+  ASSERT_TRUE(decode_response_list(bytes).is_ok());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + n);
+    auto r = decode_response_list(cut);
+    ASSERT_FALSE(r.is_ok()) << "truncated at " << n;
+    EXPECT_NE(r.status().message().find("corrupted control message"), std::string::npos);
+  }
+  std::vector<uint8_t> longer = bytes;
+  longer.push_back(0);
+  EXPECT_FALSE(decode_response_list(longer).is_ok());
+  // The collective type byte follows the name (4-byte length + 15 bytes) after the header.
+  std::vector<uint8_t> bad = bytes;
+  bad[1 + 4 + 1 + 4 + 4 + 15] = 99;
+  auto r = decode_response_list(bad);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("collective type 99"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(Validate, NamesTensorFieldRanksAndValues) {
+  Request a = allreduce_request("fc1.weight", 0, {4, 5});
+  Request b = allreduce_request("fc1.weight", 1, {4, 6});
+  EXPECT_EQ(validate_requests({&a, &b}, 2),
+            "tensor 'fc1.weight': allreduce shape [4,5] on rank 0 but [4,6] on rank 1");
+  b = allreduce_request("fc1.weight", 1, {4, 5}, DataType::kFloat16);
+  EXPECT_EQ(validate_requests({&a, &b}, 2),
+            "tensor 'fc1.weight': allreduce dtype float32 on rank 0 but float16 on rank 1");
+  b = allreduce_request("fc1.weight", 1);
+  b.postscale = 0.5;
+  EXPECT_NE(validate_requests({&a, &b}, 2).find("postscale 1 on rank 0 but 0.5 on rank 1"),
+            std::string::npos);
+  b = allreduce_request("fc1.weight", 1);
+  EXPECT_EQ(validate_requests({&a, &b}, 2), "");
+  // Allgather rows may differ; the other dimensions may not.
+  a.type = b.type = CollectiveType::kAllgather;
+  a.shape = {3, 5};
+  b.shape = {1, 5};
+  EXPECT_EQ(validate_requests({&a, &b}, 2), "");
+  b.shape = {1, 6};
+  EXPECT_NE(validate_requests({&a, &b}, 2).find("all but the first dimension"), std::string::npos);
+  Request c = allreduce_request("t", 0);
+  c.type = CollectiveType::kBroadcast;
+  c.root = 3;
+  EXPECT_NE(validate_requests({&c}, 2).find("broadcast root 3 is not a rank"), std::string::npos);
+}
+
+TEST(ResponseCache, PositionsEvictionAndReuseAreDeterministic) {
+  ResponseCache cache(3);
+  int evicted = -2;
+  EXPECT_EQ(cache.insert(allreduce_response("a", 1), &evicted), 0);
+  EXPECT_EQ(evicted, -1);
+  EXPECT_EQ(cache.insert(allreduce_response("b", 1), &evicted), 1);
+  EXPECT_EQ(cache.insert(allreduce_response("c", 1), &evicted), 2);
+  cache.touch(0);  // a is now newer than b
+  EXPECT_EQ(cache.insert(allreduce_response("d", 1), &evicted), 1);
+  EXPECT_EQ(evicted, 1);
+  EXPECT_EQ(cache.find("b"), -1);
+  EXPECT_EQ(cache.find("d"), 1);
+  EXPECT_EQ(cache.evictions(), 1);
+  cache.erase(0);
+  cache.erase(2);
+  EXPECT_EQ(cache.insert(allreduce_response("e", 1), &evicted), 0);  // lowest free first
+  EXPECT_EQ(cache.position_count(), 3);
+  ResponseCache off(0);
+  EXPECT_EQ(off.insert(allreduce_response("a", 1), &evicted), -1);
+  EXPECT_EQ(off.position_count(), 0);
+}
+
+TEST(ResponseCache, MatchesOnlyTheSameRequest) {
+  Response r = allreduce_response("a", 20);
+  r.shape = {4, 5};
+  Request q = allreduce_request("a", 3);
+  EXPECT_TRUE(ResponseCache::matches(q, r));
+  q.shape = {5, 4};
+  EXPECT_FALSE(ResponseCache::matches(q, r));
+  q = allreduce_request("a", 3);
+  q.op = ReduceOp::kMax;
+  EXPECT_FALSE(ResponseCache::matches(q, r));
+  Response g = allreduce_response("g", 1);
+  g.type = CollectiveType::kAllgather;
+  EXPECT_FALSE(ResponseCache::cacheable(g));
+  r.error = "x";
+  EXPECT_FALSE(ResponseCache::cacheable(r));
+}
+
+std::vector<std::vector<int>> members(const std::vector<Bucket>& buckets) {
+  std::vector<std::vector<int>> out;
+  for (const Bucket& b : buckets) out.push_back(b.members);
+  return out;
+}
+
+TEST(FusionPlanner, PacksUpToTheThresholdAndLooksPastOneIncompatible) {
+  std::vector<Response> list;
+  for (int i = 0; i < 4; ++i) list.push_back(allreduce_response("f" + std::to_string(i), 100));
+  // 400-byte tensors, threshold 1000: two buckets of two... of 2 + 2 (800 fits, 1200 not).
+  auto b = members(plan_buckets(list, 1000));
+  EXPECT_EQ(b, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(members(plan_buckets(list, 0)), (std::vector<std::vector<int>>{{0}, {1}, {2}, {3}}));
+  // Mixed precision interleaved: f16, f32, f16, f32 -> all f16 together, all f32 together.
+  std::vector<Response> mixed;
+  for (int i = 0; i < 6; ++i)
+    mixed.push_back(allreduce_response("m" + std::to_string(i), 10,
+                                       i % 2 ? DataType::kFloat32 : DataType::kFloat16));
+  EXPECT_EQ(members(plan_buckets(mixed, 1 << 20)),
+            (std::vector<std::vector<int>>{{0, 2, 4}, {1, 3, 5}}));
+  // Two incompatible in a row end the scan.
+  std::vector<Response> stop = {allreduce_response("a", 1), allreduce_response("b", 1, DataType::kInt32),
+                                allreduce_response("c", 1, DataType::kInt64), allreduce_response("d", 1)};
+  EXPECT_EQ(members(plan_buckets(stop, 1 << 20)),
+            (std::vector<std::vector<int>>{{0}, {1}, {2}, {3}}));
+}
+
+TEST(FusionPlanner, GroupsStayWholeAndOthersStandAlone) {
+  std::vector<Response> list;
+  for (int i = 0; i < 3; ++i) {
+    list.push_back(allreduce_response("g" + std::to_string(i), 1000));
+    list.back().group_key = "g0#group";
+    list.back().group_size = 3;
+  }
+  Response bc = allreduce_response("bc", 10);
+  bc.type = CollectiveType::kBroadcast;
+  list.push_back(bc);
+  Response err = allreduce_response("err", 10);
+  err.error = "mismatch";
+  list.push_back(err);
+  auto b = members(plan_buckets(list, 100));  // the group exceeds the threshold: one bucket
+  EXPECT_EQ(b, (std::vector<std::vector<int>>{{0, 1, 2}, {3}, {4}}));
+}
+
+TEST(Coordinator, ReadyOnlyWhenEveryRankAskedAndErrorsOnMismatch) {
+  const auto now = std::chrono::steady_clock::now();
+  Coordinator c(3);
+  c.ingest(0, {allreduce_request("x", 0), allreduce_request("y", 0)}, now);
+  c.ingest(1, {allreduce_request("x", 1), allreduce_request("y", 1, {4, 6})}, now);
+  EXPECT_TRUE(c.collect().empty());
+  auto pending = c.pending();
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0].ready_ranks, (std::vector<int>{0, 1}));
+  c.ingest(2, {allreduce_request("y", 2), allreduce_request("x", 2)}, now);
+  auto out = c.collect();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].name, "x");  // first-arrival order
+  EXPECT_FALSE(out[0].is_error());
+  EXPECT_EQ(out[1].error, "tensor 'y': allreduce shape [4,5] on rank 0 but [4,6] on rank 1");
+  EXPECT_EQ(c.table_size(), 0u);
+}
+
+TEST(Coordinator, JoinedRanksCountAndOnlySumTakesTheirZeros) {
+  const auto now = std::chrono::steady_clock::now();
+  Coordinator c(3);
+  Request join;
+  join.name = "hora.join";
+  join.type = CollectiveType::kJoin;
+  c.ingest(2, {join}, now);
+  c.ingest(0, {allreduce_request("s", 0), allreduce_request("m", 0, {4, 5}, DataType::kFloat32, ReduceOp::kMin)}, now);
+  c.ingest(1, {allreduce_request("s", 1), allreduce_request("m", 1, {4, 5}, DataType::kFloat32, ReduceOp::kMin)}, now);
+  auto out = c.collect();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FALSE(out[0].is_error());
+  EXPECT_NE(out[1].error.find("rank(s) 2 have joined"), std::string::npos) << out[1].error;
+  c.ingest(0, {join}, now);
+  EXPECT_TRUE(c.collect().empty());
+  c.ingest(1, {join}, now);
+  out = c.collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].type, CollectiveType::kJoin);
+  EXPECT_EQ(out[0].last_joined, 1);
+}
+
+TEST(Coordinator, GroupReleasedWhole) {
+  const auto now = std::chrono::steady_clock::now();
+  Coordinator c(2);
+  auto member = [](const std::string& n, int rank) {
+    Request r = allreduce_request(n, rank);
+    r.group_key = "a#group";
+    r.group_size = 2;
+    return r;
+  };
+  c.ingest(0, {member("a", 0), member("b", 0)}, now);
+  c.ingest(1, {member("a", 1)}, now);
+  EXPECT_TRUE(c.collect().empty());  // 'a' is ready, but 'b' is not
+  c.ingest(1, {member("b", 1)}, now);
+  EXPECT_EQ(c.collect().size(), 2u);
+}
+
+TEST(StallInspector, DescribesReadyAndMissingAndTurnsFatal) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<StalledTensor> s = {{"late", {0, 2}, now - std::chrono::seconds(5)}};
+  EXPECT_EQ(StallInspector::describe(s, 4, 5), "'late' (ready: 0,2; missing: 1,3)");
+  StallInspector warn_only(1.0, 0.0, 4);
+  EXPECT_EQ(warn_only.check(s, now), "");
+  EXPECT_EQ(warn_only.warnings(), 1);
+  EXPECT_EQ(warn_only.check(s, now), "");
+  EXPECT_EQ(warn_only.warnings(), 1);  // at most one warning per period
+  StallInspector fatal(1.0, 3.0, 4);
+  EXPECT_NE(fatal.check(s, now).find("'late' (ready: 0,2; missing: 1,3)"), std::string::npos);
+  std::vector<StalledTensor> young = {{"young", {0}, now}};
+  EXPECT_EQ(fatal.check(young, now), "");
+}
+
+TEST(TensorQueue, RefusesANameInFlightAndFailsAfterClose) {
+  TensorQueue q;
+  auto entry = [](const std::string& name) {
+    Entry e;
+    e.request.name = name;
+    e.handle = std::make_shared<detail::HandleState>(name, 1, 1.0);
+    return e;
+  };
+  std::vector<Entry> one;
+  one.push_back(entry("a"));
+  ASSERT_TRUE(q.enqueue(std::move(one)).is_ok());
+  std::vector<Entry> again;
+  again.push_back(entry("b"));
+  again.push_back(entry("a"));
+  Status s = q.enqueue(std::move(again));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tensor 'a'"), std::string::npos);
+  EXPECT_EQ(q.in_flight(), 1u);  // nothing of the refused batch was added
+  EXPECT_EQ(q.take_new().size(), 1u);
+  auto left = q.close(Status::failed_precondition("closed"));
+  EXPECT_EQ(left.size(), 1u);
+  std::vector<Entry> late;
+  late.push_back(entry("c"));
+  EXPECT_EQ(q.enqueue(std::move(late)).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(InitOptions, SettingsOverrideTheEnvironmentAndTyposAreErrors) {
+  InitOptions o;
+  o.settings = {{"HORA_FUSION_THRESHOLD", "1K"}};
+  auto lookup = make_lookup(o);
+  ASSERT_TRUE(lookup.is_ok());
+  auto config = Config::from_lookup(*lookup);
+  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  EXPECT_EQ(config->fusion_threshold_bytes, 1024);
+  o.settings = {{"HORA_FUSION_TRESHOLD", "0"}};
+  auto bad = make_lookup(o);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("HORA_FUSION_TRESHOLD"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace engine
+}  // namespace hora

@@ -1,0 +1,288 @@
+// The engine under a real launcher: named async collectives from several threads in a
+// different order on every rank, the response cache, fusion, every mismatch kind, duplicate
+// names, join, the other collectives, and shutdown / re-init. Every rank runs every test
+// (mp_main.cc initialises hora first).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/hora.h"
+
+namespace hora {
+namespace {
+
+TensorView view(std::vector<float>& v, std::vector<int64_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
+  return TensorView::make(v.data(), DataType::kFloat32, shape).value();
+}
+
+// Closed-form input of tensor t, element i, on rank r; the sum over ranks is exact in float.
+float input(int t, size_t i, int r) { return static_cast<float>((r + 1) * (i % 7 + 1) + t % 3); }
+float expected_sum(int t, size_t i, int n) {
+  return static_cast<float>((i % 7 + 1) * (n * (n + 1) / 2) + n * (t % 3));
+}
+
+struct Tensor {
+  std::string name;
+  std::vector<float> in, out;
+  Handle handle;
+};
+
+// Hundreds of tensors, enqueued from three threads in an order that differs per rank.
+void run_step(std::vector<Tensor>& tensors, int step) {
+  const int r = rank();
+  std::vector<int> order(tensors.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 rng(1234 + 17 * r + step);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 3; ++th) {
+    threads.emplace_back([&, th] {
+      for (size_t k = th; k < order.size(); k += 3) {
+        Tensor& t = tensors[order[k]];
+        t.handle = allreduce_async(t.name, view(t.in), view(t.out), ReduceOp::kSum);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    ASSERT_TRUE(tensors[t].handle.wait().is_ok()) << tensors[t].handle.wait().to_string();
+    for (size_t i = 0; i < tensors[t].out.size(); ++i)
+      ASSERT_EQ(tensors[t].out[i], expected_sum(static_cast<int>(t), i, size()))
+          << tensors[t].name << "[" << i << "] step " << step;
+  }
+}
+
+TEST(EngineMp, HundredsOfTensorsAnyOrderManyThreadsThenCacheHits) {
+  std::vector<Tensor> tensors(300);
+  for (int t = 0; t < 300; ++t) {
+    tensors[t].name = "grad/" + std::to_string(t);
+    const size_t n = 1 + (t * 37) % 3000;
+    tensors[t].in.resize(n);
+    tensors[t].out.assign(n, -1.f);
+    for (size_t i = 0; i < n; ++i) tensors[t].in[i] = input(t, i, rank());
+  }
+  run_step(tensors, 0);
+  const EngineStats before = engine_stats();
+  run_step(tensors, 1);
+  run_step(tensors, 2);
+  const EngineStats after = engine_stats();
+  // Every tensor of steps 1 and 2 was agreed through the cache, none through the coordinator.
+  EXPECT_EQ(after.cache_hits - before.cache_hits, 600);
+  EXPECT_EQ(after.coordinated - before.coordinated, 0);
+}
+
+TEST(EngineMp, GroupIsFusedIntoOneBucket) {
+  std::vector<std::vector<float>> ins(50), outs(50);
+  std::vector<std::string> names;
+  std::vector<TensorView> in_views, out_views;
+  for (int t = 0; t < 50; ++t) {
+    ins[t].resize(100 + t);
+    outs[t].assign(100 + t, 0.f);
+    for (size_t i = 0; i < ins[t].size(); ++i) ins[t][i] = input(t, i, rank());
+    names.push_back("group/" + std::to_string(t));
+    in_views.push_back(view(ins[t]));
+    out_views.push_back(view(outs[t]));
+  }
+  for (int step = 0; step < 2; ++step) {
+    const EngineStats before = engine_stats();
+    Handle h = grouped_allreduce_async(names, in_views, out_views, ReduceOp::kSum);
+    ASSERT_TRUE(h.wait().is_ok()) << h.wait().to_string();
+    const EngineStats after = engine_stats();
+    EXPECT_EQ(after.buckets - before.buckets, 1) << "step " << step;
+    EXPECT_EQ(after.fused_tensors - before.fused_tensors, 50) << "step " << step;
+    for (int t = 0; t < 50; ++t)
+      for (size_t i = 0; i < outs[t].size(); ++i)
+        ASSERT_EQ(outs[t][i], expected_sum(t, i, size()));
+  }
+}
+
+TEST(EngineMp, AverageAndScalesInPlace) {
+  std::vector<float> x(1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(rank() + 1);
+  // out = 0.5 * (sum over ranks of 2 * x) / size = mean of x.
+  ASSERT_TRUE(allreduce("avg.scaled", view(x), view(x), ReduceOp::kAverage, 2.0, 0.5).is_ok());
+  const float mean = (size() + 1) / 2.0f;
+  for (float v : x) ASSERT_NEAR(v, mean, 1e-5f);
+}
+
+TEST(EngineMp, MismatchesFailOnEveryRankAndTheEngineGoesOn) {
+  if (size() < 2) GTEST_SKIP() << "needs two ranks to disagree";
+  const int r = rank();
+  std::vector<float> a(r == 1 ? 6 : 5, 1.f), b(a.size());
+  Status s = allreduce("mm.shape", view(a, {1, static_cast<int64_t>(a.size())}),
+                       view(b, {1, static_cast<int64_t>(b.size())}), ReduceOp::kSum);
+  EXPECT_EQ(s.code(), StatusCode::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("tensor 'mm.shape': allreduce shape [1,5] on rank 0 but [1,6] on rank 1"),
+            std::string::npos) << s.message();
+
+  std::vector<float> c(4, 1.f);
+  s = allreduce("mm.op", view(c), view(c), r == 1 ? ReduceOp::kMax : ReduceOp::kSum);
+  EXPECT_EQ(s.code(), StatusCode::kMismatch);
+  EXPECT_NE(s.message().find("op sum on rank 0 but max on rank 1"), std::string::npos)
+      << s.message();
+
+  std::vector<double> d(4, 1.0);
+  TensorView dv = r == 1 ? TensorView::make(d.data(), DataType::kFloat64, {4}).value() : view(c);
+  s = allreduce("mm.dtype", dv, dv, ReduceOp::kSum);
+  EXPECT_EQ(s.code(), StatusCode::kMismatch);
+  EXPECT_NE(s.message().find("dtype float32 on rank 0 but float64 on rank 1"), std::string::npos)
+      << s.message();
+
+  s = broadcast("mm.root", view(c), r == 1 ? 1 : 0);
+  EXPECT_EQ(s.code(), StatusCode::kMismatch);
+  EXPECT_NE(s.message().find("broadcast root 0 on rank 0 but 1 on rank 1"), std::string::npos)
+      << s.message();
+
+  s = allreduce("mm.scale", view(c), view(c), ReduceOp::kSum, r == 1 ? 2.0 : 1.0);
+  EXPECT_EQ(s.code(), StatusCode::kMismatch);
+  EXPECT_NE(s.message().find("prescale 1 on rank 0 but 2 on rank 1"), std::string::npos)
+      << s.message();
+
+  Handle h = r == 1 ? allgather_async("mm.kind", view(c)) : allreduce_async("mm.kind", view(c), view(c));
+  s = h.wait();
+  EXPECT_EQ(s.code(), StatusCode::kMismatch);
+  EXPECT_NE(s.message().find("collective allreduce on rank 0 but allgather on rank 1"),
+            std::string::npos) << s.message();
+
+  // The engine still serves, and a cached name changed on one rank is caught too.
+  std::vector<float> e(8, 1.f);
+  ASSERT_TRUE(allreduce("mm.after", view(e), view(e), ReduceOp::kSum).is_ok());
+  for (float v : e) ASSERT_EQ(v, static_cast<float>(size()));
+  std::vector<float> f(r == 1 ? 9 : 8, 1.f);
+  s = allreduce("mm.after", view(f), view(f), ReduceOp::kSum);
+  EXPECT_EQ(s.code(), StatusCode::kMismatch) << s.to_string();
+  ASSERT_TRUE(allreduce("mm.after", view(e), view(e), ReduceOp::kSum).is_ok());
+}
+
+TEST(EngineMp, DuplicateNameInFlightFailsAtEnqueue) {
+  std::vector<float> a(16, 1.f), b(16, 1.f);
+  Handle first = allreduce_async("dup", view(a), view(a), ReduceOp::kSum);
+  Handle second = allreduce_async("dup", view(b), view(b), ReduceOp::kSum);
+  if (!first.poll()) {
+    // Still in flight when the second came: that one failed at once.
+    Status s = second.wait();
+    if (!s.is_ok()) {
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(s.message().find("still in flight"), std::string::npos) << s.message();
+    }
+  }
+  ASSERT_TRUE(first.wait().is_ok());
+  // Whatever the timing, the name is free again and every rank agrees on the next use.
+  second.wait();
+  ASSERT_TRUE(barrier().is_ok());
+  ASSERT_TRUE(allreduce("dup", view(a), view(a), ReduceOp::kSum).is_ok());
+}
+
+TEST(EngineMp, OtherCollectives) {
+  const int r = rank(), n = size();
+  // allgather with a different first dimension per rank (rank r has r+1 rows of 3).
+  std::vector<float> rows((r + 1) * 3);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(r * 100 + i);
+  Handle g = allgather_async("ag", view(rows, {r + 1, 3}));
+  ASSERT_TRUE(g.wait().is_ok()) << g.wait().to_string();
+  ASSERT_EQ(g.output_shape(), (std::vector<int64_t>{n * (n + 1) / 2, 3}));
+  const float* got = reinterpret_cast<const float*>(g.output().data());
+  size_t k = 0;
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < (p + 1) * 3; ++i) ASSERT_EQ(got[k++], static_cast<float>(p * 100 + i));
+
+  // broadcast from the last rank.
+  std::vector<float> b(10, static_cast<float>(r));
+  ASSERT_TRUE(broadcast("bc", view(b), n - 1).is_ok());
+  for (float v : b) ASSERT_EQ(v, static_cast<float>(n - 1));
+
+  // alltoall: rank r sends p+1 rows of 2 to rank p, valued r*10+p.
+  std::vector<int64_t> splits(n);
+  std::vector<float> a2a;
+  for (int p = 0; p < n; ++p) {
+    splits[p] = p + 1;
+    for (int i = 0; i < (p + 1) * 2; ++i) a2a.push_back(static_cast<float>(r * 10 + p));
+  }
+  Handle a = alltoall_async("a2a", view(a2a, {static_cast<int64_t>(a2a.size() / 2), 2}), splits);
+  ASSERT_TRUE(a.wait().is_ok()) << a.wait().to_string();
+  ASSERT_EQ(a.received_splits(), std::vector<int64_t>(n, r + 1));
+  const float* in = reinterpret_cast<const float*>(a.output().data());
+  for (int p = 0, idx = 0; p < n; ++p)
+    for (int i = 0; i < (r + 1) * 2; ++i) ASSERT_EQ(in[idx++], static_cast<float>(p * 10 + r));
+
+  // reducescatter of 2n+1 rows of 4: the first rank gets one more row.
+  std::vector<float> rs((2 * n + 1) * 4, static_cast<float>(r + 1));
+  Handle s = reducescatter_async("rs", view(rs, {2 * n + 1, 4}), ReduceOp::kSum);
+  ASSERT_TRUE(s.wait().is_ok()) << s.wait().to_string();
+  ASSERT_EQ(s.output_shape()[0], r == 0 ? 3 : 2);
+  const float* red = reinterpret_cast<const float*>(s.output().data());
+  for (size_t i = 0; i < s.output().size() / 4; ++i)
+    ASSERT_EQ(red[i], static_cast<float>(n * (n + 1) / 2));
+
+  ASSERT_TRUE(barrier().is_ok());
+}
+
+TEST(EngineMp, JoinWithEveryRankTakingATurnLast) {
+  const int r = rank(), n = size();
+  for (int last = 0; last < n; ++last) {
+    const int steps = r == last ? 3 : 1;
+    for (int s = 0; s < steps; ++s) {
+      std::vector<float> x(33, static_cast<float>(r + 1));
+      const std::string name = "join." + std::to_string(last) + "." + std::to_string(s);
+      ASSERT_TRUE(allreduce(name, view(x), view(x), ReduceOp::kSum).is_ok());
+      // Step 0: every rank; later steps: only `last`, the others contribute zeros.
+      const float want = s == 0 ? static_cast<float>(n * (n + 1) / 2) : static_cast<float>(r + 1);
+      for (float v : x) ASSERT_EQ(v, want) << name;
+    }
+    if (r == last && n > 1) {
+      // Average still divides by size; min cannot take the joined ranks' zeros.
+      std::vector<float> y(5, static_cast<float>(n));
+      ASSERT_TRUE(allreduce("join.avg", view(y), view(y), ReduceOp::kAverage).is_ok());
+      for (float v : y) ASSERT_FLOAT_EQ(v, 1.0f);
+      Status bad = allreduce("join.min", view(y), view(y), ReduceOp::kMin);
+      EXPECT_EQ(bad.code(), StatusCode::kMismatch);
+      EXPECT_NE(bad.message().find("have joined"), std::string::npos) << bad.message();
+    }
+    StatusOr<int> j = join();
+    ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+    EXPECT_EQ(*j, last);
+  }
+}
+
+TEST(EngineMp, ShutdownFailsPendingThenInitAgain) {
+  const int r = rank();
+  std::vector<float> x(4, 1.f);
+  // Only rank 0 enqueues it: it can never be agreed, and shutdown must fail it, not hang.
+  Handle orphan;
+  const bool orphaned = r == 0 && size() > 1;  // one rank alone agrees with itself
+  if (orphaned) orphan = allreduce_async("orphan", view(x), view(x));
+  ASSERT_TRUE(shutdown().is_ok());
+  ASSERT_TRUE(shutdown().is_ok());  // twice is fine
+  if (orphaned) {
+    Status s = orphan.wait();
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.to_string();
+    EXPECT_NE(s.message().find("orphan"), std::string::npos);
+  }
+  Status after = allreduce_async("late", view(x), view(x)).wait();
+  EXPECT_EQ(after.code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(init().is_ok());
+  ASSERT_TRUE(allreduce("again", view(x), view(x), ReduceOp::kSum).is_ok());
+  for (float v : x) ASSERT_EQ(v, static_cast<float>(size()));
+}
+
+TEST(EngineMp, BadInputFailsAtEnqueue) {
+  std::vector<float> a(4), b(5);
+  Status s = allreduce("bad.count", view(a), view(b));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("output must match the input"), std::string::npos) << s.message();
+  s = broadcast("bad.root", view(a), size());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  s = alltoall_async("bad.splits", view(a, {4}), std::vector<int64_t>(size(), 5)).wait();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace hora

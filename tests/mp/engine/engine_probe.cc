@@ -1,0 +1,86 @@
+// A hora program for the engine's failure paths, each checked from outside by
+// engine_check.sh (the job's exit code and output):
+//   stall           after a barrier, rank 1 submits tensor 'late' 3 s after the others: with
+//                   HORA_STALL_WARNING_S=1 rank 0 warns naming 'late' and rank 1 as missing,
+//                   then the job completes.
+//   stall_shutdown  rank 0 submits 'only.rank0', the others 'only.others': with
+//                   HORA_STALL_SHUTDOWN_S=2 every rank's collective fails with the stall.
+//   kill            the last rank kills itself (SIGKILL) while the others run allreduces:
+//                   every survivor fails with an error naming the dead rank. Survivors ignore
+//                   SIGTERM so that they report before the launcher tears them down.
+// Prints "probe rank R: <status>" per rank and exits 0 when the rank saw what it should.
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/hora.h"
+
+namespace {
+
+int report(const hora::Status& s) {
+  std::printf("probe rank %d: %s\n", hora::rank(), s.to_string().c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+hora::TensorView view(std::vector<float>& v) {
+  return hora::TensorView::flat(v.data(), hora::DataType::kFloat32,
+                                static_cast<int64_t>(v.size()))
+      .value();
+}
+
+int stall() {
+  std::vector<float> x(16, 1.f);
+  // Every rank's engine is running (a first collective), then rank 1 is late.
+  if (!hora::barrier().is_ok()) return 1;
+  if (hora::rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+  hora::Status s = hora::allreduce("late", view(x), view(x), hora::ReduceOp::kSum);
+  report(s);
+  return s.is_ok() ? 0 : 1;
+}
+
+int stall_shutdown() {
+  std::vector<float> x(16, 1.f);
+  const char* name = hora::rank() == 0 ? "only.rank0" : "only.others";
+  hora::Status s = hora::allreduce(name, view(x), view(x), hora::ReduceOp::kSum);
+  report(s);
+  return !s.is_ok() && s.message().find("stalled") != std::string::npos ? 0 : 1;
+}
+
+int kill_last() {
+  const int victim = hora::size() - 1;
+  std::vector<float> x(1 << 20, 1.f);
+  if (hora::rank() != victim) std::signal(SIGTERM, SIG_IGN);
+  for (int step = 0;; ++step) {
+    if (hora::rank() == victim && step == 3) std::raise(SIGKILL);
+    hora::Status s = hora::allreduce("step", view(x), view(x), hora::ReduceOp::kAverage);
+    if (!s.is_ok()) {
+      report(s);
+      return s.message().find("rank " + std::to_string(victim)) != std::string::npos ? 0 : 1;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: engine_probe stall|stall_shutdown|kill\n");
+    return 2;
+  }
+  hora::Status s = hora::init();
+  if (!s.is_ok()) {
+    std::fprintf(stderr, "init: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  const std::string mode = argv[1];
+  int rc = 2;
+  if (mode == "stall") rc = stall();
+  if (mode == "stall_shutdown") rc = stall_shutdown();
+  if (mode == "kill") rc = kill_last();
+  hora::shutdown();
+  return rc;
+}
