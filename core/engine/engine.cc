@@ -1,5 +1,6 @@
 #include "core/engine/engine.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/base/logging.h"
@@ -18,6 +19,9 @@ collectives::Algorithm to_algorithm(AllreduceAlgo a) {
   }
   return collectives::Algorithm::kAuto;
 }
+
+// A burst of enqueues that pauses this long is complete (see loop()).
+constexpr std::chrono::microseconds kQuiet{50};
 
 Clock::duration ms(double v) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(v));
@@ -58,7 +62,10 @@ void Engine::start_locked() {
 Status Engine::enqueue(std::vector<Entry> entries) {
   {
     std::lock_guard<std::mutex> lock(start_mu_);
-    if (stopped_) return Status::failed_precondition("hora has been shut down on this rank");
+    if (stopped_)
+      return Status::failed_precondition(
+          "tensor '" + (entries.empty() ? std::string() : entries[0].request.name) +
+          "': hora has been shut down on this rank");
     start_locked();
   }
   return queue_.enqueue(std::move(entries));
@@ -79,8 +86,17 @@ void Engine::loop() {
     if (controller_->has_pending()) {
       std::this_thread::sleep_until(now + cycle);
     } else if (queue_.wait_for_work(now + heartbeat)) {
-      // Something arrived: give the rest of this burst a cycle to join it.
-      if (!queue_.shutdown_requested()) std::this_thread::sleep_for(cycle);
+      // Something arrived: let the rest of this burst join it, until the cycle time has passed
+      // or the burst went quiet (no new request for kQuiet), so a step's tensors enqueued
+      // back to back are negotiated and fused at once instead of waiting out the cycle.
+      const Clock::time_point until = Clock::now() + cycle;
+      size_t seen = queue_.fresh_count();
+      while (!queue_.shutdown_requested() && Clock::now() < until) {
+        std::this_thread::sleep_for(std::min<Clock::duration>(kQuiet, until - Clock::now()));
+        const size_t n = queue_.fresh_count();
+        if (n == seen) break;
+        seen = n;
+      }
     }
     asked_shutdown = asked_shutdown || queue_.shutdown_requested();
     StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asked_shutdown);

@@ -1,6 +1,7 @@
 // Engine: the background thread's loop, and the front door the API (core/api.cc) enqueues to.
 //
-// Loop: sleep until a request arrives (then wait HORA_CYCLE_TIME_MS for more to fuse), until
+// Loop: sleep until a request arrives (then collect more to fuse, for at most
+// HORA_CYCLE_TIME_MS, ending early once no new request came for 50 us), until
 // the idle heartbeat (HORA_HEARTBEAT_MS), or, while this rank has requests not yet agreed,
 // one cycle time; then run one negotiation round (Controller) and execute what it agreed
 // (Executor). No busy polling: an idle engine runs one small round per heartbeat.

@@ -209,10 +209,12 @@ Status Executor::run_single(const Response& r) {
 }
 
 Status Executor::execute(const ResponseList& list) {
-  const auto now = Clock::now();
-  for (const Response& r : list.responses) {
-    Entry* e = queue_.find(r.name);
-    if (e != nullptr) timeline_.event(r.name, "NEGOTIATE", e->enqueued, now);
+  if (timeline_.enabled()) {
+    const auto now = Clock::now();
+    for (const Response& r : list.responses) {
+      Entry* e = queue_.find(r.name);
+      if (e != nullptr) timeline_.event(r.name, "NEGOTIATE", e->enqueued, now);
+    }
   }
   for (const Bucket& b : plan_buckets(list.responses, options_.fusion_threshold_bytes)) {
     const Response& head = list.responses[b.members.front()];

@@ -8,7 +8,10 @@ namespace engine {
 Status TensorQueue::enqueue(std::vector<Entry> entries) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return closed_why_;
+    if (closed_)
+      return Status(closed_why_.code(),
+                    "tensor '" + (entries.empty() ? std::string() : entries[0].request.name) +
+                        "': " + closed_why_.message());
     std::unordered_set<std::string> batch;
     for (const Entry& e : entries) {
       const std::string& name = e.request.name;
@@ -39,6 +42,11 @@ std::vector<Request> TensorQueue::take_new() {
   std::lock_guard<std::mutex> lock(mu_);
   out.swap(fresh_);
   return out;
+}
+
+size_t TensorQueue::fresh_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fresh_.size();
 }
 
 Entry* TensorQueue::find(const std::string& name) {

@@ -47,6 +47,8 @@ class TensorQueue {
   bool wait_for_work(Clock::time_point until);
   // The requests enqueued since the last call, in enqueue order.
   std::vector<Request> take_new();
+  // How many requests take_new() would return now.
+  size_t fresh_count() const;
 
   Entry* find(const std::string& name);
   void remove(const std::string& name);

@@ -12,6 +12,7 @@ case "$mode" in
   stall_shutdown) HORA_STALL_SHUTDOWN_S=2 HORA_STALL_WARNING_S=1 \
                     "$horarun" -np "$np" "$probe" stall_shutdown >"$out" 2>&1 ;;
   kill) "$horarun" --grace 60 -np "$np" "$probe" kill >"$out" 2>&1 ;;
+  timeline) trace=$(mktemp); HORA_TIMELINE=$trace "$horarun" -np "$np" "$probe" timeline >"$out" 2>&1 ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 rc=$?
@@ -32,6 +33,19 @@ case "$mode" in
     [ "$rc" -ne 0 ] || fail "job exited 0 although rank $victim was killed"
     n=$(grep -c "probe rank .*rank $victim" "$out")
     [ "$n" -eq "$victim" ] || fail "$n of $victim survivors named rank $victim"
+    ;;
+  timeline)
+    [ "$rc" -eq 0 ] || fail "job exited $rc"
+    python3 - "$trace" <<'PY' || fail "the timeline is not the expected Chrome trace"
+import json, sys
+events = json.load(open(sys.argv[1]))
+names = {e["args"]["name"] for e in events if e.get("ph") == "M"}
+phases = {e["name"] for e in events if e.get("ph") == "X"}
+assert "layer0.weight" in names and "layer3.weight" in names, names
+assert {"NEGOTIATE", "PACK", "UNPACK"} <= phases, phases
+assert all(e["dur"] >= 0 for e in events if e.get("ph") == "X")
+PY
+    rm -f "$trace"
     ;;
 esac
 [ "$elapsed" -le 120 ] || fail "took ${elapsed}s"

@@ -4,6 +4,7 @@
 // (mp_main.cc initialises hora first).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
@@ -74,9 +75,15 @@ TEST(EngineMp, HundredsOfTensorsAnyOrderManyThreadsThenCacheHits) {
   run_step(tensors, 1);
   run_step(tensors, 2);
   const EngineStats after = engine_stats();
-  // Every tensor of steps 1 and 2 was agreed through the cache, none through the coordinator.
-  EXPECT_EQ(after.cache_hits - before.cache_hits, 600);
-  EXPECT_EQ(after.coordinated - before.coordinated, 0);
+  const char* capacity = std::getenv("HORA_CACHE_CAPACITY");
+  if (capacity == nullptr || std::atoi(capacity) >= 300) {
+    // Every tensor of steps 1 and 2 was agreed through the cache, none through the coordinator.
+    EXPECT_EQ(after.cache_hits - before.cache_hits, 600);
+    EXPECT_EQ(after.coordinated - before.coordinated, 0);
+  } else {
+    // A cache smaller than a step: it keeps evicting, and the values are still right.
+    EXPECT_GT(after.cache_evictions, before.cache_evictions);
+  }
 }
 
 TEST(EngineMp, GroupIsFusedIntoOneBucket) {
@@ -164,21 +171,22 @@ TEST(EngineMp, MismatchesFailOnEveryRankAndTheEngineGoesOn) {
 
 TEST(EngineMp, DuplicateNameInFlightFailsAtEnqueue) {
   std::vector<float> a(16, 1.f), b(16, 1.f);
-  Handle first = allreduce_async("dup", view(a), view(a), ReduceOp::kSum);
-  Handle second = allreduce_async("dup", view(b), view(b), ReduceOp::kSum);
-  if (!first.poll()) {
-    // Still in flight when the second came: that one failed at once.
-    Status s = second.wait();
-    if (!s.is_ok()) {
-      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-      EXPECT_NE(s.message().find("still in flight"), std::string::npos) << s.message();
-    }
+  // Rank 0 enqueues 'dup' twice before the others enqueue it at all (they wait for the
+  // barrier, which rank 0 joins only after its second call), so the first is in flight.
+  Handle first;
+  if (rank() == 0) {
+    first = allreduce_async("dup", view(a), view(a), ReduceOp::kSum);
+    Status s = allreduce_async("dup", view(b), view(b), ReduceOp::kSum).wait();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("tensor 'dup': allreduce enqueued while a collective of that name "
+                               "is still in flight"), std::string::npos) << s.message();
   }
-  ASSERT_TRUE(first.wait().is_ok());
-  // Whatever the timing, the name is free again and every rank agrees on the next use.
-  second.wait();
   ASSERT_TRUE(barrier().is_ok());
-  ASSERT_TRUE(allreduce("dup", view(a), view(a), ReduceOp::kSum).is_ok());
+  if (rank() != 0) first = allreduce_async("dup", view(a), view(a), ReduceOp::kSum);
+  ASSERT_TRUE(first.wait().is_ok()) << first.wait().to_string();
+  for (float v : a) ASSERT_EQ(v, static_cast<float>(size()));
+  // The name is free again once its handle completed.
+  ASSERT_TRUE(allreduce("dup", view(b), view(b), ReduceOp::kSum).is_ok());
 }
 
 TEST(EngineMp, OtherCollectives) {
@@ -264,7 +272,7 @@ TEST(EngineMp, ShutdownFailsPendingThenInitAgain) {
   if (orphaned) {
     Status s = orphan.wait();
     EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.to_string();
-    EXPECT_NE(s.message().find("orphan"), std::string::npos);
+    EXPECT_NE(s.message().find("orphan"), std::string::npos) << s.message();
   }
   Status after = allreduce_async("late", view(x), view(x)).wait();
   EXPECT_EQ(after.code(), StatusCode::kFailedPrecondition);

@@ -8,6 +8,8 @@
 //   kill            the last rank kills itself (SIGKILL) while the others run allreduces:
 //                   every survivor fails with an error naming the dead rank. Survivors ignore
 //                   SIGTERM so that they report before the launcher tears them down.
+//   timeline        a few named allreduces with HORA_TIMELINE set: rank 0 writes a Chrome
+//                   trace that engine_check.sh parses.
 // Prints "probe rank R: <status>" per rank and exits 0 when the rank saw what it should.
 #include <csignal>
 #include <cstdio>
@@ -64,11 +66,23 @@ int kill_last() {
   }
 }
 
+int timeline() {
+  for (int step = 0; step < 3; ++step) {
+    for (int t = 0; t < 4; ++t) {
+      std::vector<float> x(1000, 1.f);
+      hora::Status s = hora::allreduce("layer" + std::to_string(t) + ".weight", view(x), view(x),
+                                       hora::ReduceOp::kAverage);
+      if (!s.is_ok()) return report(s) + 1;
+    }
+  }
+  return report(hora::Status::ok());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: engine_probe stall|stall_shutdown|kill\n");
+    std::fprintf(stderr, "usage: engine_probe stall|stall_shutdown|kill|timeline\n");
     return 2;
   }
   hora::Status s = hora::init();
@@ -81,6 +95,7 @@ int main(int argc, char** argv) {
   if (mode == "stall") rc = stall();
   if (mode == "stall_shutdown") rc = stall_shutdown();
   if (mode == "kill") rc = kill_last();
+  if (mode == "timeline") rc = timeline();
   hora::shutdown();
   return rc;
 }
