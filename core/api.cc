@@ -64,6 +64,13 @@ Handle submit(engine::Engine& eng, std::vector<Entry> entries,
   return Handle(std::move(handle));
 }
 
+Handle submit_one(engine::Engine& eng, Entry e) {
+  std::shared_ptr<detail::HandleState> handle = e.handle;
+  std::vector<Entry> entries;
+  entries.push_back(std::move(e));
+  return submit(eng, std::move(entries), std::move(handle));
+}
+
 Status check_scales(const std::string& name, double prescale, double postscale) {
   if (!std::isfinite(prescale) || !std::isfinite(postscale))
     return Status::invalid_argument("tensor '" + name + "': prescale " + std::to_string(prescale) +
@@ -100,9 +107,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   e.request.op = op;
   e.request.prescale = prescale;
   e.request.postscale = postscale;
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit_one(*eng, std::move(e));
 }
 
 Handle grouped_allreduce_async(const std::vector<std::string>& names,
@@ -146,9 +151,7 @@ Handle allgather_async(const std::string& given, const TensorView& in) {
   Status s = check_tensor(name, "input", in, CollectiveType::kAllgather, true);
   if (!s.is_ok()) return fail(name, s);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
-  std::vector<Entry> entries;
-  entries.push_back(make_entry(name, CollectiveType::kAllgather, in, in, handle));
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit_one(*eng, make_entry(name, CollectiveType::kAllgather, in, in, handle));
 }
 
 Handle broadcast_async(const std::string& given, const TensorView& tensor, int root) {
@@ -164,9 +167,7 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kBroadcast, tensor, tensor, handle);
   e.request.root = root;
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit_one(*eng, std::move(e));
 }
 
 Handle alltoall_async(const std::string& given, const TensorView& in,
@@ -203,9 +204,7 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kAlltoall, in, in, handle);
   e.request.splits = resolved;
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit_one(*eng, std::move(e));
 }
 
 Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op) {
@@ -218,9 +217,7 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit_one(*eng, std::move(e));
 }
 
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
@@ -255,9 +252,7 @@ Handle control_request(CollectiveType type, const std::string& name) {
   e.request.dtype = DataType::kUint8;
   e.handle = handle;
   e.enqueued = engine::Clock::now();
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit_one(*eng, std::move(e));
 }
 
 }  // namespace

@@ -124,23 +124,6 @@ int64_t Response::element_count() const {
   return n;
 }
 
-void encode_request(const Request& r, Writer& w) {
-  w.str(r.name);
-  w.u8(static_cast<uint8_t>(r.type));
-  w.i64(r.rank);
-  w.u8(static_cast<uint8_t>(r.dtype));
-  w.i64s(r.shape);
-  w.u8(static_cast<uint8_t>(r.device.kind));
-  w.i64(r.device.index);
-  w.u8(static_cast<uint8_t>(r.op));
-  w.i64(r.root);
-  w.f64(r.prescale);
-  w.f64(r.postscale);
-  w.i64s(r.splits);
-  w.str(r.group_key);
-  w.i64(r.group_size);
-}
-
 namespace {
 
 Status decode_enums(uint8_t type, uint8_t dtype, uint8_t device, uint8_t op, const char* what) {
@@ -169,37 +152,11 @@ Status decode_int32(Reader& r, int32_t* out, const char* what) {
   return Status::ok();
 }
 
-}  // namespace
-
-Status decode_request(Reader& r, Request* out) {
-  uint8_t type, dtype, device, op;
-  HORA_RETURN_IF_ERROR(r.str(&out->name, "request name"));
-  HORA_RETURN_IF_ERROR(r.u8(&type, "request type"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->rank, "request rank"));
-  HORA_RETURN_IF_ERROR(r.u8(&dtype, "request dtype"));
-  HORA_RETURN_IF_ERROR(r.i64s(&out->shape, "request shape"));
-  HORA_RETURN_IF_ERROR(r.u8(&device, "request device"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->device.index, "request device index"));
-  HORA_RETURN_IF_ERROR(r.u8(&op, "request op"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->root, "request root"));
-  HORA_RETURN_IF_ERROR(r.f64(&out->prescale, "request prescale"));
-  HORA_RETURN_IF_ERROR(r.f64(&out->postscale, "request postscale"));
-  HORA_RETURN_IF_ERROR(r.i64s(&out->splits, "request splits"));
-  HORA_RETURN_IF_ERROR(r.str(&out->group_key, "request group"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->group_size, "request group size"));
-  HORA_RETURN_IF_ERROR(decode_enums(type, dtype, device, op, "request"));
-  out->type = static_cast<CollectiveType>(type);
-  out->dtype = static_cast<DataType>(dtype);
-  out->device.kind = static_cast<DeviceKind>(device);
-  out->op = static_cast<ReduceOp>(op);
-  return Status::ok();
-}
-
-void encode_response(const Response& r, Writer& w) {
+// The fields Request and Response share, in one order for both.
+template <typename T>
+void encode_common(const T& r, Writer& w) {
   w.str(r.name);
   w.u8(static_cast<uint8_t>(r.type));
-  w.str(r.error);
-  w.i64(r.error_code);
   w.u8(static_cast<uint8_t>(r.dtype));
   w.i64s(r.shape);
   w.u8(static_cast<uint8_t>(r.device.kind));
@@ -208,38 +165,61 @@ void encode_response(const Response& r, Writer& w) {
   w.i64(r.root);
   w.f64(r.prescale);
   w.f64(r.postscale);
-  w.i64s(r.first_dims);
   w.i64s(r.splits);
-  w.i64(r.last_joined);
   w.str(r.group_key);
   w.i64(r.group_size);
 }
 
-Status decode_response(Reader& r, Response* out) {
+template <typename T>
+Status decode_common(Reader& r, T* out, const char* what) {
   uint8_t type, dtype, device, op;
-  HORA_RETURN_IF_ERROR(r.str(&out->name, "response name"));
-  HORA_RETURN_IF_ERROR(r.u8(&type, "response type"));
-  HORA_RETURN_IF_ERROR(r.str(&out->error, "response error"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->error_code, "response error code"));
-  HORA_RETURN_IF_ERROR(r.u8(&dtype, "response dtype"));
-  HORA_RETURN_IF_ERROR(r.i64s(&out->shape, "response shape"));
-  HORA_RETURN_IF_ERROR(r.u8(&device, "response device"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->device.index, "response device index"));
-  HORA_RETURN_IF_ERROR(r.u8(&op, "response op"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->root, "response root"));
-  HORA_RETURN_IF_ERROR(r.f64(&out->prescale, "response prescale"));
-  HORA_RETURN_IF_ERROR(r.f64(&out->postscale, "response postscale"));
-  HORA_RETURN_IF_ERROR(r.i64s(&out->first_dims, "response first dims"));
-  HORA_RETURN_IF_ERROR(r.i64s(&out->splits, "response splits"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->last_joined, "response last joined"));
-  HORA_RETURN_IF_ERROR(r.str(&out->group_key, "response group"));
-  HORA_RETURN_IF_ERROR(decode_int32(r, &out->group_size, "response group size"));
-  HORA_RETURN_IF_ERROR(decode_enums(type, dtype, device, op, "response"));
+  HORA_RETURN_IF_ERROR(r.str(&out->name, "name"));
+  HORA_RETURN_IF_ERROR(r.u8(&type, "collective type"));
+  HORA_RETURN_IF_ERROR(r.u8(&dtype, "dtype"));
+  HORA_RETURN_IF_ERROR(r.i64s(&out->shape, "shape"));
+  HORA_RETURN_IF_ERROR(r.u8(&device, "device"));
+  HORA_RETURN_IF_ERROR(decode_int32(r, &out->device.index, "device index"));
+  HORA_RETURN_IF_ERROR(r.u8(&op, "op"));
+  HORA_RETURN_IF_ERROR(decode_int32(r, &out->root, "root"));
+  HORA_RETURN_IF_ERROR(r.f64(&out->prescale, "prescale"));
+  HORA_RETURN_IF_ERROR(r.f64(&out->postscale, "postscale"));
+  HORA_RETURN_IF_ERROR(r.i64s(&out->splits, "splits"));
+  HORA_RETURN_IF_ERROR(r.str(&out->group_key, "group"));
+  HORA_RETURN_IF_ERROR(decode_int32(r, &out->group_size, "group size"));
+  HORA_RETURN_IF_ERROR(decode_enums(type, dtype, device, op, what));
   out->type = static_cast<CollectiveType>(type);
   out->dtype = static_cast<DataType>(dtype);
   out->device.kind = static_cast<DeviceKind>(device);
   out->op = static_cast<ReduceOp>(op);
   return Status::ok();
+}
+
+}  // namespace
+
+void encode_request(const Request& r, Writer& w) {
+  encode_common(r, w);
+  w.i64(r.rank);
+}
+
+Status decode_request(Reader& r, Request* out) {
+  HORA_RETURN_IF_ERROR(decode_common(r, out, "request"));
+  return decode_int32(r, &out->rank, "request rank");
+}
+
+void encode_response(const Response& r, Writer& w) {
+  encode_common(r, w);
+  w.str(r.error);
+  w.i64(r.error_code);
+  w.i64s(r.first_dims);
+  w.i64(r.last_joined);
+}
+
+Status decode_response(Reader& r, Response* out) {
+  HORA_RETURN_IF_ERROR(decode_common(r, out, "response"));
+  HORA_RETURN_IF_ERROR(r.str(&out->error, "response error"));
+  HORA_RETURN_IF_ERROR(decode_int32(r, &out->error_code, "response error code"));
+  HORA_RETURN_IF_ERROR(r.i64s(&out->first_dims, "response first dims"));
+  return decode_int32(r, &out->last_joined, "response last joined");
 }
 
 std::vector<uint8_t> encode_requests(const std::vector<Request>& requests) {
