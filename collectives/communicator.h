@@ -76,6 +76,18 @@ class Communicator {
                                DataType dtype, ReduceOp op, Deadline deadline);
   virtual Status barrier(Deadline deadline);
 
+  // Memory of at least `bytes` that the backend's peers on this host can read directly (the
+  // builtin backend's shared-memory exchange), or nullptr when the backend has none or not that
+  // much (the default). A collective whose input lies inside it skips its copy-in (single
+  // copy), so the engine's fusion buffer should live there. Every call returns the same region
+  // (this rank's; not zeroed); it stays valid until the communicator is destroyed. Peers read
+  // it only while a collective given a pointer into it runs. Does not block; the
+  // communicator's thread.
+  virtual void* shared_buffer(size_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
+
   // Makes every pending and future wait fail promptly (kRemote, "aborted"). Any thread.
   virtual void abort() = 0;
 };

@@ -1,7 +1,14 @@
 #include "core/context.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/random.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,6 +59,105 @@ std::string backend_name_of(const Config& config) {
   return config.backend == BackendKind::kAuto ? "auto" : backend_kind_name(config.backend);
 }
 
+// 32 random bytes as hex: the secret of a store that init hosts itself.
+StatusOr<std::string> fresh_secret() {
+  unsigned char bytes[32];
+  size_t got = 0;
+  while (got < sizeof(bytes)) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::io(std::string("getrandom: ") + std::strerror(errno));
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char b : bytes) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return hex;
+}
+
+// The first IPv4 address of an interface that is up and not loopback, or "" when none.
+std::string first_external_ipv4() {
+  struct ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string out;
+  for (struct ifaddrs* i = list; i != nullptr && out.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* sin = reinterpret_cast<const struct sockaddr_in*>(i->ifa_addr);
+    if (::inet_ntop(AF_INET, &sin->sin_addr, text, sizeof(text)) != nullptr) out = text;
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+// Where a store that init hosts itself can be reached: "addr port secret".
+struct StoreAddress {
+  std::string addr;
+  int port = 0;
+  std::string secret;
+};
+
+// Rendezvous through the communicator, for a backend that connected without a store (mpi):
+//   1. rank 0 starts a TcpStoreServer on a port the OS picks, with a fresh secret, bound to
+//      loopback when every rank is on its host (local size == size), else to all interfaces
+//      and advertised at its first external IPv4 address;
+//   2. rank 0 broadcasts the length of "addr port secret" (0 when step 1 failed, so the others
+//      fail too instead of waiting), then the text;
+//   3. every rank parses it.
+// `server` receives rank 0's server. Blocks until `deadline` (the communicator's broadcast).
+StatusOr<StoreAddress> share_store_address(collectives::Communicator& comm, const RankLayout& l,
+                                           Deadline deadline,
+                                           std::unique_ptr<collectives::TcpStoreServer>* server) {
+  std::string text;
+  Status host_status;
+  if (comm.rank() == 0) {
+    const bool local_job = l.local_size == l.size;
+    StoreAddress a;
+    a.addr = local_job ? "127.0.0.1" : first_external_ipv4();
+    auto secret = fresh_secret();
+    if (a.addr.empty()) {
+      host_status = Status::io(
+          "rank 0 has no external IPv4 address for the store of a multi-host job; set "
+          "HORA_RENDEZVOUS_ADDR and HORA_RENDEZVOUS_PORT");
+    } else if (!secret.is_ok()) {
+      host_status = secret.status();
+    } else {
+      collectives::TcpStoreServer::Options options;
+      options.bind_address = local_job ? "127.0.0.1" : "0.0.0.0";
+      options.port = 0;
+      options.secret = secret.value();
+      auto started = collectives::TcpStoreServer::start(options);
+      if (started.is_ok()) {
+        *server = std::move(started).value();
+        text = a.addr + " " + std::to_string((*server)->port()) + " " + secret.value();
+      } else {
+        host_status = started.status();
+      }
+    }
+  }
+  int64_t length = static_cast<int64_t>(text.size());
+  HORA_RETURN_IF_ERROR(comm.broadcast(&length, 1, DataType::kInt64, 0, deadline));
+  if (length == 0) {
+    if (!host_status.is_ok()) return host_status.with_context(" (rank 0 starting the store)");
+    return Status::remote("rank 0 could not start the rendezvous store (its log says why)");
+  }
+  if (length > 4096)
+    return Status::internal("rank 0 sent a store address of " + std::to_string(length) +
+                            " bytes; expected at most 4096");
+  text.resize(static_cast<size_t>(length));
+  HORA_RETURN_IF_ERROR(comm.broadcast(text.data(), text.size(), DataType::kUint8, 0, deadline));
+  std::istringstream in(text);
+  StoreAddress a;
+  if (!(in >> a.addr >> a.port >> a.secret) || a.port < 1 || a.port > 65535)
+    return Status::internal("rank 0 sent a malformed store address '" + a.addr + " " +
+                            std::to_string(a.port) + " ...'; expected 'addr port secret'");
+  return a;
+}
+
 }  // namespace
 
 Context::Context(const Config& config, const RankLayout& layout, int generation)
@@ -76,15 +182,57 @@ Status Context::start() {
   const RankLayout& l = layout_;
   const Deadline start_deadline = Deadline::after_seconds(config_.start_timeout_s);
   const std::string who = "rank " + std::to_string(l.rank) + " of " + std::to_string(l.size);
-  const std::string backend = collectives::resolve_backend_name(backend_name_of(config_));
+  const std::string backend = collectives::resolve_backend_name_for_job(
+      backend_name_of(config_), l.source == LayoutSource::kMpirun);
+
+  // The communicator (step 4, or step 0 for a backend that needs no store).
+  auto create_communicator = [&](collectives::Store& rendezvous,
+                                 const std::string& store_addr) -> Status {
+    collectives::BackendOptions options;
+    options.gloo_iface = config_.gloo_iface;
+    options.rendezvous_addr = store_addr.empty() ? "127.0.0.1" : store_addr;
+    options.timeout_s = config_.timeout_s;
+    options.shm_enabled = config_.shm_enabled;
+    options.secret = l.secret;
+    auto communicator = collectives::make_communicator(backend, l.rank, l.size, rendezvous, options,
+                                                       start_deadline);
+    if (!communicator.is_ok())
+      return communicator.status().with_context(
+          " (hora init: " + who + ", HORA_BACKEND=" + backend_name_of(config_) +
+          (backend != backend_name_of(config_) ? " meaning " + backend : std::string()) + ")");
+    communicator_ = std::move(communicator).value();
+    return Status::ok();
+  };
+
+  // 0. A backend that connects without the store (mpi) comes first; with no store given
+  // (plain `mpirun -np N prog`), it carries the address of the store that rank 0 starts.
+  const bool communicator_first = collectives::backend_connects_without_store(backend);
+  if (communicator_first) {
+    collectives::MemoryStore unused;  // the mpi backend rendezvouses through MPI_COMM_WORLD
+    HORA_RETURN_IF_ERROR(create_communicator(unused, l.store_addr));
+  }
 
   // 1. The store.
-  if (!l.has_store()) {
+  if (!l.has_store() && l.size > 1 && communicator_first) {
+    auto shared = share_store_address(*communicator_, l, start_deadline, &server_);
+    if (!shared.is_ok())
+      return shared.status().with_context(
+          " (hora init: " + who + " sharing the rendezvous store's address over " + backend + ")");
+    const StoreAddress& a = shared.value();
+    auto client = collectives::TcpStoreClient::connect(a.addr, a.port, a.secret, start_deadline);
+    if (!client.is_ok())
+      return client.status().with_context(" (hora init: " + who + " connecting the store at " +
+                                          a.addr + ":" + std::to_string(a.port) +
+                                          " that rank 0 started, within HORA_START_TIMEOUT_S)");
+    store_ = std::move(client).value();
+  } else if (!l.has_store()) {
     if (l.size > 1)
       return Status::invalid_argument(
           "hora init: " + who + " (layout from " + layout_source_name(l.source) +
           ") has no rendezvous store: set HORA_RENDEZVOUS_ADDR and HORA_RENDEZVOUS_PORT (rank 0 "
-          "hosts it) or start the job with horarun (variables read: " + l.variables_read + ")");
+          "hosts it), start the job with horarun, or use HORA_BACKEND=mpi under mpirun "
+          "(variables read: " +
+          l.variables_read + ")");
     store_ = std::make_unique<collectives::MemoryStore>();
   } else {
     if (l.hosts_store) {
@@ -131,20 +279,11 @@ Status Context::start() {
   }
 
   // 4. The communicator.
-  communicator_store_ = std::make_unique<collectives::PrefixStore>(
-      "hora/comm/" + std::to_string(generation_) + "/" + backend, *store_);
-  collectives::BackendOptions options;
-  options.gloo_iface = config_.gloo_iface;
-  options.rendezvous_addr = l.has_store() ? l.store_addr : "127.0.0.1";
-  options.timeout_s = config_.timeout_s;
-  options.shm_enabled = config_.shm_enabled;
-  options.secret = l.secret;
-  auto communicator = collectives::make_communicator(backend, l.rank, l.size,
-                                                     *communicator_store_, options, start_deadline);
-  if (!communicator.is_ok())
-    return communicator.status().with_context(" (hora init: " + who + ", HORA_BACKEND=" +
-                                              backend_name_of(config_) + ")");
-  communicator_ = std::move(communicator).value();
+  if (!communicator_first) {
+    communicator_store_ = std::make_unique<collectives::PrefixStore>(
+        "hora/comm/" + std::to_string(generation_) + "/" + backend, *store_);
+    HORA_RETURN_IF_ERROR(create_communicator(*communicator_store_, l.store_addr));
+  }
 
   // 5. Nobody returns from init until every rank has its communicator: a backend's connect
   // can finish on one side of a pair before the other (gloo's full mesh does), and a rank
@@ -169,7 +308,8 @@ Status Context::shutdown() {
   communicator_.reset();
   communicator_store_.reset();
   Status status;
-  if (store_ != nullptr && layout_.has_store() && layout_.size > 1 &&
+  // With more than one rank store_ is a TcpStoreClient: horarun's, or one a rank hosts.
+  if (store_ != nullptr && layout_.size > 1 &&
       (server_ != nullptr || layout_.source != LayoutSource::kHorarun)) {
     // Self-hosted store: the host keeps serving until every rank is done with it.
     const std::string prefix = "hora/exit/" + std::to_string(generation_) + "/";

@@ -1,15 +1,22 @@
 // Context: the runtime state of one initialised hora process. It owns, in this order of
 // construction (and reverse order of destruction): the TcpStoreServer when this rank hosts
-// the store (torchrun/mpirun/Slurm layouts, rank 0), the store client (a TcpStoreClient, or
-// an in-process MemoryStore for a single process without a store), and the Communicator.
+// the store (torchrun/mpirun/Slurm layouts, or the mpi backend without a given store: rank 0),
+// the store client (a TcpStoreClient, or an in-process MemoryStore for a single process without
+// a store), and the Communicator. (With the mpi backend the communicator is created first.)
 //
 // Start protocol (Context::create), under the store prefix "hora/init/<generation>/":
+//   0. for a backend that connects without the store (mpi, over MPI_COMM_WORLD), create the
+//      communicator first; when the launcher gave no store (plain `mpirun -np N prog`), rank 0
+//      starts one on a free port with a fresh secret and broadcasts "addr port secret" over
+//      that communicator, so mpirun users set nothing;
 //   1. connect the store (retrying until HORA_START_TIMEOUT_S: the host may start late);
 //   2. set "arrived/<rank>" and add 1 to "start";
 //   3. wait for "arrived/0" .. "arrived/<size-1>" until HORA_START_TIMEOUT_S; on timeout the
 //      error lists the ranks that never arrived;
-//   4. create the communicator of HORA_BACKEND through collectives/backends/registry.h, with
-//      a PrefixStore "hora/comm/<generation>/<backend>/" so communicators never share keys.
+//   4. (other backends) create the communicator of HORA_BACKEND through
+//      collectives/backends/registry.h, with a PrefixStore "hora/comm/<generation>/<backend>/"
+//      so communicators never share keys. HORA_BACKEND=auto means mpi under mpirun when MPI
+//      is built, else the registry's first backend.
 // Shutdown: when this process hosts the store, every rank sets "exit/<rank>" and the host
 // waits (bounded by HORA_START_TIMEOUT_S) for all of them before it stops serving, so no rank
 // loses the store while it still uses it.

@@ -65,6 +65,15 @@ std::string resolve_backend_name(const std::string& name) {
   return names.empty() ? std::string("builtin") : names.front();
 }
 
+std::string resolve_backend_name_for_job(const std::string& name, bool launched_by_mpirun) {
+  if (name == "auto" && launched_by_mpirun && backend_available("mpi")) return "mpi";
+  return resolve_backend_name(name);
+}
+
+bool backend_connects_without_store(const std::string& name) {
+  return resolve_backend_name(name) == "mpi" && backend_available("mpi");
+}
+
 StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& name, int rank,
                                                           int size, Store& store,
                                                           const BackendOptions& options,

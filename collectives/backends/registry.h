@@ -1,5 +1,5 @@
-// The backend registry: makes a Communicator of a named backend ("builtin", "gloo", later
-// "mpi", "nccl"). This is the only file outside backends/<name>/ that knows which backends
+// The backend registry: makes a Communicator of a named backend ("builtin", "gloo", "mpi",
+// later "nccl"). This is the only file outside backends/<name>/ that knows which backends
 // were built (the HORA_HAVE_* definitions); everything above asks here.
 //
 // Thread-safe (no state).
@@ -32,9 +32,17 @@ std::vector<std::string> available_backends();
 bool backend_available(const std::string& name);
 // "auto" -> the first available backend for CPU tensors; other names unchanged.
 std::string resolve_backend_name(const std::string& name);
+// As resolve_backend_name, for a job whose ranks mpirun started (`launched_by_mpirun`, i.e.
+// OMPI_COMM_WORLD_* set): there "auto" means "mpi" when the MPI backend is built, since MPI
+// is what the job was started for. A named backend stays as named.
+std::string resolve_backend_name_for_job(const std::string& name, bool launched_by_mpirun);
+// True for a backend that connects without the store (mpi: MPI_COMM_WORLD already joins the
+// ranks), so core/context.cc may create it first and use it to share the store's address.
+bool backend_connects_without_store(const std::string& name);
 
 // Creates rank `rank` of `size` of backend `name` ("auto" allowed), rendezvousing through
-// `store` (borrowed for the call; pass a PrefixStore to keep communicators apart). Blocks
+// `store` (pass a PrefixStore to keep communicators apart; it must outlive the communicator,
+// whose failure reports may use it). Blocks
 // until all ranks are connected or `deadline` (kTimeout). An unknown name gives
 // kInvalidArgument; a known backend not built into this hora gives kUnimplemented naming the
 // CMake option and package that enable it.

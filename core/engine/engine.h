@@ -29,7 +29,7 @@
 #include "core/config.h"
 #include "core/engine/controller.h"
 #include "core/engine/executor.h"
-#include "core/engine/failure_board.h"
+#include "collectives/rendezvous/failure_board.h"
 #include "core/engine/tensor_queue.h"
 #include "core/engine/timeline.h"
 #include "core/hora.h"
@@ -67,7 +67,7 @@ class Engine {
   const Config config_;
   TensorQueue queue_;
   Timeline timeline_;
-  FailureBoard board_;
+  collectives::FailureBoard board_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<Executor> executor_;
   std::mutex start_mu_;

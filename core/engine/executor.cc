@@ -87,7 +87,13 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   }
 
   const size_t total = static_cast<size_t>(bucket.bytes);
-  if (fusion_.size() < total) fusion_.resize(total);
+  // The fusion buffer lives in the backend's shared memory when it offers enough (peers then
+  // reduce straight from it: single copy), else in this process.
+  uint8_t* fusion = static_cast<uint8_t*>(comm_.shared_buffer(total));
+  if (fusion == nullptr) {
+    if (fusion_.size() < total) fusion_.resize(total);
+    fusion = fusion_.data();
+  }
   const auto start = Clock::now();
   size_t offset = 0;
   for (int i : bucket.members) {
@@ -95,14 +101,14 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     const size_t count = static_cast<size_t>(r.element_count());
     Entry* e = queue_.find(r.name);
     if (e != nullptr) {
-      kernels::scale_copy(fusion_.data() + offset, e->in.data(), count, dtype, r.prescale);
+      kernels::scale_copy(fusion + offset, e->in.data(), count, dtype, r.prescale);
     } else {
-      std::memset(fusion_.data() + offset, 0, count * elem);  // joined: zeros
+      std::memset(fusion + offset, 0, count * elem);  // joined: zeros
     }
     offset += count * elem;
   }
   timeline_.event(head.name, "PACK", start, Clock::now());
-  HORA_RETURN_IF_ERROR(run_algorithm(fusion_.data(), total / elem, dtype, op, head.name));
+  HORA_RETURN_IF_ERROR(run_algorithm(fusion, total / elem, dtype, op, head.name));
   const auto unpack = Clock::now();
   offset = 0;
   for (int i : bucket.members) {
@@ -110,7 +116,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     const size_t count = static_cast<size_t>(r.element_count());
     Entry* e = queue_.find(r.name);
     if (e != nullptr)
-      kernels::scale_copy(e->out.data(), fusion_.data() + offset, count, dtype, postscale);
+      kernels::scale_copy(e->out.data(), fusion + offset, count, dtype, postscale);
     offset += count * elem;
   }
   timeline_.event(head.name, "UNPACK", unpack, Clock::now());

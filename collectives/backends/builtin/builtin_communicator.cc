@@ -10,13 +10,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <vector>
 
 #include "collectives/backends/builtin/loopback_link.h"
 #include "collectives/backends/builtin/peer_engine.h"
+#include "collectives/backends/builtin/shm_allreduce.h"
 #include "collectives/backends/builtin/shm_channel.h"
+#include "collectives/backends/builtin/shm_exchange.h"
 #include "collectives/backends/builtin/shm_segment.h"
 #include "collectives/backends/builtin/tcp_transport.h"
 
@@ -26,6 +29,12 @@ namespace builtin {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a wait on a live peer may make no progress at all, while some other member of the
+// group is gone, before it gives up (lost_peers_status). Not at once: a rank that finished
+// its last collective and shut down is gone too, while the live peer may still be about to
+// deliver; five seconds of nothing moving on any link is no longer that.
+constexpr auto kLostMemberGrace = std::chrono::seconds(5);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -82,6 +91,7 @@ class BuiltinCommunicator : public Communicator {
   }
   ~BuiltinCommunicator() override {
     engines_.clear();  // links before the segment they point into
+    exchange_.reset();
     bell_.reset();
     segment_.reset();
     if (wake_fd_ >= 0) close(wake_fd_);
@@ -101,8 +111,61 @@ class BuiltinCommunicator : public Communicator {
                                            uint32_t tag) override {
     return post(false, peer, data, bytes, tag);
   }
+  // Native allreduce, broadcast, allgatherv, reducescatter: single-copy through the shm
+  // exchange when every rank is on this host (shm_allreduce.h); with one rank a copy; else
+  // kUnimplemented (the Communicator defaults).
+  Status allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
+                   Deadline deadline) override {
+    if (size_ == 1) {
+      if (in != out && count > 0) std::memmove(out, in, count * data_type_bytes(dtype));
+      return Status::ok();
+    }
+    if (!exchange_) return Communicator::allreduce(in, out, count, dtype, op, deadline);
+    if (aborted_.load()) return aborted_status();
+    return shm_allreduce(*exchange_, in, out, count, dtype, op, deadline, shm_options_);
+  }
+  Status broadcast(void* buf, size_t count, DataType dtype, int root, Deadline deadline) override {
+    if (size_ == 1 && root == 0) return Status::ok();
+    if (!exchange_) return Communicator::broadcast(buf, count, dtype, root, deadline);
+    if (aborted_.load()) return aborted_status();
+    return shm_broadcast(*exchange_, buf, count, dtype, root, deadline);
+  }
+  Status allgatherv(const void* in, void* out, const std::vector<size_t>& counts, DataType dtype,
+                    Deadline deadline) override {
+    if (!exchange_ && size_ > 1) return Communicator::allgatherv(in, out, counts, dtype, deadline);
+    if (aborted_.load()) return aborted_status();
+    if (!exchange_) {  // one rank
+      if (counts.size() != 1)
+        return Status::invalid_argument("allgatherv: " + std::to_string(counts.size()) +
+                                        " counts for 1 rank");
+      if (in != out && counts[0] > 0) std::memmove(out, in, counts[0] * data_type_bytes(dtype));
+      return Status::ok();
+    }
+    return shm_allgatherv(*exchange_, in, out, counts, dtype, deadline);
+  }
+  Status reducescatter(const void* in, void* out, const std::vector<size_t>& recv_counts,
+                       DataType dtype, ReduceOp op, Deadline deadline) override {
+    if (!exchange_ && size_ > 1)
+      return Communicator::reducescatter(in, out, recv_counts, dtype, op, deadline);
+    if (aborted_.load()) return aborted_status();
+    if (!exchange_) {  // one rank
+      if (recv_counts.size() != 1)
+        return Status::invalid_argument("reducescatter: " + std::to_string(recv_counts.size()) +
+                                        " counts for 1 rank");
+      if (in != out && recv_counts[0] > 0)
+        std::memmove(out, in, recv_counts[0] * data_type_bytes(dtype));
+      return Status::ok();
+    }
+    return shm_reducescatter(*exchange_, in, out, recv_counts, dtype, op, deadline);
+  }
+  void* shared_buffer(size_t bytes) override {
+    if (!exchange_ || bytes == 0 || bytes > exchange_->shared_bytes()) return nullptr;
+    return exchange_->shared(rank_);
+  }
+
   void abort() override {
     aborted_.store(true);
+    if (exchange_) exchange_->wake();
     if (bell_) bell_->ring();
     uint64_t one = 1;
     if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof one) < 0) {
@@ -110,18 +173,29 @@ class BuiltinCommunicator : public Communicator {
   }
 
   Status wait_op(Op& op, Deadline deadline);
+  // `status` (a peer failure seen while waiting on `peer`) plus every other member the group
+  // lost by now, so that a survivor that sees a neighbour leave because of a dead rank still
+  // names the dead rank. Reads what the links hold (a closed connection shows) first.
+  Status with_lost_peers(const Status& status, int peer);
 
  private:
   StatusOr<std::unique_ptr<Request>> post(bool is_send, int peer, void* data, size_t bytes,
                                           uint32_t tag);
   bool progress_all(bool allow_unexpected);
   void check_peers();
+  Status lost_peers_status(const Op& op) const;
   void sleep_until_activity(Deadline deadline);
   Status timeout_status(const Op& op, Clock::time_point started) const;
+
+  Status aborted_status() const {
+    return Status::remote("communicator of rank " + std::to_string(rank_) + " was aborted");
+  }
 
   int rank_;
   int size_;
   BuiltinOptions options_;
+  std::unique_ptr<ShmExchange> exchange_;  // null unless every rank is local and shm is on
+  ShmCollectiveOptions shm_options_;
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<ShmDoorbell> bell_;
   std::vector<std::unique_ptr<PeerEngine>> engines_;
@@ -131,8 +205,9 @@ class BuiltinCommunicator : public Communicator {
 };
 
 Status BuiltinRequest::wait(Deadline deadline) {
-  if (op_->complete) return op_->status;
-  return comm_->wait_op(*op_, deadline);
+  Status status = op_->complete ? op_->status : comm_->wait_op(*op_, deadline);
+  if (status.code() == StatusCode::kRemote) return comm_->with_lost_peers(status, op_->peer);
+  return status;
 }
 
 Status BuiltinCommunicator::init(Store& store) {
@@ -171,6 +246,16 @@ Status BuiltinCommunicator::init(Store& store) {
           rank_, local[i], std::make_unique<ShmLink>(segment_->data(), layout, me, i, local[i]),
           options_.max_message_bytes);
     }
+  }
+  if (use_shm && one_host && options_.shm_collectives) {
+    ShmExchangeOptions xo;
+    if (options_.shm_exchange_slot_bytes != 0) xo.slot_bytes = options_.shm_exchange_slot_bytes;
+    xo.shared_bytes = options_.shm_shared_bytes;
+    xo.spin = options_.spin;
+    xo.liveness_interval = options_.liveness_interval;
+    HORA_ASSIGN_OR_RETURN(exchange_, ShmExchange::establish(store, prefix + "xchg/", rank_, size_,
+                                                            xo, &aborted_, deadline));
+    shm_options_.small_bytes = options_.shm_small_bytes;
   }
   std::vector<int> tcp_peers;
   for (int r = 0; r < size_; ++r)
@@ -234,9 +319,12 @@ bool BuiltinCommunicator::progress_all(bool allow_unexpected) {
   return moved;
 }
 
+// Every peer, not only those this rank has operations with: in a collective a rank usually
+// waits on a live neighbour that is itself stuck behind the dead one (or left because of it),
+// so only a look at every member lets each survivor name the rank that died.
 void BuiltinCommunicator::check_peers() {
   for (auto& e : engines_) {
-    if (!e->pending() || e->broken()) continue;
+    if (e->broken()) continue;
     Status st = e->link().check_alive();
     if (!st.is_ok()) e->fail(st);
   }
@@ -291,6 +379,33 @@ Status BuiltinCommunicator::timeout_status(const Op& op, Clock::time_point start
                          " moved) over " + engines_[op.peer]->link().kind());
 }
 
+// A member of the group is gone (its process died, its connection closed, its link broke):
+// the collective this wait belongs to can never complete, so after kLostMemberGrace without
+// progress the wait fails (and with_lost_peers names every lost member) rather than timing
+// out on a live peer that waits for it too.
+Status BuiltinCommunicator::lost_peers_status(const Op& op) const {
+  for (const auto& e : engines_) {
+    if (!e->broken()) continue;
+    return Status::remote("rank " + std::to_string(rank_) + " gave up its " +
+                          (op.is_send ? "send to" : "recv from") + " rank " +
+                          std::to_string(op.peer) + ": the group lost a member");
+  }
+  return Status::ok();
+}
+
+Status BuiltinCommunicator::with_lost_peers(const Status& status, int peer) {
+  if (aborted_.load()) return status;
+  progress_all(true);
+  check_peers();
+  std::string lost;
+  for (const auto& e : engines_) {
+    if (!e->broken() || e->peer() == peer) continue;
+    lost += (lost.empty() ? "" : "; ") + e->broken_status().message();
+  }
+  if (lost.empty()) return status;
+  return status.with_context("(members lost by now: " + lost + ")");
+}
+
 Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
   const auto started = Clock::now();
   auto last_progress = started;
@@ -316,6 +431,11 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
     if (now - last_check >= options_.liveness_interval) {
       last_check = now;
       check_peers();
+      if (op.complete) return op.status;
+      if (now - last_progress >= kLostMemberGrace) {
+        Status lost = lost_peers_status(op);
+        if (!lost.is_ok()) return lost;
+      }
       continue;
     }
     sleep_until_activity(Deadline(std::min(deadline.at(), last_check + options_.liveness_interval)));

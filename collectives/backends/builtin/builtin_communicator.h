@@ -10,8 +10,11 @@
 // doorbell, poll(2) on the sockets) so an idle rank burns no CPU.
 //
 // Failure: a peer whose process is gone (shm: its pid; TCP: its connection closed) fails
-// every wait on it with kRemote naming it; a wait past its Deadline gives kTimeout naming
-// the peer, the tag and the bytes. abort() makes every wait return promptly.
+// every wait on it with kRemote naming it, and the error also names every other member the
+// group lost by then; a wait on a live peer that made no progress for 5 s fails the same way
+// once any member is gone (in a collective that peer is stuck behind it too). A wait past
+// its Deadline gives kTimeout naming the peer, the tag and the bytes. abort() makes every
+// wait return promptly.
 //
 // The Store must be fresh for this communicator (give each one its own PrefixStore):
 // keys live under options.key_prefix.
@@ -44,6 +47,15 @@ struct BuiltinOptions {
   uint64_t max_message_bytes = uint64_t{1} << 40;
   std::chrono::microseconds spin{50};                 // busy-wait before sleeping
   std::chrono::milliseconds liveness_interval{100};  // how often a stuck wait checks peers
+  // Single-copy collectives (shm_exchange.h, shm_allreduce.h): when every rank is on this host
+  // and shm is enabled, allreduce, broadcast, allgatherv and reducescatter run natively through
+  // one shared exchange.
+  bool shm_collectives = true;
+  size_t shm_exchange_slot_bytes = 0;  // one step's chunk per rank (two slots); 0: 1 MiB
+  size_t shm_small_bytes = 16 * 1024;  // allreduce up to this size: one sync point
+  // Per rank, what shared_buffer() can hand out (pre-faulted at creation); 0: none. Sized to
+  // the fusion buffer, it lets the engine's buffer skip the allreduce copy-in.
+  size_t shm_shared_bytes = 0;
 };
 
 // Connects rank `rank` of `size` to every other rank through `store`. Blocks until every

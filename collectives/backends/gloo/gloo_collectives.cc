@@ -31,7 +31,7 @@ template <typename F>
 Status run(GlooCommunicator& comm, const std::string& what, F&& f) {
   HORA_RETURN_IF_ERROR(comm.check_usable(what.c_str()));
   Status status = gloo_call(comm.describe() + ": " + what, std::forward<F>(f));
-  if (!status.is_ok()) comm.mark_broken(status);
+  if (!status.is_ok()) return comm.mark_broken(status);
   return status;
 }
 

@@ -1,6 +1,9 @@
 #include "collectives/backends/gloo/gloo_communicator.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <csignal>
 #include <utility>
 
 #include <gloo/rendezvous/context.h>
@@ -22,14 +25,24 @@ constexpr uint64_t kP2pSlotPrefix = uint64_t{0xA5} << 56;
 
 uint64_t p2p_slot(uint32_t tag) { return kP2pSlotPrefix | tag; }
 
+// Gloo's TCP pairs write with plain write(2): a write to a peer that died raises SIGPIPE,
+// whose default action kills this survivor before it can report the dead rank. Ignore it
+// unless the application installed its own handler (then the application decides); the write
+// then fails with EPIPE, which gloo turns into an exception and hora into kRemote.
+void ignore_sigpipe_unless_handled() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+    std::signal(SIGPIPE, SIG_IGN);
+}
+
 }  // namespace
 
 // ---- GlooCommunicator ---------------------------------------------------------------------
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<::gloo::Context> context,
-                                   const GlooOptions& options)
+                                   const GlooOptions& options, Store& store)
     : rank_(context->rank), size_(context->size), options_(options),
-      context_(std::move(context)) {}
+      context_(std::move(context)), board_(&store, "gloo/", rank_, size_) {}
 
 GlooCommunicator::~GlooCommunicator() {
   // Requests hold a reference to this communicator; they must be gone by now (contract).
@@ -52,9 +65,20 @@ Status GlooCommunicator::check_usable(const char* what) const {
   return Status::ok();
 }
 
-void GlooCommunicator::mark_broken(const Status& status) {
+Status GlooCommunicator::mark_broken(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!broken_.is_ok()) return status;
+    broken_ = status;
+  }
+  if (is_aborted() || status.code() != StatusCode::kRemote) return status;
+  // gloo sees only the pair that failed: a survivor whose neighbour gave up would blame the
+  // neighbour. The board adds what the other ranks saw first-hand (failure_board.h).
+  board_.post(status.message());
+  Status named(status.code(), board_.collect(status.message(), std::chrono::milliseconds(1500)));
   std::lock_guard<std::mutex> lock(mu_);
-  if (broken_.is_ok()) broken_ = status;
+  broken_ = named;
+  return named;
 }
 
 void GlooCommunicator::track(GlooRequest* request) {
@@ -100,8 +124,7 @@ StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void*
     Status named = Status(status.code(), describe() + ": send to rank " + std::to_string(peer) +
                                              " (tag " + std::to_string(tag) + "): " +
                                              status.message());
-    mark_broken(named);
-    return named;
+    return mark_broken(named);
   }
   return std::unique_ptr<Request>(
       new GlooRequest(*this, std::move(buffer), GlooRequest::Kind::kSend, peer, tag));
@@ -120,8 +143,7 @@ StatusOr<std::unique_ptr<Request>> GlooCommunicator::irecv(int peer, void* data,
     Status named = Status(status.code(), describe() + ": recv from rank " +
                                              std::to_string(peer) + " (tag " +
                                              std::to_string(tag) + "): " + status.message());
-    mark_broken(named);
-    return named;
+    return mark_broken(named);
   }
   return std::unique_ptr<Request>(
       new GlooRequest(*this, std::move(buffer), GlooRequest::Kind::kRecv, peer, tag));
@@ -175,7 +197,7 @@ Status GlooRequest::wait(Deadline deadline) {
   if (status.is_ok() && !completed) {
     status = Status::remote("gloo: " + describe() + ": aborted");
   }
-  if (!status.is_ok()) comm_.mark_broken(status);
+  if (!status.is_ok()) status = comm_.mark_broken(status);
   done_ = true;
   status_ = status;
   comm_.untrack(this);
@@ -192,6 +214,7 @@ StatusOr<std::unique_ptr<Communicator>> create_gloo_communicator(int rank, int s
   if (size < 1 || rank < 0 || rank >= size)
     return Status::invalid_argument("gloo: rank " + std::to_string(rank) + " is not in [0, " +
                                     std::to_string(size) + ")");
+  gloo_backend::ignore_sigpipe_unless_handled();
   HORA_ASSIGN_OR_RETURN(GlooBindAddress bind, choose_gloo_bind_address(options));
   const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(size) +
                             " connecting the full mesh (binding " +
@@ -215,7 +238,7 @@ StatusOr<std::unique_ptr<Communicator>> create_gloo_communicator(int rank, int s
         std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000.0)));
   });
   if (!status.is_ok()) return status;
-  return std::unique_ptr<Communicator>(new gloo_backend::GlooCommunicator(context, options));
+  return std::unique_ptr<Communicator>(new gloo_backend::GlooCommunicator(context, options, store));
 }
 
 }  // namespace collectives

@@ -47,7 +47,8 @@ struct GlooOptions {
   bool allreduce_bcube = false;
 };
 
-// Connects rank `rank` of `size` through `store` (borrowed for the call only). Blocks until
+// Connects rank `rank` of `size` through `store`, which must outlive the communicator (its
+// failure board posts there when a peer fails: failure_board.h). Blocks until
 // every rank has connected or `deadline`; kTimeout then, naming the store keys still missing.
 StatusOr<std::unique_ptr<Communicator>> create_gloo_communicator(int rank, int size, Store& store,
                                                                  const GlooOptions& options,

@@ -15,6 +15,8 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include "collectives/rendezvous/failure_board.h"
+
 #include "collectives/backends/gloo/gloo_communicator.h"
 
 namespace hora {
@@ -25,7 +27,8 @@ class GlooRequest;
 
 class GlooCommunicator : public Communicator {
  public:
-  GlooCommunicator(std::shared_ptr<::gloo::Context> context, const GlooOptions& options);
+  GlooCommunicator(std::shared_ptr<::gloo::Context> context, const GlooOptions& options,
+                   Store& store);
   ~GlooCommunicator() override;
   GlooCommunicator(const GlooCommunicator&) = delete;
   GlooCommunicator& operator=(const GlooCommunicator&) = delete;
@@ -57,7 +60,9 @@ class GlooCommunicator : public Communicator {
   bool is_aborted() const { return aborted_.load(std::memory_order_acquire); }
   // The communicator is unusable after a failed wait (gloo poisons its context) or abort.
   Status check_usable(const char* what) const;
-  void mark_broken(const Status& status);
+  // Records the first failure and returns the error to report: for a peer failure, with the
+  // other ranks' first-hand reports appended (waits up to 1.5 s for them).
+  Status mark_broken(const Status& status);
   // Registers a pending request so abort() can interrupt its wait.
   void track(GlooRequest* request);
   void untrack(GlooRequest* request);
@@ -85,6 +90,7 @@ class GlooCommunicator : public Communicator {
   Status broken_;                   // first failure that poisoned the context
   std::vector<uint8_t> scratch_;    // reducescatter working buffer (engine thread only)
   uint8_t empty_buffer_ = 0;
+  FailureBoard board_;              // in the rendezvous store, which outlives this communicator
 };
 
 // An unbound-buffer send or receive in flight.

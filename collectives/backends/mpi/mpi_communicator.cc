@@ -1,6 +1,8 @@
 #include "collectives/backends/mpi/mpi_communicator.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -33,6 +35,26 @@ MpiRuntime& runtime() {
   return *instance;
 }
 
+// The atexit handler registered when hora initialised MPI: finalises it once no hora
+// communicator is alive and none ended broken (MPI_Finalize synchronises with the peers, so
+// it is skipped when a collective may still be pending; the process then exits with an
+// error and mpirun tears the job down).
+void finalize_at_exit() {
+  MpiRuntime& rt = runtime();
+  std::lock_guard<std::mutex> lock(rt.mu);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!rt.hora_initialised || finalized) return;
+  if (rt.live > 0 || rt.any_broken) {
+    // stderr directly: logging's statics may already be gone this late in exit.
+    std::fprintf(stderr, "hora: mpi: not calling MPI_Finalize at exit: %s\n",
+                 rt.any_broken ? "a collective failed and may still be pending"
+                               : "a hora communicator is still alive (no hora shutdown)");
+    return;
+  }
+  MPI_Finalize();
+}
+
 // Initialises MPI unless the application did; checks the thread level either way.
 // REQUIRES: runtime().mu held.
 Status ensure_mpi_initialised(bool* initialised_here) {
@@ -57,6 +79,7 @@ Status ensure_mpi_initialised(bool* initialised_here) {
           " (its background thread calls MPI): use an MPI built with thread support");
     }
     *initialised_here = true;
+    std::atexit(finalize_at_exit);
     return Status::ok();
   }
   int provided = MPI_THREAD_SINGLE;
@@ -137,6 +160,15 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(const MpiOpti
                         "MPI_Comm_get_attr(MPI_TAG_UB)");
     if (status.is_ok() && flag) comm->tag_ub_ = *static_cast<int*>(value);
   }
+  // hora's tags are 32-bit; MPI's stop at MPI_TAG_UB (2^31 - 1 in Open MPI). Tags above it go
+  // on a second duplicate as tag - (MPI_TAG_UB + 1), which covers every uint32_t tag when
+  // MPI_TAG_UB is 2^31 - 1. Collective like the first dup.
+  if (status.is_ok())
+    status =
+        mpi_status(MPI_Comm_dup(comm->comm_, &comm->high_tag_comm_), "MPI_Comm_dup (high tags)");
+  if (status.is_ok())
+    status = mpi_status(MPI_Comm_set_errhandler(comm->high_tag_comm_, MPI_ERRORS_RETURN),
+                        "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN) (high tags)");
   if (status.is_ok()) status = comm->types_.init();
   ++rt.live;  // the destructor (run on failure too) decrements
   if (!status.is_ok()) {
@@ -157,18 +189,12 @@ MpiCommunicator::~MpiCommunicator() {
     if (!broken_.is_ok()) {
       // A collective is still pending on comm_ (MPI cannot cancel it): leave comm_ alone.
       rt.any_broken = true;
-    } else if (comm_ != MPI_COMM_NULL) {
-      MPI_Comm_free(&comm_);
+    } else {
+      if (high_tag_comm_ != MPI_COMM_NULL) MPI_Comm_free(&high_tag_comm_);
+      if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     }
   }
-  if (--rt.live > 0 || !rt.hora_initialised || finalized) return;
-  rt.hora_initialised = false;
-  if (rt.any_broken) {
-    HORA_LOG(kWarning) << "mpi: not calling MPI_Finalize: a collective failed and may still be "
-                          "pending; the process should exit with an error";
-    return;
-  }
-  MPI_Finalize();
+  --rt.live;  // MPI stays initialised for the next communicator; see finalize_at_exit
 }
 
 std::string MpiCommunicator::describe() const {
@@ -185,22 +211,34 @@ Status MpiCommunicator::check_usable(const char* what) const {
   return Status::ok();
 }
 
-Status MpiCommunicator::check_peer(int peer, uint32_t tag, const char* what) const {
+Status MpiCommunicator::route(int peer, uint32_t tag, const char* what, MPI_Comm* comm,
+                              int* mpi_tag) const {
   if (peer < 0 || peer >= size_)
     return Status::invalid_argument("mpi: " + describe() + ": " + what + " peer " +
                                     std::to_string(peer) + " is outside [0, " +
                                     std::to_string(size_) + ")");
-  if (static_cast<int64_t>(tag) > tag_ub_)
+  const int64_t t = static_cast<int64_t>(tag);
+  if (t <= tag_ub_) {
+    *comm = comm_;
+    *mpi_tag = static_cast<int>(t);
+  } else if (t - (tag_ub_ + 1) <= tag_ub_) {
+    *comm = high_tag_comm_;
+    *mpi_tag = static_cast<int>(t - (tag_ub_ + 1));
+  } else {
     return Status::invalid_argument("mpi: " + describe() + ": " + what + " tag " +
-                                    std::to_string(tag) + " exceeds MPI_TAG_UB " +
-                                    std::to_string(tag_ub_));
+                                    std::to_string(tag) + " exceeds 2 * (MPI_TAG_UB " +
+                                    std::to_string(tag_ub_) +
+                                    " + 1) - 1, the largest tag this MPI can carry");
+  }
   return Status::ok();
 }
 
 StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* data, size_t bytes,
                                                           uint32_t tag) {
   HORA_RETURN_IF_ERROR(check_usable("isend"));
-  HORA_RETURN_IF_ERROR(check_peer(peer, tag, "isend to"));
+  MPI_Comm comm = MPI_COMM_NULL;
+  int mpi_tag = 0;
+  HORA_RETURN_IF_ERROR(route(peer, tag, "isend to", &comm, &mpi_tag));
   MPI_Datatype owned = MPI_DATATYPE_NULL;
   MPI_Datatype type = MPI_BYTE;
   int count = static_cast<int>(bytes);
@@ -210,7 +248,7 @@ StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* 
     count = 1;
   }
   MPI_Request request = MPI_REQUEST_NULL;
-  int rc = MPI_Isend(data, count, type, peer, static_cast<int>(tag), comm_, &request);
+  int rc = MPI_Isend(data, count, type, peer, mpi_tag, comm, &request);
   if (rc != MPI_SUCCESS) {
     if (owned != MPI_DATATYPE_NULL) MPI_Type_free(&owned);
     return mpi_status(rc, describe() + ": MPI_Isend to rank " + std::to_string(peer) + " (tag " +
@@ -223,7 +261,9 @@ StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* 
 StatusOr<std::unique_ptr<Request>> MpiCommunicator::irecv(int peer, void* data, size_t bytes,
                                                           uint32_t tag) {
   HORA_RETURN_IF_ERROR(check_usable("irecv"));
-  HORA_RETURN_IF_ERROR(check_peer(peer, tag, "irecv from"));
+  MPI_Comm comm = MPI_COMM_NULL;
+  int mpi_tag = 0;
+  HORA_RETURN_IF_ERROR(route(peer, tag, "irecv from", &comm, &mpi_tag));
   MPI_Datatype owned = MPI_DATATYPE_NULL;
   MPI_Datatype type = MPI_BYTE;
   int count = static_cast<int>(bytes);
@@ -233,7 +273,7 @@ StatusOr<std::unique_ptr<Request>> MpiCommunicator::irecv(int peer, void* data, 
     count = 1;
   }
   MPI_Request request = MPI_REQUEST_NULL;
-  int rc = MPI_Irecv(data, count, type, peer, static_cast<int>(tag), comm_, &request);
+  int rc = MPI_Irecv(data, count, type, peer, mpi_tag, comm, &request);
   if (rc != MPI_SUCCESS) {
     if (owned != MPI_DATATYPE_NULL) MPI_Type_free(&owned);
     return mpi_status(rc, describe() + ": MPI_Irecv from rank " + std::to_string(peer) + " (tag " +

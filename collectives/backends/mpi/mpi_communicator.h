@@ -2,11 +2,12 @@
 // with mpirun or srun.
 //
 // MPI ownership. If the application already initialised MPI, hora uses it and never finalises
-// it. Otherwise create() calls MPI_Init_thread and the last MpiCommunicator to be destroyed
-// calls MPI_Finalize (MPI can be initialised once per process, so after that no MPI
-// communicator can be created again: kFailedPrecondition). When hora initialises MPI, create
-// and destroy its communicators on the same thread (MPI wants MPI_Finalize on the thread that
-// called MPI_Init_thread), which the engine's background thread does.
+// it. Otherwise create() calls MPI_Init_thread and registers an atexit handler that calls
+// MPI_Finalize when the process exits, provided no hora communicator is still alive and none
+// ended broken. MPI stays initialised between communicators, so hora::shutdown() followed by
+// hora::init() works (MPI can be initialised only once per process). MPI wants MPI_Finalize
+// on the thread that called MPI_Init_thread: create the first communicator (hora::init) on
+// the thread that exits the process, normally the main thread.
 //
 // Thread level. hora asks for MPI_THREAD_SERIALIZED: only one thread calls MPI at a time (the
 // engine's background thread; abort() only sets an atomic flag), but that thread is not the
@@ -21,7 +22,11 @@
 // application's. That communicator has MPI_ERRORS_RETURN and every MPI error becomes a Status
 // (mpi_status.h). create() is collective over MPI_COMM_WORLD: every rank must call it.
 //
-// Point to point: MPI_Isend/MPI_Irecv with hora's tag (checked against MPI_TAG_UB). Waits poll
+// Point to point: MPI_Isend/MPI_Irecv with hora's tag. MPI tags stop at MPI_TAG_UB (2^31 - 1
+// in Open MPI) while hora's are 32-bit, so tags above MPI_TAG_UB travel on a second duplicate
+// communicator as tag - (MPI_TAG_UB + 1): every uint32_t tag when MPI_TAG_UB is 2^31 - 1; a
+// tag beyond what two communicators carry (an MPI with a smaller MPI_TAG_UB) is
+// kInvalidArgument. Waits poll
 // MPI_Test with a backoff (spin about 50 us, then sleep 10 us doubling to 1 ms, so a long wait
 // costs little CPU), and honour the Deadline (kTimeout naming the peer; a timed-out recv is
 // cancelled with MPI_Cancel, a timed-out send is released with MPI_Request_free because Open
@@ -97,7 +102,7 @@ class MpiCommunicator final : public Communicator {
 
   void abort() override { aborted_.store(true, std::memory_order_release); }
 
-  // True when create() initialised MPI (so hora will finalise it).
+  // True when hora initialised MPI (so hora finalises it at exit).
   bool initialised_mpi() const { return initialised_mpi_; }
   // hora's duplicate of MPI_COMM_WORLD (for tests and diagnostics).
   MPI_Comm mpi_comm() const { return comm_; }
@@ -107,7 +112,8 @@ class MpiCommunicator final : public Communicator {
 
   std::string describe() const;
   Status check_usable(const char* what) const;
-  Status check_peer(int peer, uint32_t tag, const char* what) const;
+  // Checks peer and tag, and picks the communicator and MPI tag that carry hora's `tag`.
+  Status route(int peer, uint32_t tag, const char* what, MPI_Comm* comm, int* mpi_tag) const;
   // Waits for a collective's request; on failure marks the communicator broken.
   Status finish_collective(MPI_Request request, const std::string& what, Deadline deadline);
   Status check_counts(const std::vector<size_t>& counts, const char* what, const char* name,
@@ -118,7 +124,8 @@ class MpiCommunicator final : public Communicator {
   int64_t tag_ub_ = 32767;
   bool initialised_mpi_ = false;
   MpiOptions options_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm comm_ = MPI_COMM_NULL;           // collectives, and tags <= tag_ub_
+  MPI_Comm high_tag_comm_ = MPI_COMM_NULL;  // tags above tag_ub_ (point to point only)
   mpi_backend::MpiTypes types_;
   std::atomic<bool> aborted_{false};
   Status broken_;

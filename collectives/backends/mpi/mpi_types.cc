@@ -38,11 +38,20 @@ bool needs_user_op(DataType dtype, ReduceOp op) {
   if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) return true;
   if (dtype == DataType::kFloat32 || dtype == DataType::kFloat64)
     return op == ReduceOp::kMin || op == ReduceOp::kMax;
+  // Open MPI 4.1's AVX op component adds 8-bit integers with saturating instructions
+  // (255 + 1 = 255), while hora wraps modulo 2^8 like C's unsigned arithmetic and every other
+  // backend (open-mpi/ompi#8045, closed as wontfix).
+  if (dtype == DataType::kUint8 || dtype == DataType::kInt8)
+    return op == ReduceOp::kSum || op == ReduceOp::kAverage;
   return false;
 }
 
 UserFunction user_function_for(DataType dtype, ReduceOp op) {
   switch (dtype) {
+    case DataType::kUint8:
+      return user_function<DataType::kUint8>(op);
+    case DataType::kInt8:
+      return user_function<DataType::kInt8>(op);
     case DataType::kFloat16:
       return user_function<DataType::kFloat16>(op);
     case DataType::kBFloat16:

@@ -2,7 +2,7 @@
 //
 // Most dtypes map to MPI's predefined types (MPI_UINT8_T, MPI_INT8_T, MPI_INT32_T,
 // MPI_INT64_T, MPI_FLOAT, MPI_DOUBLE) and most ops to MPI_SUM / MPI_MIN / MPI_MAX / MPI_PROD.
-// Two cases use user-defined ops (MPI_Op_create) whose function calls kernels::reduce:
+// Three cases use user-defined ops (MPI_Op_create) whose function calls kernels::reduce:
 // - float16 and bfloat16: MPI has no standard half-precision types (Open MPI 4.1, Debian's,
 //   has neither MPI_FLOAT16 nor a bfloat16 type; MPIX_C_FLOAT16 is not in every build), so
 //   they travel as MPI_Type_contiguous(2, MPI_BYTE) and every op on them is a user op that
@@ -10,6 +10,8 @@
 // - min and max on float32/float64: MPI_MIN/MPI_MAX use `a < b ? a : b`, which drops a NaN
 //   depending on its position; hora's contract (kernels.h) is that NaN propagates, so these
 //   are user ops too, giving the same results as the builtin and gloo backends.
+// - sum (and average) on uint8/int8: Open MPI 4.1's AVX op component saturates 8-bit sums
+//   (open-mpi/ompi#8045); hora's sums wrap modulo 2^8, so these are user ops as well.
 // kAverage maps to a sum; the caller applies the 1/size scale.
 //
 // MpiTypes owns the derived types and user ops it created. Create after MPI is initialised,

@@ -13,7 +13,9 @@ timeout -k 5 "$limit" "$@" >"$log" 2>&1
 rc=$?
 cat "$log"
 elapsed=$(( $(date +%s) - start ))
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+# timeout(1) exits 124, or 137 when it had to SIGKILL; a job whose rank was SIGKILLed also
+# exits 137 (mpirun reports 128+signal), so 137 is a hang only when the limit was reached.
+if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ "$elapsed" -ge "$limit" ]; }; then
   echo "FAIL: still running after ${limit}s (rc $rc): a dead rank made the job hang"
   exit 1
 fi

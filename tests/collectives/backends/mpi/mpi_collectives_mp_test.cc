@@ -96,6 +96,31 @@ TEST_F(MpiCollectivesTest, FloatMinMaxPropagateNaNLikeTheKernels) {
   }
 }
 
+// 8-bit sums wrap modulo 2^8, as in hora's kernels, where Open MPI 4.1's AVX op would
+// saturate (open-mpi/ompi#8045). 1009 elements, so the vectorised path runs.
+TEST_F(MpiCollectivesTest, EightBitSumsWrapInsteadOfSaturating) {
+  const size_t count = 1009;
+  std::vector<uint8_t> u(count), u_out(count, 0);
+  std::vector<int8_t> s(count), s_out(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    u[i] = static_cast<uint8_t>(200 + i % 50);
+    s[i] = static_cast<int8_t>(100 + i % 20);
+  }
+  ASSERT_TRUE(comm_
+                  ->allreduce(u.data(), u_out.data(), count, DataType::kUint8, ReduceOp::kSum,
+                              test_deadline())
+                  .is_ok());
+  ASSERT_TRUE(comm_
+                  ->allreduce(s.data(), s_out.data(), count, DataType::kInt8, ReduceOp::kSum,
+                              test_deadline())
+                  .is_ok());
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(u_out[i], static_cast<uint8_t>(size_ * (200 + i % 50))) << "uint8 element " << i;
+    ASSERT_EQ(s_out[i], static_cast<int8_t>(static_cast<uint8_t>(size_ * (100 + i % 20))))
+        << "int8 element " << i;
+  }
+}
+
 TEST_F(MpiCollectivesTest, AllreduceAndBroadcastAboveTheCountLimitAreChunked) {
   MpiOptions options;
   options.max_count_per_call = 100;

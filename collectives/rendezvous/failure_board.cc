@@ -1,4 +1,4 @@
-#include "core/engine/failure_board.h"
+#include "collectives/rendezvous/failure_board.h"
 
 #include <thread>
 #include <vector>
@@ -6,12 +6,12 @@
 #include "core/base/deadline.h"
 
 namespace hora {
-namespace engine {
+namespace collectives {
 
 void FailureBoard::post(const std::string& mine) {
   if (store_ == nullptr || size_ <= 1) return;
   const std::string own = prefix_ + "failure/" + std::to_string(rank_);
-  store_->set(own, collectives::Bytes(mine.begin(), mine.end()));
+  store_->set(own, Bytes(mine.begin(), mine.end()));
 }
 
 std::string FailureBoard::collect(const std::string& mine, std::chrono::milliseconds wait) {
@@ -29,7 +29,7 @@ std::string FailureBoard::collect(const std::string& mine, std::chrono::millisec
       StatusOr<bool> there = store_->check({key});
       if (!there.is_ok()) return mine + reports;  // the store is gone
       if (!*there) continue;
-      StatusOr<collectives::Bytes> value = store_->get(key, deadline);
+      StatusOr<Bytes> value = store_->get(key, deadline);
       if (!value.is_ok()) continue;
       seen[r] = true;
       --missing;
@@ -43,5 +43,5 @@ std::string FailureBoard::collect(const std::string& mine, std::chrono::millisec
   return mine + reports;
 }
 
-}  // namespace engine
+}  // namespace collectives
 }  // namespace hora

@@ -1,12 +1,14 @@
-// FailureBoard: makes every survivor of a failure name its root cause.
+// FailureBoard: makes every survivor of a failure name its root cause. Used by the engine
+// (core/engine) and by backends whose transport cannot tell a dead peer from one that left
+// (gloo).
 //
 // When a rank dies, only its neighbours in the current schedule see it go; ranks further away
 // see a neighbour give up (it aborted its communicator) and would blame that neighbour. So a
-// failing engine posts its error under "failure/<rank>" in the job's rendezvous store, waits
+// failing rank posts its error under "failure/<rank>" in the job's rendezvous store, waits
 // briefly for the others' posts, and appends them to its own error: every survivor's message
 // then contains the first-hand report ("rank 2 (pid ...) died"). A rank that died posts
 // nothing; a store that is gone (it lived in the dead rank) just leaves the local message.
-// Background thread only, once per engine.
+// One thread at a time; used once per failure.
 #pragma once
 
 #include <chrono>
@@ -15,12 +17,12 @@
 #include "collectives/rendezvous/store.h"
 
 namespace hora {
-namespace engine {
+namespace collectives {
 
 class FailureBoard {
  public:
   // `store` may be null (no board: messages stay local). Keys live under `prefix`.
-  FailureBoard(collectives::Store* store, std::string prefix, int rank, int size)
+  FailureBoard(Store* store, std::string prefix, int rank, int size)
       : store_(store), prefix_(std::move(prefix)), rank_(rank), size_(size) {}
 
   // Posts this rank's error (post first, so that neighbours waiting on this rank find it once
@@ -30,11 +32,11 @@ class FailureBoard {
   std::string collect(const std::string& mine, std::chrono::milliseconds wait);
 
  private:
-  collectives::Store* store_;
+  Store* store_;
   const std::string prefix_;
   const int rank_;
   const int size_;
 };
 
-}  // namespace engine
+}  // namespace collectives
 }  // namespace hora

@@ -1,0 +1,285 @@
+// Schedule of shm_allreduce over N ranks (rank r), every rank's exchange memory mapped by all:
+//
+// Short path (bytes <= small_bytes): one step, one sync point.
+//   1. copy `in` into slot(r, step);
+//   2. sync;
+//   3. out = slot(0) op slot(1) op ... op slot(N-1), reading every peer's slot directly, in
+//      that fixed order on every rank (so every rank computes the same bits); scale for
+//      kAverage.
+//
+// Large path: the message is cut into chunks of chunk_count = slot_bytes / element bytes;
+// each chunk is one step with two sync points, and each chunk is cut into N slices
+// (slice_count elements, rounded up to a 64-byte multiple; the last slices may be short or
+// empty). For chunk k:
+//   1. copy-in: copy the chunk of `in` into slot(r, step), all but slice r, which only rank
+//      r reads (from `in`); or nothing when `in` lies in this rank's shared region (its source
+//      offset, published for the call, tells peers where);
+//   2. sync A;
+//   3. reduce: rank r reduces slice r of the chunk from every rank's source (slot, shared
+//      region, or its own `in`), in rank order 0..N-1, through an L1-sized block `tmp` (so no
+//      source is overwritten before it is read), scales it for kAverage, and writes it to its `out`
+//      and into slice r of slot(r, step) (nobody else reads that slice of its slot);
+//   4. sync B;
+//   5. copy-out: rank r copies slice q of slot(q, step) into `out`, for every q != r.
+// The two slots alternate by step, so chunk k + 1 fills the other slot while slow peers may
+// still copy chunk k out, and no third sync point is needed (shm_exchange.h). Per chunk a rank
+// moves: (N-1) slices (copy-in), chunk in + 2 slices out (reduce), (N-1) slices (copy-out).
+//
+// Single copy in place (in == out inside the shared region, the engine's fusion buffer): the
+// reduced slice is written only into `out`, which peers can read, so they copy slice r out of
+// rank r's shared region instead of its slot; and since they may still be reading it when rank
+// r would return, the call ends with one more sync point (taken by every rank when any rank
+// works this way; all know it from the published sources). A rank then moves only the chunk
+// in and (N-1)/N of it out per chunk: the least memory traffic an allreduce can have.
+#include "collectives/backends/builtin/shm_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace collectives {
+namespace builtin {
+namespace {
+
+// Reduce block size: two of these (the accumulator and one source line) stay in L1.
+constexpr size_t kBlockBytes = 16 * 1024;
+
+// dst = srcs[0] op srcs[1] op ... op srcs[n-1] for `count` elements, in that order, through
+// L1-sized blocks; then scaled by `factor` (1: none). Writes `dst` and, unless null, `dst2`.
+// dst and dst2 may alias any source only within the same block position (the block is fully
+// read before it is written).
+void reduce_sources(const std::vector<const uint8_t*>& srcs, size_t count, DataType dtype,
+                    ReduceOp op, double factor, uint8_t* dst, uint8_t* dst2) {
+  alignas(64) uint8_t tmp[kBlockBytes];
+  const size_t esize = data_type_bytes(dtype);
+  const size_t block = kBlockBytes / esize;
+  const int n = static_cast<int>(srcs.size());
+  for (size_t at = 0; at < count; at += block) {
+    const size_t m = std::min(block, count - at);
+    const size_t off = at * esize;
+    if (n == 1) {
+      std::memcpy(tmp, srcs[0] + off, m * esize);
+    } else {
+      kernels::reduce3(tmp, srcs[0] + off, srcs[1] + off, m, dtype, op);
+      for (int p = 2; p < n; ++p) kernels::reduce(tmp, srcs[p] + off, m, dtype, op);
+    }
+    if (factor != 1.0) kernels::scale(tmp, m, dtype, factor);
+    std::memcpy(dst + off, tmp, m * esize);
+    if (dst2 != nullptr) std::memcpy(dst2 + off, tmp, m * esize);
+  }
+}
+
+Status small_allreduce(ShmExchange& x, const void* in, void* out, size_t count, DataType dtype,
+                       ReduceOp op, double factor, Deadline deadline) {
+  const int n = x.size();
+  const size_t bytes = count * data_type_bytes(dtype);
+  const uint64_t step = x.next_step();
+  std::memcpy(x.slot(x.rank(), step), in, bytes);
+  HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+  auto* dst = static_cast<uint8_t*>(out);
+  if (n == 2 && factor == 1.0) {  // the common case, without the block loop
+    kernels::reduce3(dst, x.slot(0, step), x.slot(1, step), count, dtype, op);
+    return Status::ok();
+  }
+  std::vector<const uint8_t*> srcs(n);
+  for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step);
+  reduce_sources(srcs, count, dtype, op, factor, dst, nullptr);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, DataType dtype,
+                     ReduceOp op, Deadline deadline, const ShmCollectiveOptions& options) {
+  if (!x.failure().is_ok()) return x.failure();
+  if (count == 0) return Status::ok();
+  const int n = x.size();
+  const int r = x.rank();
+  const size_t esize = data_type_bytes(dtype);
+  const size_t bytes = count * esize;
+  const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
+  const double factor = op == ReduceOp::kAverage ? 1.0 / n : 1.0;
+  if (n == 1) {
+    if (in != out) std::memmove(out, in, bytes);
+    return Status::ok();
+  }
+  if (bytes <= options.small_bytes && bytes <= x.slot_bytes())
+    return small_allreduce(x, in, out, count, dtype, kernel_op, factor, deadline);
+
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  // Published source: -1 (in the slots) or offset * 2 + (in place in the shared region).
+  const int64_t my_offset = x.shared_offset_of(in, bytes);
+  const bool my_in_place = my_offset >= 0 && in == out;
+  x.publish_source(my_offset < 0 ? -1 : my_offset * 2 + (my_in_place ? 1 : 0));
+  std::vector<int64_t> sources;  // decoded offsets, -1: slots
+  std::vector<bool> in_place;
+  bool any_in_place = false;
+  std::vector<const uint8_t*> srcs(n);
+  const size_t chunk_count = x.slot_bytes() / esize;
+  const size_t align = std::max<size_t>(1, 64 / esize);
+  for (size_t first = 0; first < count; first += chunk_count) {
+    const size_t m = std::min(chunk_count, count - first);
+    const uint64_t step = x.next_step();
+    const size_t slice = (m + n - 1) / n;
+    const size_t slice_count = (slice + align - 1) / align * align;
+    auto slice_lo = [&](int q) { return std::min(m, static_cast<size_t>(q) * slice_count); };
+    auto slice_hi = [&](int q) { return std::min(m, slice_lo(q) + slice_count); };
+    const size_t lo = slice_lo(r), hi = slice_hi(r);
+    // 1. copy-in, all but slice r (only this rank reads that, and from `in` directly)
+    if (my_offset < 0) {
+      const uint8_t* from = src + first * esize;
+      uint8_t* to = x.slot(r, step);
+      std::memcpy(to, from, lo * esize);
+      std::memcpy(to + hi * esize, from + hi * esize, (m - hi) * esize);
+    }
+    // 2. sync A
+    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+    if (sources.empty()) {
+      sources.resize(n);
+      in_place.resize(n);
+      for (int p = 0; p < n; ++p) {
+        const int64_t v = x.source_of(p);
+        sources[p] = v < 0 ? -1 : v / 2;
+        in_place[p] = v >= 0 && (v & 1) != 0;
+        any_in_place = any_in_place || in_place[p];
+      }
+    }
+    // 3. reduce slice r
+    if (hi > lo) {
+      for (int p = 0; p < n; ++p) {
+        const uint8_t* base =
+            sources[p] >= 0 ? x.shared(p) + sources[p] + first * esize : x.slot(p, step);
+        srcs[p] = base + lo * esize;
+      }
+      if (my_offset < 0) srcs[r] = src + (first + lo) * esize;
+      reduce_sources(srcs, hi - lo, dtype, kernel_op, factor, dst + (first + lo) * esize,
+                     my_in_place ? nullptr : x.slot(r, step) + lo * esize);
+    }
+    // 4. sync B
+    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+    // 5. copy-out
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      const size_t qlo = slice_lo(q), qhi = slice_hi(q);
+      const uint8_t* result =
+          in_place[q] ? x.shared(q) + sources[q] + first * esize : x.slot(q, step);
+      if (qhi > qlo)
+        std::memcpy(dst + (first + qlo) * esize, result + qlo * esize, (qhi - qlo) * esize);
+    }
+  }
+  // Peers copy results out of in-place shared regions: keep them until every peer is done.
+  if (any_in_place) HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+  return Status::ok();
+}
+
+Status shm_broadcast(ShmExchange& x, void* buf, size_t count, DataType dtype, int root,
+                     Deadline deadline) {
+  if (!x.failure().is_ok()) return x.failure();
+  if (root < 0 || root >= x.size())
+    return Status::invalid_argument("broadcast root " + std::to_string(root) +
+                                    " is out of range [0, " + std::to_string(x.size()) + ")");
+  if (count == 0 || x.size() == 1) return Status::ok();
+  auto* data = static_cast<uint8_t*>(buf);
+  const size_t bytes = count * data_type_bytes(dtype);
+  for (size_t first = 0; first < bytes; first += x.slot_bytes()) {
+    const size_t m = std::min(x.slot_bytes(), bytes - first);
+    const uint64_t step = x.next_step();
+    if (x.rank() == root) std::memcpy(x.slot(root, step), data + first, m);
+    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "broadcast"));
+    if (x.rank() != root) std::memcpy(data + first, x.slot(root, step), m);
+  }
+  return Status::ok();
+}
+
+// Allgatherv: steps of one slot of every block at a time; in step k rank r copies bytes
+// [k * slot, (k + 1) * slot) of its block into slot(r, step), syncs, then copies that part of
+// every peer's block out of the peer's slot. Its own block goes in -> out directly. One sync
+// point per step; steps = the largest block / slot, the same on every rank.
+Status shm_allgatherv(ShmExchange& x, const void* in, void* out, const std::vector<size_t>& counts,
+                      DataType dtype, Deadline deadline) {
+  if (!x.failure().is_ok()) return x.failure();
+  const int n = x.size();
+  const int r = x.rank();
+  if (counts.size() != static_cast<size_t>(n))
+    return Status::invalid_argument("allgatherv: " + std::to_string(counts.size()) +
+                                    " counts for " + std::to_string(n) + " ranks");
+  const size_t esize = data_type_bytes(dtype);
+  std::vector<size_t> offset(n + 1, 0);  // bytes
+  size_t largest = 0;
+  for (int q = 0; q < n; ++q) {
+    offset[q + 1] = offset[q] + counts[q] * esize;
+    largest = std::max(largest, counts[q] * esize);
+  }
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  const size_t mine = counts[r] * esize;
+  if (mine > 0 && src != dst + offset[r]) std::memmove(dst + offset[r], src, mine);
+  if (n == 1) return Status::ok();
+  for (size_t at = 0; at < largest; at += x.slot_bytes()) {
+    const uint64_t step = x.next_step();
+    if (at < mine) std::memcpy(x.slot(r, step), src + at, std::min(x.slot_bytes(), mine - at));
+    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allgatherv"));
+    for (int q = 0; q < n; ++q) {
+      const size_t theirs = offset[q + 1] - offset[q];
+      if (q == r || at >= theirs) continue;
+      std::memcpy(dst + offset[q] + at, x.slot(q, step), std::min(x.slot_bytes(), theirs - at));
+    }
+  }
+  return Status::ok();
+}
+
+// Reducescatter: steps over windows of one slot of the whole input; in each step every rank
+// copies its window into its slot (all but the part inside its own block, which only it reads,
+// from `in`), syncs, and reduces the part of its own block inside the window from every rank,
+// in rank order 0..N-1, straight into `out`. One sync point per step.
+Status shm_reducescatter(ShmExchange& x, const void* in, void* out,
+                         const std::vector<size_t>& recv_counts, DataType dtype, ReduceOp op,
+                         Deadline deadline) {
+  if (!x.failure().is_ok()) return x.failure();
+  const int n = x.size();
+  const int r = x.rank();
+  if (recv_counts.size() != static_cast<size_t>(n))
+    return Status::invalid_argument("reducescatter: " + std::to_string(recv_counts.size()) +
+                                    " counts for " + std::to_string(n) + " ranks");
+  const size_t esize = data_type_bytes(dtype);
+  size_t lo = 0, total = 0;  // elements
+  for (int q = 0; q < n; ++q) {
+    if (q == r) lo = total;
+    total += recv_counts[q];
+  }
+  const size_t hi = lo + recv_counts[r];
+  const auto* src = static_cast<const uint8_t*>(in);
+  auto* dst = static_cast<uint8_t*>(out);
+  if (n == 1) {
+    if (hi > lo && src != dst) std::memmove(dst, src, (hi - lo) * esize);
+    return Status::ok();
+  }
+  const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
+  const double factor = op == ReduceOp::kAverage ? 1.0 / n : 1.0;
+  const size_t window = x.slot_bytes() / esize;
+  std::vector<const uint8_t*> srcs(n);
+  for (size_t first = 0; first < total; first += window) {
+    const size_t end = std::min(total, first + window);
+    const uint64_t step = x.next_step();
+    // This rank's block inside the window: [a, b), possibly empty.
+    const size_t a = std::min(std::max(lo, first), end), b = std::max(a, std::min(hi, end));
+    uint8_t* slot = x.slot(r, step);
+    std::memcpy(slot, src + first * esize, (a - first) * esize);
+    std::memcpy(slot + (b - first) * esize, src + b * esize, (end - b) * esize);
+    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "reducescatter"));
+    if (b > a) {
+      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step) + (a - first) * esize;
+      srcs[r] = src + a * esize;
+      reduce_sources(srcs, b - a, dtype, kernel_op, factor, dst + (a - lo) * esize, nullptr);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace builtin
+}  // namespace collectives
+}  // namespace hora

@@ -1,0 +1,124 @@
+// ShmExchange: the memory and the sync point of the single-copy shared-memory collectives
+// (shm_allreduce.cc), for a communicator whose every rank runs on this host. One ShmSegment,
+// mapped by every rank at creation (pre-faulted, hugepage-advised, its name unlinked before
+// establish() returns, so nothing is left in /dev/shm even after kill -9):
+//
+//   [header: magic, size, slot_bytes, shared_bytes]                     one page
+//   per rank r: [control: arrive, failed, pid, source offset, futex]  one page
+//   per rank r: [slot 0][slot 1][shared region]                        page-aligned
+//
+// Every rank may read every rank's slots and shared region; a rank writes only its own.
+//
+// Sync point (arrive_and_wait): rank r stores arrive[r] = ++seq (release) and waits until
+// every peer's arrive >= seq (acquire), so what a rank wrote before arriving is visible to
+// every peer after the wait. Waiting spins for `spin`, then sleeps on the rank's own futex
+// word after setting its waiting flag; an arriving rank wakes only peers whose flag is set
+// (seq_cst fences on both sides, so no wake-up is lost). Every rank calls the same sequence
+// of sync points and steps (a step: one chunk of one collective, begun with next_step()); the
+// step parity names the slot the step uses. A collective ends every peer read of a step's
+// slots before that peer's first sync point of the next step, so with two slots a rank may
+// refill a slot (step k + 2) as soon as it passed a sync point of step k + 1: no extra sync
+// point is needed to release a slot.
+//
+// Failure: a wait ends with kTimeout at its Deadline (naming the ranks that have not
+// arrived), with kRemote when the communicator was aborted, when a peer's process is gone
+// (checked every liveness_interval) or when a peer marked itself failed. A rank whose wait
+// failed marks itself failed too, recording the rank that caused it (the dead one, or
+// itself), so its peers stop at once with kRemote naming both; the
+// exchange then stays failed (its ranks are out of step) and every later call returns the
+// first error.
+//
+// Threads: one thread (the communicator's) uses it; wake() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "collectives/backends/builtin/shm_segment.h"
+#include "collectives/rendezvous/store.h"
+#include "core/base/deadline.h"
+#include "core/base/status.h"
+
+namespace hora {
+namespace collectives {
+namespace builtin {
+
+struct ShmExchangeOptions {
+  size_t slot_bytes = size_t{1} << 20;  // one step's data per rank; two slots per rank
+  size_t shared_bytes = 0;              // what shared_buffer() can hand out per rank
+  std::chrono::microseconds spin{50};
+  std::chrono::milliseconds liveness_interval{100};
+};
+
+class ShmExchange {
+ public:
+  // Creates (rank 0) or maps the exchange of all `size` ranks (every one on this host),
+  // exchanging the segment name through `store` under `key_prefix`. `aborted` (may be null)
+  // is polled by every wait. Blocks until every rank mapped it or `deadline`.
+  static StatusOr<std::unique_ptr<ShmExchange>> establish(
+      Store& store, const std::string& key_prefix, int rank, int size,
+      const ShmExchangeOptions& options, const std::atomic<bool>* aborted, Deadline deadline);
+  ~ShmExchange();
+  ShmExchange(const ShmExchange&) = delete;
+  ShmExchange& operator=(const ShmExchange&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t slot_bytes() const { return slot_bytes_; }
+  size_t shared_bytes() const { return shared_bytes_; }
+
+  // Begins the next step and returns its number (every rank counts steps identically).
+  uint64_t next_step() { return ++step_; }
+  // The slot that step `step` uses in rank `r`'s memory (slot_bytes bytes).
+  uint8_t* slot(int r, uint64_t step) const;
+  // Rank r's shared region (null when shared_bytes is 0).
+  uint8_t* shared(int r) const;
+  // The offset of [data, data + bytes) in this rank's shared region, or -1 when it is not
+  // wholly inside it.
+  int64_t shared_offset_of(const void* data, size_t bytes) const;
+
+  // A value this rank publishes for the current call (the allreduce's: where its data are);
+  // peers read it after the call's first sync point and before their second, and the rank
+  // publishes the next call's only after the call's last sync point.
+  void publish_source(int64_t offset);
+  int64_t source_of(int r) const;
+
+  // The sync point: see the file comment. `what` names the collective in errors.
+  Status arrive_and_wait(Deadline deadline, const char* what);
+  // The first error, once a wait failed.
+  const Status& failure() const { return failure_; }
+  // Wakes this rank's own wait (after abort), from any thread.
+  void wake();
+
+  struct Control;  // defined in the .cc
+
+ private:
+  ShmExchange(int rank, int size, const ShmExchangeOptions& options,
+              std::unique_ptr<ShmSegment> segment, const std::atomic<bool>* aborted);
+  // Records the first error and flags this rank failed, naming `culprit` (the rank that caused
+  // it) to the peers.
+  Status fail(Status status, int culprit);
+  Status check_peers(uint64_t seq, const char* what, int* culprit);
+  Control* control(int r) const;
+
+  int rank_;
+  int size_;
+  size_t slot_bytes_;
+  size_t shared_bytes_;
+  size_t region_bytes_;  // per rank: two slots plus the shared region
+  std::chrono::microseconds spin_;
+  std::chrono::milliseconds liveness_interval_;
+  std::unique_ptr<ShmSegment> segment_;
+  const std::atomic<bool>* aborted_;
+  uint64_t seq_ = 0;   // sync points passed
+  uint64_t step_ = 0;  // steps begun
+  Status failure_;
+};
+
+}  // namespace builtin
+}  // namespace collectives
+}  // namespace hora
