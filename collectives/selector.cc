@@ -9,19 +9,32 @@ namespace hora {
 namespace collectives {
 namespace {
 
-// The cost constants, one row per backend. Initial estimates, to be calibrated with
-// hora-bench sweeps on the target machine (replace the numbers, keep the sources noted):
-// - alpha_us: one point-to-point message's latency. gloo: half the 31-36 us loopback TCP
-//   round trip (issue 4); mpi: shared memory, a few us; builtin: shm/lean TCP, estimate.
-// - beta_us_per_byte: 1 / point-to-point bandwidth. gloo: one TCP stream 3.1-3.7 GB/s;
-//   mpi: shm peak ~7 GB/s; builtin: shm copies, ~10 GB/s estimate.
-// - gamma_us_per_byte: 1 / reduction throughput of kernels::reduce3 (two reads, one write
-//   near memcpy's ~15 GB/s): ~8 GB/s estimate.
-// - native_*: the backend's own allreduce, as alpha + busbw model. gloo: 90-380 us for 4 B
-//   and 1.0-1.4 GB/s bus bandwidth (issue 4); mpi: ~7 GB/s at 1-4 MiB, collapsing to
-//   ~0.2 GB/s at 64 MiB and beyond (per-call scratch allocation).
+// The cost constants, one row per backend, calibrated from hora-bench sweeps on a 2-core
+// Intel Xeon VM (float32 sum, 8 B .. 256 MiB, x2 steps) run by scripts/bench_readme.sh on
+// 2026-12-02; its CSVs are docs/bench/allreduce_np*.csv. That machine was heavily loaded
+// (load average 8-15 on 2 cores), so absolute figures are slow; what the selector uses is
+// where the algorithms cross over, which the fit reproduces. Fit: the (alpha, beta, gamma)
+// whose argmin over ring/tree/rd loses the least time against the fastest measured algorithm
+// at every (ranks, size), plus a log-squared error on every algorithm's time.
+// - builtin: alpha 68 us, beta 1 / 1.16 GB/s, gamma 1 / 1.16 GB/s, from
+//   `HORA_BACKEND=builtin horarun -np {2,4} hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2
+//   --compare hora,gloo` (docs/bench/allreduce_np2.csv, allreduce_np4.csv): rd fastest up to
+//   128 KiB, ring (or tree within 15%) from 256 KiB. Under mpirun, whose ranks are bound to
+//   cores, the same backend's alpha was 0.8-1.5 us with the same crossover (allreduce_np2_mpi*).
+// - gloo: alpha 207 us, beta 1 / 0.75 GB/s (gamma as builtin: the same kernels), from
+//   `HORA_BACKEND=gloo horarun -np 2 hora-bench ... --compare hora,gloo`
+//   (docs/bench/allreduce_np2_gloo.csv). Gloo's pairs stall for 2-4 ms at random under load,
+//   which no constant models; the crossover (rd to ~128 KiB, ring above) is what holds.
+//   native (Gloo's ring allreduce): 2.7 ms median at <= 4 KiB, ~0.4 GB/s busbw at >= 16 MiB
+//   in the same run, so it is never chosen.
+// - mpi: the point-to-point row (alpha 1.5 us, beta 1 / 7 GB/s, gamma 1 / 8 GB/s) is still the
+//   estimate from issue 4 (hora's algorithms over the MPI backend were not swept); native is
+//   MPI_Allreduce as measured by `HORA_BACKEND=mpi mpirun -np 2 hora-bench ... --compare
+//   hora,gloo,mpi` (docs/bench/allreduce_np2_mpi.csv): 1.4 us at <= 4 KiB, ~1.7 GB/s busbw at
+//   1-4 MiB, collapsing to ~0.2 GB/s from 4 MiB on (fresh scratch pages per call; with
+//   MALLOC_MMAP_MAX_=0 it did not recover on the loaded machine).
 // - nccl: hora's algorithms reduce with CPU kernels and cannot touch device memory, so only
-//   native is available there.
+//   native is available there (estimates, not measured here).
 struct BackendCosts {
   const char* backend;
   bool has_hora_algorithms;
@@ -39,14 +52,14 @@ constexpr double kGBs = 1000.0;  // 1 GB/s in bytes per microsecond
 
 const BackendCosts kCosts[] = {
     // backend   hora   alpha  beta             gamma           native alpha  busbw
-    {"gloo", true, 18.0, 1.0 / (3.3 * kGBs), 1.0 / (8 * kGBs), true, 90.0, 1.2 * kGBs, 0, 0},
-    {"mpi", true, 1.5, 1.0 / (7.0 * kGBs), 1.0 / (8 * kGBs), true, 3.0, 7.0 * kGBs, 64u << 20,
+    {"gloo", true, 207.0, 1.0 / (0.75 * kGBs), 1.0 / (1.16 * kGBs), true, 2700.0, 0.4 * kGBs, 0, 0},
+    {"mpi", true, 1.5, 1.0 / (7.0 * kGBs), 1.0 / (8 * kGBs), true, 1.4, 1.7 * kGBs, 4u << 20,
      0.2 * kGBs},
-    {"builtin", true, 5.0, 1.0 / (10.0 * kGBs), 1.0 / (8 * kGBs), false, 0, 0, 0, 0},
+    {"builtin", true, 68.0, 1.0 / (1.16 * kGBs), 1.0 / (1.16 * kGBs), false, 0, 0, 0, 0},
     {"nccl", false, 10.0, 1.0 / (20.0 * kGBs), 0, true, 8.0, 100.0 * kGBs, 0, 0},
     // Any other backend (e.g. the tests' in-process one): gloo's point-to-point costs and no
     // native allreduce assumed.
-    {"", true, 18.0, 1.0 / (3.3 * kGBs), 1.0 / (8 * kGBs), false, 0, 0, 0, 0},
+    {"", true, 207.0, 1.0 / (0.75 * kGBs), 1.0 / (1.16 * kGBs), false, 0, 0, 0, 0},
 };
 constexpr size_t kNumBackends = sizeof(kCosts) / sizeof(kCosts[0]);
 

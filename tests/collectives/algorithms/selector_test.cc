@@ -110,6 +110,17 @@ TEST(SelectorTest, EstimatesGrowWithBytesAndExplainListsEveryCandidate) {
   }
 }
 
+TEST(SelectorTest, BuiltinCrossoverIsWhereHoraBenchMeasuredIt) {
+  // hora-bench sweeps (see selector.cc): rd fastest up to 128 KiB, ring from 256 KiB, at
+  // 2 and 4 ranks.
+  for (int ranks : {2, 4}) {
+    EXPECT_EQ(select_allreduce(64 * 1024, ranks, "builtin").algorithm,
+              Algorithm::kRecursiveDoubling)
+        << ranks;
+    EXPECT_EQ(select_allreduce(1u << 20, ranks, "builtin").algorithm, Algorithm::kRing) << ranks;
+  }
+}
+
 TEST(SelectorTest, TreeBeatsRingAtMidSizesOnManyRanks) {
   // Ring pays 2 (n - 1) latencies; on 64 ranks a 64 KiB message is latency-bound.
   EXPECT_LT(estimate_allreduce_us(Algorithm::kTree, "gloo", 64 * 1024, 64),

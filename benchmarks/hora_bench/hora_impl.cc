@@ -1,0 +1,97 @@
+// hora's own algorithms (collectives/algorithms/) over a communicator of one backend, made for
+// the benchmark beside the job's so no other thread ever touches it. Allreduce runs the
+// algorithm given (auto asks the selector per size, as the engine does); the other
+// collectives run hora's one algorithm each (ring allgatherv, pipelined broadcast, ring
+// reducescatter, pairwise alltoallv), or the backend's own for `native`. Scratch comes from
+// a ScratchPool that only grows, so a timed call allocates no data-sized memory.
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "benchmarks/hora_bench/implementation.h"
+#include "benchmarks/hora_bench/native_call.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/backends/registry.h"
+#include "collectives/scratch_pool.h"
+#include "collectives/selector.h"
+#include "core/context.h"
+
+namespace hora {
+namespace bench {
+namespace {
+
+using collectives::Algorithm;
+
+class HoraImplementation : public Implementation {
+ public:
+  HoraImplementation(std::string name, Algorithm algo, std::unique_ptr<collectives::Store> store,
+                     std::unique_ptr<collectives::Communicator> comm)
+      : name_(std::move(name)), algo_(algo), store_(std::move(store)), comm_(std::move(comm)) {}
+
+  const std::string& name() const override { return name_; }
+  bool is_hora() const override { return true; }
+
+  Status supports(const Call& call) const override {
+    if (call.collective == Collective::kAlltoall && call.in_place) {
+      return Status::unimplemented("hora's alltoall runs out of place only");
+    }
+    return Status::ok();
+  }
+
+  Status run(const Call& c) override {
+    collectives::AlgorithmOptions options;
+    options.deadline = c.deadline;
+    options.scratch = &scratch_;
+    if (algo_ == Algorithm::kNative) return run_native(*comm_, c);
+    const int n = comm_->size();
+    switch (c.collective) {
+      case Collective::kAllreduce:
+        return collectives::run_allreduce(algo_, *comm_, c.in, c.out, c.count, c.dtype, c.op,
+                                          options);
+      case Collective::kAllgather:
+        return collectives::ring_allgatherv(*comm_, c.in, c.out,
+                                            std::vector<size_t>(static_cast<size_t>(n), c.count),
+                                            c.dtype, options);
+      case Collective::kBroadcast:
+        return collectives::pipelined_broadcast(*comm_, c.in, c.out, c.count, c.dtype, c.root,
+                                                options);
+      case Collective::kReducescatter:
+        return collectives::ring_reducescatter(*comm_, c.in, c.out,
+                                               std::vector<size_t>(static_cast<size_t>(n), c.count),
+                                               c.dtype, c.op, options);
+      case Collective::kAlltoall: {
+        const std::vector<size_t> counts(static_cast<size_t>(n), c.count);
+        return collectives::pairwise_alltoallv(*comm_, c.in, counts, c.out, counts, c.dtype,
+                                               options);
+      }
+    }
+    return Status::internal("hora implementation: unknown collective");
+  }
+
+ private:
+  const std::string name_;
+  const Algorithm algo_;
+  std::unique_ptr<collectives::Store> store_;  // outlives comm_ (its rendezvous keys)
+  std::unique_ptr<collectives::Communicator> comm_;
+  collectives::ScratchPool scratch_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const ImplementationEnv& env,
+                                                                   const std::string& backend,
+                                                                   Algorithm algo) {
+  const std::string name =
+      algo == Algorithm::kAuto ? "hora" : std::string("hora-") + collectives::algorithm_name(algo);
+  HORA_ASSIGN_OR_RETURN(auto store, implementation_store(env, name + "-" + backend));
+  const Config& config = env.context->config();
+  HORA_ASSIGN_OR_RETURN(
+      auto comm,
+      collectives::make_communicator(backend, env.rank, env.size, *store, backend_options_for(env),
+                                     Deadline::after_seconds(config.start_timeout_s)));
+  return std::unique_ptr<Implementation>(
+      new HoraImplementation(name, algo, std::move(store), std::move(comm)));
+}
+
+}  // namespace bench
+}  // namespace hora

@@ -1,0 +1,88 @@
+// Implementation: one way of running a collective that hora-bench times, side by side with
+// the others on the same buffers in the same run: hora through one of its algorithms
+// (hora_impl.cc), Gloo's own collectives (gloo_impl.cc), MPI's (mpi_impl.cc), and hora's
+// engine (engine_impl.cc).
+//
+// Each implementation owns its communicator (created over its own PrefixStore of the job's
+// store, so keys never clash and no other thread ever uses it). Calls are collective: every
+// rank must make the same calls in the same order. One thread uses an implementation.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmarks/hora_bench/collective.h"
+#include "benchmarks/hora_bench/options.h"
+#include "collectives/rendezvous/store.h"
+#include "core/base/data_type.h"
+#include "core/base/deadline.h"
+#include "core/base/reduce_op.h"
+#include "core/base/status.h"
+
+namespace hora {
+class Context;
+
+namespace bench {
+
+// One call. `in` and `out` hold input_elements / output_elements (collective.h) of dtype.
+// In place: for allreduce and broadcast in == out; for allgather `in` is this rank's block
+// of `out`; for reducescatter `out` is this rank's block of `in`.
+struct Call {
+  Collective collective = Collective::kAllreduce;
+  const void* in = nullptr;
+  void* out = nullptr;
+  size_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  bool in_place = false;
+  Deadline deadline = Deadline::after_seconds(300);
+};
+
+class Implementation {
+ public:
+  virtual ~Implementation() = default;
+  // The column name: "hora-ring", "gloo-bcube", "mpi", ...
+  virtual const std::string& name() const = 0;
+  // hora's own (the numerator of the ratio column) rather than a baseline.
+  virtual bool is_hora() const = 0;
+  // OK when this implementation can run `call`'s collective, dtype, op and placement;
+  // otherwise why not (the table then shows "n/a"). The answer is the same on every rank.
+  virtual Status supports(const Call& call) const = 0;
+  // Runs one collective. Blocks until done or call.deadline.
+  virtual Status run(const Call& call) = 0;
+};
+
+// What every factory needs.
+struct ImplementationEnv {
+  Context* context = nullptr;  // hora's runtime (store, config, layout)
+  int rank = 0;
+  int size = 1;
+  std::string job_backend;  // HORA_BACKEND resolved: "builtin", "gloo", "mpi"
+};
+
+// hora's algorithm `algo` over a fresh communicator of `backend`.
+StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const ImplementationEnv& env,
+                                                                   const std::string& backend,
+                                                                   collectives::Algorithm algo);
+// Gloo's own collectives (allreduce: ring when !bcube, else bcube). kUnimplemented when
+// hora was built without Gloo.
+StatusOr<std::unique_ptr<Implementation>> make_gloo_implementation(const ImplementationEnv& env,
+                                                                   bool bcube);
+// MPI on MPI_COMM_WORLD. kUnimplemented when hora was built without MPI or the job was not
+// launched by mpirun. Initialises MPI when nobody has (and finalises it when destroyed).
+StatusOr<std::unique_ptr<Implementation>> make_mpi_implementation(const ImplementationEnv& env);
+// Named async allreduces through hora's engine (the job's communicator, through the engine's
+// thread only).
+StatusOr<std::unique_ptr<Implementation>> make_engine_implementation(const ImplementationEnv& env);
+
+// The implementations `options` asks for, in column order: hora with --algo (or every hora
+// algorithm with --compare hora), then Gloo's and MPI's. An implementation asked for by
+// --compare that cannot be made fails the whole run (the same on every rank).
+StatusOr<std::vector<std::unique_ptr<Implementation>>> make_implementations(
+    const Options& options, const ImplementationEnv& env);
+
+}  // namespace bench
+}  // namespace hora

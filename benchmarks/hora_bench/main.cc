@@ -1,0 +1,193 @@
+// hora-bench: bandwidth and latency of hora's collectives in nccl-tests' columns, side by side
+// with Gloo's and MPI's on the same buffers in the same run (--compare), as a table on rank 0
+// and optionally JSON, CSV and an SVG plot. Run under horarun (or mpirun).
+//
+// Exit codes: 0 all good; 1 a run error (a collective failed, a file could not be written);
+// 2 bad arguments (one line and a usage hint on rank 0; every rank parses the same argv, so
+// every rank exits 2 together, after hora::init so the message is printed once); 3 #wrong > 0.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "benchmarks/hora_bench/export.h"
+#include "benchmarks/hora_bench/implementation.h"
+#include "benchmarks/hora_bench/machine.h"
+#include "benchmarks/hora_bench/native_call.h"
+#include "benchmarks/hora_bench/options.h"
+#include "benchmarks/hora_bench/report.h"
+#include "benchmarks/hora_bench/runner.h"
+#include "benchmarks/hora_bench/svg_plot.h"
+#include "collectives/backends/registry.h"
+#include "core/context.h"
+#include "core/hora.h"
+
+namespace hora {
+namespace bench {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRunError = 1;
+constexpr int kExitBadArguments = 2;
+constexpr int kExitWrong = 3;
+
+bool is_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") return true;
+  }
+  return false;
+}
+
+// Prints on rank 0, or on every rank when hora is not initialised (the rank is unknown).
+void print_error(const std::string& line, bool with_usage) {
+  if (hora::is_initialized() && hora::rank() != 0) return;
+  std::fprintf(stderr, "hora-bench: %s\n", line.c_str());
+  if (with_usage) std::fprintf(stderr, "%s\n", usage_hint().c_str());
+}
+
+std::vector<PlotSeries> plot_series(const std::vector<std::string>& impls,
+                                    const std::vector<Measurement>& results) {
+  std::vector<PlotSeries> series;
+  for (const std::string& name : impls) {
+    PlotSeries s;
+    s.name = name;
+    for (const Measurement& m : results) {
+      if (m.impl == name && !m.in_place && m.available) {
+        s.points.emplace_back(m.size_bytes, m.busbw_gbs);
+      }
+    }
+    series.push_back(s);
+  }
+  return series;
+}
+
+int run(int argc, char** argv) {
+  if (is_help(argc, argv)) {
+    std::cout << help_text();
+    return kExitOk;
+  }
+  StatusOr<Options> parsed = parse_options(argc, argv);
+  // MPI_Allreduce runs on this thread while hora's engine thread may use its own MPI
+  // communicator for idle heartbeat rounds; MPI_THREAD_SERIALIZED forbids the overlap, so a
+  // run that compares with MPI keeps the engine idle (no heartbeat within the run).
+  hora::InitOptions init_options;
+  if (parsed.is_ok()) {
+    for (const std::string& name : parsed.value().compare) {
+      if (name == "mpi") init_options.settings.emplace_back("HORA_HEARTBEAT_MS", "600000");
+    }
+  }
+  Status init = hora::init(init_options);
+  if (!init.is_ok()) {
+    print_error("hora::init failed: " + init.to_string(), false);
+    return kExitRunError;
+  }
+  const int rank = hora::rank(), ranks = hora::size();
+  if (parsed.is_ok()) {
+    Status valid = validate_for_job(parsed.value(), ranks);
+    if (!valid.is_ok()) parsed = valid;
+  }
+  if (!parsed.is_ok()) {
+    print_error(parsed.status().message(), true);
+    hora::shutdown();
+    return kExitBadArguments;
+  }
+  const Options& options = parsed.value();
+  Context* context = detail::context();
+  ImplementationEnv env;
+  env.context = context;
+  env.rank = rank;
+  env.size = ranks;
+  env.job_backend = context->communicator().backend_name();
+
+  // Make every implementation, then a control communicator for barriers and reductions.
+  auto impls = make_implementations(options, env);
+  if (!impls.is_ok()) {
+    const bool is_usage = impls.status().code() == StatusCode::kInvalidArgument;
+    print_error(impls.status().to_string(), is_usage);
+    hora::shutdown();
+    return is_usage ? kExitBadArguments : kExitRunError;
+  }
+  auto control_store = implementation_store(env, "control");
+  StatusOr<std::unique_ptr<collectives::Communicator>> control =
+      control_store.is_ok()
+          ? collectives::make_communicator(
+                "builtin", rank, ranks, *control_store.value(), backend_options_for(env),
+                Deadline::after_seconds(context->config().start_timeout_s))
+          : StatusOr<std::unique_ptr<collectives::Communicator>>(control_store.status());
+  if (!control.is_ok()) {
+    print_error("control communicator: " + control.status().to_string(), false);
+    hora::shutdown();
+    return kExitRunError;
+  }
+
+  RunInfo info;
+  info.options = options;
+  info.ranks = ranks;
+  info.backend = options.backend.empty() ? env.job_backend : options.backend;
+  info.launcher = layout_source_name(context->layout().source);
+  for (const auto& impl : impls.value()) info.impls.push_back(impl->name());
+  info.machine = machine_info();
+  info.timestamp = utc_timestamp();
+  Reporter reporter(info);
+  if (rank == 0) std::cout << reporter.header() << std::flush;
+
+  SweepSettings settings;
+  settings.options = options;
+  settings.rank = rank;
+  settings.ranks = ranks;
+  settings.run_in_place = !reporter.is_compare();
+  settings.timeout_s = context->config().timeout_s;
+  auto results = run_sweep(settings, impls.value(), *control.value(),
+                           [&](const std::vector<Measurement>& row) {
+                             const std::string line = reporter.add_row(row);
+                             if (rank == 0 && !line.empty()) std::cout << line << std::flush;
+                           });
+  if (!results.is_ok()) {
+    // Every rank reports its own failure: they may differ (which peer failed).
+    std::fprintf(stderr, "hora-bench: rank %d: %s\n", rank, results.status().to_string().c_str());
+    control.value()->abort();
+    for (auto& impl : impls.value()) impl.reset();
+    hora::shutdown();
+    return kExitRunError;
+  }
+  int code = reporter.total_wrong() > 0 ? kExitWrong : kExitOk;
+  if (rank == 0) {
+    std::cout << reporter.footer() << std::flush;
+    Status written = Status::ok();
+    if (!options.json_path.empty())
+      written = write_file(options.json_path, to_json(info, results.value()));
+    if (written.is_ok() && !options.csv_path.empty()) {
+      written = write_file(options.csv_path, to_csv(info, results.value()));
+    }
+    if (written.is_ok() && !options.plot_path.empty()) {
+      PlotText text;
+      text.title = std::string(collective_name(options.collective)) + ", " + std::to_string(ranks) +
+                   " ranks, " + data_type_name(options.dtype) + ", " + info.backend + " (" +
+                   info.machine.hostname + ", " + info.timestamp + ")";
+      written =
+          write_file(options.plot_path, render_svg(text, plot_series(info.impls, results.value())));
+    }
+    if (!written.is_ok()) {
+      print_error(written.to_string(), false);
+      if (code == kExitOk) code = kExitRunError;
+    }
+  }
+  // Implementations (and MPI, when one of them initialised it) go before hora shuts down.
+  impls.value().clear();
+  control.value().reset();
+  Status down = hora::shutdown();
+  if (!down.is_ok() && code == kExitOk) {
+    print_error("hora::shutdown: " + down.to_string(), false);
+    code = kExitRunError;
+  }
+  return code;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace hora
+
+int main(int argc, char** argv) { return hora::bench::run(argc, argv); }

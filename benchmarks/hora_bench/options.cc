@@ -1,0 +1,231 @@
+// Command-line parsing and validation with CLI11 (see options.h).
+#include "benchmarks/hora_bench/options.h"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <sstream>
+
+#include "benchmarks/hora_bench/size_parse.h"
+
+namespace hora {
+namespace bench {
+namespace {
+
+// The flag values as text, before conversion (so every message names the flag and value).
+struct RawFlags {
+  std::string collective, min_bytes = "32M", max_bytes = "32M", dtype = "float32", op = "sum";
+  std::string algo = "auto", backend, compare, json, csv, plot;
+  double step_factor = 0;
+  std::string step_bytes;
+  int root = 0, iters = 20, warmup = 5, check = 1;
+  bool through_engine = false;
+};
+
+void add_flags(CLI::App& app, RawFlags& f) {
+  app.add_option("collective", f.collective,
+                 "allreduce, allgather, broadcast, reducescatter or alltoall")
+      ->required();
+  app.add_option("-b,--minbytes", f.min_bytes, "smallest size (K/M/G suffixes), default 32M");
+  app.add_option("-e,--maxbytes", f.max_bytes, "largest size, default 32M");
+  app.add_option("-f,--stepfactor", f.step_factor, "multiply the size by this per step (2)");
+  app.add_option("-i,--stepbytes", f.step_bytes, "add this many bytes per step instead");
+  app.add_option("-d,--datatype", f.dtype,
+                 "float32 (float), float16 (half), bfloat16, float64, "
+                 "int8, uint8, int32, int64");
+  app.add_option("-o,--op", f.op, "sum, prod, min, max, avg (reductions only)");
+  app.add_option("-r,--root", f.root, "root rank of broadcast (0)");
+  app.add_option("-n,--iters", f.iters, "timed iterations per size (20)");
+  app.add_option("-w,--warmup_iters", f.warmup, "untimed iterations per size (5)");
+  app.add_option("-c,--check", f.check, "check results against the closed form: 0 or 1 (1)");
+  app.add_option("--algo", f.algo, "hora's allreduce algorithm: auto, ring, tree, rd, native");
+  app.add_option("--backend", f.backend,
+                 "backend of hora's algorithms: builtin, gloo, mpi "
+                 "(default: the job's HORA_BACKEND)");
+  app.add_flag("--through-engine", f.through_engine,
+               "named async allreduces through the engine (fusion included)");
+  app.add_option("--compare", f.compare,
+                 "also run these, comma-separated: hora (every hora "
+                 "algorithm), gloo, mpi");
+  app.add_option("--json", f.json, "write every measurement as JSON");
+  app.add_option("--csv", f.csv, "write every measurement as CSV");
+  app.add_option("--plot", f.plot, "write busbw against size as an SVG plot");
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
+  Options o;
+  HORA_ASSIGN_OR_RETURN(o.collective, parse_collective(f.collective));
+  HORA_ASSIGN_OR_RETURN(o.min_bytes, parse_size(f.min_bytes, "-b"));
+  HORA_ASSIGN_OR_RETURN(o.max_bytes, parse_size(f.max_bytes, "-e"));
+  if (o.min_bytes > o.max_bytes) {
+    return Status::invalid_argument("-b " + f.min_bytes + " is larger than -e " + f.max_bytes +
+                                    ": the smallest size must not exceed the largest");
+  }
+  if (!f.step_bytes.empty()) {
+    if (factor_given) return Status::invalid_argument("-f and -i exclude each other: give one");
+    HORA_ASSIGN_OR_RETURN(o.step_bytes, parse_size(f.step_bytes, "-i"));
+    if (o.step_bytes == 0) return Status::invalid_argument("-i 0: the step must be positive");
+  }
+  if (factor_given) {
+    if (!(f.step_factor > 1.0) || !std::isfinite(f.step_factor)) {
+      return Status::invalid_argument("-f " + std::to_string(f.step_factor) +
+                                      ": the step factor must be greater than 1");
+    }
+    o.step_factor = f.step_factor;
+  }
+  std::string dtype = f.dtype;
+  auto dt = parse_data_type(dtype);
+  if (!dt.is_ok()) return Status::invalid_argument("-d: " + dt.status().message());
+  o.dtype = dt.value();
+  o.op_given = op_given;
+  const std::string op_text = f.op == "prod" ? "product" : f.op;
+  auto op = parse_reduce_op(op_text);
+  if (!op.is_ok()) return Status::invalid_argument("-o: " + op.status().message());
+  o.op = op.value();
+  if (op_given && !is_reduction(o.collective)) {
+    return Status::invalid_argument(std::string("-o ") + f.op + " is not valid for " +
+                                    collective_name(o.collective) +
+                                    ", which reduces nothing (only allreduce and reducescatter "
+                                    "take -o)");
+  }
+  if (o.op == ReduceOp::kAverage && !is_floating(o.dtype)) {
+    return Status::invalid_argument(std::string("-o avg needs a floating dtype, not -d ") +
+                                    data_type_name(o.dtype));
+  }
+  if (f.root < 0) {
+    return Status::invalid_argument("-r " + std::to_string(f.root) + ": the root must be >= 0");
+  }
+  o.root = f.root;
+  if (f.iters < 1) {
+    return Status::invalid_argument("-n " + std::to_string(f.iters) +
+                                    ": needs at least 1 iteration");
+  }
+  if (f.warmup < 0) {
+    return Status::invalid_argument("-w " + std::to_string(f.warmup) + ": must be >= 0");
+  }
+  if (f.check != 0 && f.check != 1) {
+    return Status::invalid_argument("-c " + std::to_string(f.check) + ": expected 0 or 1");
+  }
+  o.iters = f.iters;
+  o.warmup = f.warmup;
+  o.check = f.check == 1;
+  auto algo = collectives::parse_algorithm(f.algo);
+  if (!algo.is_ok()) {
+    return Status::invalid_argument("--algo '" + f.algo +
+                                    "': expected auto, ring, tree, rd or native");
+  }
+  o.algo = algo.value();
+  if (o.algo != collectives::Algorithm::kAuto && o.collective != Collective::kAllreduce) {
+    return Status::invalid_argument(std::string("--algo ") + f.algo +
+                                    " applies to allreduce only, "
+                                    "not " +
+                                    collective_name(o.collective));
+  }
+  if (!f.backend.empty() && f.backend != "builtin" && f.backend != "gloo" && f.backend != "mpi") {
+    return Status::invalid_argument("--backend '" + f.backend + "': expected builtin, gloo or mpi");
+  }
+  o.backend = f.backend;
+  o.through_engine = f.through_engine;
+  if (o.through_engine && o.collective != Collective::kAllreduce) {
+    return Status::invalid_argument(
+        std::string("--through-engine applies to allreduce only, not ") +
+        collective_name(o.collective));
+  }
+  for (const std::string& name : split_commas(f.compare)) {
+    if (name != "hora" && name != "gloo" && name != "mpi") {
+      return Status::invalid_argument("--compare '" + name + "': expected hora, gloo or mpi");
+    }
+    o.compare.push_back(name);
+  }
+  o.json_path = f.json;
+  o.csv_path = f.csv;
+  o.plot_path = f.plot;
+  if (!o.plot_path.empty() && !ends_with(o.plot_path, ".svg")) {
+    return Status::invalid_argument("--plot '" + o.plot_path + "': the file name must end in .svg");
+  }
+  return o;
+}
+
+// CLI11's message as one line.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+StatusOr<Options> parse_options(const std::vector<std::string>& args) {
+  CLI::App app("hora-bench: collective bandwidth and latency", "hora-bench");
+  RawFlags flags;
+  add_flags(app, flags);
+  // CLI11 parses a reversed vector of arguments.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    return Status::failed_precondition("help");
+  } catch (const CLI::ParseError& e) {
+    return Status::invalid_argument(one_line(e.what()));
+  }
+  return convert(flags, app.count("-o") > 0, app.count("-f") > 0);
+}
+
+StatusOr<Options> parse_options(int argc, const char* const* argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  return parse_options(args);
+}
+
+Status validate_for_job(const Options& options, int ranks) {
+  if (has_root(options.collective) && options.root >= ranks) {
+    return Status::invalid_argument("-r " + std::to_string(options.root) +
+                                    ": the root must be a "
+                                    "rank of the job, 0.." +
+                                    std::to_string(ranks - 1));
+  }
+  return Status::ok();
+}
+
+std::vector<size_t> sweep_sizes(const Options& options) {
+  std::vector<size_t> sizes;
+  size_t size = options.min_bytes;
+  while (true) {
+    sizes.push_back(size);
+    size_t next = options.step_bytes != 0
+                      ? size + options.step_bytes
+                      : static_cast<size_t>(static_cast<double>(size) * options.step_factor);
+    if (next <= size) next = size + 1;  // -b 0 or a factor that rounds back
+    if (next > options.max_bytes || next < size) break;
+    size = next;
+  }
+  return sizes;
+}
+
+std::string usage_hint() { return "usage: hora-bench COLLECTIVE [flags]; see hora-bench --help"; }
+
+std::string help_text() {
+  CLI::App app("hora-bench: collective bandwidth and latency", "hora-bench");
+  RawFlags flags;
+  add_flags(app, flags);
+  return app.help();
+}
+
+}  // namespace bench
+}  // namespace hora

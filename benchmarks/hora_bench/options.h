@@ -1,0 +1,72 @@
+// hora-bench's command line: the flags (nccl-tests' names where it has one), parsed with
+// CLI11 and validated into one Options value. Parsing never prints and never exits: errors
+// come back as a Status whose message is one line, so the caller can print it on rank 0 only
+// and make every rank exit non-zero together.
+//
+//   hora-bench allreduce|allgather|broadcast|reducescatter|alltoall [-b MIN] [-e MAX]
+//     [-f FACTOR | -i STEP] [-d dtype] [-o op] [-r root] [-n iters] [-w warmup] [-c 0|1]
+//     [--algo ring|tree|rd|native|auto] [--backend builtin|gloo|mpi] [--through-engine]
+//     [--compare hora,gloo,mpi] [--json FILE] [--csv FILE] [--plot FILE.svg]
+//
+// Pure functions, thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "benchmarks/hora_bench/collective.h"
+#include "collectives/selector.h"
+#include "core/base/data_type.h"
+#include "core/base/reduce_op.h"
+#include "core/base/status.h"
+
+namespace hora {
+namespace bench {
+
+struct Options {
+  Collective collective = Collective::kAllreduce;
+  size_t min_bytes = 32 << 20;          // -b (nccl-tests' default is 32 MiB)
+  size_t max_bytes = 32 << 20;          // -e
+  double step_factor = 2.0;             // -f: multiply the size by this per step ...
+  size_t step_bytes = 0;                // -i: ... or add this (when non-zero)
+  DataType dtype = DataType::kFloat32;  // -d
+  ReduceOp op = ReduceOp::kSum;         // -o
+  bool op_given = false;                // -o was on the command line
+  int root = 0;                         // -r
+  int iters = 20;                       // -n
+  int warmup = 5;                       // -w
+  bool check = true;                    // -c
+  collectives::Algorithm algo = collectives::Algorithm::kAuto;  // --algo
+  std::string backend;          // --backend: hora's algorithms over it; empty = job's
+  bool through_engine = false;  // --through-engine
+  // --compare: which families run besides hora's chosen algorithm ("hora" = every hora
+  // algorithm, "gloo", "mpi"); empty = hora with --algo only.
+  std::vector<std::string> compare;
+  std::string json_path;  // --json
+  std::string csv_path;   // --csv
+  std::string plot_path;  // --plot
+};
+
+// Parses argv (argv[0] is the program name). kInvalidArgument, one line, on any bad flag or
+// value: min > max, a size that does not parse, an unknown dtype, op, algorithm or backend,
+// an op given to a collective that reduces nothing, average on an integer dtype, -f <= 1,
+// -f together with -i, iterations < 1, warmup < 0, an unknown --compare entry, a --plot path
+// not ending in .svg.
+StatusOr<Options> parse_options(int argc, const char* const* argv);
+// The same for a list of arguments without the program name (tests).
+StatusOr<Options> parse_options(const std::vector<std::string>& args);
+
+// Checks what needs the job's rank count: root < ranks.
+Status validate_for_job(const Options& options, int ranks);
+
+// The sizes of the sweep, min to max inclusive (the last step may be max itself only when
+// the steps land on it).
+std::vector<size_t> sweep_sizes(const Options& options);
+
+// The one-line usage hint printed after an error, and the full help text.
+std::string usage_hint();
+std::string help_text();
+
+}  // namespace bench
+}  // namespace hora

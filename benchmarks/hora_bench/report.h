@@ -1,0 +1,64 @@
+// The table hora-bench prints on rank 0, in nccl-tests' layout:
+//
+//   header: the machine, backend, rank count and settings;
+//   one row per size: size(B) count type redop root, then for out of place and then in place
+//     time(us) (median) algbw busbw (decimal GB/s) #wrong;
+//   with several implementations (--compare, out of place only): time(us) and busbw per
+//     implementation, the total #wrong and the ratio hora/best-other (hora's chosen algorithm
+//     over the best baseline, Gloo or MPI, at that size);
+//   footer: the average busbw (per implementation) and the total #wrong.
+//
+// A Reporter collects rows as the sweep produces them and returns text; the caller prints.
+// Not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "benchmarks/hora_bench/machine.h"
+#include "benchmarks/hora_bench/options.h"
+#include "benchmarks/hora_bench/runner.h"
+
+namespace hora {
+namespace bench {
+
+struct RunInfo {
+  Options options;
+  int ranks = 1;
+  std::string backend;             // of hora's algorithms
+  std::string launcher;            // "horarun", "mpirun", ...
+  std::vector<std::string> impls;  // column order
+  MachineInfo machine;
+  std::string timestamp;
+};
+
+class Reporter {
+ public:
+  explicit Reporter(RunInfo info);
+
+  std::string header() const;
+  // Takes one (size, placement) row of measurements; returns the text to print now (a table
+  // line once a size is complete, else empty).
+  std::string add_row(const std::vector<Measurement>& row);
+  std::string footer() const;
+
+  bool is_compare() const { return info_.impls.size() > 1; }
+  int64_t total_wrong() const { return total_wrong_; }
+
+ private:
+  std::string single_line(const std::vector<Measurement>& out_of_place,
+                          const std::vector<Measurement>& in_place) const;
+  std::string compare_line(const std::vector<Measurement>& row) const;
+
+  RunInfo info_;
+  std::vector<Measurement> pending_;  // the out-of-place row waiting for its in-place one
+  std::vector<Measurement> all_;
+  int64_t total_wrong_ = 0;
+};
+
+// hora's busbw over the best baseline's in one row (hora = the first hora implementation);
+// 0 when the row has no available baseline or hora is unavailable.
+double hora_ratio(const std::vector<Measurement>& row);
+
+}  // namespace bench
+}  // namespace hora

@@ -1,0 +1,202 @@
+// The timing loop (see runner.h).
+#include "benchmarks/hora_bench/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "benchmarks/hora_bench/check.h"
+#include "collectives/algorithms/algorithms.h"
+
+namespace hora {
+namespace bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One pre-faulted buffer, aligned for the vector kernels.
+class Buffer {
+ public:
+  explicit Buffer(size_t bytes) : bytes_(std::max<size_t>(bytes, 64)) {
+    data_.reset(static_cast<uint8_t*>(::operator new(bytes_, std::align_val_t(64))));
+    std::memset(data_.get(), 0, bytes_);
+  }
+  uint8_t* data() { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const { ::operator delete(p, std::align_val_t(64)); }
+  };
+  size_t bytes_;
+  std::unique_ptr<uint8_t, Free> data_;
+};
+
+collectives::AlgorithmOptions control_options(double timeout_s) {
+  collectives::AlgorithmOptions o;
+  o.deadline = Deadline::after_seconds(timeout_s);
+  o.tag = 0x62656e63;  // "benc"
+  return o;
+}
+
+// Sets up the call's pointers for the placement: in place, the rank's block is shared.
+Call make_call(const SweepSettings& s, size_t count, bool in_place, uint8_t* a, uint8_t* b) {
+  const Options& o = s.options;
+  Call c;
+  c.collective = o.collective;
+  c.count = count;
+  c.dtype = o.dtype;
+  c.op = o.op;
+  c.root = o.root;
+  c.in_place = in_place;
+  const size_t block = count * data_type_bytes(o.dtype) * static_cast<size_t>(s.rank);
+  if (!in_place) {
+    c.in = a;
+    c.out = b;
+  } else if (o.collective == Collective::kAllgather) {
+    c.out = b;
+    c.in = b + block;
+  } else if (o.collective == Collective::kReducescatter) {
+    c.in = a;
+    c.out = a + block;
+  } else {
+    c.in = a;
+    c.out = a;
+  }
+  return c;
+}
+
+CheckCall check_call(const SweepSettings& s, size_t count) {
+  CheckCall cc;
+  cc.collective = s.options.collective;
+  cc.dtype = s.options.dtype;
+  cc.op = s.options.op;
+  cc.count = count;
+  cc.rank = s.rank;
+  cc.ranks = s.ranks;
+  cc.root = s.options.root;
+  return cc;
+}
+
+// Writes the rank's input where the call reads it.
+void fill(const SweepSettings& s, const Call& c) {
+  fill_input(check_call(s, c.count), const_cast<void*>(c.in));
+}
+
+// Any rank's failure to support a call, agreed by all (supports() is deterministic, but a
+// max keeps every rank on the same path regardless).
+StatusOr<bool> agreed(collectives::Communicator& control, bool ok, double timeout_s) {
+  int64_t flag = ok ? 0 : 1;
+  HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(
+      control, &flag, &flag, 1, DataType::kInt64, ReduceOp::kMax, control_options(timeout_s)));
+  return flag == 0;
+}
+
+StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size_t count,
+                              bool in_place, uint8_t* a, uint8_t* b,
+                              collectives::Communicator& control) {
+  const Options& o = s.options;
+  Measurement m;
+  m.impl = impl.name();
+  m.is_hora = impl.is_hora();
+  m.in_place = in_place;
+  m.count = count;
+  m.size_bytes = size_for_count(o.collective, count, o.dtype, s.ranks);
+  Call call = make_call(s, count, in_place, a, b);
+  Status supported = impl.supports(call);
+  HORA_ASSIGN_OR_RETURN(bool all_supported, agreed(control, supported.is_ok(), s.timeout_s));
+  if (!all_supported) {
+    m.available = false;
+    m.note = supported.is_ok() ? "not supported on another rank" : supported.message();
+    m.wrong = -1;
+    return m;
+  }
+  auto run_once = [&]() -> Status {
+    call.deadline = Deadline::after_seconds(s.timeout_s);
+    Status st = impl.run(call);
+    if (!st.is_ok()) {
+      return st.with_context(impl.name() + " " + collective_name(o.collective) + " of " +
+                             std::to_string(m.size_bytes) + " B on rank " + std::to_string(s.rank));
+    }
+    return st;
+  };
+  fill(s, call);
+  HORA_RETURN_IF_ERROR(collectives::dissemination_barrier(control, control_options(s.timeout_s)));
+  for (int i = 0; i < o.warmup; ++i) HORA_RETURN_IF_ERROR(run_once());
+  std::vector<double> samples;
+  samples.reserve(static_cast<size_t>(o.iters));
+  for (int i = 0; i < o.iters; ++i) {
+    const auto start = Clock::now();
+    HORA_RETURN_IF_ERROR(run_once());
+    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  TimeStats t = time_stats(samples);
+  double times[3] = {t.median_us, t.p99_us, t.max_us};
+  HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(
+      control, times, times, 3, DataType::kFloat64, ReduceOp::kMax, control_options(s.timeout_s)));
+  m.median_us = times[0];
+  m.p99_us = times[1];
+  m.max_us = times[2];
+  if (m.median_us > 0) {
+    m.algbw_gbs = static_cast<double>(m.size_bytes) / (m.median_us * 1e3);
+    m.busbw_gbs = m.algbw_gbs * busbw_factor(o.collective, s.ranks);
+  }
+  m.wrong = -1;
+  if (o.check) {
+    fill(s, call);
+    HORA_RETURN_IF_ERROR(run_once());
+    int64_t wrong = count_wrong(check_call(s, count), call.out);
+    HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(control, &wrong, &wrong, 1,
+                                                                   DataType::kInt64, ReduceOp::kSum,
+                                                                   control_options(s.timeout_s)));
+    m.wrong = wrong;
+  }
+  return m;
+}
+
+}  // namespace
+
+TimeStats time_stats(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  TimeStats t;
+  t.median_us = n % 2 == 1 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+  size_t p99 = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(n)));
+  t.p99_us = samples[std::min(n, std::max<size_t>(p99, 1)) - 1];
+  t.max_us = samples.back();
+  return t;
+}
+
+StatusOr<std::vector<Measurement>> run_sweep(
+    const SweepSettings& s, std::vector<std::unique_ptr<Implementation>>& impls,
+    collectives::Communicator& control,
+    const std::function<void(const std::vector<Measurement>&)>& on_row) {
+  const Options& o = s.options;
+  const std::vector<size_t> sizes = sweep_sizes(o);
+  size_t max_bytes = 0;
+  for (size_t size : sizes) {
+    const size_t count = count_for_size(o.collective, size, o.dtype, s.ranks);
+    max_bytes = std::max(max_bytes, size_for_count(o.collective, count, o.dtype, s.ranks));
+  }
+  Buffer a(max_bytes), b(max_bytes);
+  std::vector<Measurement> all;
+  for (size_t size : sizes) {
+    const size_t count = count_for_size(o.collective, size, o.dtype, s.ranks);
+    for (bool in_place : {false, true}) {
+      if (in_place && !s.run_in_place) continue;
+      std::vector<Measurement> row;
+      for (auto& impl : impls) {
+        HORA_ASSIGN_OR_RETURN(Measurement m,
+                              measure(s, *impl, count, in_place, a.data(), b.data(), control));
+        row.push_back(m);
+      }
+      on_row(row);
+      all.insert(all.end(), row.begin(), row.end());
+    }
+  }
+  return all;
+}
+
+}  // namespace bench
+}  // namespace hora

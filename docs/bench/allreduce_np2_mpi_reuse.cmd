@@ -1,0 +1,1 @@
+env HORA_BACKEND=mpi mpirun -np 2 --allow-run-as-root -x MALLOC_MMAP_MAX_=0 build/benchmarks/hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2 -c 1 --backend builtin --compare hora,gloo,mpi --csv docs/bench/allreduce_np2_mpi_reuse.csv --plot docs/bench/allreduce_np2_mpi_reuse.svg

@@ -1,0 +1,1 @@
+env HORA_BACKEND=builtin build/launcher/horarun -np 4 build/benchmarks/hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2 -c 1 --compare hora,gloo --csv docs/bench/allreduce_np4.csv --plot docs/bench/allreduce_np4.svg

@@ -1,0 +1,115 @@
+// hora-bench's argument validation: defaults, nccl-tests' flags, and one clear error for each
+// bad argument.
+#include "benchmarks/hora_bench/options.h"
+
+#include <gtest/gtest.h>
+
+namespace hora {
+namespace bench {
+namespace {
+
+Status error_of(const std::vector<std::string>& args) {
+  auto o = parse_options(args);
+  return o.is_ok() ? Status::ok() : o.status();
+}
+
+void expect_bad(const std::vector<std::string>& args, const std::string& needle) {
+  Status s = error_of(args);
+  ASSERT_FALSE(s.is_ok()) << "accepted: " << args.size() << " args";
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find('\n'), std::string::npos) << "not one line: " << s.message();
+}
+
+TEST(OptionsTest, Defaults) {
+  auto o = parse_options({"allreduce"});
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_EQ(o->collective, Collective::kAllreduce);
+  EXPECT_EQ(o->min_bytes, 32u << 20);
+  EXPECT_EQ(o->max_bytes, 32u << 20);
+  EXPECT_EQ(o->dtype, DataType::kFloat32);
+  EXPECT_EQ(o->op, ReduceOp::kSum);
+  EXPECT_FALSE(o->op_given);
+  EXPECT_TRUE(o->check);
+  EXPECT_EQ(o->algo, collectives::Algorithm::kAuto);
+  EXPECT_TRUE(o->compare.empty());
+}
+
+TEST(OptionsTest, NcclTestsFlags) {
+  auto o =
+      parse_options({"allreduce", "-b",     "8",     "-e",     "128M",   "-f",        "4",
+                     "-d",        "half",   "-o",    "max",    "-n",     "7",         "-w",
+                     "0",         "-c",     "0",     "--algo", "ring",   "--compare", "hora,gloo",
+                     "--json",    "r.json", "--csv", "r.csv",  "--plot", "p.svg"});
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_EQ(o->min_bytes, 8u);
+  EXPECT_EQ(o->max_bytes, 128u << 20);
+  EXPECT_EQ(o->step_factor, 4.0);
+  EXPECT_EQ(o->dtype, DataType::kFloat16);
+  EXPECT_EQ(o->op, ReduceOp::kMax);
+  EXPECT_EQ(o->iters, 7);
+  EXPECT_EQ(o->warmup, 0);
+  EXPECT_FALSE(o->check);
+  EXPECT_EQ(o->algo, collectives::Algorithm::kRing);
+  EXPECT_EQ(o->compare, (std::vector<std::string>{"hora", "gloo"}));
+  EXPECT_EQ(o->plot_path, "p.svg");
+  auto prod = parse_options({"reducescatter", "-o", "prod", "-d", "int32"});
+  ASSERT_TRUE(prod.is_ok()) << prod.status().to_string();
+  EXPECT_EQ(prod->op, ReduceOp::kProduct);
+  auto step = parse_options({"broadcast", "-b", "1K", "-e", "4K", "-i", "1K", "-r", "1"});
+  ASSERT_TRUE(step.is_ok()) << step.status().to_string();
+  EXPECT_EQ(step->step_bytes, 1024u);
+  EXPECT_EQ(step->root, 1);
+}
+
+TEST(OptionsTest, BadArguments) {
+  expect_bad({"allreduce", "-b", "1M", "-e", "1K"}, "larger than -e");
+  expect_bad({"allreduce", "-d", "float128"}, "float128");
+  expect_bad({"allreduce", "-o", "xor"}, "xor");
+  expect_bad({"allgather", "-o", "sum"}, "not valid for allgather");
+  expect_bad({"broadcast", "-o", "max"}, "not valid for broadcast");
+  expect_bad({"allreduce", "-o", "avg", "-d", "int32"}, "floating");
+  expect_bad({"allreduce", "-f", "1"}, "greater than 1");
+  expect_bad({"allreduce", "-f", "2", "-i", "1K"}, "exclude");
+  expect_bad({"allreduce", "-n", "0"}, "-n 0");
+  expect_bad({"allreduce", "-w", "-1"}, "-w -1");
+  expect_bad({"allreduce", "-c", "2"}, "-c 2");
+  expect_bad({"allreduce", "--algo", "bogus"}, "bogus");
+  expect_bad({"allgather", "--algo", "ring"}, "allreduce only");
+  expect_bad({"allreduce", "--backend", "nccl"}, "nccl");
+  expect_bad({"allreduce", "--compare", "hora,ucc"}, "ucc");
+  expect_bad({"allreduce", "--plot", "p.png"}, ".svg");
+  expect_bad({"alltoall", "--through-engine"}, "allreduce only");
+  expect_bad({"gatherall"}, "gatherall");
+  expect_bad({}, "collective");
+  expect_bad({"allreduce", "--frobnicate"}, "frobnicate");
+  expect_bad({"allreduce", "-b", "12Q"}, "12Q");
+}
+
+TEST(OptionsTest, RootMustBeARank) {
+  auto o = parse_options({"broadcast", "-r", "3"});
+  ASSERT_TRUE(o.is_ok());
+  EXPECT_TRUE(validate_for_job(o.value(), 4).is_ok());
+  Status s = validate_for_job(o.value(), 3);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("0..2"), std::string::npos) << s.message();
+}
+
+TEST(OptionsTest, SweepSizes) {
+  auto o = parse_options({"allreduce", "-b", "8", "-e", "64", "-f", "2"});
+  ASSERT_TRUE(o.is_ok());
+  EXPECT_EQ(sweep_sizes(o.value()), (std::vector<size_t>{8, 16, 32, 64}));
+  auto i = parse_options({"allreduce", "-b", "1K", "-e", "3500", "-i", "1K"});
+  ASSERT_TRUE(i.is_ok());
+  EXPECT_EQ(sweep_sizes(i.value()), (std::vector<size_t>{1024, 2048, 3072}));
+  auto one = parse_options({"allreduce", "-b", "1M", "-e", "1M"});
+  ASSERT_TRUE(one.is_ok());
+  EXPECT_EQ(sweep_sizes(one.value()), (std::vector<size_t>{1u << 20}));
+  auto zero = parse_options({"allreduce", "-b", "0", "-e", "4"});
+  ASSERT_TRUE(zero.is_ok());
+  EXPECT_EQ(sweep_sizes(zero.value()), (std::vector<size_t>{0, 1, 2, 4}));
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace hora

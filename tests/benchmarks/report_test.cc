@@ -1,0 +1,73 @@
+// The ratio column and the table's shape (columns of nccl-tests, one line per size).
+#include "benchmarks/hora_bench/report.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "benchmarks/hora_bench/export.h"
+#include "benchmarks/hora_bench/runner.h"
+
+namespace hora {
+namespace bench {
+namespace {
+
+Measurement m(const std::string& impl, bool is_hora, double busbw, bool in_place = false) {
+  Measurement x;
+  x.impl = impl;
+  x.is_hora = is_hora;
+  x.busbw_gbs = busbw;
+  x.algbw_gbs = busbw;
+  x.median_us = 10;
+  x.size_bytes = 1 << 20;
+  x.count = 1 << 18;
+  x.in_place = in_place;
+  return x;
+}
+
+TEST(ReportTest, RatioIsHoraOverBestBaseline) {
+  EXPECT_DOUBLE_EQ(hora_ratio({m("hora", true, 6), m("hora-ring", true, 9), m("gloo", false, 1.5),
+                               m("mpi", false, 3)}),
+                   2.0);
+  EXPECT_EQ(hora_ratio({m("hora", true, 6), m("hora-ring", true, 9)}), 0);
+  Measurement off = m("mpi", false, 100);
+  off.available = false;
+  EXPECT_DOUBLE_EQ(hora_ratio({m("hora", true, 6), off, m("gloo", false, 3)}), 2.0);
+}
+
+TEST(ReportTest, SingleTableHasBothPlacementsOnOneLine) {
+  RunInfo info;
+  info.ranks = 2;
+  info.impls = {"hora"};
+  Reporter r(info);
+  const std::string header = r.header();
+  for (const char* col : {"size(B)", "count", "type", "redop", "root", "time(us)", "algbw", "busbw",
+                          "#wrong", "out-of-place", "in-place"}) {
+    EXPECT_NE(header.find(col), std::string::npos) << col;
+  }
+  EXPECT_EQ(r.add_row({m("hora", true, 5)}), "");
+  const std::string line = r.add_row({m("hora", true, 4, true)});
+  EXPECT_NE(line.find("1048576"), std::string::npos) << line;
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_NE(r.footer().find("Avg bus bandwidth    : 4.500"), std::string::npos) << r.footer();
+}
+
+TEST(ReportTest, WrongResultsShowInFooterAndCsv) {
+  RunInfo info;
+  info.ranks = 2;
+  info.impls = {"hora", "gloo-ring"};
+  Reporter r(info);
+  Measurement bad = m("gloo-ring", false, 1);
+  bad.wrong = 3;
+  const std::string line = r.add_row({m("hora", true, 5), bad});
+  EXPECT_NE(line.find("5.00x"), std::string::npos) << line;
+  EXPECT_EQ(r.total_wrong(), 3);
+  EXPECT_NE(r.footer().find("FAILED"), std::string::npos);
+  const std::string csv = to_csv(info, {m("hora", true, 5), bad});
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  EXPECT_NE(csv.find("gloo-ring,out-of-place,1048576"), std::string::npos) << csv;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace hora
