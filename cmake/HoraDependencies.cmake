@@ -82,3 +82,21 @@ if(NOT HORA_WITH_PYTHON STREQUAL "OFF")
   endif()
 endif()
 hora_resolve(PYTHON "${_found}" "${_where}" "pybind11-dev and python3-dev")
+
+# OpenBLAS for the reference trainer's matrix products (examples/trainer/). Without it the
+# trainer falls back to plain loops (correct, slow) and says so here.
+set(HORA_WITH_OPENBLAS AUTO CACHE STRING "Use OpenBLAS in the reference trainer (AUTO, ON, OFF)")
+set_property(CACHE HORA_WITH_OPENBLAS PROPERTY STRINGS AUTO ON OFF)
+string(TOUPPER "${HORA_WITH_OPENBLAS}" HORA_WITH_OPENBLAS)
+set(_found OFF)
+set(_where "")
+if(NOT HORA_WITH_OPENBLAS STREQUAL "OFF")
+  find_library(HORA_OPENBLAS_LIBRARY openblas)
+  find_path(HORA_OPENBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas openblas-pthread
+            x86_64-linux-gnu/openblas-pthread)
+  if(HORA_OPENBLAS_LIBRARY AND HORA_OPENBLAS_INCLUDE)
+    set(_found ON)
+    set(_where "${HORA_OPENBLAS_LIBRARY} (cblas.h in ${HORA_OPENBLAS_INCLUDE})")
+  endif()
+endif()
+hora_resolve(OPENBLAS "${_found}" "${_where}" "libopenblas-dev")

@@ -1,0 +1,78 @@
+// broadcast_parameters / broadcast_optimizer_state (enqueue all, then wait all) and metrics.
+#include "adapters/cpp/broadcast.h"
+
+#include <utility>
+
+#include "core/hora.h"
+
+namespace hora {
+namespace {
+
+Status check_root(int root, const char* who) {
+  if (!is_initialized())
+    return Status::failed_precondition(std::string(who) +
+                                       ": hora is not initialised (call "
+                                       "hora::init first)");
+  if (root < 0 || root >= size())
+    return Status::invalid_argument(std::string(who) + ": root " + std::to_string(root) +
+                                    " is not a rank of this job (size " + std::to_string(size()) +
+                                    ")");
+  return Status::ok();
+}
+
+// Waits for every handle, so no buffer is left in use, and returns the first error.
+Status wait_all(std::vector<Handle>& handles) {
+  Status first_error;
+  for (Handle& h : handles) {
+    Status s = h.wait();
+    if (!s.is_ok() && first_error.is_ok()) first_error = s;
+  }
+  return first_error;
+}
+
+}  // namespace
+
+Status broadcast_state_tensors(const std::vector<StateTensor>& tensors, const std::string& prefix,
+                               int root) {
+  HORA_RETURN_IF_ERROR(check_root(root, "broadcast"));
+  std::vector<Handle> handles;
+  Status first_error;
+  for (const StateTensor& t : tensors) {
+    auto view = TensorView::flat(t.data, DataType::kFloat32, t.count);
+    if (!view.is_ok()) {
+      first_error = view.status();
+      break;
+    }
+    handles.push_back(broadcast_async(prefix + t.name, view.value(), root));
+  }
+  Status waited = wait_all(handles);
+  return first_error.is_ok() ? waited : first_error;
+}
+
+Status broadcast_parameters(const std::vector<Parameter>& params, int root) {
+  std::vector<StateTensor> values;
+  for (const Parameter& p : params) values.push_back({p.name, p.value, p.count});
+  return broadcast_state_tensors(values, "broadcast/param/", root);
+}
+
+Status broadcast_optimizer_state(Optimizer& optimizer, int root) {
+  return broadcast_state_tensors(optimizer.state(), "broadcast/state/", root);
+}
+
+StatusOr<std::vector<double>> allreduce_metrics(const std::string& name, std::vector<double> values,
+                                                ReduceOp op) {
+  if (!is_initialized())
+    return Status::failed_precondition("allreduce_metrics('" + name +
+                                       "'): hora is not initialised (call hora::init first)");
+  HORA_ASSIGN_OR_RETURN(TensorView view, TensorView::flat(values.data(), DataType::kFloat64,
+                                                          static_cast<int64_t>(values.size())));
+  HORA_RETURN_IF_ERROR(allreduce("metric/" + name, view, view, op));
+  return values;
+}
+
+StatusOr<double> average_metric(const std::string& name, double value) {
+  HORA_ASSIGN_OR_RETURN(std::vector<double> out, allreduce_metrics(name, {value}));
+  return out[0];
+}
+
+}  // namespace hora

@@ -1,0 +1,112 @@
+// DistributedOptimizer: wraps any Optimizer (optimizer.h) so that a single-process training
+// loop trains data-parallel on every rank of a hora job, as Horovod's DistributedOptimizer.
+//
+//   auto dist = hora::DistributedOptimizer::create(*sgd, options).value();
+//   hora::broadcast_parameters(dist->parameters(), 0);        // broadcast.h
+//   for (...) {
+//     dist->zero_grad();
+//     model.backward(dlogits, dist->hook());   // each ready gradient starts its allreduce
+//     dist->step();                            // waits for them, then the inner step
+//   }
+//
+// Backward calls the hook once per parameter as its gradient completes; the hook enqueues
+// that gradient's hora::allreduce_async at once, so communication runs on the engine thread
+// while backward computes the layers below. step() waits for every handle (HORA_TIMEOUT_S
+// each), casts compressed gradients back, then calls the inner optimizer's step. Parameters
+// whose hook never fired in a step are reduced in step() (as Horovod does for unused
+// parameters), so every rank always runs the same collectives.
+//
+// Misuse is an error (kFailedPrecondition / kInvalidArgument), never a hang: empty or
+// duplicate parameter names (at create), a hook for an unknown name, more backward passes
+// than backward_passes_per_step before a step, zero_grad between backward and step.
+//
+// The wrapped optimizer and the parameter buffers must outlive this object; a gradient must
+// not be touched between its hook and the end of step(). Threads: the training thread only.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapters/cpp/optimizer.h"
+#include "core/base/reduce_op.h"
+#include "core/base/status.h"
+#include "core/hora.h"
+
+namespace hora {
+
+enum class Compression { kNone, kFloat16, kBFloat16 };
+
+// "none", "fp16" ("float16"), "bf16" ("bfloat16"); anything else is kInvalidArgument.
+StatusOr<Compression> parse_compression(const std::string& text);
+const char* compression_name(Compression compression);
+
+struct DistributedOptions {
+  // kAverage or kSum.
+  ReduceOp op = ReduceOp::kAverage;
+  // Gradients travel as float16 / bfloat16 (cast before, cast back after).
+  Compression compression = Compression::kNone;
+  // Local accumulation: only every k-th backward pass reduces; the gradients of the k passes
+  // accumulate in the model's buffers in between.
+  int backward_passes_per_step = 1;
+  // Divide the accumulated gradients by backward_passes_per_step (Horovod's TensorFlow
+  // option of the same name; PyTorch's Horovod leaves that to the loss scale).
+  bool average_aggregated_gradients = false;
+  // Average only: prescale by 1/f before the sum, postscale by f/size after (Horovod's split
+  // of the average, which keeps large sums of float16 in range).
+  double gradient_predivide_factor = 1.0;
+  // false: the hook only counts, and every allreduce is enqueued in step() (the "reduce
+  // after backward" variant, for comparison).
+  bool overlap_backward = true;
+  // Prefix of the allreduce names ("grad/fc1.weight").
+  std::string name_prefix = "grad/";
+};
+
+class DistributedOptimizer : public Optimizer {
+ public:
+  // Fails with kInvalidArgument on a parameter with an empty or duplicate name, op other than
+  // average/sum, backward_passes_per_step < 1, gradient_predivide_factor <= 0, or a predivide
+  // factor other than 1 with op sum. Does not need hora::init (step does).
+  static StatusOr<std::unique_ptr<DistributedOptimizer>> create(Optimizer& inner,
+                                                                DistributedOptions options = {});
+  ~DistributedOptimizer() override;
+  DistributedOptimizer(const DistributedOptimizer&) = delete;
+  DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
+
+  // The hook: the gradient of parameter `name` is complete for this backward pass. On the
+  // k-th pass (k = backward_passes_per_step) it enqueues the allreduce and returns at once.
+  Status gradient_ready(const std::string& name);
+  // gradient_ready bound to this object, to hand to backward.
+  std::function<Status(const std::string&)> hook();
+
+  // Enqueues what is not yet enqueued, waits for every handle and casts compressed
+  // gradients back: afterwards each grad holds the reduced gradient. Waits at most
+  // HORA_TIMEOUT_S per handle; returns the first error (naming the tensor) after all
+  // handles completed or timed out. A handle that timed out stays pending (its buffer may
+  // still be written): a later synchronize waits for it again, and so does the destructor.
+  Status synchronize();
+
+  const char* name() const override { return name_.c_str(); }
+  const std::vector<Parameter>& parameters() const override { return inner_.parameters(); }
+  // kFailedPrecondition when a backward pass happened since the last step.
+  Status zero_grad() override;
+  // synchronize(), then the inner optimizer's step.
+  Status step() override;
+  std::vector<StateTensor> state() override { return inner_.state(); }
+
+  const DistributedOptions& options() const { return options_; }
+
+ private:
+  struct Slot;
+  DistributedOptimizer(Optimizer& inner, DistributedOptions options);
+  Status enqueue(Slot& slot);
+
+  Optimizer& inner_;
+  DistributedOptions options_;
+  std::string name_;
+  std::vector<Slot> slots_;                            // one per parameter, in parameter order
+  std::vector<std::pair<std::string, size_t>> index_;  // name -> slot, sorted by name
+};
+
+}  // namespace hora
