@@ -48,6 +48,10 @@ class Communicator {
   virtual int size() const = 0;
   // "gloo", "mpi", "builtin", "nccl".
   virtual const char* backend_name() const = 0;
+  // The selector's cost-table row for this communicator (collectives/selector.cc): the backend
+  // name, unless its costs depend on how it was set up ("builtin-shm": the builtin backend with
+  // its shared-memory collectives, every rank on one host).
+  virtual const char* cost_model() const { return backend_name(); }
 
   // Point to point. `bytes` may be 0. Blocking forms return when the buffer may be reused.
   virtual Status send(int peer, const void* data, size_t bytes, uint32_t tag, Deadline deadline);

@@ -33,6 +33,12 @@ namespace {
 //   hora,gloo,mpi` (docs/bench/allreduce_np2_mpi.csv): 1.4 us at <= 4 KiB, ~1.7 GB/s busbw at
 //   1-4 MiB, collapsing to ~0.2 GB/s from 4 MiB on (fresh scratch pages per call; with
 //   MALLOC_MMAP_MAX_=0 it did not recover on the loaded machine).
+// - builtin-shm: the builtin backend when every rank is on one host and shm is on
+//   (Communicator::cost_model()); hora's algorithms cost as builtin, native is the
+//   shared-memory allreduce (shm_allreduce.h), from `build/benchmarks/shm_allreduce_bench -np 2
+//   --sizes 8,65536,1048576,16777216,67108864,268435456` on the quiet machine (2026-12-02
+//   15:50): 0.08 us at 8 B, 1.9-3.7 GB/s busbw from 1 MiB (ring in the same run: 10 us, 1.7-2.4
+//   GB/s; input already in shared_buffer(): 4.1-5.8 GB/s). Native wins at every size.
 // - nccl: hora's algorithms reduce with CPU kernels and cannot touch device memory, so only
 //   native is available there (estimates, not measured here).
 struct BackendCosts {
@@ -56,6 +62,8 @@ const BackendCosts kCosts[] = {
     {"mpi", true, 1.5, 1.0 / (7.0 * kGBs), 1.0 / (8 * kGBs), true, 1.4, 1.7 * kGBs, 4u << 20,
      0.2 * kGBs},
     {"builtin", true, 68.0, 1.0 / (1.16 * kGBs), 1.0 / (1.16 * kGBs), false, 0, 0, 0, 0},
+    {"builtin-shm", true, 68.0, 1.0 / (1.16 * kGBs), 1.0 / (1.16 * kGBs), true, 0.1,
+     2.5 * kGBs, 0, 0},
     {"nccl", false, 10.0, 1.0 / (20.0 * kGBs), 0, true, 8.0, 100.0 * kGBs, 0, 0},
     // Any other backend (e.g. the tests' in-process one): gloo's point-to-point costs and no
     // native allreduce assumed.
@@ -188,7 +196,7 @@ Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
 Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,
                      size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
   if (algorithm == Algorithm::kAuto) {
-    algorithm = select_allreduce(count * data_type_bytes(dtype), comm.size(), comm.backend_name())
+    algorithm = select_allreduce(count * data_type_bytes(dtype), comm.size(), comm.cost_model())
                     .algorithm;
   }
   switch (algorithm) {

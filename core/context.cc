@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -21,6 +22,11 @@
 
 namespace hora {
 namespace {
+
+// The largest shared-memory fusion buffer a builtin communicator pre-faults per rank. Larger
+// buckets fuse in private memory (one copy more); the cap keeps N ranks within a small
+// /dev/shm (container defaults are 64 MiB).
+constexpr int64_t kMaxSharedBuffer = int64_t{16} << 20;
 
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -193,6 +199,9 @@ Status Context::start() {
     options.rendezvous_addr = store_addr.empty() ? "127.0.0.1" : store_addr;
     options.timeout_s = config_.timeout_s;
     options.shm_enabled = config_.shm_enabled;
+    // The engine's fusion buffer in shared memory (single copy), up to kMaxSharedBuffer.
+    options.shared_buffer_bytes = static_cast<size_t>(
+        std::min<int64_t>(config_.fusion_threshold_bytes, kMaxSharedBuffer));
     options.secret = l.secret;
     auto communicator = collectives::make_communicator(backend, l.rank, l.size, rendezvous, options,
                                                        start_deadline);

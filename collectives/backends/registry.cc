@@ -92,6 +92,7 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
     BuiltinOptions builtin;
     builtin.shm_enabled = options.shm_enabled;
     builtin.secret = options.secret;
+    builtin.shm_shared_bytes = options.shared_buffer_bytes;
     builtin.timeout_s = std::max(0.001, std::chrono::duration<double>(deadline.at() -
                                                                         Deadline::Clock::now())
                                             .count());

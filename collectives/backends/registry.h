@@ -25,6 +25,9 @@ struct BackendOptions {
   double timeout_s = 300.0;     // HORA_TIMEOUT_S: the cap of every wait on a peer
   bool shm_enabled = true;      // HORA_SHM
   std::string secret;           // HORA_SECRET: proves membership on builtin TCP links
+  // builtin: bytes of this rank's region in shared memory (Communicator::shared_buffer), the
+  // engine's fusion buffer; 0 = none. Pre-faulted at creation.
+  size_t shared_buffer_bytes = 0;
 };
 
 // The backends compiled into this build, in preference order for "auto".

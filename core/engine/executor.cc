@@ -43,7 +43,7 @@ Status Executor::run_algorithm(void* buf, size_t count, DataType dtype, ReduceOp
                                const std::string& first_name) {
   const size_t bytes = count * data_type_bytes(dtype);
   collectives::Selection sel =
-      collectives::select_allreduce(bytes, comm_.size(), comm_.backend_name(), options_.algorithm);
+      collectives::select_allreduce(bytes, comm_.size(), comm_.cost_model(), options_.algorithm);
   const auto start = Clock::now();
   Status s = collectives::run_allreduce(sel.algorithm, comm_, buf, buf, count, dtype, op,
                                         algorithm_options());

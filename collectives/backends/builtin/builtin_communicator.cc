@@ -102,6 +102,7 @@ class BuiltinCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const char* backend_name() const override { return "builtin"; }
+  const char* cost_model() const override { return exchange_ ? "builtin-shm" : "builtin"; }
 
   StatusOr<std::unique_ptr<Request>> isend(int peer, const void* data, size_t bytes,
                                            uint32_t tag) override {

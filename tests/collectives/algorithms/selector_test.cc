@@ -121,6 +121,18 @@ TEST(SelectorTest, BuiltinCrossoverIsWhereHoraBenchMeasuredIt) {
   }
 }
 
+TEST(SelectorTest, BuiltinSharedMemoryPrefersItsNativeAllreduce) {
+  // shm_allreduce_bench (see selector.cc): the shared-memory native allreduce beats hora's
+  // ring at every size measured; the point-to-point row keeps hora's algorithms.
+  for (int ranks : {2, 4}) {
+    for (size_t bytes : {size_t{8}, size_t{64} << 10, size_t{1} << 20, size_t{256} << 20}) {
+      EXPECT_EQ(select_allreduce(bytes, ranks, "builtin-shm").algorithm, Algorithm::kNative)
+          << bytes << " B on " << ranks;
+      EXPECT_NE(select_allreduce(bytes, ranks, "builtin").algorithm, Algorithm::kNative);
+    }
+  }
+}
+
 TEST(SelectorTest, TreeBeatsRingAtMidSizesOnManyRanks) {
   // Ring pays 2 (n - 1) latencies; on 64 ranks a 64 KiB message is latency-bound.
   EXPECT_LT(estimate_allreduce_us(Algorithm::kTree, "gloo", 64 * 1024, 64),
