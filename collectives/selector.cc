@@ -27,12 +27,14 @@ namespace {
 //   which no constant models; the crossover (rd to ~128 KiB, ring above) is what holds.
 //   native (Gloo's ring allreduce): 2.7 ms median at <= 4 KiB, ~0.4 GB/s busbw at >= 16 MiB
 //   in the same run, so it is never chosen.
-// - mpi: the point-to-point row (alpha 1.5 us, beta 1 / 7 GB/s, gamma 1 / 8 GB/s) is still the
-//   estimate from issue 4 (hora's algorithms over the MPI backend were not swept); native is
-//   MPI_Allreduce as measured by `HORA_BACKEND=mpi mpirun -np 2 hora-bench ... --compare
-//   hora,gloo,mpi` (docs/bench/allreduce_np2_mpi.csv): 1.4 us at <= 4 KiB, ~1.7 GB/s busbw at
-//   1-4 MiB, collapsing to ~0.2 GB/s from 4 MiB on (fresh scratch pages per call; with
-//   MALLOC_MMAP_MAX_=0 it did not recover on the loaded machine).
+// - mpi: hora's algorithms over MPI point to point and the native row (MPI_Iallreduce polled
+//   with MPI_Test, which is what the mpi Communicator runs) from `HORA_BACKEND=mpi mpirun -np 2
+//   hora-bench allreduce -b 8 -e 64M -f 8 -n 10 -w 2 --backend mpi --compare hora,mpi` on the
+//   quiet machine (2026-12-02 15:52): rd 1.3-1.5 us up to 512 B, ring 7.3 GB/s busbw at 256
+//   KiB falling to 2.2 GB/s at 16 MiB; native 2.0 us at 8 B, 1.3-1.7 GB/s; the blocking
+//   MPI_Allreduce beside it took 0.8 us (hora's native is nonblocking so the deadline holds).
+//   Stock MPI_Allreduce collapses to ~0.2 GB/s from 4 MiB on (fresh scratch pages per call,
+//   allreduce_np2_mpi*.csv), hence the collapse entry.
 // - builtin-shm: the builtin backend when every rank is on one host and shm is on
 //   (Communicator::cost_model()); hora's algorithms cost as builtin, native is the
 //   shared-memory allreduce (shm_allreduce.h), from `build/benchmarks/shm_allreduce_bench -np 2
@@ -59,7 +61,7 @@ constexpr double kGBs = 1000.0;  // 1 GB/s in bytes per microsecond
 const BackendCosts kCosts[] = {
     // backend   hora   alpha  beta             gamma           native alpha  busbw
     {"gloo", true, 207.0, 1.0 / (0.75 * kGBs), 1.0 / (1.16 * kGBs), true, 2700.0, 0.4 * kGBs, 0, 0},
-    {"mpi", true, 1.5, 1.0 / (7.0 * kGBs), 1.0 / (8 * kGBs), true, 1.4, 1.7 * kGBs, 4u << 20,
+    {"mpi", true, 1.3, 1.0 / (3.0 * kGBs), 1.0 / (6.0 * kGBs), true, 2.0, 1.7 * kGBs, 4u << 20,
      0.2 * kGBs},
     {"builtin", true, 68.0, 1.0 / (1.16 * kGBs), 1.0 / (1.16 * kGBs), false, 0, 0, 0, 0},
     {"builtin-shm", true, 68.0, 1.0 / (1.16 * kGBs), 1.0 / (1.16 * kGBs), true, 0.1,

@@ -1,1 +1,1 @@
-env HORA_BACKEND=mpi mpirun -np 4 --allow-run-as-root --oversubscribe build/benchmarks/hora-bench allreduce -b 8 -e 256M -f 2 -n 3 -w 1 -c 1 --backend builtin --compare hora,gloo,mpi --csv docs/bench/allreduce_np4_mpi.csv --plot docs/bench/allreduce_np4_mpi.svg
+env HORA_BACKEND=mpi mpirun -np 4 --allow-run-as-root --oversubscribe build/benchmarks/hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2 -c 1 --backend builtin --compare hora,gloo,mpi --csv docs/bench/allreduce_np4_mpi.csv --plot docs/bench/allreduce_np4_mpi.svg
