@@ -18,6 +18,8 @@
 
 #if HORA_HAVE_MPI
 #include <mpi.h>
+
+#include "collectives/backends/mpi/mpi_types.h"
 #endif
 
 namespace hora {
@@ -26,43 +28,13 @@ namespace bench {
 #if HORA_HAVE_MPI
 namespace {
 
+// Stock MPI: its own types and ops (no half types: those rows show n/a).
 bool mpi_type(DataType dtype, MPI_Datatype* out) {
-  switch (dtype) {
-    case DataType::kUint8:
-      *out = MPI_UINT8_T;
-      return true;
-    case DataType::kInt8:
-      *out = MPI_INT8_T;
-      return true;
-    case DataType::kInt32:
-      *out = MPI_INT32_T;
-      return true;
-    case DataType::kInt64:
-      *out = MPI_INT64_T;
-      return true;
-    case DataType::kFloat32:
-      *out = MPI_FLOAT;
-      return true;
-    case DataType::kFloat64:
-      *out = MPI_DOUBLE;
-      return true;
-    default:
-      return false;  // MPI has no standard half or bfloat16 type
-  }
+  *out = collectives::mpi_backend::standard_datatype(dtype);
+  return *out != MPI_DATATYPE_NULL;
 }
 
-MPI_Op mpi_op(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kMin:
-      return MPI_MIN;
-    case ReduceOp::kMax:
-      return MPI_MAX;
-    case ReduceOp::kProduct:
-      return MPI_PROD;
-    default:
-      return MPI_SUM;  // sum, and average as sum then scale
-  }
-}
+MPI_Op mpi_op(ReduceOp op) { return collectives::mpi_backend::standard_op(op); }
 
 Status mpi_status(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return Status::ok();

@@ -102,7 +102,7 @@ void MpiTypes::release() {
   if (half_ != MPI_DATATYPE_NULL) MPI_Type_free(&half_);
 }
 
-MPI_Datatype MpiTypes::datatype(DataType dtype) const {
+MPI_Datatype standard_datatype(DataType dtype) {
   switch (dtype) {
     case DataType::kUint8:
       return MPI_UINT8_T;
@@ -112,20 +112,18 @@ MPI_Datatype MpiTypes::datatype(DataType dtype) const {
       return MPI_INT32_T;
     case DataType::kInt64:
       return MPI_INT64_T;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return half_;
     case DataType::kFloat32:
       return MPI_FLOAT;
     case DataType::kFloat64:
       return MPI_DOUBLE;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      break;
   }
   return MPI_DATATYPE_NULL;
 }
 
-MPI_Op MpiTypes::op(DataType dtype, ReduceOp op) const {
-  MPI_Op user = user_ops_[static_cast<int>(dtype)][static_cast<int>(op)];
-  if (user != MPI_OP_NULL) return user;
+MPI_Op standard_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAverage:
@@ -138,6 +136,16 @@ MPI_Op MpiTypes::op(DataType dtype, ReduceOp op) const {
       return MPI_PROD;
   }
   return MPI_OP_NULL;
+}
+
+MPI_Datatype MpiTypes::datatype(DataType dtype) const {
+  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) return half_;
+  return standard_datatype(dtype);
+}
+
+MPI_Op MpiTypes::op(DataType dtype, ReduceOp op) const {
+  MPI_Op user = user_ops_[static_cast<int>(dtype)][static_cast<int>(op)];
+  return user != MPI_OP_NULL ? user : standard_op(op);
 }
 
 }  // namespace mpi_backend

@@ -28,6 +28,12 @@ namespace hora {
 namespace collectives {
 namespace mpi_backend {
 
+// MPI's own datatype for a hora dtype; MPI_DATATYPE_NULL for float16 and bfloat16, which
+// standard MPI lacks.
+MPI_Datatype standard_datatype(DataType dtype);
+// MPI's predefined op (kAverage as MPI_SUM: the caller scales).
+MPI_Op standard_op(ReduceOp op);
+
 class MpiTypes {
  public:
   MpiTypes() = default;
