@@ -14,20 +14,6 @@ namespace collectives {
 namespace builtin_test {
 namespace {
 
-// hora segments in /dev/shm created by any of `pids` (names are /hora-<creator pid>-...).
-std::vector<std::string> segments_of(const std::vector<pid_t>& pids) {
-  std::vector<std::string> found;
-  DIR* d = opendir("/dev/shm");
-  if (d == nullptr) return found;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    for (pid_t p : pids)
-      if (name.rfind("hora-" + std::to_string(p) + "-", 0) == 0) found.push_back(name);
-  }
-  closedir(d);
-  return found;
-}
-
 class BuiltinProcesses : public ::testing::TestWithParam<bool> {};
 
 TEST_P(BuiltinProcesses, KilledPeerIsReportedBeforeTheDeadline) {

@@ -2,6 +2,7 @@
 // fork()ed processes over a DirStore.
 #pragma once
 
+#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,21 @@ namespace collectives {
 namespace builtin_test {
 
 using CommFn = std::function<Status(Communicator& comm)>;
+
+// hora segments in /dev/shm created by any of `pids` (names are /hora-<creator pid>-...).
+inline std::vector<std::string> segments_of(const std::vector<pid_t>& pids) {
+  std::vector<std::string> found;
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return found;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    for (pid_t p : pids)
+      if (name.rfind("hora-" + std::to_string(p) + "-", 0) == 0) found.push_back(name);
+  }
+  closedir(d);
+  return found;
+}
+
 
 inline BuiltinOptions test_options(bool shm) {
   BuiltinOptions o;

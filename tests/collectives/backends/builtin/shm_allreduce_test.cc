@@ -266,19 +266,6 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ShmAllreduceMatrix, ::testing::Values(1, 2, 3, 4
                            return "np" + std::to_string(info.param);
                          });
 
-std::vector<std::string> segments_of(const std::vector<pid_t>& pids) {
-  std::vector<std::string> found;
-  DIR* d = opendir("/dev/shm");
-  if (d == nullptr) return found;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    for (pid_t p : pids)
-      if (name.rfind("hora-" + std::to_string(p) + "-", 0) == 0) found.push_back(name);
-  }
-  closedir(d);
-  return found;
-}
-
 // Rank 1 of 4 dies after a few allreduces while the others are in the next one. Every survivor
 // must fail with kRemote naming rank 1 (never kTimeout: the deadline is far away), whether it
 // found the dead process itself or learnt it from another survivor's failure flag.
