@@ -1,14 +1,8 @@
 #include "core/context.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netinet/in.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -18,6 +12,7 @@
 #include "collectives/rendezvous/memory_store.h"
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/tcp_store_client.h"
+#include "core/base/host_identity.h"
 #include "core/base/logging.h"
 
 namespace hora {
@@ -65,41 +60,6 @@ std::string backend_name_of(const Config& config) {
   return config.backend == BackendKind::kAuto ? "auto" : backend_kind_name(config.backend);
 }
 
-// 32 random bytes as hex: the secret of a store that init hosts itself.
-StatusOr<std::string> fresh_secret() {
-  unsigned char bytes[32];
-  size_t got = 0;
-  while (got < sizeof(bytes)) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::io(std::string("getrandom: ") + std::strerror(errno));
-    got += static_cast<size_t>(n);
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : bytes) {
-    hex += kHex[b >> 4];
-    hex += kHex[b & 15];
-  }
-  return hex;
-}
-
-// The first IPv4 address of an interface that is up and not loopback, or "" when none.
-std::string first_external_ipv4() {
-  struct ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return "";
-  std::string out;
-  for (struct ifaddrs* i = list; i != nullptr && out.empty(); i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    char text[INET_ADDRSTRLEN] = {};
-    const auto* sin = reinterpret_cast<const struct sockaddr_in*>(i->ifa_addr);
-    if (::inet_ntop(AF_INET, &sin->sin_addr, text, sizeof(text)) != nullptr) out = text;
-  }
-  ::freeifaddrs(list);
-  return out;
-}
-
 // Where a store that init hosts itself can be reached: "addr port secret".
 struct StoreAddress {
   std::string addr;
@@ -124,7 +84,7 @@ StatusOr<StoreAddress> share_store_address(collectives::Communicator& comm, cons
     const bool local_job = l.local_size == l.size;
     StoreAddress a;
     a.addr = local_job ? "127.0.0.1" : first_external_ipv4();
-    auto secret = fresh_secret();
+    auto secret = generate_secret();
     if (a.addr.empty()) {
       host_status = Status::io(
           "rank 0 has no external IPv4 address for the store of a multi-host job; set "

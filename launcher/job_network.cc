@@ -1,11 +1,8 @@
 #include "launcher/job_network.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,47 +36,14 @@ std::string route_source_to(const std::string& host) {
   return out;
 }
 
-std::string first_non_loopback_ipv4() {
-  struct ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return "";
-  std::string out;
-  for (struct ifaddrs* i = list; i && out.empty(); i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-    if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) continue;
-    char text[INET_ADDRSTRLEN] = {};
-    const auto* sin = reinterpret_cast<const struct sockaddr_in*>(i->ifa_addr);
-    if (::inet_ntop(AF_INET, &sin->sin_addr, text, sizeof(text))) out = text;
-  }
-  ::freeifaddrs(list);
-  return out;
-}
-
 }  // namespace
-
-StatusOr<std::string> generate_secret() {
-  unsigned char bytes[32];
-  size_t got = 0;
-  while (got < sizeof(bytes)) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::io(std::string("getrandom: ") + std::strerror(errno));
-    got += static_cast<size_t>(n);
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : bytes) {
-    hex += kHex[b >> 4];
-    hex += kHex[b & 15];
-  }
-  return hex;
-}
 
 std::string advertise_address(const std::vector<std::string>& remote_hosts) {
   for (const std::string& host : remote_hosts) {
     const std::string addr = route_source_to(host);
     if (!addr.empty() && addr.rfind("127.", 0) != 0) return addr;
   }
-  const std::string any = first_non_loopback_ipv4();
+  const std::string any = first_external_ipv4();
   return any.empty() ? "127.0.0.1" : any;
 }
 

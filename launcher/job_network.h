@@ -10,13 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "core/base/host_identity.h"
 #include "core/base/status.h"
 
 namespace hora {
 namespace launcher {
 
-// 32 random bytes from getrandom() (the kernel's CSPRNG), as 64 lowercase hex digits.
-StatusOr<std::string> generate_secret();
+// The job secret: hora::generate_secret (core/base/host_identity.h).
+using ::hora::generate_secret;
 
 // The address advertised to ranks on `remote_hosts` (see above).
 std::string advertise_address(const std::vector<std::string>& remote_hosts);
