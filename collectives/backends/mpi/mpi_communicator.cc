@@ -233,12 +233,13 @@ Status MpiCommunicator::route(int peer, uint32_t tag, const char* what, MPI_Comm
   return Status::ok();
 }
 
-StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* data, size_t bytes,
-                                                          uint32_t tag) {
-  HORA_RETURN_IF_ERROR(check_usable("isend"));
+StatusOr<std::unique_ptr<Request>> MpiCommunicator::post(bool is_recv, int peer, void* data,
+                                                         size_t bytes, uint32_t tag) {
+  const char* call = is_recv ? "irecv" : "isend";
+  HORA_RETURN_IF_ERROR(check_usable(call));
   MPI_Comm comm = MPI_COMM_NULL;
   int mpi_tag = 0;
-  HORA_RETURN_IF_ERROR(route(peer, tag, "isend to", &comm, &mpi_tag));
+  HORA_RETURN_IF_ERROR(route(peer, tag, is_recv ? "irecv from" : "isend to", &comm, &mpi_tag));
   MPI_Datatype owned = MPI_DATATYPE_NULL;
   MPI_Datatype type = MPI_BYTE;
   int count = static_cast<int>(bytes);
@@ -248,39 +249,27 @@ StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* 
     count = 1;
   }
   MPI_Request request = MPI_REQUEST_NULL;
-  int rc = MPI_Isend(data, count, type, peer, mpi_tag, comm, &request);
+  const int rc = is_recv ? MPI_Irecv(data, count, type, peer, mpi_tag, comm, &request)
+                         : MPI_Isend(data, count, type, peer, mpi_tag, comm, &request);
   if (rc != MPI_SUCCESS) {
     if (owned != MPI_DATATYPE_NULL) MPI_Type_free(&owned);
-    return mpi_status(rc, describe() + ": MPI_Isend to rank " + std::to_string(peer) + " (tag " +
-                              std::to_string(tag) + ", " + std::to_string(bytes) + " bytes)");
+    return mpi_status(rc, describe() + (is_recv ? ": MPI_Irecv from rank " : ": MPI_Isend to rank ") +
+                              std::to_string(peer) + " (tag " + std::to_string(tag) + ", " +
+                              std::to_string(bytes) + " bytes)");
   }
-  return std::unique_ptr<Request>(new mpi_backend::MpiRequest(request, owned, /*is_recv=*/false,
-                                                              rank_, peer, tag, bytes, &aborted_));
+  return std::unique_ptr<Request>(new mpi_backend::MpiRequest(request, owned, is_recv, rank_, peer,
+                                                              tag, bytes, &aborted_));
+}
+
+StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* data, size_t bytes,
+                                                          uint32_t tag) {
+  // MPI_Isend takes a const buffer; post() shares the code path with irecv.
+  return post(/*is_recv=*/false, peer, const_cast<void*>(data), bytes, tag);
 }
 
 StatusOr<std::unique_ptr<Request>> MpiCommunicator::irecv(int peer, void* data, size_t bytes,
                                                           uint32_t tag) {
-  HORA_RETURN_IF_ERROR(check_usable("irecv"));
-  MPI_Comm comm = MPI_COMM_NULL;
-  int mpi_tag = 0;
-  HORA_RETURN_IF_ERROR(route(peer, tag, "irecv from", &comm, &mpi_tag));
-  MPI_Datatype owned = MPI_DATATYPE_NULL;
-  MPI_Datatype type = MPI_BYTE;
-  int count = static_cast<int>(bytes);
-  if (static_cast<int64_t>(bytes) > options_.max_count_per_call) {
-    HORA_RETURN_IF_ERROR(make_bytes_type(bytes, options_.max_count_per_call, &owned));
-    type = owned;
-    count = 1;
-  }
-  MPI_Request request = MPI_REQUEST_NULL;
-  int rc = MPI_Irecv(data, count, type, peer, mpi_tag, comm, &request);
-  if (rc != MPI_SUCCESS) {
-    if (owned != MPI_DATATYPE_NULL) MPI_Type_free(&owned);
-    return mpi_status(rc, describe() + ": MPI_Irecv from rank " + std::to_string(peer) + " (tag " +
-                              std::to_string(tag) + ", " + std::to_string(bytes) + " bytes)");
-  }
-  return std::unique_ptr<Request>(new mpi_backend::MpiRequest(request, owned, /*is_recv=*/true,
-                                                              rank_, peer, tag, bytes, &aborted_));
+  return post(/*is_recv=*/true, peer, data, bytes, tag);
 }
 
 StatusOr<std::unique_ptr<Communicator>> make_mpi_communicator(int expected_rank, int expected_size,

@@ -114,6 +114,9 @@ class MpiCommunicator final : public Communicator {
   Status check_usable(const char* what) const;
   // Checks peer and tag, and picks the communicator and MPI tag that carry hora's `tag`.
   Status route(int peer, uint32_t tag, const char* what, MPI_Comm* comm, int* mpi_tag) const;
+  // MPI_Isend or MPI_Irecv of `bytes` (as a derived type past max_count_per_call).
+  StatusOr<std::unique_ptr<Request>> post(bool is_recv, int peer, void* data, size_t bytes,
+                                          uint32_t tag);
   // Waits for a collective's request; on failure marks the communicator broken.
   Status finish_collective(MPI_Request request, const std::string& what, Deadline deadline);
   Status check_counts(const std::vector<size_t>& counts, const char* what, const char* name,
