@@ -1,19 +1,15 @@
 // The Gloo backend's native collectives: each one validates, maps hora's buffers onto gloo's
-// options-based collectives (or, for reducescatter, the older ReduceScatterHalvingDoubling
-// class, as Debian's gloo has no options-based reduce_scatter), and turns exceptions into
-// Status. Reductions call kernels::reduce3/reduce for every dtype (float16 and bfloat16
+// options-based collectives (reducescatter is gloo's allreduce, see there), and turns
+// exceptions into Status. Reductions call kernels::reduce3/reduce for every dtype (float16 and bfloat16
 // included), so gloo and hora's own algorithms combine elements identically; kAverage is a
 // gloo sum followed by kernels::scale(1/size) on every rank.
 #include <cstring>
-#include <limits>
 
-#include <gloo/algorithm.h>
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
-#include <gloo/reduce_scatter.h>
 
 #include "collectives/backends/gloo/gloo_communicator_impl.h"
 #include "collectives/backends/gloo/gloo_errors.h"
@@ -52,55 +48,6 @@ void with_width(DataType dtype, F&& f) {
     case 2: f(uint16_t{}); break;
     case 4: f(uint32_t{}); break;
     default: f(uint64_t{}); break;
-  }
-}
-
-// ReduceScatterHalvingDoubling takes a plain function pointer: one instantiation per
-// (dtype, op) that forwards to the kernels.
-template <typename T, DataType D, ReduceOp O>
-void reduce_into(T* x, const T* y, size_t n) {
-  kernels::reduce(x, y, n, D, O);
-}
-
-template <typename T, DataType D>
-const ::gloo::ReductionFunction<T>* reduction_for_op(ReduceOp op) {
-  static const ::gloo::ReductionFunction<T> sum(::gloo::CUSTOM, &reduce_into<T, D, ReduceOp::kSum>);
-  static const ::gloo::ReductionFunction<T> prod(::gloo::CUSTOM,
-                                                 &reduce_into<T, D, ReduceOp::kProduct>);
-  static const ::gloo::ReductionFunction<T> min(::gloo::CUSTOM, &reduce_into<T, D, ReduceOp::kMin>);
-  static const ::gloo::ReductionFunction<T> max(::gloo::CUSTOM, &reduce_into<T, D, ReduceOp::kMax>);
-  switch (kernel_op(op)) {
-    case ReduceOp::kProduct: return &prod;
-    case ReduceOp::kMin: return &min;
-    case ReduceOp::kMax: return &max;
-    default: return &sum;
-  }
-}
-
-template <typename T>
-void run_reduce_scatter(const std::shared_ptr<::gloo::Context>& context, T* buf, int count,
-                        const std::vector<int>& recv_elems,
-                        const ::gloo::ReductionFunction<T>* fn) {
-  ::gloo::ReduceScatterHalvingDoubling<T> algorithm(context, {buf}, count, recv_elems, fn);
-  algorithm.run();
-}
-
-template <typename T>
-void reduce_scatter_typed(const std::shared_ptr<::gloo::Context>& context, void* buf, int count,
-                          const std::vector<int>& recv_elems, DataType dtype, ReduceOp op) {
-  T* p = static_cast<T*>(buf);
-  switch (dtype) {
-#define HORA_GLOO_RS_CASE(D) \
-  case D: return run_reduce_scatter<T>(context, p, count, recv_elems, reduction_for_op<T, D>(op));
-    HORA_GLOO_RS_CASE(DataType::kUint8)
-    HORA_GLOO_RS_CASE(DataType::kInt8)
-    HORA_GLOO_RS_CASE(DataType::kInt32)
-    HORA_GLOO_RS_CASE(DataType::kInt64)
-    HORA_GLOO_RS_CASE(DataType::kFloat16)
-    HORA_GLOO_RS_CASE(DataType::kBFloat16)
-    HORA_GLOO_RS_CASE(DataType::kFloat32)
-    HORA_GLOO_RS_CASE(DataType::kFloat64)
-#undef HORA_GLOO_RS_CASE
   }
 }
 
@@ -229,36 +176,25 @@ Status GlooCommunicator::reducescatter(const void* in, void* out,
   HORA_RETURN_IF_ERROR(check_usable("reducescatter"));
   const size_t elem = data_type_bytes(dtype);
   size_t total = 0;
-  std::vector<int> recv_elems;
-  for (int r = 0; r < size(); ++r) {
-    total += recv_counts[r];
-    recv_elems.push_back(static_cast<int>(recv_counts[r]));
-  }
-  if (total > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return Status::invalid_argument("gloo: reducescatter of " + std::to_string(total) +
-                                    " elements exceeds gloo's int count; use "
-                                    "HORA_ALLREDUCE_ALGO=ring");
+  for (size_t c : recv_counts) total += c;
   const size_t mine = recv_counts[rank()] * elem;
   if (total == 0) return Status::ok();
   if (size() == 1) {
     if (out != in) std::memmove(out, in, mine);
     return Status::ok();
   }
-  // The algorithm reduces in place and leaves block `rank` at the start of its buffer.
+  // gloo's own reduce-scatter (ReduceScatterHalvingDoubling) is not used: with a rank count
+  // that is not a power of two, the ranks of the smaller binary block return while their
+  // sends to the larger block may still be queued, reading the caller's buffer, so a peer can
+  // reduce bytes that the next call has already overwritten (seen with 3 ranks under load).
+  // As PyTorch's gloo process group does, reduce-scatter is gloo's allreduce, which honours
+  // the tag and the deadline, over a working copy; this rank keeps its block.
   std::vector<uint8_t>& work = scratch();
   if (work.size() < total * elem) work.resize(total * elem);
-  std::memcpy(work.data(), in, total * elem);
-  HORA_RETURN_IF_ERROR(run(*this, std::string("reducescatter ") + data_type_name(dtype) + " " +
-                                      reduce_op_name(op) + " of " + std::to_string(total),
-                           [&] {
-    context()->setTimeout(std::max(timeout_for(deadline), std::chrono::milliseconds(1)));
-    with_width(dtype, [&](auto t) {
-      using T = decltype(t);
-      reduce_scatter_typed<T>(context(), work.data(), static_cast<int>(total), recv_elems,
-                              dtype, op);
-    });
-  }));
-  if (mine > 0) std::memmove(out, work.data(), mine);
+  HORA_RETURN_IF_ERROR(allreduce(in, work.data(), total, dtype, kernel_op(op), deadline));
+  size_t offset = 0;
+  for (int r = 0; r < rank(); ++r) offset += recv_counts[r];
+  if (mine > 0) std::memmove(out, work.data() + offset * elem, mine);
   if (op == ReduceOp::kAverage && mine > 0)
     kernels::scale(out, recv_counts[rank()], dtype, 1.0 / size());
   return Status::ok();

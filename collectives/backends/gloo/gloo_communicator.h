@@ -5,8 +5,8 @@
 // uses gloo unbound buffers: tag t maps to slot (0xA5 << 56) | t, apart from the slot prefixes
 // gloo's own collectives use (0x01-0x0f), so algorithms' messages never meet gloo's.
 // Native collectives: allreduce (gloo ring or bcube), allgatherv, broadcast, alltoallv,
-// barrier, and reducescatter (gloo's ReduceScatterHalvingDoubling). Every gloo exception is
-// turned into a Status inside this folder.
+// barrier, and reducescatter (gloo's allreduce: its halving-doubling reduce-scatter returns
+// with sends in flight). Every gloo exception is turned into a Status inside this folder.
 //
 // Deadlines: each wait passes the time left to gloo. Note that a gloo wait that times out
 // poisons the whole gloo context (gloo signals the timeout to every pair), so after a
