@@ -37,6 +37,7 @@ std::string to_json(const RunInfo& info, const std::vector<Measurement>& results
   for (const Measurement& m : results) {
     nlohmann::json r = {{"impl", m.impl},
                         {"is_hora", m.is_hora},
+                        {"is_reference", m.is_reference},
                         {"placement", m.in_place ? "in-place" : "out-of-place"},
                         {"size_bytes", m.size_bytes},
                         {"count", m.count},

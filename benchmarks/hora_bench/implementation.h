@@ -1,7 +1,7 @@
 // Implementation: one way of running a collective that hora-bench times, side by side with
 // the others on the same buffers in the same run: hora through one of its algorithms
-// (hora_impl.cc), Gloo's own collectives (gloo_impl.cc), MPI's (mpi_impl.cc), and hora's
-// engine (engine_impl.cc).
+// (hora_impl.cc), Gloo's own collectives (gloo_impl.cc), MPI's (mpi_impl.cc), hora's engine
+// (engine_impl.cc), and the transport's ceiling for a ring (wire_impl.cc).
 //
 // Each implementation owns its communicator (created over its own PrefixStore of the job's
 // store, so keys never clash and no other thread ever uses it). Calls are collective: every
@@ -48,6 +48,8 @@ class Implementation {
   virtual const std::string& name() const = 0;
   // hora's own (the numerator of the ratio column) rather than a baseline.
   virtual bool is_hora() const = 0;
+  // A bound rather than a competitor (the "wire" column): left out of the ratio, not checked.
+  virtual bool is_reference() const { return false; }
   // OK when this implementation can run `call`'s collective, dtype, op and placement;
   // otherwise why not (the table then shows "n/a"). The answer is the same on every rank.
   virtual Status supports(const Call& call) const = 0;
@@ -71,6 +73,10 @@ StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const Impleme
 // hora was built without Gloo.
 StatusOr<std::unique_ptr<Implementation>> make_gloo_implementation(const ImplementationEnv& env,
                                                                    bool bcube);
+// The transport's ceiling for a ring over `backend`: the bytes of a ring allreduce, moved along
+// the ring with no reduction (wire_impl.cc).
+StatusOr<std::unique_ptr<Implementation>> make_wire_implementation(const ImplementationEnv& env,
+                                                                   const std::string& backend);
 // MPI on MPI_COMM_WORLD. kUnimplemented when hora was built without MPI or the job was not
 // launched by mpirun. Initialises MPI when nobody has (and finalises it when destroyed).
 StatusOr<std::unique_ptr<Implementation>> make_mpi_implementation(const ImplementationEnv& env);

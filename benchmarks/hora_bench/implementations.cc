@@ -59,6 +59,10 @@ StatusOr<std::vector<std::unique_ptr<Implementation>>> make_implementations(
       impls.push_back(std::move(bcube));
     }
   }
+  if (wants(o, "wire")) {
+    HORA_ASSIGN_OR_RETURN(auto wire, make_wire_implementation(env, backend));
+    impls.push_back(std::move(wire));
+  }
   if (wants(o, "mpi")) {
     HORA_ASSIGN_OR_RETURN(auto mpi, make_mpi_implementation(env));
     impls.push_back(std::move(mpi));

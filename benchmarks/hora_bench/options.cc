@@ -45,7 +45,8 @@ void add_flags(CLI::App& app, RawFlags& f) {
                "named async allreduces through the engine (fusion included)");
   app.add_option("--compare", f.compare,
                  "also run these, comma-separated: hora (every hora "
-                 "algorithm), gloo, mpi");
+                 "algorithm), gloo, mpi, wire (the ring's bytes with no "
+                 "reduction: the transport's ceiling)");
   app.add_option("--json", f.json, "write every measurement as JSON");
   app.add_option("--csv", f.csv, "write every measurement as CSV");
   app.add_option("--plot", f.plot, "write busbw against size as an SVG plot");
@@ -146,8 +147,13 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
         collective_name(o.collective));
   }
   for (const std::string& name : split_commas(f.compare)) {
-    if (name != "hora" && name != "gloo" && name != "mpi") {
-      return Status::invalid_argument("--compare '" + name + "': expected hora, gloo or mpi");
+    if (name != "hora" && name != "gloo" && name != "mpi" && name != "wire") {
+      return Status::invalid_argument("--compare '" + name +
+                                      "': expected hora, gloo, mpi or wire");
+    }
+    if (name == "wire" && o.collective != Collective::kAllreduce) {
+      return Status::invalid_argument(std::string("--compare wire applies to allreduce only, not ") +
+                                      collective_name(o.collective));
     }
     o.compare.push_back(name);
   }

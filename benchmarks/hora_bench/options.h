@@ -6,7 +6,7 @@
 //   hora-bench allreduce|allgather|broadcast|reducescatter|alltoall [-b MIN] [-e MAX]
 //     [-f FACTOR | -i STEP] [-d dtype] [-o op] [-r root] [-n iters] [-w warmup] [-c 0|1]
 //     [--algo ring|tree|rd|native|auto] [--backend builtin|gloo|mpi] [--through-engine]
-//     [--compare hora,gloo,mpi] [--json FILE] [--csv FILE] [--plot FILE.svg]
+//     [--compare hora,gloo,mpi,wire] [--json FILE] [--csv FILE] [--plot FILE.svg]
 //
 // Pure functions, thread-safe.
 #pragma once
@@ -41,7 +41,8 @@ struct Options {
   std::string backend;          // --backend: hora's algorithms over it; empty = job's
   bool through_engine = false;  // --through-engine
   // --compare: which families run besides hora's chosen algorithm ("hora" = every hora
-  // algorithm, "gloo", "mpi"); empty = hora with --algo only.
+  // algorithm, "gloo", "mpi", "wire": the transport's ceiling for a ring); empty = hora with
+  // --algo only.
   std::vector<std::string> compare;
   std::string json_path;  // --json
   std::string csv_path;   // --csv

@@ -48,7 +48,8 @@ double hora_ratio(const std::vector<Measurement>& row) {
   double best_other = 0;
   for (const Measurement& m : row) {
     if (m.is_hora && hora == nullptr) hora = &m;
-    if (!m.is_hora && m.available && m.busbw_gbs > best_other) best_other = m.busbw_gbs;
+    if (!m.is_hora && !m.is_reference && m.available && m.busbw_gbs > best_other)
+      best_other = m.busbw_gbs;
   }
   if (hora == nullptr || !hora->available || best_other <= 0) return 0;
   return hora->busbw_gbs / best_other;

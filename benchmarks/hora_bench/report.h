@@ -5,7 +5,8 @@
 //     time(us) (median) algbw busbw (decimal GB/s) #wrong;
 //   with several implementations (--compare, out of place only): time(us) and busbw per
 //     implementation, the total #wrong and the ratio hora/best-other (hora's chosen algorithm
-//     over the best baseline, Gloo or MPI, at that size);
+//     over the best baseline, Gloo or MPI, at that size; the wire column is a bound, not a
+//     baseline);
 //   footer: the average busbw (per implementation) and the total #wrong.
 //
 // A Reporter collects rows as the sweep produces them and returns text; the caller prints.

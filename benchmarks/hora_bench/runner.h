@@ -25,6 +25,7 @@ namespace bench {
 struct Measurement {
   std::string impl;
   bool is_hora = false;
+  bool is_reference = false;  // a bound (the wire column): not in the ratio, not checked
   bool in_place = false;
   size_t size_bytes = 0;  // nccl-tests' size (collective.h)
   size_t count = 0;

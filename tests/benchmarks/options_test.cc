@@ -78,6 +78,7 @@ TEST(OptionsTest, BadArguments) {
   expect_bad({"allgather", "--algo", "ring"}, "allreduce only");
   expect_bad({"allreduce", "--backend", "nccl"}, "nccl");
   expect_bad({"allreduce", "--compare", "hora,ucc"}, "ucc");
+  expect_bad({"allgather", "--compare", "wire"}, "allreduce only");
   expect_bad({"allreduce", "--plot", "p.png"}, ".svg");
   expect_bad({"alltoall", "--through-engine"}, "allreduce only");
   expect_bad({"gatherall"}, "gatherall");

@@ -35,6 +35,13 @@ TEST(ReportTest, RatioIsHoraOverBestBaseline) {
   EXPECT_DOUBLE_EQ(hora_ratio({m("hora", true, 6), off, m("gloo", false, 3)}), 2.0);
 }
 
+TEST(ReportTest, WireColumnIsABoundNotABaseline) {
+  Measurement wire = m("wire", false, 12);
+  wire.is_reference = true;
+  EXPECT_DOUBLE_EQ(hora_ratio({m("hora", true, 6), wire, m("gloo", false, 3)}), 2.0);
+  EXPECT_EQ(hora_ratio({m("hora", true, 6), wire}), 0);
+}
+
 TEST(ReportTest, SingleTableHasBothPlacementsOnOneLine) {
   RunInfo info;
   info.ranks = 2;
