@@ -42,11 +42,16 @@ bool check(const hora::Status& s, const char* what) {
   return false;
 }
 
+struct StepTimes {
+  double step_us = 0;     // enqueue every tensor, then wait for all
+  double enqueue_us = 0;  // of which the application thread's enqueues
+};
+
 // Median step time of `n` tensors of `elems` floats through the engine.
-double engine_step_us(int n, size_t elems, int steps) {
+StepTimes engine_step_us(int n, size_t elems, int steps) {
   std::vector<std::vector<float>> grads(n, std::vector<float>(elems, 1.0f));
   std::vector<hora::Handle> handles(n);
-  std::vector<double> times;
+  std::vector<double> times, enqueues;
   for (int s = 0; s < steps + 3; ++s) {
     check(hora::barrier(), "barrier");
     const auto t0 = Clock::now();
@@ -55,11 +60,15 @@ double engine_step_us(int n, size_t elems, int steps) {
                                       static_cast<int64_t>(elems)).value();
       handles[i] = hora::allreduce_async("grad." + std::to_string(i), v, v, hora::ReduceOp::kAverage);
     }
+    const double enqueue = us_since(t0);
     for (auto& h : handles)
       if (!check(h.wait(), "allreduce")) std::exit(1);
-    if (s >= 3) times.push_back(us_since(t0));
+    if (s >= 3) {
+      times.push_back(us_since(t0));
+      enqueues.push_back(enqueue);
+    }
   }
-  return median(times);
+  return {median(times), median(enqueues)};
 }
 
 double raw_allreduce_us(size_t elems, int steps) {
@@ -103,8 +112,8 @@ int main(int argc, char** argv) {
   const int ranks = hora::size();
   // The raw communicator first: the engine's thread starts with the first collective.
   const double raw = raw_allreduce_us(elems * tensors, steps);
-  const double fused = engine_step_us(tensors, elems, steps);
-  const double overhead = engine_step_us(tensors, 1, steps);
+  const StepTimes fused = engine_step_us(tensors, elems, steps);
+  const StepTimes overhead = engine_step_us(tensors, 1, steps);
   const double cpu0 = cpu_seconds();
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const double idle_pct = (cpu_seconds() - cpu0) / 3.0 * 100.0;
@@ -114,17 +123,21 @@ int main(int argc, char** argv) {
   hora::InitOptions unfused_options;
   unfused_options.settings = {{"HORA_FUSION_THRESHOLD", "0"}};
   if (!check(hora::init(unfused_options), "init (fusion off)")) return 1;
-  const double unfused = engine_step_us(tensors, elems, steps);
+  const double unfused = engine_step_us(tensors, elems, steps).step_us;
   check(hora::shutdown(), "shutdown");
 
   if (root) {
     std::printf("engine_fusion_bench: %d ranks, %d float32 tensors x %zu B per step, median of %d steps\n",
                 ranks, tensors, bytes_each, steps);
     std::printf("  raw allreduce of %zu B      %10.1f us\n", elems * tensors * 4, raw);
-    std::printf("  engine step, fused           %10.1f us  (%.2fx raw)\n", fused, fused / raw);
+    std::printf("  engine step, fused           %10.1f us  (%.2fx raw)\n", fused.step_us,
+                fused.step_us / raw);
     std::printf("  engine step, fusion off      %10.1f us  (%.2fx raw, fusion gains %.2fx)\n",
-                unfused, unfused / raw, unfused / fused);
-    std::printf("  engine step, 4 B tensors     %10.1f us  (per-step engine overhead)\n", overhead);
+                unfused, unfused / raw, unfused / fused.step_us);
+    std::printf("  engine step, 4 B tensors     %10.1f us  (per-step engine overhead)\n",
+                overhead.step_us);
+    std::printf("    of which enqueueing        %10.1f us  (%d allreduce_async calls)\n",
+                overhead.enqueue_us, tensors);
     std::printf("  idle engine CPU              %10.2f %% of one core\n", idle_pct);
     std::printf("  counters: rounds %lld, cache hits %lld, buckets %lld, fused tensors %lld\n",
                 static_cast<long long>(stats.rounds), static_cast<long long>(stats.cache_hits),

@@ -73,7 +73,9 @@ std::vector<Bucket> plan_buckets(const std::vector<Response>& responses,
           continue;
         }
         misses = 0;
-        if (b.bytes + units[j].bytes > threshold_bytes) continue;
+        // Full: the next compatible unit starts the next bucket (as Horovod does). Scanning on
+        // for a smaller one would make planning quadratic in the tensors of a round.
+        if (b.bytes + units[j].bytes > threshold_bytes) break;
         used[j] = true;
         b.members.insert(b.members.end(), units[j].members.begin(), units[j].members.end());
         b.bytes += units[j].bytes;

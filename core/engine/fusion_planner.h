@@ -1,7 +1,9 @@
 // FusionPlanner: turns a ResponseList into the buckets the Executor runs, in order.
 //
 // Consecutive compatible allreduce responses (same dtype, device, op and scale factors, no
-// error) are packed into one bucket while the total stays within HORA_FUSION_THRESHOLD bytes.
+// error) are packed into one bucket while the total stays within HORA_FUSION_THRESHOLD bytes;
+// the first compatible response that does not fit starts the next bucket, so planning is
+// linear in the length of the list.
 // The scan looks past one incompatible response (mixed precision interleaves float16 and
 // float32 gradients) and stops at the second in a row. The members of a grouped allreduce form
 // one unit that is never split (a group larger than the threshold gets a bucket of its own).

@@ -1,6 +1,7 @@
 #include "collectives/backends/builtin/shm_exchange.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -242,6 +243,9 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
       cpu_relax();
       continue;
     }
+    // Let a runnable thread have this core: with more busy threads than cores (ranks and
+    // their application threads), a spin that never yields delays the very peer it waits for.
+    sched_yield();
     const auto now = Clock::now();
     if (aborted_ != nullptr && aborted_->load(std::memory_order_relaxed))
       return fail(Status::remote("communicator of rank " + std::to_string(rank_) +

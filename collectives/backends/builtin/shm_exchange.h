@@ -11,7 +11,8 @@
 //
 // Sync point (arrive_and_wait): rank r stores arrive[r] = ++seq (release) and waits until
 // every peer's arrive >= seq (acquire), so what a rank wrote before arriving is visible to
-// every peer after the wait. Waiting spins for `spin`, then sleeps on the rank's own futex
+// every peer after the wait. Waiting spins for `spin` (yielding the core every 64 polls, for
+// oversubscribed hosts), then sleeps on the rank's own futex
 // word after setting its waiting flag; an arriving rank wakes only peers whose flag is set
 // (seq_cst fences on both sides, so no wake-up is lost). Every rank calls the same sequence
 // of sync points and steps (a step: one chunk of one collective, begun with next_step()); the

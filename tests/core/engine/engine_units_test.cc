@@ -172,6 +172,19 @@ TEST(FusionPlanner, PacksUpToTheThresholdAndLooksPastOneIncompatible) {
                                 allreduce_response("c", 1, DataType::kInt64), allreduce_response("d", 1)};
   EXPECT_EQ(members(plan_buckets(stop, 1 << 20)),
             (std::vector<std::vector<int>>{{0}, {1}, {2}, {3}}));
+  // A compatible tensor that does not fit closes the bucket, even if a later one would fit.
+  std::vector<Response> full = {allreduce_response("p", 150), allreduce_response("q", 150),
+                                allreduce_response("r", 25)};
+  EXPECT_EQ(members(plan_buckets(full, 1000)), (std::vector<std::vector<int>>{{0}, {1, 2}}));
+}
+
+TEST(FusionPlanner, ManySmallTensorsUnderATinyThresholdEachGetABucket) {
+  std::vector<Response> list;
+  for (int i = 0; i < 20000; ++i) list.push_back(allreduce_response("t" + std::to_string(i), 1));
+  std::vector<Bucket> b = plan_buckets(list, 0);
+  ASSERT_EQ(b.size(), list.size());
+  for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(b[i].members, std::vector<int>{static_cast<int>(i)});
+  EXPECT_EQ(plan_buckets(list, 64 * 1024 * 1024).size(), 1u);
 }
 
 TEST(FusionPlanner, GroupsStayWholeAndOthersStandAlone) {
