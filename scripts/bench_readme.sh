@@ -4,8 +4,10 @@
 # the commands, the ratio table and links to the plots. For N = 2 and 4, each a run of its
 # own, every implementation side by side on the same buffers:
 #   1. horarun, HORA_BACKEND=builtin: hora (auto, ring, tree, rd) vs Gloo (ring, bcube);
-#   2. the same with HORA_SHM=0 (hora's builtin backend over TCP only);
-#   3. horarun, HORA_BACKEND=gloo: hora's algorithms over Gloo's transport vs Gloo's own;
+#   2. the same with HORA_SHM=0 (hora's builtin backend over TCP only), with the wire column
+#      (the ring's bytes over the same TCP pairs, no reduction: the transport's ceiling);
+#   3. horarun, HORA_BACKEND=gloo: hora's algorithms over Gloo's transport vs Gloo's own, with
+#      the wire column over Gloo's pairs;
 #   4. mpirun, HORA_BACKEND=mpi, hora over builtin vs Gloo vs MPI_Allreduce, as launched;
 #   5. the same with MALLOC_MMAP_MAX_=0 (glibc reuses freed memory, which Open MPI needs to
 #      avoid first touches of fresh scratch at >= 64 MiB).
@@ -62,8 +64,9 @@ run() {  # run KIND NP COMMAND...: one sweep (when KIND is in BENCH_RUNS), comma
 for np in $NPS; do
   run builtin "$np" env HORA_BACKEND=builtin "$HORARUN" -np "$np" "$BENCH" "${SWEEP[@]}" --compare hora,gloo
   run shm0 "$np" env HORA_BACKEND=builtin HORA_SHM=0 "$HORARUN" -np "$np" "$BENCH" "${SWEEP[@]}" \
-    --compare hora,gloo
-  run gloo "$np" env HORA_BACKEND=gloo "$HORARUN" -np "$np" "$BENCH" "${SWEEP[@]}" --compare hora,gloo
+    --compare hora,gloo,wire
+  run gloo "$np" env HORA_BACKEND=gloo "$HORARUN" -np "$np" "$BENCH" "${SWEEP[@]}" \
+    --compare hora,gloo,wire
   # shellcheck disable=SC2046
   run mpi "$np" env HORA_BACKEND=mpi "${MPIRUN[@]}" "$np" $(mpi_flags "$np") "$BENCH" "${SWEEP[@]}" \
     --backend builtin --compare hora,gloo,mpi
@@ -114,7 +117,10 @@ trap 'rm -f "$section"' EXIT
   echo "implementations side by side on the same buffers; ratios are within one run (this"
   echo "machine is noisy across runs). busbw is nccl-tests' bus bandwidth in decimal GB/s;"
   echo "the 8 B row gives the latency in microseconds and its ratios as other time / hora time,"
-  echo "so above 1x means hora is faster everywhere."
+  echo "so above 1x means hora is faster everywhere. The wire columns are a bound, not a"
+  echo "competitor: the bytes a ring allreduce moves, over the same pairs, with no reduction"
+  echo "(\`--compare wire\`); no ring over that transport can beat it, so hora / wire near 1x"
+  echo "means the transport, not the algorithm, is the limit."
   for np in $NPS; do
     a=$OUT/allreduce_np${np}.csv
     s=$OUT/allreduce_np${np}_shm0.csv
@@ -124,8 +130,8 @@ trap 'rm -f "$section"' EXIT
     echo
     echo "**$np ranks** ([plot](docs/bench/allreduce_np${np}.svg), [with MPI](docs/bench/allreduce_np${np}_mpi_reuse.svg), [HORA_SHM=0](docs/bench/allreduce_np${np}_shm0.svg)):"
     echo
-    echo "| size | hora (auto) | ring / tree / rd | Gloo best | hora / Gloo | MPI stock / reuse | hora / MPI (better) | HORA_SHM=0 hora / Gloo | hora over Gloo pairs / Gloo |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    echo "| size | hora (auto) | ring / tree / rd | Gloo best | hora / Gloo | MPI stock / reuse | hora / MPI (better) | HORA_SHM=0 hora / Gloo | HORA_SHM=0 wire (hora / wire) | hora over Gloo pairs / Gloo | Gloo pairs wire (hora / wire) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     for size in "${SIZES[@]}"; do
       if [[ $size == 8 ]]; then field=11 kind=time digits=1; else field=15 kind=busbw digits=2; fi
       h=$(value "$a" hora "$size" $field)
@@ -137,14 +143,17 @@ trap 'rm -f "$section"' EXIT
       hr=$(value "$r" hora "$size" $field); mr=$(value "$r" mpi "$size" $field)
       hs=$(value "$s" hora "$size" $field); gs=$(value "$s" gloo "$size" $field)
       hg=$(value "$g" hora "$size" $field); gg=$(value "$g" gloo "$size" $field)
+      ws=$(value "$s" wire "$size" $field); wg=$(value "$g" wire "$size" $field)
       if [[ $kind == time ]]; then
         vs_gloo=$(ratio "$gl" "$h"); vs_shm0=$(ratio "$gs" "$hs"); vs_gg=$(ratio "$gg" "$hg")
+        vs_ws=$(ratio "$ws" "$hs"); vs_wg=$(ratio "$wg" "$hg")
         unit=" us"
       else
         vs_gloo=$(ratio "$h" "$gl"); vs_shm0=$(ratio "$hs" "$gs"); vs_gg=$(ratio "$hg" "$gg")
+        vs_ws=$(ratio "$hs" "$ws"); vs_wg=$(ratio "$hg" "$wg")
         unit=""
       fi
-      echo "| $(label "$size") | $(fmt "$h" $digits)$unit | $(fmt "$rg" $digits) / $(fmt "$tr" $digits) / $(fmt "$rd" $digits) | $(fmt "$gl" $digits) | $vs_gloo | $(fmt "$mm" $digits) / $(fmt "$mr" $digits) | $(better "$hm" "$mm" "$hr" "$mr" $kind) | $vs_shm0 | $vs_gg |"
+      echo "| $(label "$size") | $(fmt "$h" $digits)$unit | $(fmt "$rg" $digits) / $(fmt "$tr" $digits) / $(fmt "$rd" $digits) | $(fmt "$gl" $digits) | $vs_gloo | $(fmt "$mm" $digits) / $(fmt "$mr" $digits) | $(better "$hm" "$mm" "$hr" "$mr" $kind) | $vs_shm0 | $(fmt "$ws" $digits) ($vs_ws) | $vs_gg | $(fmt "$wg" $digits) ($vs_wg) |"
     done
   done
   echo

@@ -4,6 +4,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -411,6 +412,7 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
   const auto started = Clock::now();
   auto last_progress = started;
   auto last_check = started;
+  uint32_t idle_spins = 0;
   for (;;) {
     if (op.complete) return op.status;
     if (aborted_.load())
@@ -426,7 +428,13 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
     }
     if (now >= deadline.at()) return timeout_status(op, started);
     if (now - last_progress < options_.spin) {
-      cpu_relax();
+      // Yield now and then: with more busy threads than cores, a spin that keeps the core
+      // delays the peer it waits for (see ShmExchange::arrive_and_wait).
+      if ((++idle_spins & 31) == 0) {
+        sched_yield();
+      } else {
+        cpu_relax();
+      }
       continue;
     }
     if (now - last_check >= options_.liveness_interval) {
