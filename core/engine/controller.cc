@@ -161,6 +161,14 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, bool shutdo
   return list;
 }
 
+void Controller::mark_ready(int rank, const std::vector<Request>& requests,
+                            std::chrono::steady_clock::time_point at) {
+  Timeline* t = options_.timeline;
+  if (t == nullptr || !t->enabled()) return;
+  const std::string label = "rank " + std::to_string(rank) + " ready";
+  for (const Request& q : requests) t->mark(q.name, label, at);
+}
+
 Status Controller::exchange(const std::vector<Request>& outgoing, const std::string& fatal,
                             ResponseList* list) {
   const int rank = comm_.rank();
@@ -175,6 +183,7 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
   } else {
     const auto now = std::chrono::steady_clock::now();
     coordinator_->ingest(0, outgoing, now);
+    mark_ready(0, outgoing, now);
     std::vector<uint8_t> bytes;
     for (int r = 1; r < size; ++r) {
       uint64_t length = 0;
@@ -189,6 +198,7 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
         return Status(requests.status().code(),
                       "from rank " + std::to_string(r) + ": " + requests.status().message());
       coordinator_->ingest(r, *requests, now);
+      mark_ready(r, *requests, std::chrono::steady_clock::now());
     }
     ResponseList decided;
     decided.responses = coordinator_->collect();

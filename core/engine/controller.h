@@ -39,6 +39,7 @@
 #include "core/engine/message.h"
 #include "core/engine/response_cache.h"
 #include "core/engine/stall_inspector.h"
+#include "core/engine/timeline.h"
 
 namespace hora {
 namespace engine {
@@ -48,6 +49,7 @@ struct ControllerOptions {
   double stall_warning_s = 60;
   double stall_shutdown_s = 0;
   int64_t cache_capacity = 1024;
+  Timeline* timeline = nullptr;  // rank 0 marks each rank's request arriving (may be null)
 };
 
 // Updated during the round, before its responses execute (readable from any thread).
@@ -79,6 +81,9 @@ class Controller {
   };
   void route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
              std::vector<int>& invalidate, std::chrono::steady_clock::time_point now);
+  // Rank 0: a timeline mark "rank R ready" on each tensor R asked for.
+  void mark_ready(int rank, const std::vector<Request>& requests,
+                  std::chrono::steady_clock::time_point at);
   Status exchange(const std::vector<Request>& outgoing, const std::string& fatal,
                   ResponseList* list);
 

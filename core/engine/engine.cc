@@ -37,6 +37,7 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
   co.stall_warning_s = config.stall_warning_s;
   co.stall_shutdown_s = config.stall_shutdown_s;
   co.cache_capacity = config.cache_capacity;
+  co.timeline = &timeline_;
   controller_ = std::make_unique<Controller>(comm_, co);
   ExecutorOptions eo;
   eo.timeout_s = config.timeout_s;

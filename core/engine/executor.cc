@@ -1,5 +1,6 @@
 #include "core/engine/executor.h"
 
+#include <cctype>
 #include <cstring>
 
 #include "collectives/algorithms/algorithms.h"
@@ -11,6 +12,13 @@ namespace engine {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The collective's name as Horovod's timeline shows it: ALLREDUCE, BROADCAST, ...
+std::string upper(const char* name) {
+  std::string s(name);
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
 
 size_t row_elements(const std::vector<int64_t>& shape) {
   size_t n = 1;
@@ -39,15 +47,27 @@ void Executor::complete(const std::string& name, Status status) {
   handle->complete(std::move(status));
 }
 
+void Executor::record(const std::vector<Response>& responses, const Bucket& bucket,
+                      const char* phase, Clock::time_point start, Timeline::Args args) {
+  if (!timeline_.enabled()) return;
+  const auto end = Clock::now();
+  for (int i : bucket.members) timeline_.event(responses[i].name, phase, start, end, args);
+}
+
 Status Executor::run_algorithm(void* buf, size_t count, DataType dtype, ReduceOp op,
-                               const std::string& first_name) {
+                               const std::vector<Response>& responses, const Bucket& bucket) {
+  const std::string& first_name = responses[bucket.members.front()].name;
   const size_t bytes = count * data_type_bytes(dtype);
   collectives::Selection sel =
       collectives::select_allreduce(bytes, comm_.size(), comm_.cost_model(), options_.algorithm);
   const auto start = Clock::now();
   Status s = collectives::run_allreduce(sel.algorithm, comm_, buf, buf, count, dtype, op,
                                         algorithm_options());
-  timeline_.event(first_name, collectives::algorithm_name(sel.algorithm), start, Clock::now());
+  record(responses, bucket, "ALLREDUCE", start,
+         {{"algorithm", collectives::algorithm_name(sel.algorithm)},
+          {"backend", comm_.backend_name()},
+          {"bytes", std::to_string(bytes)},
+          {"tensors", std::to_string(bucket.members.size())}});
   if (!s.is_ok())
     return Status(s.code(), "allreduce of tensor '" + first_name + "': " + s.message());
   return Status::ok();
@@ -74,14 +94,17 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     const auto start = Clock::now();
     if (lone->in.data() != out) {
       kernels::scale_copy(out, lone->in.data(), count, dtype, head.prescale);
+      record(responses, bucket, "PREPARE_OUTPUT", start);
     } else if (head.prescale != 1.0) {
       kernels::scale(out, count, dtype, head.prescale);
+      record(responses, bucket, "PREPARE_OUTPUT", start);
     }
-    timeline_.event(head.name, "PACK", start, Clock::now());
-    HORA_RETURN_IF_ERROR(run_algorithm(out, count, dtype, op, head.name));
-    const auto unpack = Clock::now();
-    if (postscale != 1.0) kernels::scale(out, count, dtype, postscale);
-    timeline_.event(head.name, "UNPACK", unpack, Clock::now());
+    HORA_RETURN_IF_ERROR(run_algorithm(out, count, dtype, op, responses, bucket));
+    if (postscale != 1.0) {
+      const auto post = Clock::now();
+      kernels::scale(out, count, dtype, postscale);
+      record(responses, bucket, "POSTSCALE", post);
+    }
     complete(head.name, Status::ok());
     return Status::ok();
   }
@@ -107,8 +130,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     }
     offset += count * elem;
   }
-  timeline_.event(head.name, "PACK", start, Clock::now());
-  HORA_RETURN_IF_ERROR(run_algorithm(fusion, total / elem, dtype, op, head.name));
+  record(responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
+  HORA_RETURN_IF_ERROR(run_algorithm(fusion, total / elem, dtype, op, responses, bucket));
   const auto unpack = Clock::now();
   offset = 0;
   for (int i : bucket.members) {
@@ -119,7 +142,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
       kernels::scale_copy(e->out.data(), fusion + offset, count, dtype, postscale);
     offset += count * elem;
   }
-  timeline_.event(head.name, "UNPACK", unpack, Clock::now());
+  record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
   for (int i : bucket.members) complete(responses[i].name, Status::ok());
   return Status::ok();
 }
@@ -206,7 +229,8 @@ Status Executor::run_single(const Response& r) {
       return Status::internal("tensor '" + r.name + "': unexpected collective " +
                               collective_name(r.type));
   }
-  timeline_.event(r.name, collective_name(r.type), start, Clock::now());
+  timeline_.event(r.name, upper(collective_name(r.type)).c_str(), start, Clock::now(),
+                  {{"backend", comm_.backend_name()}});
   if (!s.is_ok())
     return Status(s.code(), std::string(collective_name(r.type)) + " of tensor '" + r.name +
                                 "': " + s.message());
@@ -215,14 +239,20 @@ Status Executor::run_single(const Response& r) {
 }
 
 Status Executor::execute(const ResponseList& list) {
+  const auto agreed = Clock::now();
   if (timeline_.enabled()) {
-    const auto now = Clock::now();
     for (const Response& r : list.responses) {
       Entry* e = queue_.find(r.name);
-      if (e != nullptr) timeline_.event(r.name, "NEGOTIATE", e->enqueued, now);
+      if (e == nullptr) continue;
+      Timeline::Args args = {{"dtype", data_type_name(r.dtype)},
+                             {"shape", shape_to_string(r.shape)}};
+      if (r.type == CollectiveType::kAllreduce || r.type == CollectiveType::kReducescatter)
+        args.emplace_back("op", reduce_op_name(r.op));
+      timeline_.event(r.name, "NEGOTIATE", e->enqueued, agreed, std::move(args));
     }
   }
   for (const Bucket& b : plan_buckets(list.responses, options_.fusion_threshold_bytes)) {
+    record(list.responses, b, "QUEUE", agreed);
     const Response& head = list.responses[b.members.front()];
     if (head.type == CollectiveType::kAllreduce && !head.is_error()) {
       HORA_RETURN_IF_ERROR(run_allreduce(list.responses, b));

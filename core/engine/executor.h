@@ -56,7 +56,10 @@ class Executor {
   Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket);
   Status run_single(const Response& r);
   Status run_algorithm(void* buf, size_t count, DataType dtype, ReduceOp op,
-                       const std::string& first_name);
+                       const std::vector<Response>& responses, const Bucket& bucket);
+  // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
+  void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
+              std::chrono::steady_clock::time_point start, Timeline::Args args = {});
   void complete(const std::string& name, Status status);
   collectives::AlgorithmOptions algorithm_options();
 

@@ -1,54 +1,172 @@
 #include "core/engine/timeline.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/logging.h"
+
 namespace hora {
 namespace engine {
+namespace {
+
+constexpr auto kFlushInterval = std::chrono::milliseconds(100);
+constexpr size_t kBatchRecords = 4096;  // wake the writer early past this many
+constexpr char kClosing[] = "\n]\n";
+constexpr size_t kClosingBytes = sizeof(kClosing) - 1;
+
+// pwrite all of `text` at `offset`; false (errno set) on failure.
+bool pwrite_all(int fd, const std::string& text, off_t offset) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done,
+                               offset + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
 
 Status Timeline::open(const std::string& path) {
+  close();
   if (path.empty()) return Status::ok();
-  out_.open(path, std::ios::out | std::ios::trunc);
-  if (!out_.is_open())
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
     return Status::io("HORA_TIMELINE='" + path + "': cannot create the file: " +
                       std::strerror(errno));
+  const std::string empty = std::string("[") + kClosing;
+  if (!pwrite_all(fd, empty, 0)) {
+    const int err = errno;
+    ::close(fd);
+    return Status::io("HORA_TIMELINE='" + path + "': cannot write: " + std::strerror(err));
+  }
+  fd_ = fd;
+  path_ = path;
+  end_ = 1;
+  empty_ = true;
+  failed_ = false;
+  rows_.clear();
   origin_ = std::chrono::steady_clock::now();
-  out_ << "[\n";
+  stop_ = false;
+  writer_ = std::thread([this] { writer_loop(); });
   return Status::ok();
 }
 
-int Timeline::thread_of(const std::string& tensor) {
-  auto it = threads_.find(tensor);
-  if (it != threads_.end()) return it->second;
-  const int tid = static_cast<int>(threads_.size()) + 1;
-  threads_.emplace(tensor, tid);
-  nlohmann::json meta = {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
-                         {"args", {{"name", tensor}}}};
-  out_ << (first_ ? "" : ",\n") << meta.dump();
-  first_ = false;
-  return tid;
+void Timeline::event(const std::string& tensor, const char* phase, TimePoint start, TimePoint end,
+                     Args args) {
+  if (!enabled()) return;
+  Record r;
+  r.tensor = tensor;
+  r.phase = phase;
+  r.start = start;
+  r.end = end;
+  r.args = std::move(args);
+  push(std::move(r));
 }
 
-void Timeline::event(const std::string& tensor, const char* phase, TimePoint start,
-                     TimePoint end) {
+void Timeline::mark(const std::string& tensor, std::string label, TimePoint at) {
   if (!enabled()) return;
-  const int tid = thread_of(tensor);
+  Record r;
+  r.tensor = tensor;
+  r.phase = std::move(label);
+  r.start = r.end = at;
+  r.instant = true;
+  push(std::move(r));
+}
+
+void Timeline::push(Record r) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(std::move(r));
+    wake = pending_.size() >= kBatchRecords;
+  }
+  if (wake) cv_.notify_one();
+}
+
+void Timeline::writer_loop() {
+  std::vector<Record> batch;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait_for(lock, kFlushInterval, [&] { return stop_ || pending_.size() >= kBatchRecords; });
+    batch.swap(pending_);
+    const bool stopping = stop_;
+    lock.unlock();
+    if (!batch.empty()) write_batch(batch);
+    batch.clear();
+    lock.lock();
+    if (stopping && pending_.empty()) return;
+  }
+}
+
+int Timeline::row_of(const std::string& tensor, std::string* text) {
+  auto it = rows_.find(tensor);
+  if (it != rows_.end()) return it->second;
+  const int row = static_cast<int>(rows_.size()) + 1;
+  rows_.emplace(tensor, row);
+  nlohmann::json meta = {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", row},
+                         {"args", {{"name", tensor}}}};
+  *text += (empty_ ? "\n" : ",\n") + meta.dump();
+  empty_ = false;
+  return row;
+}
+
+void Timeline::write_batch(const std::vector<Record>& batch) {
+  if (failed_) return;
   using us = std::chrono::duration<double, std::micro>;
-  nlohmann::json e = {{"name", phase},
-                      {"ph", "X"},
-                      {"pid", 0},
-                      {"tid", tid},
-                      {"ts", us(start - origin_).count()},
-                      {"dur", us(end - start).count()}};
-  out_ << ",\n" << e.dump();
+  std::string text;
+  for (const Record& r : batch) {
+    const int row = row_of(r.tensor, &text);
+    nlohmann::json e = {{"name", r.phase},
+                        {"ph", r.instant ? "i" : "X"},
+                        {"pid", 0},
+                        {"tid", row},
+                        {"ts", us(r.start - origin_).count()}};
+    if (r.instant) {
+      e["s"] = "t";  // the mark belongs to the tensor's row
+    } else {
+      e["dur"] = us(r.end - r.start).count();
+    }
+    if (!r.args.empty()) {
+      nlohmann::json args = nlohmann::json::object();
+      for (const auto& kv : r.args) args[kv.first] = kv.second;
+      e["args"] = std::move(args);
+    }
+    text += (empty_ ? "\n" : ",\n") + e.dump();
+    empty_ = false;
+  }
+  text += kClosing;
+  if (!pwrite_all(fd_, text, end_)) {
+    failed_ = true;
+    HORA_LOG(kWarning) << "timeline '" << path_ << "': write failed (" << std::strerror(errno)
+                       << "); later events are dropped";
+    return;
+  }
+  end_ += static_cast<off_t>(text.size() - kClosingBytes);
 }
 
 void Timeline::close() {
-  if (!out_.is_open()) return;
-  out_ << "\n]\n";
-  out_.close();
+  if (writer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    writer_.join();
+  }
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
 }
 
 }  // namespace engine

@@ -1,17 +1,35 @@
 // Timeline: a Chrome trace (chrome://tracing, Perfetto) of what the engine did with each
 // tensor, written by rank 0 when HORA_TIMELINE names a file (horarun --timeline sets it).
 //
-// One trace "thread" per tensor name; per collective the phases NEGOTIATE (enqueue until the
-// ranks agreed), then PACK (copy into the fusion buffer), the algorithm ("ring", "tree", ...),
-// UNPACK. Events are buffered and written as complete ("ph":"X") events; the file is a JSON
-// array, valid after close() (the engine closes it at shutdown). Background thread only.
+// One trace "thread" (row) per tensor name. Per collective, the phases Horovod's timeline
+// shows: NEGOTIATE (from enqueue on rank 0 until every rank agreed; args: dtype, shape, op,
+// with an instant mark "rank R ready" as the coordinator receives each rank's request, for
+// tensors negotiated through it; cached tensors agree in one reduction that carries no times),
+// QUEUE (agreed, waiting for the buckets before it), MEMCPY_IN_FUSION_BUFFER, the collective
+// itself (ALLREDUCE, BROADCAST, ...; args: algorithm, backend, bytes, tensors in the bucket),
+// MEMCPY_OUT_FUSION_BUFFER. A lone tensor reduced in place in its output has PREPARE_OUTPUT
+// (copy in -> out with the prescale) and POSTSCALE instead of the fusion-buffer copies.
+//
+// Off the hot path: event() and mark() only append a record under a mutex; a writer thread
+// formats and writes them every 100 ms (or sooner when many are waiting). The file is a JSON
+// array that stays valid after every write: each write replaces the closing "]" with the new
+// events followed by a new "]", in one pwrite, so a job killed at any point leaves a file that
+// loads (without the events not yet written).
+//
+// event()/mark(): the engine's thread (any thread is safe). open()/close(): the engine.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
-#include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/base/status.h"
 
@@ -21,24 +39,55 @@ namespace engine {
 class Timeline {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
+  using Args = std::vector<std::pair<std::string, std::string>>;
 
-  // Opens `path` for writing; an empty path makes a disabled timeline. Fails (naming the
-  // path and errno) when the file cannot be created.
-  Status open(const std::string& path);
-  bool enabled() const { return out_.is_open(); }
-
-  void event(const std::string& tensor, const char* phase, TimePoint start, TimePoint end);
-  // Finishes the JSON array and closes the file. Idempotent.
-  void close();
+  Timeline() = default;
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
   ~Timeline() { close(); }
 
- private:
-  int thread_of(const std::string& tensor);
+  // Creates `path` (an empty array) and starts the writer; an empty path leaves the timeline
+  // disabled. Fails (naming the path and errno) when the file cannot be created.
+  Status open(const std::string& path);
+  bool enabled() const { return fd_ >= 0; }
 
-  std::ofstream out_;
+  // A phase of `tensor` from `start` to `end` ("ph":"X"), with `args` shown by the viewer.
+  void event(const std::string& tensor, const char* phase, TimePoint start, TimePoint end,
+             Args args = {});
+  // An instant mark on `tensor`'s row ("ph":"i"), such as a rank becoming ready.
+  void mark(const std::string& tensor, std::string label, TimePoint at);
+
+  // Writes what is left, stops the writer and closes the file. Idempotent.
+  void close();
+
+ private:
+  struct Record {
+    std::string tensor;
+    std::string phase;
+    TimePoint start, end;
+    bool instant = false;
+    Args args;
+  };
+
+  void push(Record r);
+  void writer_loop();
+  // Writer thread: formats `batch` and appends it before the closing bracket.
+  void write_batch(const std::vector<Record>& batch);
+  int row_of(const std::string& tensor, std::string* text);
+
+  int fd_ = -1;
+  std::string path_;
   TimePoint origin_;
-  std::unordered_map<std::string, int> threads_;
-  bool first_ = true;
+  off_t end_ = 0;      // where the closing "\n]\n" starts
+  bool empty_ = true;  // no event written yet
+  bool failed_ = false;  // a write failed: later batches are dropped (writer thread)
+  std::unordered_map<std::string, int> rows_;  // writer thread only
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Record> pending_;
+  bool stop_ = false;
+  std::thread writer_;
 };
 
 }  // namespace engine

@@ -12,7 +12,9 @@ case "$mode" in
   stall_shutdown) HORA_STALL_SHUTDOWN_S=2 HORA_STALL_WARNING_S=1 \
                     "$horarun" -np "$np" "$probe" stall_shutdown >"$out" 2>&1 ;;
   kill) "$horarun" --grace 60 -np "$np" "$probe" kill >"$out" 2>&1 ;;
-  timeline) trace=$(mktemp); HORA_TIMELINE=$trace "$horarun" -np "$np" "$probe" timeline >"$out" 2>&1 ;;
+  timeline|timeline_kill)
+    trace=$(mktemp)
+    HORA_TIMELINE=$trace "$horarun" -np "$np" "$probe" "$mode" >"$out" 2>&1 ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 rc=$?
@@ -36,14 +38,40 @@ case "$mode" in
     ;;
   timeline)
     [ "$rc" -eq 0 ] || fail "job exited $rc"
-    python3 - "$trace" <<'PY' || fail "the timeline is not the expected Chrome trace"
+    python3 - "$trace" "$np" <<'PY' || fail "the timeline is not the expected Chrome trace"
 import json, sys
 events = json.load(open(sys.argv[1]))
-names = {e["args"]["name"] for e in events if e.get("ph") == "M"}
+np = int(sys.argv[2])
+rows = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M"}
+names = set(rows.values())
 phases = {e["name"] for e in events if e.get("ph") == "X"}
-assert "layer0.weight" in names and "layer3.weight" in names, names
-assert {"NEGOTIATE", "PACK", "UNPACK"} <= phases, phases
+assert "layer0.weight" in names and "layer3.weight" in names and "grad3" in names, names
+want = {"NEGOTIATE", "QUEUE", "MEMCPY_IN_FUSION_BUFFER", "ALLREDUCE", "MEMCPY_OUT_FUSION_BUFFER",
+        "POSTSCALE"}
+assert want <= phases, phases
 assert all(e["dur"] >= 0 for e in events if e.get("ph") == "X")
+for e in events:
+    if e.get("name") == "ALLREDUCE":
+        assert {"algorithm", "backend", "bytes", "tensors"} <= set(e["args"]), e
+    if e.get("name") == "NEGOTIATE":
+        assert e["args"]["dtype"] == "float32" and e["args"]["shape"] == "[1000]", e
+# Every rank's readiness is marked on a negotiated tensor's row.
+marks = {(rows[e["tid"]], e["name"]) for e in events if e.get("ph") == "i"}
+for r in range(np):
+    assert ("grad0", "rank %d ready" % r) in marks, sorted(marks)
+# A fused step: one ALLREDUCE per tensor of the bucket, each naming 4 tensors.
+fused = [e for e in events if e.get("name") == "ALLREDUCE" and e["args"]["tensors"] == "4"]
+assert len(fused) >= 4, fused
+PY
+    rm -f "$trace"
+    ;;
+  timeline_kill)
+    [ "$rc" -ne 0 ] || fail "job exited 0 although rank 0 was killed"
+    python3 - "$trace" <<'PY' || fail "the timeline of a killed job does not load as JSON"
+import json, sys
+events = json.load(open(sys.argv[1]))
+phases = {e["name"] for e in events if e.get("ph") == "X"}
+assert "NEGOTIATE" in phases and "ALLREDUCE" in phases, phases
 PY
     rm -f "$trace"
     ;;

@@ -8,9 +8,13 @@
 //   kill            the last rank kills itself (SIGKILL) while the others run allreduces:
 //                   every survivor fails with an error naming the dead rank. Survivors ignore
 //                   SIGTERM so that they report before the launcher tears them down.
-//   timeline        a few named allreduces with HORA_TIMELINE set: rank 0 writes a Chrome
-//                   trace that engine_check.sh parses.
+//   timeline        named allreduces with HORA_TIMELINE set, one at a time and then a
+//                   grouped (fused) step: rank 0 writes a Chrome trace that engine_check.sh
+//                   parses.
+//   timeline_kill   the same steps in a loop; rank 0, the trace's writer, kills itself
+//                   (SIGKILL) after 1 s: the trace it leaves must still load as JSON.
 // Prints "probe rank R: <status>" per rank and exits 0 when the rank saw what it should.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -66,6 +70,19 @@ int kill_last() {
   }
 }
 
+// One step: four gradients enqueued back to back (fused), then waited.
+hora::Status fused_step(std::vector<std::vector<float>>& grads) {
+  std::vector<hora::Handle> handles;
+  for (size_t t = 0; t < grads.size(); ++t)
+    handles.push_back(hora::allreduce_async("grad" + std::to_string(t), view(grads[t]),
+                                            view(grads[t]), hora::ReduceOp::kAverage));
+  for (hora::Handle& h : handles) {
+    hora::Status s = h.wait();
+    if (!s.is_ok()) return s;
+  }
+  return hora::Status::ok();
+}
+
 int timeline() {
   for (int step = 0; step < 3; ++step) {
     for (int t = 0; t < 4; ++t) {
@@ -75,14 +92,41 @@ int timeline() {
       if (!s.is_ok()) return report(s) + 1;
     }
   }
+  // A grouped allreduce is fused as a unit, whatever the timing: one bucket of four.
+  std::vector<std::vector<float>> grads(4, std::vector<float>(1000, 1.f));
+  std::vector<std::string> names;
+  std::vector<hora::TensorView> views;
+  for (size_t t = 0; t < grads.size(); ++t) {
+    names.push_back("grad" + std::to_string(t));
+    views.push_back(view(grads[t]));
+  }
+  for (int step = 0; step < 3; ++step) {
+    hora::Status s =
+        hora::grouped_allreduce_async(names, views, views, hora::ReduceOp::kAverage).wait();
+    if (!s.is_ok()) return report(s) + 1;
+  }
   return report(hora::Status::ok());
+}
+
+int timeline_kill() {
+  std::vector<std::vector<float>> grads(4, std::vector<float>(1000, 1.f));
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    if (hora::rank() == 0 && std::chrono::steady_clock::now() - start > std::chrono::seconds(1))
+      std::raise(SIGKILL);
+    hora::Status s = fused_step(grads);
+    if (!s.is_ok()) {
+      report(s);
+      return 1;  // the survivors fail once rank 0 is gone: expected
+    }
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: engine_probe stall|stall_shutdown|kill|timeline\n");
+    std::fprintf(stderr, "usage: engine_probe stall|stall_shutdown|kill|timeline|timeline_kill\n");
     return 2;
   }
   hora::Status s = hora::init();
@@ -96,6 +140,7 @@ int main(int argc, char** argv) {
   if (mode == "stall_shutdown") rc = stall_shutdown();
   if (mode == "kill") rc = kill_last();
   if (mode == "timeline") rc = timeline();
+  if (mode == "timeline_kill") rc = timeline_kill();
   hora::shutdown();
   return rc;
 }
