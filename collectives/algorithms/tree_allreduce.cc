@@ -22,7 +22,7 @@
 // tree is the bandwidth path across many nodes. In hora the tree serves mid-size messages
 // on a few ranks (the ring takes the large ones, the selector decides), where the latency of
 // log2(n) hops, not link bandwidth, is the cost, and one tree is half the schedule to get
-// right. TODO(issue 4): a double binary tree if hora-bench shows mid sizes link-bound.
+// right. Worth revisiting if hora-bench on many hosts shows mid sizes link-bound.
 //
 // In place (in == out) works: an interior rank only writes out_j by the reduction that reads
 // in_j (exact aliasing), and all upward sends complete before any broadcast receive lands.
