@@ -45,7 +45,8 @@ std::string usage_text() {
          "  --hostfile FILE            one host a line: 'host slots=N' or 'host:N'\n"
          "  --rsh CMD                  starts ranks on remote hosts (default ssh)\n"
          "  --backend B                sets HORA_BACKEND for the ranks; mpi implies --mpi\n"
-         "  --mpi                      hand the job to mpirun instead\n"
+         "  --mpi                      hand the job to mpirun instead (the mpi backend; without\n"
+         "                             --rsh, --output-dir, --grace, --rendezvous-addr)\n"
          "  --oversubscribe            with --mpi: pass --oversubscribe to mpirun\n"
          "  --timeline, --timeline-filename PATH   sets HORA_TIMELINE\n"
          "  --output-dir, --output-filename DIR    also write DIR/rank.R.stdout/.stderr\n"
@@ -61,6 +62,7 @@ std::string usage_text() {
 StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
   LauncherOptions o;
   bool have_np = false;
+  std::vector<std::string> own_supervision;  // flags only horarun's own supervisor honours
   size_t i = 0;
   for (; i < args.size(); ++i) {
     std::string arg = args[i];
@@ -93,6 +95,7 @@ StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
     } else if (arg == "--hostfile" || arg == "-hostfile") {
       HORARUN_ASSIGN_OR_RETURN(o.hostfile, value());
     } else if (arg == "--rsh") {
+      own_supervision.push_back(arg);
       HORARUN_ASSIGN_OR_RETURN(o.rsh, value());
       if (o.rsh.find_first_not_of(" \t") == std::string::npos)
         return Status::invalid_argument("--rsh: empty command");
@@ -113,15 +116,18 @@ StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
       HORARUN_ASSIGN_OR_RETURN(o.timeline, value());
       if (o.timeline.empty()) return Status::invalid_argument(arg + ": empty path");
     } else if (arg == "--output-dir" || arg == "--output-filename") {
+      own_supervision.push_back(arg);
       HORARUN_ASSIGN_OR_RETURN(o.output_dir, value());
       if (o.output_dir.empty()) return Status::invalid_argument(arg + ": empty path");
     } else if (arg == "--start-timeout") {
       HORARUN_ASSIGN_OR_RETURN(std::string v, value());
       HORARUN_ASSIGN_OR_RETURN(o.start_timeout_s, parse_seconds(arg, v, false));
     } else if (arg == "--grace") {
+      own_supervision.push_back(arg);
       HORARUN_ASSIGN_OR_RETURN(std::string v, value());
       HORARUN_ASSIGN_OR_RETURN(o.grace_s, parse_seconds(arg, v, true));
     } else if (arg == "--rendezvous-addr") {
+      own_supervision.push_back(arg);
       HORARUN_ASSIGN_OR_RETURN(o.rendezvous_addr, value());
     } else if (arg == "-v" || arg == "--verbose") {
       HORARUN_RETURN_IF_ERROR(no_value());
@@ -138,6 +144,17 @@ StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
   if (o.command.empty()) return Status::invalid_argument("missing the program to run");
   if (!o.hosts.empty() && !o.hostfile.empty())
     return Status::invalid_argument("give -H or --hostfile, not both");
+  if (o.use_mpirun) {
+    // mpirun starts, tags and tears down the ranks, and hosts no store of horarun's.
+    if (!own_supervision.empty())
+      return Status::invalid_argument(own_supervision.front() +
+                                      " cannot be used with --mpi: mpirun supervises that job");
+    if (!o.backend.empty() && o.backend != "mpi" && o.backend != "auto")
+      return Status::invalid_argument("--backend " + o.backend +
+                                      " cannot be used with --mpi: under mpirun hora runs on "
+                                      "the mpi backend (drop --mpi to run " + o.backend +
+                                      " under horarun)");
+  }
   return o;
 }
 

@@ -35,7 +35,8 @@ StatusOr<std::vector<std::unique_ptr<Implementation>>> make_implementations(
   }
   const std::string backend = o.backend.empty() ? env.job_backend : o.backend;
   std::vector<Algorithm> algos = {o.algo};
-  if (wants(o, "hora")) {
+  // Any --compare runs hora through each of its algorithms beside the others.
+  if (!o.compare.empty()) {
     algos = {Algorithm::kAuto};
     if (o.collective == Collective::kAllreduce) {
       algos.insert(algos.end(),

@@ -144,6 +144,13 @@ StatusOr<std::unique_ptr<Implementation>> make_mpi_implementation(const Implemen
     HORA_RETURN_IF_ERROR(mpi_status(
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread"));
     owns = true;
+    // Only this (the main) thread calls MPI here: FUNNELED is enough.
+    if (provided < MPI_THREAD_FUNNELED) {
+      MPI_Finalize();
+      return Status::failed_precondition("--compare mpi: MPI granted thread level " +
+                                         std::to_string(provided) +
+                                         ", below MPI_THREAD_FUNNELED");
+    }
   }
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -44,9 +44,9 @@ void add_flags(CLI::App& app, RawFlags& f) {
   app.add_flag("--through-engine", f.through_engine,
                "named async allreduces through the engine (fusion included)");
   app.add_option("--compare", f.compare,
-                 "also run these, comma-separated: hora (every hora "
-                 "algorithm), gloo, mpi, wire (the ring's bytes with no "
-                 "reduction: the transport's ceiling)");
+                 "also run these, comma-separated, beside hora through each "
+                 "of its algorithms: hora (only those), gloo, mpi, wire (the "
+                 "ring's bytes with no reduction: the transport's ceiling)");
   app.add_option("--json", f.json, "write every measurement as JSON");
   app.add_option("--csv", f.csv, "write every measurement as CSV");
   app.add_option("--plot", f.plot, "write busbw against size as an SVG plot");

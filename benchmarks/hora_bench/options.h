@@ -40,9 +40,9 @@ struct Options {
   collectives::Algorithm algo = collectives::Algorithm::kAuto;  // --algo
   std::string backend;          // --backend: hora's algorithms over it; empty = job's
   bool through_engine = false;  // --through-engine
-  // --compare: which families run besides hora's chosen algorithm ("hora" = every hora
-  // algorithm, "gloo", "mpi", "wire": the transport's ceiling for a ring); empty = hora with
-  // --algo only.
+  // --compare: which baselines run ("gloo", "mpi", "wire": the transport's ceiling for a
+  // ring; "hora" adds nothing else); any entry also runs hora through each of its algorithms.
+  // Empty = hora with --algo only.
   std::vector<std::string> compare;
   std::string json_path;  // --json
   std::string csv_path;   // --csv

@@ -82,7 +82,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "--rsh"},
         BadCase{"HostsAndHostfile",
                 {"-np", "1", "-H", "a:1", "--hostfile", "f", "/bin/true"},
-                "not both"}),
+                "not both"},
+        BadCase{"OutputDirWithMpi",
+                {"--mpi", "-np", "2", "--output-dir", "out", "/bin/true"},
+                "--output-dir cannot be used with --mpi"},
+        BadCase{"GlooBackendWithMpi",
+                {"--mpi", "-np", "2", "--backend", "gloo", "/bin/true"},
+                "--backend gloo cannot be used with --mpi"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 const char* kPrintLayout =
