@@ -17,10 +17,18 @@ using engine::CollectiveType;
 using engine::Entry;
 using engine::Request;
 
+// Unnamed calls are named from one per-process counter, so every rank must make them in the
+// same order. A name is drawn only once the call passed its checks: a call that fails on one
+// rank alone (bad input) must not shift the numbering of the ones after it.
 std::string resolve_name(const std::string& name, CollectiveType type) {
   if (!name.empty()) return name;
   static std::atomic<int64_t> counter{0};
   return std::string(engine::collective_name(type)) + ".noname." + std::to_string(counter++);
+}
+
+// What errors call a tensor before its name is drawn.
+std::string label_of(const std::string& name, CollectiveType type) {
+  return name.empty() ? std::string("<unnamed ") + engine::collective_name(type) + ">" : name;
 }
 
 Handle fail(const std::string& name, Status status) {
@@ -96,12 +104,13 @@ const char* kNotInit = " called before hora::init() or after hora::shutdown()";
 
 Handle allreduce_async(const std::string& given, const TensorView& in, const TensorView& out,
                        ReduceOp op, double prescale, double postscale) {
-  const std::string name = resolve_name(given, CollectiveType::kAllreduce);
+  std::string name = label_of(given, CollectiveType::kAllreduce);
   auto eng = detail::engine();
   if (!eng) return fail(name, Status::failed_precondition("allreduce of '" + name + "'" + kNotInit));
   Status s = check_allreduce(name, in, out);
   if (s.is_ok()) s = check_scales(name, prescale, postscale);
   if (!s.is_ok()) return fail(name, s);
+  name = resolve_name(given, CollectiveType::kAllreduce);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kAllreduce, in, out, handle);
   e.request.op = op;
@@ -123,6 +132,12 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
                            "least one; got " + std::to_string(names.size()) + " names, " +
                            std::to_string(ins.size()) + " inputs, " +
                            std::to_string(outs.size()) + " outputs"));
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string label = label_of(names[i], CollectiveType::kAllreduce);
+    Status s = check_allreduce(label, ins[i], outs[i]);
+    if (s.is_ok()) s = check_scales(label, prescale, postscale);
+    if (!s.is_ok()) return fail(label_of(names[0], CollectiveType::kAllreduce) + "#group", s);
+  }
   std::vector<std::string> resolved;
   for (const std::string& n : names) resolved.push_back(resolve_name(n, CollectiveType::kAllreduce));
   const std::string key = resolved[0] + "#group";
@@ -130,9 +145,6 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
                                                       eng->timeout_s());
   std::vector<Entry> entries;
   for (size_t i = 0; i < resolved.size(); ++i) {
-    Status s = check_allreduce(resolved[i], ins[i], outs[i]);
-    if (s.is_ok()) s = check_scales(resolved[i], prescale, postscale);
-    if (!s.is_ok()) return fail(key, s);
     Entry e = make_entry(resolved[i], CollectiveType::kAllreduce, ins[i], outs[i], handle);
     e.request.op = op;
     e.request.prescale = prescale;
@@ -145,17 +157,18 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
 }
 
 Handle allgather_async(const std::string& given, const TensorView& in) {
-  const std::string name = resolve_name(given, CollectiveType::kAllgather);
+  std::string name = label_of(given, CollectiveType::kAllgather);
   auto eng = detail::engine();
   if (!eng) return fail(name, Status::failed_precondition("allgather of '" + name + "'" + kNotInit));
   Status s = check_tensor(name, "input", in, CollectiveType::kAllgather, true);
   if (!s.is_ok()) return fail(name, s);
+  name = resolve_name(given, CollectiveType::kAllgather);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   return submit_one(*eng, make_entry(name, CollectiveType::kAllgather, in, in, handle));
 }
 
 Handle broadcast_async(const std::string& given, const TensorView& tensor, int root) {
-  const std::string name = resolve_name(given, CollectiveType::kBroadcast);
+  std::string name = label_of(given, CollectiveType::kBroadcast);
   auto eng = detail::engine();
   if (!eng) return fail(name, Status::failed_precondition("broadcast of '" + name + "'" + kNotInit));
   Status s = check_tensor(name, "tensor", tensor, CollectiveType::kBroadcast, false);
@@ -164,6 +177,7 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
                                  " is not a rank of this job (0.." +
                                  std::to_string(eng->size() - 1) + ")");
   if (!s.is_ok()) return fail(name, s);
+  name = resolve_name(given, CollectiveType::kBroadcast);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kBroadcast, tensor, tensor, handle);
   e.request.root = root;
@@ -172,7 +186,7 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
 
 Handle alltoall_async(const std::string& given, const TensorView& in,
                       const std::vector<int64_t>& splits) {
-  const std::string name = resolve_name(given, CollectiveType::kAlltoall);
+  std::string name = label_of(given, CollectiveType::kAlltoall);
   auto eng = detail::engine();
   if (!eng) return fail(name, Status::failed_precondition("alltoall of '" + name + "'" + kNotInit));
   Status s = check_tensor(name, "input", in, CollectiveType::kAlltoall, true);
@@ -201,6 +215,7 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
                           std::to_string(size) + ") summing to the first dimension " +
                           std::to_string(rows) + ", got " + std::to_string(resolved.size()) +
                           " splits summing to " + std::to_string(sum)));
+  name = resolve_name(given, CollectiveType::kAlltoall);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kAlltoall, in, in, handle);
   e.request.splits = resolved;
@@ -208,12 +223,13 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
 }
 
 Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op) {
-  const std::string name = resolve_name(given, CollectiveType::kReducescatter);
+  std::string name = label_of(given, CollectiveType::kReducescatter);
   auto eng = detail::engine();
   if (!eng)
     return fail(name, Status::failed_precondition("reducescatter of '" + name + "'" + kNotInit));
   Status s = check_tensor(name, "input", in, CollectiveType::kReducescatter, true);
   if (!s.is_ok()) return fail(name, s);
+  name = resolve_name(given, CollectiveType::kReducescatter);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
@@ -225,8 +241,41 @@ Status allreduce(const std::string& name, const TensorView& in, const TensorView
   return allreduce_async(name, in, out, op, prescale, postscale).wait();
 }
 
+Status grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& ins,
+                         const std::vector<TensorView>& outs, ReduceOp op, double prescale,
+                         double postscale) {
+  return grouped_allreduce_async(names, ins, outs, op, prescale, postscale).wait();
+}
+
 Status broadcast(const std::string& name, const TensorView& tensor, int root) {
   return broadcast_async(name, tensor, root).wait();
+}
+
+namespace {
+
+StatusOr<CollectiveResult> result_of(Handle h) {
+  HORA_RETURN_IF_ERROR(h.wait());
+  CollectiveResult r;
+  r.data = h.output();
+  r.shape = h.output_shape();
+  r.received_splits = h.received_splits();
+  return r;
+}
+
+}  // namespace
+
+StatusOr<CollectiveResult> allgather(const std::string& name, const TensorView& in) {
+  return result_of(allgather_async(name, in));
+}
+
+StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& in,
+                                    const std::vector<int64_t>& splits) {
+  return result_of(alltoall_async(name, in, splits));
+}
+
+StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in,
+                                         ReduceOp op) {
+  return result_of(reducescatter_async(name, in, op));
 }
 
 namespace {

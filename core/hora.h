@@ -139,7 +139,22 @@ Handle reducescatter_async(const std::string& name, const TensorView& in,
 // Blocking forms (wait at most HORA_TIMEOUT_S).
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
                  ReduceOp op = ReduceOp::kAverage, double prescale = 1.0, double postscale = 1.0);
+Status grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& ins,
+                         const std::vector<TensorView>& outs, ReduceOp op = ReduceOp::kAverage,
+                         double prescale = 1.0, double postscale = 1.0);
 Status broadcast(const std::string& name, const TensorView& tensor, int root);
+// What the blocking allgather, alltoall and reducescatter return: the output tensor (bytes of
+// the input's dtype, and its shape) and, for alltoall, the rows that came from each rank.
+struct CollectiveResult {
+  std::vector<uint8_t> data;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> received_splits;
+};
+StatusOr<CollectiveResult> allgather(const std::string& name, const TensorView& in);
+StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& in,
+                                    const std::vector<int64_t>& splits = {});
+StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in,
+                                         ReduceOp op = ReduceOp::kAverage);
 // Returns once every rank called barrier.
 Status barrier();
 // Uneven data: this rank has no more batches. Until every rank joined, this rank

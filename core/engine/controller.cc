@@ -66,11 +66,28 @@ void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoi
   for (auto it = cached_.begin(); it != cached_.end();) {
     if (now - it->second.since >= patience) {
       invalidate.push_back(it->first);
-      sent_.insert(it->second.request.name);
-      outgoing.push_back(it->second.request);
-      it = cached_.erase(it);
+      send_to_coordinator(it, outgoing);
+      it = cached_.begin();  // the group's other members may have left too
     } else {
       ++it;
+    }
+  }
+}
+
+void Controller::send_to_coordinator(std::map<int, Waiting>::iterator it,
+                                     std::vector<Request>& to) {
+  const Request request = it->second.request;
+  sent_.insert(request.name);
+  to.push_back(request);
+  cached_.erase(it);
+  if (request.group_size <= 0) return;
+  for (auto m = cached_.begin(); m != cached_.end();) {
+    if (m->second.request.group_size > 0 && m->second.request.group_key == request.group_key) {
+      sent_.insert(m->second.request.name);
+      to.push_back(m->second.request);
+      m = cached_.erase(m);
+    } else {
+      ++m;
     }
   }
 }
@@ -132,11 +149,7 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, bool shutdo
     const int32_t invalid = v / (base * base);
     if (invalid > 0) {
       auto it = cached_.find(p);
-      if (it != cached_.end()) {
-        sent_.insert(it->second.request.name);
-        outgoing.push_back(it->second.request);
-        cached_.erase(it);
-      }
+      if (it != cached_.end()) send_to_coordinator(it, outgoing);
       cache_.erase(p);
     } else if (ready == size && held > 0 && cache_.in_use(p)) {
       agreed.push_back(p);
@@ -229,11 +242,7 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
       stats_.evictions = cache_.evictions();
       if (evicted >= 0) {
         auto it = cached_.find(evicted);
-        if (it != cached_.end()) {
-          sent_.insert(it->second.request.name);
-          resubmit_.push_back(it->second.request);
-          cached_.erase(it);
-        }
+        if (it != cached_.end()) send_to_coordinator(it, resubmit_);
       }
     }
     list->responses.push_back(std::move(r));

@@ -81,6 +81,10 @@ class Controller {
   };
   void route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
              std::vector<int>& invalidate, std::chrono::steady_clock::time_point now);
+  // Moves the request waiting at cache position `it` to `to` (for the coordinator), with every
+  // other member of its group waiting on the cache path: a group leaves that path only whole,
+  // or the members left behind would wait for one that no longer comes.
+  void send_to_coordinator(std::map<int, Waiting>::iterator it, std::vector<Request>& to);
   // Rank 0: a timeline mark "rank R ready" on each tensor R asked for.
   void mark_ready(int rank, const std::vector<Request>& requests,
                   std::chrono::steady_clock::time_point at);

@@ -54,14 +54,15 @@ void Executor::record(const std::vector<Response>& responses, const Bucket& buck
   for (int i : bucket.members) timeline_.event(responses[i].name, phase, start, end, args);
 }
 
-Status Executor::run_algorithm(void* buf, size_t count, DataType dtype, ReduceOp op,
-                               const std::vector<Response>& responses, const Bucket& bucket) {
+Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType dtype,
+                               ReduceOp op, const std::vector<Response>& responses,
+                               const Bucket& bucket) {
   const std::string& first_name = responses[bucket.members.front()].name;
   const size_t bytes = count * data_type_bytes(dtype);
   collectives::Selection sel =
       collectives::select_allreduce(bytes, comm_.size(), comm_.cost_model(), options_.algorithm);
   const auto start = Clock::now();
-  Status s = collectives::run_allreduce(sel.algorithm, comm_, buf, buf, count, dtype, op,
+  Status s = collectives::run_allreduce(sel.algorithm, comm_, in, out, count, dtype, op,
                                         algorithm_options());
   record(responses, bucket, "ALLREDUCE", start,
          {{"algorithm", collectives::algorithm_name(sel.algorithm)},
@@ -86,9 +87,26 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   ++stats_.buckets;
   if (bucket.members.size() > 1) stats_.fused_tensors += bucket.members.size();
 
+  // Every rank must run the algorithm with the same op: `direct` depends on the response only
+  // (a joined rank, which has no entry, reduces its zeros with that op too).
+  const bool direct =
+      bucket.members.size() == 1 && head.prescale == 1.0 && head.postscale == 1.0;
+  if (direct) {
+    op = head.op;
+    postscale = 1.0;
+  }
   Entry* lone = bucket.members.size() == 1 ? queue_.find(head.name) : nullptr;
+  if (lone != nullptr && direct) {
+    // No scale factors of the caller's: the algorithm reads the input, writes the output and
+    // applies an average's 1/size in its last pass itself: no copy, no extra pass.
+    HORA_RETURN_IF_ERROR(run_algorithm(lone->in.data(), lone->out.data(),
+                                       static_cast<size_t>(head.element_count()), dtype, head.op,
+                                       responses, bucket));
+    complete(head.name, Status::ok());
+    return Status::ok();
+  }
   if (lone != nullptr) {
-    // In place in the output: no fusion buffer, no extra copy.
+    // Scale factors: prescale while copying into the output, reduce there in place, postscale.
     void* out = lone->out.data();
     const size_t count = static_cast<size_t>(head.element_count());
     const auto start = Clock::now();
@@ -99,7 +117,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
       kernels::scale(out, count, dtype, head.prescale);
       record(responses, bucket, "PREPARE_OUTPUT", start);
     }
-    HORA_RETURN_IF_ERROR(run_algorithm(out, count, dtype, op, responses, bucket));
+    HORA_RETURN_IF_ERROR(run_algorithm(out, out, count, dtype, op, responses, bucket));
     if (postscale != 1.0) {
       const auto post = Clock::now();
       kernels::scale(out, count, dtype, postscale);
@@ -131,7 +149,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     offset += count * elem;
   }
   record(responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
-  HORA_RETURN_IF_ERROR(run_algorithm(fusion, total / elem, dtype, op, responses, bucket));
+  HORA_RETURN_IF_ERROR(run_algorithm(fusion, fusion, total / elem, dtype, op, responses, bucket));
   const auto unpack = Clock::now();
   offset = 0;
   for (int i : bucket.members) {

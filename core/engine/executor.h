@@ -1,8 +1,9 @@
 // Executor: runs the agreed responses of one round on the communicator, in plan order, and
 // completes the handles.
 //
-// Allreduce buckets: a lone tensor is reduced in place in its output (copied there first with
-// the prescale when in != out); a fused bucket is packed into the fusion buffer with the
+// Allreduce buckets: a lone tensor without scale factors goes straight through the algorithm
+// (in -> out, an average's 1/size applied in the algorithm's last pass); one with scale factors
+// is reduced in place in its output (copied there first with the prescale); a fused bucket is packed into the fusion buffer with the
 // prescale applied while copying (kernels::scale_copy), reduced once, and unpacked with the
 // postscale. kAverage runs as kSum with postscale x 1/size. The algorithm comes from the
 // selector (HORA_ALLREDUCE_ALGO or the cost model). A rank that has joined and lacks the
@@ -55,7 +56,7 @@ class Executor {
  private:
   Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket);
   Status run_single(const Response& r);
-  Status run_algorithm(void* buf, size_t count, DataType dtype, ReduceOp op,
+  Status run_algorithm(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
                        const std::vector<Response>& responses, const Bucket& bucket);
   // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
   void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
@@ -69,7 +70,6 @@ class Executor {
   Timeline& timeline_;
   collectives::ScratchPool scratch_;
   std::vector<uint8_t> fusion_;  // grows only
-  std::vector<uint8_t> zeros_;   // a joined rank's contribution, grows only
   ExecutorStats stats_;
 };
 

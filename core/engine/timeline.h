@@ -7,8 +7,9 @@
 // tensors negotiated through it; cached tensors agree in one reduction that carries no times),
 // QUEUE (agreed, waiting for the buckets before it), MEMCPY_IN_FUSION_BUFFER, the collective
 // itself (ALLREDUCE, BROADCAST, ...; args: algorithm, backend, bytes, tensors in the bucket),
-// MEMCPY_OUT_FUSION_BUFFER. A lone tensor reduced in place in its output has PREPARE_OUTPUT
-// (copy in -> out with the prescale) and POSTSCALE instead of the fusion-buffer copies.
+// MEMCPY_OUT_FUSION_BUFFER. A lone tensor has no copies (the algorithm reads its input and
+// writes its output), or, with scale factors, PREPARE_OUTPUT (copy in -> out with the
+// prescale) and POSTSCALE.
 //
 // Off the hot path: event() and mark() only append a record under a mutex; a writer thread
 // formats and writes them every 100 ms (or sooner when many are waiting). The file is a JSON

@@ -233,6 +233,83 @@ TEST(EngineMp, OtherCollectives) {
   ASSERT_TRUE(barrier().is_ok());
 }
 
+TEST(EngineMp, BlockingForms) {
+  const int r = rank(), n = size();
+  std::vector<float> rows((r + 1) * 2, static_cast<float>(r));
+  StatusOr<CollectiveResult> g = allgather("blocking.ag", view(rows, {r + 1, 2}));
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  ASSERT_EQ(g->shape, (std::vector<int64_t>{n * (n + 1) / 2, 2}));
+  const float* got = reinterpret_cast<const float*>(g->data.data());
+  for (int p = 0, k = 0; p < n; ++p)
+    for (int i = 0; i < (p + 1) * 2; ++i) ASSERT_EQ(got[k++], static_cast<float>(p));
+
+  std::vector<float> a2a(n * 3, static_cast<float>(r));  // an even split: 3 rows to each rank
+  StatusOr<CollectiveResult> a = alltoall("blocking.a2a", view(a2a, {n * 3, 1}));
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_EQ(a->received_splits, std::vector<int64_t>(n, 3));
+  const float* in = reinterpret_cast<const float*>(a->data.data());
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(in[p * 3 + i], static_cast<float>(p));
+
+  std::vector<float> rs(n * 2, 1.f);
+  StatusOr<CollectiveResult> s = reducescatter("blocking.rs", view(rs, {n * 2, 1}), ReduceOp::kSum);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  ASSERT_EQ(s->shape, (std::vector<int64_t>{2, 1}));
+  for (size_t i = 0; i < 2; ++i)
+    ASSERT_EQ(reinterpret_cast<const float*>(s->data.data())[i], static_cast<float>(n));
+
+  std::vector<float> x(5, 1.f), y(7, 2.f);
+  ASSERT_TRUE(grouped_allreduce({"blocking.g0", "blocking.g1"}, {view(x), view(y)},
+                                {view(x), view(y)}, ReduceOp::kSum)
+                  .is_ok());
+  for (float v : x) ASSERT_EQ(v, static_cast<float>(n));
+  for (float v : y) ASSERT_EQ(v, static_cast<float>(2 * n));
+
+  // A failed blocking call reports the error (here at enqueue: splits that do not add up).
+  StatusOr<CollectiveResult> bad =
+      alltoall("blocking.bad", view(a2a, {n * 3, 1}), std::vector<int64_t>(n, 4));
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().to_string();
+}
+
+TEST(EngineMp, UnnamedCallsStayInStepAfterALocalFailure) {
+  std::vector<float> a(4, 1.f), b(5);
+  if (rank() == 0) {
+    // Fails its checks on this rank only: it must not use up a generated name.
+    Status bad = allreduce("", view(a), view(b));
+    EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.message().find("<unnamed allreduce>"), std::string::npos) << bad.message();
+  }
+  std::vector<float> x(3, 1.f);
+  Handle h = allreduce_async("", view(x), view(x), ReduceOp::kSum);
+  EXPECT_EQ(h.name().find("allreduce.noname."), 0u) << h.name();
+  Status s = h.wait();
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  for (float v : x) ASSERT_EQ(v, static_cast<float>(size()));
+}
+
+TEST(EngineMp, PollAndWaitWithATimeoutBeforeThePeersArrive) {
+  std::vector<float> x(3, 1.f), go(1, 0.f);
+  Handle h;
+  if (rank() == 0) {
+    h = allreduce_async("poll.late", view(x), view(x), ReduceOp::kSum);
+    if (size() > 1) {
+      // The others enqueue it only after the broadcast below: it cannot be done yet.
+      EXPECT_FALSE(h.poll());
+      Status early = h.wait(std::chrono::milliseconds(50));
+      EXPECT_EQ(early.code(), StatusCode::kTimeout) << early.to_string();
+      EXPECT_NE(early.message().find("poll.late"), std::string::npos) << early.message();
+    }
+    go[0] = 1.f;
+  }
+  ASSERT_TRUE(broadcast("poll.go", view(go), 0).is_ok());
+  ASSERT_EQ(go[0], 1.f);
+  if (rank() != 0) h = allreduce_async("poll.late", view(x), view(x), ReduceOp::kSum);
+  Status s = h.wait();
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(h.poll());
+  for (float v : x) ASSERT_EQ(v, static_cast<float>(size()));
+}
+
 TEST(EngineMp, JoinWithEveryRankTakingATurnLast) {
   const int r = rank(), n = size();
   for (int last = 0; last < n; ++last) {
