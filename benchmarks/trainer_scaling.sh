@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The reference trainer's scaling figures (issue 9): 1 rank at batch 64 and 128, 2 ranks at
-# per-rank batch 64 overlapped and reducing after backward, on each backend given (default
-# builtin gloo). Prints each run's line, then efficiency = 2-rank samples/s / (2 x 1-rank
+# The reference trainer's scaling figures: one plain process (no hora in the step) at batch 64
+# and 128, 2 ranks at per-rank batch 64 overlapped and reducing after backward, on each
+# backend given (default builtin gloo). Prints each run's line, then efficiency = 2-rank samples/s / (2 x 1-rank
 # samples/s) and the share of communication hidden behind backward =
 # 1 - (wait after backward, overlapped) / (wait after backward, not overlapped).
 # Usage: benchmarks/trainer_scaling.sh [BUILD_DIR] [backends...]
@@ -18,8 +18,8 @@ line() { grep "samples/s" <<<"$1" | sed 's/^\[0\]<stdout>: //'; }
 
 for backend in "${backends[@]}"; do
   export HORA_BACKEND=$backend
-  one=$(line "$("$horarun" -np 1 "$bench" --batch-size 64)")
-  big=$(line "$("$horarun" -np 1 "$bench" --batch-size 128)")
+  one=$(line "$("$horarun" -np 1 "$bench" --batch-size 64 --plain)")
+  big=$(line "$("$horarun" -np 1 "$bench" --batch-size 128 --plain)")
   two=$(line "$("$horarun" -np 2 "$bench" --batch-size 64)")
   two_late=$(line "$("$horarun" -np 2 "$bench" --batch-size 64 --no-overlap)")
   echo "backend $backend"

@@ -2,13 +2,15 @@
 // figure issue 9's scaling target is stated in. One configuration per run:
 //
 //   horarun -np 2 build/benchmarks/trainer_scaling_bench [--batch-size 64] [--steps 30]
-//           [--no-overlap] [--hidden 2048,2048,1024] [--inputs 1024]
+//           [--no-overlap | --plain] [--hidden 2048,2048,1024] [--inputs 1024]
 //
 // Model 1024-2048-2048-1024-10 (8.4M parameters, 33.6 MB of float32 gradients per step),
 // SGD with momentum, one BLAS thread per rank, synthetic data. After --warmup steps it times
-// --steps steps; rank 0 prints one line with the total samples/s, the mean step time, and
+// --steps steps back to back (wall time from the first to the last, no barrier between steps,
+// as in training); rank 0 prints one line with the total samples/s, the mean step time, and
 // the time step() spent waiting for the allreduces (the communication not hidden behind
 // backward; with --no-overlap every allreduce starts after backward, so that is all of it).
+// --plain (1 rank only) trains without hora in the step at all: the single-process baseline.
 // trainer_scaling.sh runs the configurations and derives efficiency and hidden share.
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -35,6 +37,7 @@ struct Flags {
   int steps = 30;
   int warmup = 5;
   bool no_overlap = false;
+  bool plain = false;
   int blas_threads = 1;
 };
 
@@ -42,6 +45,9 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 Status run(const Flags& flags) {
   HORA_RETURN_IF_ERROR(init());
+  if (flags.plain && size() != 1)
+    return Status::invalid_argument("--plain is the single-process baseline: run it on 1 rank, "
+                                    "not " + std::to_string(size()));
   trainer::set_blas_threads(flags.blas_threads);
   trainer::DatasetSpec spec;
   spec.input_dim = flags.inputs;
@@ -62,28 +68,37 @@ Status run(const Flags& flags) {
   HORA_RETURN_IF_ERROR(broadcast_parameters(model.parameters(), 0));
 
   trainer::StepBuffers buffers;
-  Clock::duration waiting{}, total{};
+  const trainer::GradientReadyFn no_hook = [](const std::string&) { return Status::ok(); };
+  Clock::duration waiting{};
+  Clock::time_point start;
   for (int s = 0; s < flags.warmup + flags.steps; ++s) {
-    HORA_RETURN_IF_ERROR(barrier());  // every rank starts the step together
-    const Clock::time_point start = Clock::now();
+    if (s == flags.warmup) {
+      HORA_RETURN_IF_ERROR(barrier());  // the timed steps start together
+      start = Clock::now();
+    }
     loader.load(0, s % loader.steps_per_epoch(), buffers.x, buffers.labels);
+    if (flags.plain) {
+      HORA_RETURN_IF_ERROR(sgd->zero_grad());
+      HORA_RETURN_IF_ERROR(trainer::forward_backward(model, buffers, no_hook).status());
+      HORA_RETURN_IF_ERROR(sgd->step());
+      continue;
+    }
     HORA_RETURN_IF_ERROR(dist->zero_grad());
     HORA_RETURN_IF_ERROR(trainer::forward_backward(model, buffers, dist->hook()).status());
     const Clock::time_point backward_done = Clock::now();
     HORA_RETURN_IF_ERROR(dist->synchronize());
     const Clock::time_point synced = Clock::now();
     HORA_RETURN_IF_ERROR(sgd->step());
-    if (s >= flags.warmup) {
-      waiting += synced - backward_done;
-      total += Clock::now() - start;
-    }
+    if (s >= flags.warmup) waiting += synced - backward_done;
   }
+  const Clock::duration total = Clock::now() - start;
   if (rank() == 0) {
     const double step_s = seconds(total) / flags.steps;
     std::printf(
         "ranks %d batch %lld overlap %s params %lld: %.0f samples/s, step %.1f ms, "
         "waiting for allreduce after backward %.1f ms\n",
-        size(), static_cast<long long>(flags.batch_size), flags.no_overlap ? "no" : "yes",
+        size(), static_cast<long long>(flags.batch_size),
+        flags.plain ? "plain" : (flags.no_overlap ? "no" : "yes"),
         static_cast<long long>(model.parameter_count()), flags.batch_size * size() / step_s,
         1e3 * step_s, 1e3 * seconds(waiting) / flags.steps);
   }
@@ -102,6 +117,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", flags.steps, "timed steps");
   app.add_option("--warmup", flags.warmup, "untimed steps first");
   app.add_flag("--no-overlap", flags.no_overlap, "start every allreduce after backward");
+  app.add_flag("--plain", flags.plain, "1 rank: train without hora in the step (the baseline)");
   app.add_option("--blas-threads", flags.blas_threads, "BLAS threads per rank");
   CLI11_PARSE(app, argc, argv);
   hora::Status status = hora::run(flags);
