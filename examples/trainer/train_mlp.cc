@@ -158,11 +158,20 @@ Status run(const Flags& flags) {
   std::fflush(stdout);
 
   const int64_t steps = loader.steps_per_epoch() / flags.backward_passes;
+  const int64_t first_epoch = static_cast<int64_t>(start_epoch);
   StepBuffers buffers;
   double final_accuracy = 0.0, train_seconds = 0.0;
   int64_t trained_samples = 0;
   const Clock::time_point job_start = Clock::now();
-  for (int64_t epoch = static_cast<int64_t>(start_epoch); epoch < flags.epochs; ++epoch) {
+  if (first_epoch >= flags.epochs) {
+    // The checkpoint already covers --epochs: nothing to train, but the final line still
+    // reports the loaded model's real accuracy (every rank takes part in the evaluation).
+    HORA_ASSIGN_OR_RETURN(final_accuracy, evaluate(model, data.test, first_epoch));
+    if (is_root)
+      std::printf("no epochs left to run: the checkpoint is at epoch %lld of %d\n",
+                  static_cast<long long>(first_epoch), flags.epochs);
+  }
+  for (int64_t epoch = first_epoch; epoch < flags.epochs; ++epoch) {
     ProgressBar bar(stdout,
                     "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(flags.epochs),
                     steps, isatty(STDOUT_FILENO) != 0);

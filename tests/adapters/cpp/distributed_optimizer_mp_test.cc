@@ -276,6 +276,50 @@ TEST(DistributedOptimizerMp, SumAndCompressedSumAreExact) {
   }
 }
 
+// The test above uses small integers, which every type holds exactly, so it cannot tell
+// whether the cast happened. Here every rank's gradient is a quarter of the half type's
+// spacing above 1 (float16: 1 + 2^-12, spacing 2^-10; bfloat16: 1 + 2^-9, spacing 2^-7):
+// float32 holds it, the half type rounds it to 1. Compressed, the result is the rounded
+// value reduced (n for a sum, 1 for an average); uncompressed, it keeps the low bits.
+TEST(DistributedOptimizerMp, CompressionRoundsToTheHalfType) {
+  struct Case {
+    Compression compression;
+    float value;    // exact in float32
+    float rounded;  // the value in the half type
+  };
+  const Case cases[] = {{Compression::kFloat16, 1.0f + std::ldexp(1.0f, -12), 1.0f},
+                        {Compression::kBFloat16, 1.0f + std::ldexp(1.0f, -9), 1.0f}};
+  const float n = static_cast<float>(size());
+  // Runs one step with `compression` and `op`, every gradient `value` on every rank.
+  auto reduce = [](Compression compression, ReduceOp op, float value) {
+    Recorder rec;
+    DistributedOptions options;
+    options.op = op;
+    options.compression = compression;
+    auto dist = DistributedOptimizer::create(rec, options).value();
+    rec.set_grad(value);
+    Status s = dist->step();
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return rec.grad();
+  };
+  for (const Case& c : cases) {
+    const char* what = compression_name(c.compression);
+    // Sum: exact in both types (at most 5 ranks' addends of 1 + 2^-9 need 12 bits).
+    EXPECT_EQ(reduce(c.compression, ReduceOp::kSum, c.value), std::vector<float>(3, n * c.rounded))
+        << what;
+    EXPECT_EQ(reduce(Compression::kNone, ReduceOp::kSum, c.value),
+              std::vector<float>(3, n * c.value))
+        << what;
+    // Average: the half type's n * (1/n) rounds back to exactly 1; float32's keeps the
+    // value to within its last bits (the 1/n postscale may round), far from 1.
+    EXPECT_EQ(reduce(c.compression, ReduceOp::kAverage, c.value),
+              std::vector<float>(3, c.rounded))
+        << what;
+    for (float g : reduce(Compression::kNone, ReduceOp::kAverage, c.value))
+      EXPECT_FLOAT_EQ(g, c.value) << what;
+  }
+}
+
 TEST(DistributedOptimizerMp, MisuseIsAClearError) {
   Recorder rec;
   auto dist = DistributedOptimizer::create(rec).value();
