@@ -1,1 +1,1 @@
-env HORA_BACKEND=gloo build/launcher/horarun -np 4 build/benchmarks/hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2 -c 1 --compare hora,gloo --csv docs/bench/allreduce_np4_gloo.csv --plot docs/bench/allreduce_np4_gloo.svg
+env HORA_BACKEND=gloo build/launcher/horarun -np 4 build/benchmarks/hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2 -c 1 --compare hora,gloo,wire --csv docs/bench/allreduce_np4_gloo.csv --plot docs/bench/allreduce_np4_gloo.svg

@@ -1,1 +1,1 @@
-env HORA_BACKEND=builtin HORA_SHM=0 build/launcher/horarun -np 4 build/benchmarks/hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2 -c 1 --compare hora,gloo --csv docs/bench/allreduce_np4_shm0.csv --plot docs/bench/allreduce_np4_shm0.svg
+env HORA_BACKEND=builtin HORA_SHM=0 build/launcher/horarun -np 4 build/benchmarks/hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2 -c 1 --compare hora,gloo,wire --csv docs/bench/allreduce_np4_shm0.csv --plot docs/bench/allreduce_np4_shm0.svg

@@ -37,6 +37,14 @@ using Clock = std::chrono::steady_clock;
 // deliver; five seconds of nothing moving on any link is no longer that.
 constexpr auto kLostMemberGrace = std::chrono::seconds(5);
 
+// CPUs this process may run on (its affinity mask), at least 1.
+long usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -202,6 +210,7 @@ class BuiltinCommunicator : public Communicator {
   std::unique_ptr<ShmDoorbell> bell_;
   std::vector<std::unique_ptr<PeerEngine>> engines_;
   std::atomic<bool> aborted_{false};
+  bool yield_while_spinning_ = false;  // more ranks on this host than CPUs
   int wake_fd_ = -1;
   std::vector<pollfd> pollfds_;
 };
@@ -227,6 +236,7 @@ Status BuiltinCommunicator::init(Store& store) {
     if (hosts[r] == host) local.push_back(r);
   const bool one_host = local.size() == static_cast<size_t>(size_);
   const bool use_shm = options_.shm_enabled && local.size() > 1;
+  yield_while_spinning_ = static_cast<long>(local.size()) > usable_cpus();
 
   if (use_shm) {
     const int local_size = static_cast<int>(local.size());
@@ -254,6 +264,7 @@ Status BuiltinCommunicator::init(Store& store) {
     if (options_.shm_exchange_slot_bytes != 0) xo.slot_bytes = options_.shm_exchange_slot_bytes;
     xo.shared_bytes = options_.shm_shared_bytes;
     xo.spin = options_.spin;
+    xo.yield_while_spinning = yield_while_spinning_;
     xo.liveness_interval = options_.liveness_interval;
     HORA_ASSIGN_OR_RETURN(exchange_, ShmExchange::establish(store, prefix + "xchg/", rank_, size_,
                                                             xo, &aborted_, deadline));
@@ -428,9 +439,10 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
     }
     if (now >= deadline.at()) return timeout_status(op, started);
     if (now - last_progress < options_.spin) {
-      // Yield now and then: with more busy threads than cores, a spin that keeps the core
-      // delays the peer it waits for (see ShmExchange::arrive_and_wait).
-      if ((++idle_spins & 31) == 0) {
+      // Yield now and then when this host has more ranks than CPUs: a spin that keeps the
+      // core delays the peer it waits for (see ShmExchange::arrive_and_wait for why not
+      // always).
+      if (yield_while_spinning_ && (++idle_spins & 31) == 0) {
         sched_yield();
       } else {
         cpu_relax();

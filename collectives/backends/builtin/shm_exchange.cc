@@ -126,6 +126,7 @@ ShmExchange::ShmExchange(int rank, int size, const ShmExchangeOptions& options,
       shared_bytes_(options.shared_bytes),
       region_bytes_(2 * options.slot_bytes + options.shared_bytes),
       spin_(options.spin),
+      yield_while_spinning_(options.yield_while_spinning),
       liveness_interval_(options.liveness_interval),
       segment_(std::move(segment)),
       aborted_(aborted) {}
@@ -243,9 +244,12 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
       cpu_relax();
       continue;
     }
-    // Let a runnable thread have this core: with more busy threads than cores (ranks and
-    // their application threads), a spin that never yields delays the very peer it waits for.
-    sched_yield();
+    // With more ranks than CPUs a spin that keeps the core delays the very peer it waits for
+    // (4 ranks on 2 CPUs: 8 B allreduce 125 -> 11 us). With a CPU per rank it must not yield:
+    // beside a rank's own busy threads (BLAS in backward) the wait would lose its core to
+    // them and overlapped communication would stall (a 2-rank trainer's wait after backward
+    // went from 11 to 29 ms).
+    if (yield_while_spinning_) sched_yield();
     const auto now = Clock::now();
     if (aborted_ != nullptr && aborted_->load(std::memory_order_relaxed))
       return fail(Status::remote("communicator of rank " + std::to_string(rank_) +

@@ -11,8 +11,8 @@
 //
 // Sync point (arrive_and_wait): rank r stores arrive[r] = ++seq (release) and waits until
 // every peer's arrive >= seq (acquire), so what a rank wrote before arriving is visible to
-// every peer after the wait. Waiting spins for `spin` (yielding the core every 64 polls, for
-// oversubscribed hosts), then sleeps on the rank's own futex
+// every peer after the wait. Waiting spins for `spin` (yielding the core every 64 polls when
+// yield_while_spinning: more ranks than CPUs), then sleeps on the rank's own futex
 // word after setting its waiting flag; an arriving rank wakes only peers whose flag is set
 // (seq_cst fences on both sides, so no wake-up is lost). Every rank calls the same sequence
 // of sync points and steps (a step: one chunk of one collective, begun with next_step()); the
@@ -52,6 +52,8 @@ struct ShmExchangeOptions {
   size_t slot_bytes = size_t{1} << 20;  // one step's data per rank; two slots per rank
   size_t shared_bytes = 0;              // what shared_buffer() can hand out per rank
   std::chrono::microseconds spin{50};
+  // Yield the core every 64 polls while spinning: for hosts with more ranks than CPUs.
+  bool yield_while_spinning = false;
   std::chrono::milliseconds liveness_interval{100};
 };
 
@@ -112,6 +114,7 @@ class ShmExchange {
   size_t shared_bytes_;
   size_t region_bytes_;  // per rank: two slots plus the shared region
   std::chrono::microseconds spin_;
+  bool yield_while_spinning_;
   std::chrono::milliseconds liveness_interval_;
   std::unique_ptr<ShmSegment> segment_;
   const std::atomic<bool>* aborted_;
