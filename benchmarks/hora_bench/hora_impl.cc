@@ -11,10 +11,8 @@
 #include "benchmarks/hora_bench/implementation.h"
 #include "benchmarks/hora_bench/native_call.h"
 #include "collectives/algorithms/algorithms.h"
-#include "collectives/backends/registry.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/selector.h"
-#include "core/context.h"
 
 namespace hora {
 namespace bench {
@@ -83,14 +81,9 @@ StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const Impleme
                                                                    Algorithm algo) {
   const std::string name =
       algo == Algorithm::kAuto ? "hora" : std::string("hora-") + collectives::algorithm_name(algo);
-  HORA_ASSIGN_OR_RETURN(auto store, implementation_store(env, name + "-" + backend));
-  const Config& config = env.context->config();
-  HORA_ASSIGN_OR_RETURN(
-      auto comm,
-      collectives::make_communicator(backend, env.rank, env.size, *store, backend_options_for(env),
-                                     Deadline::after_seconds(config.start_timeout_s)));
+  HORA_ASSIGN_OR_RETURN(OwnCommunicator own, implementation_communicator(env, name, backend));
   return std::unique_ptr<Implementation>(
-      new HoraImplementation(name, algo, std::move(store), std::move(comm)));
+      new HoraImplementation(name, algo, std::move(own.store), std::move(own.comm)));
 }
 
 }  // namespace bench

@@ -64,5 +64,17 @@ StatusOr<std::unique_ptr<collectives::Store>> implementation_store(const Impleme
       new collectives::PrefixStore("hora-bench/" + name + "/", env.context->store()));
 }
 
+StatusOr<OwnCommunicator> implementation_communicator(const ImplementationEnv& env,
+                                                      const std::string& name,
+                                                      const std::string& backend) {
+  OwnCommunicator own;
+  HORA_ASSIGN_OR_RETURN(own.store, implementation_store(env, name + "-" + backend));
+  HORA_ASSIGN_OR_RETURN(
+      own.comm, collectives::make_communicator(
+                    backend, env.rank, env.size, *own.store, backend_options_for(env),
+                    Deadline::after_seconds(env.context->config().start_timeout_s)));
+  return own;
+}
+
 }  // namespace bench
 }  // namespace hora

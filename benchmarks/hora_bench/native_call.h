@@ -22,5 +22,15 @@ collectives::BackendOptions backend_options_for(const ImplementationEnv& env);
 StatusOr<std::unique_ptr<collectives::Store>> implementation_store(const ImplementationEnv& env,
                                                                    const std::string& name);
 
+// A communicator of `backend` for one implementation, over its own scoped store (declared
+// first, so it outlives the communicator's rendezvous keys).
+struct OwnCommunicator {
+  std::unique_ptr<collectives::Store> store;
+  std::unique_ptr<collectives::Communicator> comm;
+};
+StatusOr<OwnCommunicator> implementation_communicator(const ImplementationEnv& env,
+                                                      const std::string& name,
+                                                      const std::string& backend);
+
 }  // namespace bench
 }  // namespace hora

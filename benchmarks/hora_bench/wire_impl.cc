@@ -12,9 +12,7 @@
 #include "benchmarks/hora_bench/implementation.h"
 #include "benchmarks/hora_bench/native_call.h"
 #include "collectives/algorithms/algorithms.h"
-#include "collectives/backends/registry.h"
 #include "collectives/scratch_pool.h"
-#include "core/context.h"
 
 namespace hora {
 namespace bench {
@@ -64,14 +62,9 @@ class WireImplementation : public Implementation {
 
 StatusOr<std::unique_ptr<Implementation>> make_wire_implementation(const ImplementationEnv& env,
                                                                    const std::string& backend) {
-  const std::string name = "wire";
-  HORA_ASSIGN_OR_RETURN(auto store, implementation_store(env, name + "-" + backend));
-  HORA_ASSIGN_OR_RETURN(
-      auto comm,
-      collectives::make_communicator(backend, env.rank, env.size, *store, backend_options_for(env),
-                                     Deadline::after_seconds(env.context->config().start_timeout_s)));
+  HORA_ASSIGN_OR_RETURN(OwnCommunicator own, implementation_communicator(env, "wire", backend));
   return std::unique_ptr<Implementation>(
-      new WireImplementation(name, std::move(store), std::move(comm)));
+      new WireImplementation("wire", std::move(own.store), std::move(own.comm)));
 }
 
 }  // namespace bench

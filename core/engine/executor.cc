@@ -64,11 +64,12 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
   const auto start = Clock::now();
   Status s = collectives::run_allreduce(sel.algorithm, comm_, in, out, count, dtype, op,
                                         algorithm_options());
-  record(responses, bucket, "ALLREDUCE", start,
-         {{"algorithm", collectives::algorithm_name(sel.algorithm)},
-          {"backend", comm_.backend_name()},
-          {"bytes", std::to_string(bytes)},
-          {"tensors", std::to_string(bucket.members.size())}});
+  if (timeline_.enabled())
+    record(responses, bucket, "ALLREDUCE", start,
+           {{"algorithm", collectives::algorithm_name(sel.algorithm)},
+            {"backend", comm_.backend_name()},
+            {"bytes", std::to_string(bytes)},
+            {"tensors", std::to_string(bucket.members.size())}});
   if (!s.is_ok())
     return Status(s.code(), "allreduce of tensor '" + first_name + "': " + s.message());
   return Status::ok();
@@ -247,8 +248,9 @@ Status Executor::run_single(const Response& r) {
       return Status::internal("tensor '" + r.name + "': unexpected collective " +
                               collective_name(r.type));
   }
-  timeline_.event(r.name, upper(collective_name(r.type)).c_str(), start, Clock::now(),
-                  {{"backend", comm_.backend_name()}});
+  if (timeline_.enabled())
+    timeline_.event(r.name, upper(collective_name(r.type)).c_str(), start, Clock::now(),
+                    {{"backend", comm_.backend_name()}});
   if (!s.is_ok())
     return Status(s.code(), std::string(collective_name(r.type)) + " of tensor '" + r.name +
                                 "': " + s.message());

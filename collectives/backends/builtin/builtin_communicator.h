@@ -7,7 +7,8 @@
 // peer, so overlapped isend+irecv pairs (ring algorithms) never deadlock, and two ranks that
 // both send before receiving do not either (a message nobody asked for yet is buffered
 // when nothing else can move). Waiting spins for `spin` (yielding the core now and then when
-// the host has more ranks than CPUs) and then sleeps (futex on the shm doorbell, poll(2) on the sockets) so an idle rank burns no CPU.
+// the host has more ranks than CPUs) and then sleeps (futex on the shm doorbell, poll(2) on
+// the sockets) so an idle rank burns no CPU.
 //
 // Failure: a peer whose process is gone (shm: its pid; TCP: its connection closed) fails
 // every wait on it with kRemote naming it, and the error also names every other member the

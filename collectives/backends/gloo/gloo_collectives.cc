@@ -1,7 +1,7 @@
 // The Gloo backend's native collectives: each one validates, maps hora's buffers onto gloo's
 // options-based collectives (reducescatter is gloo's allreduce, see there), and turns
-// exceptions into Status. Reductions call kernels::reduce3/reduce for every dtype (float16 and bfloat16
-// included), so gloo and hora's own algorithms combine elements identically; kAverage is a
+// exceptions into Status. Reductions call kernels::reduce3/reduce for every dtype (float16
+// and bfloat16 included), so gloo and hora's own algorithms combine elements identically; kAverage is a
 // gloo sum followed by kernels::scale(1/size) on every rank.
 #include <cstring>
 
