@@ -6,6 +6,7 @@
 #include "core/base/logging.h"
 #include "core/config.h"
 #include "core/context.h"
+#include "core/context_access.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_access.h"
 #include "core/init_options.h"

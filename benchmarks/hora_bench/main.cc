@@ -22,6 +22,7 @@
 #include "benchmarks/hora_bench/svg_plot.h"
 #include "collectives/backends/registry.h"
 #include "core/context.h"
+#include "core/context_access.h"
 #include "core/hora.h"
 
 namespace hora {

@@ -28,6 +28,7 @@
 #include "collectives/backends/registry.h"
 #include "collectives/communicator.h"
 #include "core/context.h"
+#include "core/context_access.h"
 #include "core/hora.h"
 
 namespace {

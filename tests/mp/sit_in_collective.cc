@@ -9,6 +9,7 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "core/context.h"
+#include "core/context_access.h"
 #include "core/hora.h"
 
 int main() {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/context_access.h"
 #include "core/hora.h"
 
 namespace {
