@@ -67,6 +67,7 @@ Response Coordinator::decide(const Pending& p) const {
   resp.root = first.root;
   resp.prescale = first.prescale;
   resp.postscale = first.postscale;
+  resp.compression = first.compression;
   resp.group_key = first.group_key;
   resp.group_size = first.group_size;
 

@@ -11,7 +11,8 @@ bool fusible(const Response& r) { return r.type == CollectiveType::kAllreduce &&
 
 bool compatible(const Response& a, const Response& b) {
   return a.dtype == b.dtype && a.device == b.device && a.op == b.op &&
-         a.prescale == b.prescale && a.postscale == b.postscale;
+         a.prescale == b.prescale && a.postscale == b.postscale &&
+         a.compression == b.compression;
 }
 
 struct Unit {
@@ -48,7 +49,8 @@ std::vector<Unit> make_units(const std::vector<Response>& responses) {
 }  // namespace
 
 int64_t response_bytes(const Response& r) {
-  return r.element_count() * static_cast<int64_t>(data_type_bytes(r.dtype));
+  return r.element_count() *
+         static_cast<int64_t>(data_type_bytes(wire_data_type(r.dtype, r.compression)));
 }
 
 std::vector<Bucket> plan_buckets(const std::vector<Response>& responses,

@@ -1,7 +1,7 @@
 // FusionPlanner: turns a ResponseList into the buckets the Executor runs, in order.
 //
-// Consecutive compatible allreduce responses (same dtype, device, op and scale factors, no
-// error) are packed into one bucket while the total stays within HORA_FUSION_THRESHOLD bytes;
+// Consecutive compatible allreduce responses (same dtype, device, op, scale factors and
+// compression, no error) are packed into one bucket while the total stays within HORA_FUSION_THRESHOLD bytes;
 // the first compatible response that does not fit starts the next bucket, so planning is
 // linear in the length of the list.
 // The scan looks past one incompatible response (mixed precision interleaves float16 and
@@ -27,7 +27,8 @@ struct Bucket {
 std::vector<Bucket> plan_buckets(const std::vector<Response>& responses,
                                  int64_t threshold_bytes);
 
-// Bytes of one rank's contribution to an allreduce response.
+// Bytes of one rank's contribution to an allreduce response in the fusion buffer: in the
+// wire type, so a compressed float32 tensor counts two bytes per element.
 int64_t response_bytes(const Response& r);
 
 }  // namespace engine

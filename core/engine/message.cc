@@ -67,6 +67,9 @@ std::string field_mismatch(const Request& a, const Request& b) {
   if (a.type == CollectiveType::kAllreduce && a.postscale != b.postscale)
     return on_ranks("allreduce postscale", format_double(a.postscale), a.rank,
                     format_double(b.postscale), b.rank);
+  if (a.compression != b.compression)
+    return on_ranks(std::string(c) + " compression", compression_name(a.compression), a.rank,
+                    compression_name(b.compression), b.rank);
   if (a.group_key != b.group_key || a.group_size != b.group_size)
     return on_ranks(std::string(c) + " group",
                     a.group_size ? "'" + a.group_key + "' of " + std::to_string(a.group_size)
@@ -126,7 +129,8 @@ int64_t Response::element_count() const {
 
 namespace {
 
-Status decode_enums(uint8_t type, uint8_t dtype, uint8_t device, uint8_t op, const char* what) {
+Status decode_enums(uint8_t type, uint8_t dtype, uint8_t device, uint8_t op,
+                    uint8_t compression, const char* what) {
   if (type >= kNumCollectiveTypes)
     return Status::internal(std::string("corrupted control message: ") + what +
                             " collective type " + std::to_string(type));
@@ -139,6 +143,9 @@ Status decode_enums(uint8_t type, uint8_t dtype, uint8_t device, uint8_t op, con
   if (op >= kNumReduceOps)
     return Status::internal(std::string("corrupted control message: ") + what + " op " +
                             std::to_string(op));
+  if (compression >= kNumCompressions)
+    return Status::internal(std::string("corrupted control message: ") + what +
+                            " compression " + std::to_string(compression));
   return Status::ok();
 }
 
@@ -165,6 +172,7 @@ void encode_common(const T& r, Writer& w) {
   w.i64(r.root);
   w.f64(r.prescale);
   w.f64(r.postscale);
+  w.u8(static_cast<uint8_t>(r.compression));
   w.i64s(r.splits);
   w.str(r.group_key);
   w.i64(r.group_size);
@@ -172,7 +180,7 @@ void encode_common(const T& r, Writer& w) {
 
 template <typename T>
 Status decode_common(Reader& r, T* out, const char* what) {
-  uint8_t type, dtype, device, op;
+  uint8_t type, dtype, device, op, compression;
   HORA_RETURN_IF_ERROR(r.str(&out->name, "name"));
   HORA_RETURN_IF_ERROR(r.u8(&type, "collective type"));
   HORA_RETURN_IF_ERROR(r.u8(&dtype, "dtype"));
@@ -183,14 +191,16 @@ Status decode_common(Reader& r, T* out, const char* what) {
   HORA_RETURN_IF_ERROR(decode_int32(r, &out->root, "root"));
   HORA_RETURN_IF_ERROR(r.f64(&out->prescale, "prescale"));
   HORA_RETURN_IF_ERROR(r.f64(&out->postscale, "postscale"));
+  HORA_RETURN_IF_ERROR(r.u8(&compression, "compression"));
   HORA_RETURN_IF_ERROR(r.i64s(&out->splits, "splits"));
   HORA_RETURN_IF_ERROR(r.str(&out->group_key, "group"));
   HORA_RETURN_IF_ERROR(decode_int32(r, &out->group_size, "group size"));
-  HORA_RETURN_IF_ERROR(decode_enums(type, dtype, device, op, what));
+  HORA_RETURN_IF_ERROR(decode_enums(type, dtype, device, op, compression, what));
   out->type = static_cast<CollectiveType>(type);
   out->dtype = static_cast<DataType>(dtype);
   out->device.kind = static_cast<DeviceKind>(device);
   out->op = static_cast<ReduceOp>(op);
+  out->compression = static_cast<Compression>(compression);
   return Status::ok();
 }
 

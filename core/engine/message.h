@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/compression.h"
 #include "core/base/data_type.h"
 #include "core/base/device.h"
 #include "core/base/reduce_op.h"
@@ -44,6 +45,7 @@ struct Request {
   int32_t root = 0;  // broadcast
   double prescale = 1.0;
   double postscale = 1.0;
+  Compression compression = Compression::kNone;  // allreduce of float32 only
   std::vector<int64_t> splits;  // alltoall: rows to each rank (resolved, never empty)
   // Grouped allreduce: members share group_key (the first member's name) and group_size.
   std::string group_key;
@@ -73,6 +75,7 @@ struct Response {
   int32_t root = 0;
   double prescale = 1.0;
   double postscale = 1.0;
+  Compression compression = Compression::kNone;
   std::vector<int64_t> first_dims;  // allgather: rows of every rank
   std::vector<int64_t> splits;      // alltoall: size x size, row r = rank r's splits
   int32_t last_joined = -1;         // join: the last rank to join
