@@ -1,0 +1,122 @@
+// hora._core's runtime calls: init and shutdown (the GIL released: both may wait on other
+// ranks), the job's layout, the reduce ops and compressions, the backends built, engine
+// counters, and the Flight registry's drain (flight.h).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "adapters/python/binding.h"
+#include "adapters/python/errors.h"
+#include "adapters/python/flight.h"
+#include "adapters/python/tensor_import.h"
+#include "collectives/backends/registry.h"
+#include "core/context.h"
+#include "core/context_access.h"
+#include "core/hora.h"
+
+namespace py = pybind11;
+
+namespace hora {
+namespace python {
+namespace {
+
+void init(const std::vector<std::pair<std::string, std::string>>& settings) {
+  drain();
+  InitOptions options;
+  options.settings = settings;
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = hora::init(options);
+  }
+  check(s);
+}
+
+void shutdown() {
+  Status s;
+  {
+    // The engine thread may be waiting for the GIL (an output allocator) while it stops.
+    py::gil_scoped_release release;
+    s = hora::shutdown();
+  }
+  drain();
+  check(s);
+}
+
+// Layout getters raise before init instead of returning -1.
+int layout(int (*field)(), const char* what) {
+  const int v = field();
+  if (v < 0)
+    throw_status(Status::failed_precondition(std::string("hora.") + what +
+                                             "() called before hora.init() or after "
+                                             "hora.shutdown()"));
+  return v;
+}
+
+py::dict engine_stats() {
+  const EngineStats s = hora::engine_stats();
+  py::dict d;
+  d["rounds"] = s.rounds;
+  d["cache_hits"] = s.cache_hits;
+  d["coordinated"] = s.coordinated;
+  d["buckets"] = s.buckets;
+  d["fused_tensors"] = s.fused_tensors;
+  d["cache_evictions"] = s.cache_evictions;
+  d["errors"] = s.errors;
+  return d;
+}
+
+}  // namespace
+
+void bind_api(py::module_& m) {
+  py::enum_<ReduceOp>(m, "ReduceOp", "How a collective combines the ranks' tensors.")
+      .value("Sum", ReduceOp::kSum)
+      .value("Average", ReduceOp::kAverage)
+      .value("Min", ReduceOp::kMin)
+      .value("Max", ReduceOp::kMax)
+      .value("Product", ReduceOp::kProduct);
+  py::enum_<Compression>(m, "Compression", "The wire format of a float32 allreduce.")
+      .value("none", Compression::kNone)
+      .value("fp16", Compression::kFloat16)
+      .value("bf16", Compression::kBFloat16);
+
+  m.def("init", &init, py::arg("settings") = std::vector<std::pair<std::string, std::string>>{},
+        "Initialises hora (HORA_* settings given as (name, value) pairs take precedence over "
+        "the environment). Blocks until every rank arrived (HORA_START_TIMEOUT_S).");
+  m.def("shutdown", &shutdown, "Stops the engine and releases everything init created.");
+  m.def("is_initialized", &hora::is_initialized);
+  m.def("rank", [] { return layout(&hora::rank, "rank"); });
+  m.def("size", [] { return layout(&hora::size, "size"); });
+  m.def("local_rank", [] { return layout(&hora::local_rank, "local_rank"); });
+  m.def("local_size", [] { return layout(&hora::local_size, "local_size"); });
+  m.def("cross_rank", [] { return layout(&hora::cross_rank, "cross_rank"); });
+  m.def("cross_size", [] { return layout(&hora::cross_size, "cross_size"); });
+  m.def("backend", [] {
+    Context* context = detail::context();
+    if (context == nullptr)
+      throw_status(Status::failed_precondition(
+          "hora.backend() called before hora.init() or after hora.shutdown()"));
+    return std::string(context->communicator().backend_name());
+  }, "The backend of the running job.");
+  m.def("engine_stats", &engine_stats, "Counters of this process's engine.");
+  m.def("available_backends", &collectives::available_backends,
+        "The backends built into this hora, in preference order.");
+  m.def(
+      "describe",
+      [](py::handle tensor, const std::string& name) {
+        ImportedTensor t = check(import_tensor(tensor, name.empty() ? "<unnamed>" : name,
+                                               "input", false));
+        return py::make_tuple(data_type_name(t.view.dtype()), py::tuple(py::cast(t.view.shape())),
+                              t.view.device().to_string());
+      },
+      py::arg("tensor"), py::arg("name") = "", "(dtype name, shape, device) of a tensor as hora reads it.");
+  m.def("drain", [] { drain(); }, "Releases the buffers of completed collectives.");
+  m.def("tracked_count", &tracked_count,
+        "Collectives whose buffers hora still holds (completed ones until the next drain).");
+}
+
+}  // namespace python
+}  // namespace hora

@@ -1,0 +1,153 @@
+// hora._core's collectives: allreduce, grouped allreduce, allgather, broadcast, alltoall,
+// reducescatter, each returning a Handle at once (the blocking forms are Python's, in
+// hora/ops.py: the `_async` call, then synchronize). Tensors come in through DLPack or the
+// buffer protocol (tensor_import.h); every buffer's owner goes into the collective's Flight.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "adapters/python/binding.h"
+#include "adapters/python/errors.h"
+#include "adapters/python/flight.h"
+#include "adapters/python/py_handle.h"
+#include "adapters/python/tensor_import.h"
+#include "core/hora.h"
+
+namespace py = pybind11;
+
+namespace hora {
+namespace python {
+namespace {
+
+std::string label_of(const std::string& name, const char* kind) {
+  return name.empty() ? std::string("<unnamed ") + kind + ">" : name;
+}
+
+TensorView import_into(const std::shared_ptr<Flight>& flight, py::handle obj,
+                       const std::string& label, const char* what, bool writable) {
+  ImportedTensor t = check(import_tensor(obj, label, what, writable));
+  flight->keep.push_back(std::move(t.owner));
+  return t.view;
+}
+
+std::shared_ptr<Flight> new_flight(const char* kind) {
+  drain();
+  auto flight = std::make_shared<Flight>();
+  flight->kind = kind;
+  return flight;
+}
+
+PyHandle allreduce_async(py::handle tensor, py::handle output, const std::string& name,
+                         ReduceOp op, double prescale, double postscale,
+                         Compression compression) {
+  auto flight = new_flight("allreduce");
+  const std::string label = label_of(name, "allreduce");
+  const bool in_place = output.is_none() || output.is(tensor);
+  TensorView in = import_into(flight, tensor, label, "input", in_place);
+  TensorView out = in_place ? in : import_into(flight, output, label, "output", true);
+  flight->result = py::reinterpret_borrow<py::object>(in_place ? tensor : output);
+  AllreduceOptions options{op, prescale, postscale, compression};
+  return make_handle(hora::allreduce_async(name, in, out, options), flight);
+}
+
+PyHandle grouped_allreduce_async(const std::vector<py::object>& tensors,
+                                 const std::vector<py::object>& outputs,
+                                 const std::vector<std::string>& names, ReduceOp op,
+                                 double prescale, double postscale, Compression compression) {
+  auto flight = new_flight("grouped_allreduce");
+  if (tensors.size() != outputs.size() || tensors.size() != names.size())
+    throw_status(Status::invalid_argument(
+        "grouped allreduce needs as many outputs and names as tensors; got " +
+        std::to_string(tensors.size()) + " tensors, " + std::to_string(outputs.size()) +
+        " outputs, " + std::to_string(names.size()) + " names"));
+  std::vector<TensorView> ins, outs;
+  py::list results;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string label = label_of(names[i], "allreduce");
+    const bool in_place = outputs[i].is_none() || outputs[i].is(tensors[i]);
+    ins.push_back(import_into(flight, tensors[i], label, "input", in_place));
+    outs.push_back(in_place ? ins.back()
+                            : import_into(flight, outputs[i], label, "output", true));
+    results.append(in_place ? tensors[i] : outputs[i]);
+  }
+  flight->result = results;
+  AllreduceOptions options{op, prescale, postscale, compression};
+  return make_handle(hora::grouped_allreduce_async(names, ins, outs, options), flight);
+}
+
+PyHandle allgather_async(py::handle tensor, py::object allocator, const std::string& name) {
+  auto flight = new_flight("allgather");
+  const std::string label = label_of(name, "allgather");
+  TensorView in = import_into(flight, tensor, label, "input", false);
+  flight->allocator = std::move(allocator);
+  // Tracked before enqueueing: the allocator may run on the engine thread at once.
+  Handle h = hora::allgather_async(name, in, python_allocator(flight, label));
+  return make_handle(std::move(h), flight);
+}
+
+PyHandle broadcast_async(py::handle tensor, int root, const std::string& name) {
+  auto flight = new_flight("broadcast");
+  const std::string label = label_of(name, "broadcast");
+  TensorView t = import_into(flight, tensor, label, "tensor", true);
+  flight->result = py::reinterpret_borrow<py::object>(tensor);
+  return make_handle(hora::broadcast_async(name, t, root), flight);
+}
+
+PyHandle alltoall_async(py::handle tensor, const std::vector<int64_t>& splits,
+                        py::object allocator, const std::string& name) {
+  auto flight = new_flight("alltoall");
+  const std::string label = label_of(name, "alltoall");
+  TensorView in = import_into(flight, tensor, label, "input", false);
+  flight->allocator = std::move(allocator);
+  return make_handle(hora::alltoall_async(name, in, splits, python_allocator(flight, label)),
+                     flight);
+}
+
+PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std::string& name,
+                             ReduceOp op) {
+  auto flight = new_flight("reducescatter");
+  const std::string label = label_of(name, "reducescatter");
+  TensorView in = import_into(flight, tensor, label, "input", false);
+  flight->allocator = std::move(allocator);
+  return make_handle(
+      hora::reducescatter_async(name, in, op, python_allocator(flight, label)), flight);
+}
+
+}  // namespace
+
+void bind_collectives(py::module_& m) {
+  m.def("allreduce_async", &allreduce_async, py::arg("tensor"), py::arg("output"),
+        py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+        py::arg("compression"),
+        "Enqueues output = postscale * op(prescale * tensor) over ranks; output None or the "
+        "tensor itself means in place.");
+  m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("tensors"),
+        py::arg("outputs"), py::arg("names"), py::arg("op"), py::arg("prescale"),
+        py::arg("postscale"), py::arg("compression"),
+        "Enqueues a list of allreduces as one unit (fused together).");
+  m.def("allgather_async", &allgather_async, py::arg("tensor"), py::arg("allocator"),
+        py::arg("name"),
+        "Enqueues an allgather along the first dimension; allocator(dtype_name, shape) makes "
+        "the output once its shape is known.");
+  m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root"),
+        py::arg("name"), "Enqueues an in-place broadcast of root's tensor.");
+  m.def("alltoall_async", &alltoall_async, py::arg("tensor"), py::arg("splits"),
+        py::arg("allocator"), py::arg("name"),
+        "Enqueues an alltoall; splits[p] first-dimension rows go to rank p (empty: even).");
+  m.def("reducescatter_async", &reducescatter_async, py::arg("tensor"), py::arg("allocator"),
+        py::arg("name"), py::arg("op"),
+        "Enqueues a reducescatter along the first dimension.");
+  m.def("barrier_async", [] {
+    auto flight = new_flight("barrier");
+    return make_handle(hora::barrier_async(), flight);
+  });
+  m.def("join_async", [] {
+    auto flight = new_flight("join");
+    return make_handle(hora::join_async(), flight);
+  });
+}
+
+}  // namespace python
+}  // namespace hora

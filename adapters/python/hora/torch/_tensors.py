@@ -1,0 +1,54 @@
+"""torch tensors as hora sees them: dtypes, allocators, and the detach that DLPack needs."""
+
+import torch
+
+from hora.errors import InvalidArgumentError
+
+DTYPES = {
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "uint16": torch.uint16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "bool": torch.bool,
+}
+
+
+def allocator_like(tensor):
+    """An OutputAllocator making torch tensors on ``tensor``'s device."""
+    device = tensor.device
+
+    def allocate(dtype_name, shape):
+        return torch.empty(shape, dtype=DTYPES[dtype_name], device=device)
+
+    return allocate
+
+
+def plain(tensor, what="tensor"):
+    """``tensor`` detached from autograd (same memory), for DLPack; refuses non-tensors."""
+    if not isinstance(tensor, torch.Tensor):
+        raise InvalidArgumentError(f"{what}: expected a torch.Tensor, got {type(tensor).__name__}")
+    return tensor.detach()
+
+
+def contiguous(tensor):
+    """A contiguous, detached tensor: ``tensor`` itself when it already is one (out-of-place
+    collectives may copy; in-place ones must not, see in_place)."""
+    t = tensor.detach()
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def in_place(tensor, name):
+    """The tensor an in-place collective writes: it must be contiguous (a copy would take the
+    result away from the caller's tensor)."""
+    t = plain(tensor)
+    if not t.is_contiguous():
+        raise InvalidArgumentError(
+            f"tensor '{name or '<unnamed>'}': an in-place collective needs a contiguous tensor "
+            f"(strides {tuple(t.stride())}); call .contiguous() or use the out-of-place form")
+    return t

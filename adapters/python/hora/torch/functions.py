@@ -1,0 +1,98 @@
+"""Starting every rank from the same state: parameters, optimizer state, any object
+(horovod.torch.functions)."""
+
+import io
+import pickle
+
+import numpy as np
+import torch
+
+import hora
+from hora.torch import mpi_ops
+
+
+def _named_tensors(params):
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    else:
+        items = list(params)
+    for item in items:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+            raise ValueError("params: expected a state_dict or a list of (name, tensor) pairs "
+                             "such as model.named_parameters()")
+    return items
+
+
+def broadcast_parameters(params, root_rank):
+    """Overwrites every rank's parameters with root's, in place. ``params``: a state_dict
+    (``model.state_dict()``) or ``model.named_parameters()``. Sorted by name, so every rank
+    broadcasts in the same order."""
+    handles = []
+    for name, p in _named_tensors(params):
+        if p is None:
+            continue
+        t = p.data if isinstance(p, torch.nn.Parameter) else p
+        if not torch.is_tensor(t):
+            raise ValueError(f"parameter '{name}': expected a tensor, got {type(t).__name__}")
+        handles.append(mpi_ops.broadcast_async_(t, root_rank, name=f"broadcast.param.{name}"))
+    for h in handles:
+        mpi_ops.synchronize(h)
+
+
+def _to_bytes(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    return np.frombuffer(buf.getbuffer(), dtype=np.uint8).copy()
+
+
+def _from_bytes(data):
+    return torch.load(io.BytesIO(data.tobytes()), weights_only=False)
+
+
+def broadcast_object(obj, root_rank=0, name=None):
+    """Root's ``obj`` on every rank (serialised with torch.save, so tensors inside travel
+    too). Every rank must call it; only root's ``obj`` matters."""
+    name = name or "broadcast_object"
+    payload = _to_bytes(obj) if hora.rank() == root_rank else np.zeros(0, np.uint8)
+    length = np.array([payload.size], np.int64)
+    hora.broadcast_(length, root_rank, name=f"{name}.length")
+    if hora.rank() != root_rank:
+        payload = np.zeros(int(length[0]), np.uint8)
+    hora.broadcast_(payload, root_rank, name=f"{name}.payload")
+    return obj if hora.rank() == root_rank else _from_bytes(payload)
+
+
+def allgather_object(obj, name=None):
+    """The list of every rank's ``obj``, in rank order."""
+    name = name or "allgather_object"
+    payload = _to_bytes(obj)
+    lengths = hora.allgather(np.array([payload.size], np.int64), name=f"{name}.lengths")
+    data = hora.allgather(payload, name=f"{name}.payload")
+    out, offset = [], 0
+    for n in lengths.tolist():
+        out.append(_from_bytes(data[offset:offset + n]))
+        offset += n
+    return out
+
+
+def broadcast_optimizer_state(optimizer, root_rank):
+    """Makes every rank's optimizer state root's: every torch.optim optimizer, with state
+    created lazily (none before the first step), scalars, step counters and hyperparameters
+    of each param group. Root's state_dict travels as one serialised object and is loaded on
+    the other ranks, which keeps tensors' dtypes (a step counter stays a float32 tensor) and
+    handles state that only root has."""
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise ValueError("broadcast_optimizer_state does not support LBFGS (nor does Horovod)")
+    state = broadcast_object(optimizer.state_dict() if hora.rank() == root_rank else None,
+                             root_rank, name="broadcast.optimizer_state")
+    if hora.rank() != root_rank:
+        optimizer.load_state_dict(state)
+        # load_state_dict casts floating state to its parameter's dtype (NAdam's float32
+        # mu_product becomes float64 beside float64 parameters); keep root's tensors as they
+        # are, so every rank computes the next steps exactly as root does.
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        for index, entries in state["state"].items():
+            p = params[index]
+            for key, value in entries.items():
+                if torch.is_tensor(value):
+                    optimizer.state[p][key] = value.to(p.device).clone()

@@ -1,0 +1,290 @@
+"""Horovod's collective API on torch tensors (horovod.torch.mpi_ops), over hora's engine.
+
+Every call has an ``_async`` form returning a handle (:func:`synchronize` waits and returns
+the result, :func:`poll` tells whether it is done) and a blocking form. Out-of-place calls
+return new tensors on the input's device; ``_``-suffixed calls work in place. allreduce,
+allgather, broadcast, alltoall and reducescatter are differentiable, as in Horovod.
+
+Where hora departs from Horovod:
+- compression happens inside the engine (float32 tensors travel as float16/bfloat16 and are
+  cast back on arrival); other dtypes travel uncompressed.
+- Adasum is not built into hora: op=Adasum raises UnimplementedError.
+- process sets are not supported: every collective spans the whole job.
+"""
+
+import torch
+
+import hora
+from hora import _core
+from hora.compression import Compression
+from hora.torch import _tensors
+
+Average = hora.Average
+Sum = hora.Sum
+Min = hora.Min
+Max = hora.Max
+Product = hora.Product
+Adasum = hora.Adasum
+
+_op = hora.ops._op
+_name = hora.ops._name
+_compression = hora.ops._compression
+
+
+def _wire(tensor, compression):
+    """Compression applies to float32 tensors; others travel as they are."""
+    if compression is None or tensor.dtype != torch.float32:
+        return _core.Compression.none
+    return _compression(compression)
+
+
+def poll(handle):
+    """True when the collective completed (never blocks)."""
+    return handle.poll()
+
+
+def synchronize(handle):
+    """Waits for ``handle`` (Ctrl-C interrupts; at most HORA_TIMEOUT_S) and returns its
+    result: the output tensor, or (output, received_splits) for alltoall."""
+    result = handle.wait()
+    if handle.kind == "alltoall":
+        output, received = result
+        return output, torch.tensor(received, dtype=torch.int32)
+    return result
+
+
+# ---- allreduce ---------------------------------------------------------------------------
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, compression=Compression.none):
+    """Starts an allreduce of ``tensor`` into a new tensor; returns a handle."""
+    t = _tensors.contiguous(tensor)
+    output = torch.empty_like(t, memory_format=torch.contiguous_format)
+    return _core.allreduce_async(t, output, _name(name), _op(op, average),
+                                 float(prescale_factor), float(postscale_factor),
+                                 _wire(t, compression))
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, compression=Compression.none):
+    """Starts an in-place allreduce of ``tensor``; returns a handle."""
+    t = _tensors.in_place(tensor, name)
+    return _core.allreduce_async(t, None, _name(name), _op(op, average), float(prescale_factor),
+                                 float(postscale_factor), _wire(t, compression))
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, compression=Compression.none):
+    """Reduces ``tensor`` over every rank in place; returns it."""
+    synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
+                                 compression))
+    return tensor
+
+
+class _Allreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, compression):
+        ctx.op, ctx.pre, ctx.post = op, prescale_factor, postscale_factor
+        return synchronize(allreduce_async(tensor, None, name, op, prescale_factor,
+                                           postscale_factor, compression))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        if ctx.op not in (Average, Sum):
+            raise hora.UnimplementedError(
+                f"the gradient of allreduce with op {ctx.op.name} is not defined in hora "
+                "(Average and Sum only, as in Horovod)")
+        grad = synchronize(allreduce_async(grad_output, None, None, ctx.op, ctx.pre, ctx.post))
+        return grad, None, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0):
+    """The reduction of ``tensor`` over every rank (average by default), a new tensor.
+    Differentiable: the gradient is the same reduction of the output's gradient."""
+    return _Allreduce.apply(tensor, name, _op(op, average), prescale_factor, postscale_factor,
+                            compression)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, compression=Compression.none):
+    """Starts one fused allreduce of a list of tensors into new tensors."""
+    ts = [_tensors.contiguous(t) for t in tensors]
+    outs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in ts]
+    names = hora.ops._group_names(ts, None, name)
+    wire = _wire(ts[0], compression) if ts and all(t.dtype == ts[0].dtype for t in ts) else \
+        _core.Compression.none
+    return _core.grouped_allreduce_async(ts, outs, names, _op(op, average),
+                                         float(prescale_factor), float(postscale_factor), wire)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0):
+    """The reductions of a list of tensors, fused as one unit, as a list of new tensors."""
+    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor,
+                                               postscale_factor, compression))
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, compression=Compression.none):
+    """Starts one fused in-place allreduce of a list of tensors."""
+    ts = [_tensors.in_place(t, name) for t in tensors]
+    names = hora.ops._group_names(ts, None, name)
+    wire = _wire(ts[0], compression) if ts and all(t.dtype == ts[0].dtype for t in ts) else \
+        _core.Compression.none
+    return _core.grouped_allreduce_async(ts, [None] * len(ts), names, _op(op, average),
+                                         float(prescale_factor), float(postscale_factor), wire)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, compression=Compression.none, op=None,
+                       prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces a list of tensors in place, fused as one unit; returns the list."""
+    synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                         postscale_factor, compression))
+    return list(tensors)
+
+
+# ---- allgather ---------------------------------------------------------------------------
+
+def allgather_async(tensor, name=None):
+    """Starts an allgather of ``tensor`` along the first dimension; returns a handle."""
+    t = _tensors.contiguous(tensor)
+    return _core.allgather_async(t, _tensors.allocator_like(t), _name(name))
+
+
+class _Allgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name):
+        ctx.rows = tensor.shape[0]
+        return synchronize(allgather_async(tensor, name))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        # Every rank's output depends on every rank's input: sum the gradients over ranks,
+        # then keep this rank's rows.
+        grad = synchronize(allreduce_async(grad_output, None, None, Sum))
+        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
+        start = int(rows[:hora.rank()].sum())
+        return grad[start:start + ctx.rows], None
+
+
+def allgather(tensor, name=None):
+    """Every rank's ``tensor`` concatenated along the first dimension (which may differ per
+    rank). Differentiable."""
+    return _Allgather.apply(tensor, name)
+
+
+# ---- broadcast ---------------------------------------------------------------------------
+
+def broadcast_async(tensor, root_rank, name=None):
+    """Starts a broadcast of root's ``tensor`` into a new tensor; returns a handle."""
+    output = _tensors.contiguous(tensor).clone(memory_format=torch.contiguous_format)
+    return _core.broadcast_async(output, int(root_rank), _name(name))
+
+
+def broadcast_async_(tensor, root_rank, name=None):
+    """Starts an in-place broadcast; returns a handle."""
+    return _core.broadcast_async(_tensors.in_place(tensor, name), int(root_rank), _name(name))
+
+
+def broadcast_(tensor, root_rank, name=None):
+    """Overwrites ``tensor`` with root's, in place; returns it."""
+    synchronize(broadcast_async_(tensor, root_rank, name))
+    return tensor
+
+
+class _Broadcast(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name):
+        ctx.root = root_rank
+        return synchronize(broadcast_async(tensor, root_rank, name))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = synchronize(allreduce_async(grad_output, None, None, Sum))
+        if hora.rank() != ctx.root:
+            grad = torch.zeros_like(grad)
+        return grad, None, None
+
+
+def broadcast(tensor, root_rank, name=None):
+    """Root's ``tensor`` on every rank, a new tensor. Differentiable (the root's input gets the
+    sum of every rank's output gradient, the others zero)."""
+    return _Broadcast.apply(tensor, root_rank, name)
+
+
+# ---- alltoall ----------------------------------------------------------------------------
+
+def alltoall_async(tensor, splits=None, name=None):
+    """Starts an alltoall: ``splits[p]`` first-dimension rows go to rank p (None: even)."""
+    t = _tensors.contiguous(tensor)
+    s = [] if splits is None else [int(v) for v in (splits.tolist() if torch.is_tensor(splits)
+                                                    else splits)]
+    return _core.alltoall_async(t, s, _tensors.allocator_like(t), _name(name))
+
+
+class _Alltoall(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits, name):
+        output, received = synchronize(alltoall_async(tensor, splits, name))
+        ctx.received = received
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_received):
+        # The gradient goes back the way the rows came.
+        grad, _ = synchronize(alltoall_async(grad_output, ctx.received))
+        return grad, None, None
+
+
+def alltoall(tensor, splits=None, name=None):
+    """The rows every rank sent here, in rank order. With ``splits`` returns
+    ``(output, received_splits)``, as Horovod does. Differentiable."""
+    output, received = _Alltoall.apply(tensor, splits, name)
+    return output if splits is None else (output, received)
+
+
+# ---- reducescatter -----------------------------------------------------------------------
+
+def reducescatter_async(tensor, name=None, op=None):
+    """Starts a reducescatter along the first dimension; returns a handle."""
+    t = _tensors.contiguous(tensor)
+    return _core.reducescatter_async(t, _tensors.allocator_like(t), _name(name), _op(op))
+
+
+class _Reducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, name, op):
+        ctx.op = op
+        return synchronize(reducescatter_async(tensor, name, op))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        if ctx.op not in (Average, Sum):
+            raise hora.UnimplementedError(
+                f"the gradient of reducescatter with op {ctx.op.name} is not defined in hora")
+        grad = synchronize(allgather_async(grad_output))
+        if ctx.op == Average:
+            grad = grad / hora.size()
+        return grad, None, None
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=None):
+    """This rank's block of the reduction along the first dimension (the first rows % size
+    ranks get a row more). Differentiable for Average and Sum."""
+    return _Reducescatter.apply(tensor, name, _op(op))
+
+
+# ---- control -----------------------------------------------------------------------------
+
+def barrier():
+    """Returns once every rank called barrier."""
+    hora.barrier()
+
+
+def join(device=-1):
+    """This rank has no more data: until every rank joined it contributes zeros to the
+    others' allreduces. Returns the last rank to join (the same on every rank). ``device`` is
+    accepted for Horovod's signature; hora's join does not need it."""
+    return hora.join()

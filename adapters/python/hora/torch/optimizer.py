@@ -1,0 +1,229 @@
+"""DistributedOptimizer for torch (horovod.torch.DistributedOptimizer), on hora's gradient
+reducer (core/gradient_reducer.h through hora._core.GradientReducer).
+
+Each parameter that requires a gradient gets a post-accumulate-grad hook; when autograd has
+finished that gradient, the hook hands it to the reducer, which starts its allreduce at once
+(at the k-th backward pass, k = backward_passes_per_step), so communication overlaps the rest
+of backward. step() waits for every allreduce, then runs the wrapped optimizer's step.
+"""
+
+import contextlib
+import warnings
+
+import torch
+
+import hora
+from hora import _core
+from hora.compression import Compression
+from hora.errors import FailedPreconditionError
+from hora.torch import mpi_ops
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    """Mixed into the wrapped optimizer's class (as Horovod does), so isinstance checks,
+    param_groups, state and schedulers keep working."""
+
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, groups, sparse_as_dense):
+        super(self.__class__, self).__init__(params)
+        self._hora_setup(named_parameters, compression, backward_passes_per_step, op,
+                         gradient_predivide_factor, groups, sparse_as_dense)
+
+    # ---- construction --------------------------------------------------------------------
+
+    def _hora_setup(self, named_parameters, compression, backward_passes_per_step, op,
+                    gradient_predivide_factor, groups, sparse_as_dense):
+        params = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
+        names = self._hora_names(params, named_parameters)
+        op = mpi_ops._op(op)
+        if op not in (hora.Average, hora.Sum):
+            raise ValueError(f"DistributedOptimizer: op {op.name}, expected Average or Sum")
+        wire = mpi_ops._compression(compression)
+        if wire != _core.Compression.none:
+            for p, n in zip(params, names):
+                if p.dtype != torch.float32:
+                    raise ValueError(
+                        f"DistributedOptimizer: compression {compression} applies to float32 "
+                        f"gradients, but parameter '{n}' is {p.dtype}")
+        self._hora_params = params
+        self._hora_param_names = names
+        self._hora_sparse_as_dense = bool(sparse_as_dense)
+        self._hora_op = op
+        self._hora_reducer = _core.GradientReducer(
+            names, op=op, compression=wire,
+            backward_passes_per_step=int(backward_passes_per_step),
+            gradient_predivide_factor=float(gradient_predivide_factor),
+            name_prefix="grad/", groups=self._hora_groups(params, groups))
+        self._hora_should_synchronize = True
+        self._hora_synchronized = False
+        self._hora_backward_seen = False
+        self._hora_sparse = {}  # index -> (indices handle, values handle) of this step
+        self._hora_hooks = [p.register_post_accumulate_grad_hook(self._hora_hook(i))
+                            for i, p in enumerate(params)]
+
+    @staticmethod
+    def _hora_names(params, named_parameters):
+        if named_parameters is None:
+            return [f"noname.{i}" for i in range(len(params))]
+        named = list(named_parameters)
+        by_param, seen = {}, set()
+        for name, p in named:
+            if name in seen:
+                raise ValueError(f"DistributedOptimizer: parameter name '{name}' appears twice "
+                                 "in named_parameters; names must be unique")
+            seen.add(name)
+            by_param[p] = name
+        missing = [i for i, p in enumerate(params) if p not in by_param]
+        if missing:
+            raise ValueError(
+                f"DistributedOptimizer: {len(missing)} of the optimizer's parameters are not in "
+                "named_parameters (every parameter needs a name, the same on every rank); pass "
+                "model.named_parameters() of the model the optimizer trains")
+        return [by_param[p] for p in params]
+
+    @staticmethod
+    def _hora_groups(params, groups):
+        """Horovod's num_groups (an int) or groups (lists of parameters) as index lists."""
+        if groups is None or groups == 0:
+            return []
+        if isinstance(groups, int):
+            if groups < 0:
+                raise ValueError(f"DistributedOptimizer: num_groups {groups}, expected >= 0")
+            n = len(params)
+            k = min(groups, n) or 1
+            bounds = [n * j // k for j in range(k + 1)]
+            return [list(range(bounds[j], bounds[j + 1])) for j in range(k)
+                    if bounds[j + 1] > bounds[j]]
+        index = {p: i for i, p in enumerate(params)}
+        out = []
+        for g in groups:
+            ids = []
+            for p in g:
+                if p not in index:
+                    raise ValueError("DistributedOptimizer: a parameter in groups is not one the "
+                                     "optimizer trains (or does not require grad)")
+                ids.append(index[p])
+            out.append(ids)
+        return out
+
+    # ---- backward ------------------------------------------------------------------------
+
+    def _hora_hook(self, index):
+        def hook(p):
+            self._hora_backward_seen = True
+            g = p.grad
+            if g is None:
+                return
+            if g.is_sparse:
+                if self._hora_sparse_as_dense:
+                    p.grad = g = g.to_dense()
+                else:
+                    self._hora_sparse_start(index, g)
+                    return
+            if not g.is_contiguous():
+                p.grad = g = g.contiguous()
+            self._hora_reducer.gradient_ready(index, g)
+        return hook
+
+    def _hora_sparse_start(self, index, grad):
+        """A sparse gradient (an Embedding with sparse=True) travels as an allgather of its
+        indices and values; the sum of the gathered sparse tensors is the reduced gradient."""
+        g = grad.coalesce()
+        name = self._hora_param_names[index]
+        self._hora_sparse[index] = (
+            mpi_ops.allgather_async(g.indices().t().contiguous(), name=f"grad/{name}.indices"),
+            mpi_ops.allgather_async(g.values().contiguous(), name=f"grad/{name}.values"),
+            g.shape)
+
+    def _hora_sparse_finish(self):
+        for index, (hi, hv, shape) in self._hora_sparse.items():
+            indices = mpi_ops.synchronize(hi).t()
+            values = mpi_ops.synchronize(hv)
+            if self._hora_op == hora.Average:
+                values = values / hora.size()
+            p = self._hora_params[index]
+            p.grad = torch.sparse_coo_tensor(indices, values, shape).coalesce()
+        self._hora_sparse = {}
+
+    # ---- step ----------------------------------------------------------------------------
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce (starting those of parameters whose gradient
+        was not computed on this rank: they reduce a zero gradient, as in Horovod). After it
+        the gradients hold the reduced values: clip or unscale them here, then call step()
+        inside skip_synchronize()."""
+        if self._hora_synchronized:
+            return
+        for i in self._hora_reducer.unreported():
+            if i in self._hora_sparse:
+                continue
+            p = self._hora_params[i]
+            if p.grad is None:
+                p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
+            elif p.grad.is_sparse:
+                p.grad = p.grad.to_dense()
+            self._hora_reducer.flush(i, p.grad)
+        self._hora_reducer.synchronize()
+        self._hora_sparse_finish()
+        self._hora_synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """step() inside this block does not synchronize (synchronize() was called already)."""
+        self._hora_should_synchronize = False
+        try:
+            yield
+        finally:
+            self._hora_should_synchronize = True
+
+    def step(self, closure=None):
+        if self._hora_should_synchronize:
+            if self._hora_synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "after optimizer.synchronize(); the gradients were reduced once, "
+                              "by synchronize()")
+            elif not self._hora_backward_seen:
+                raise FailedPreconditionError(
+                    "DistributedOptimizer: step() called without a backward pass since the "
+                    "last step; call loss.backward() before each step (reducing the same "
+                    "gradients twice would be wrong)")
+            else:
+                self.synchronize()
+        self._hora_synchronized = False
+        self._hora_backward_seen = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, set_to_none=True):
+        if self._hora_reducer.has_pending():
+            raise FailedPreconditionError(
+                "DistributedOptimizer: zero_grad() was called after loss.backward() but before "
+                "step() or synchronize(); the engine is reducing those gradients. Call "
+                "zero_grad() before backward (with backward_passes_per_step > 1, after the "
+                "k-th pass's step)")
+        return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=hora.Average,
+                         gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                         sparse_as_dense=False):
+    """Wraps ``optimizer`` so that step() applies the gradients averaged over every rank.
+
+    ``named_parameters``: ``model.named_parameters()``, so that tensors are named by the model
+    (the same names on every rank); without it parameters are named by position.
+    ``compression``: Compression.none / fp16 / bf16 (float32 gradients travel as the half
+    type). ``backward_passes_per_step``: reduce every k-th backward pass (local accumulation
+    in between). ``op``: Average or Sum. ``gradient_predivide_factor``: divide by f before the
+    sum and by size/f after. ``num_groups`` / ``groups``: reduce these parameters together as
+    one fused unit. ``sparse_as_dense``: densify sparse gradients (else they travel as an
+    allgather of indices and values). Process sets are not supported (hora has one group)."""
+    if groups is not None and num_groups:
+        raise ValueError("DistributedOptimizer: pass num_groups or groups, not both")
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    wrapped = cls(optimizer.param_groups, named_parameters, compression,
+                  backward_passes_per_step, op, gradient_predivide_factor,
+                  groups if groups is not None else num_groups, sparse_as_dense)
+    if optimizer.state:
+        wrapped.load_state_dict(optimizer.state_dict())
+    return wrapped

@@ -1,0 +1,51 @@
+#include "adapters/python/py_handle.h"
+
+#include <pybind11/stl.h>
+
+#include "adapters/python/errors.h"
+#include "adapters/python/waiting.h"
+
+namespace py = pybind11;
+
+namespace hora {
+namespace python {
+
+PyHandle::PyHandle(Handle handle, std::shared_ptr<Flight> flight)
+    : handle_(std::move(handle)), flight_(std::move(flight)) {}
+
+py::object PyHandle::wait() {
+  const bool unbounded = flight_->kind == "barrier" || flight_->kind == "join";
+  check(wait_interruptibly(handle_, unbounded ? 0.0 : job_timeout_s()));
+  drain();
+  const std::string& kind = flight_->kind;
+  if (kind == "allgather" || kind == "reducescatter") return flight_->allocated;
+  if (kind == "alltoall")
+    return py::make_tuple(flight_->allocated, py::cast(handle_.received_splits()));
+  if (kind == "join") return py::int_(handle_.last_joined());
+  if (kind == "barrier") return py::none();
+  return flight_->result;
+}
+
+PyHandle make_handle(Handle handle, std::shared_ptr<Flight> flight) {
+  track(handle, flight);
+  return PyHandle(std::move(handle), std::move(flight));
+}
+
+void bind_handle(py::module_& m) {
+  py::class_<PyHandle>(m, "Handle",
+                       "A collective in flight. hora.synchronize(handle) waits for it and "
+                       "returns its result; hora.poll(handle) tells whether it completed.")
+      .def_property_readonly("name", &PyHandle::name, "The tensor's name.")
+      .def_property_readonly("kind", &PyHandle::kind, "The collective: allreduce, ...")
+      .def("poll", &PyHandle::poll, "True once the collective completed (never blocks).")
+      .def("wait", &PyHandle::wait,
+           "Waits (releasing the GIL, interruptible by Ctrl-C, at most HORA_TIMEOUT_S) and "
+           "returns the result; raises hora.HoraError subclasses on failure.")
+      .def("__repr__", [](const PyHandle& h) {
+        return "<hora.Handle " + h.kind() + " '" + h.name() + "'" +
+               (h.poll() ? " done>" : " pending>");
+      });
+}
+
+}  // namespace python
+}  // namespace hora

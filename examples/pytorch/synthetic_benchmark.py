@@ -1,0 +1,80 @@
+"""Synthetic throughput of data-parallel training with hora.torch, in the style of Horovod's
+pytorch_synthetic_benchmark.py: random data, a fixed model, img/sec per rank and in total.
+
+    horarun -np 2 python examples/pytorch/synthetic_benchmark.py --model mlp --batch-size 64
+"""
+
+import argparse
+import statistics
+import timeit
+
+import torch
+import torch.nn.functional as F
+
+import hora.torch as hvd
+
+
+def make_model(name):
+    if name == "mlp":  # PyTorch DDP's benchmark MLP: 1024-2048-2048-1024-10, 8.4M parameters
+        return torch.nn.Sequential(
+            torch.nn.Linear(1024, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
+            torch.nn.ReLU(), torch.nn.Linear(2048, 1024), torch.nn.ReLU(),
+            torch.nn.Linear(1024, 10)), (1024,)
+    if name == "convnet":
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(64 * 8 * 8, 256), torch.nn.ReLU(),
+            torch.nn.Linear(256, 10)), (3, 32, 32)
+    raise SystemExit(f"--model {name!r}: expected mlp or convnet")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mlp")
+    parser.add_argument("--batch-size", type=int, default=64, help="per rank")
+    parser.add_argument("--num-warmup-batches", type=int, default=5)
+    parser.add_argument("--num-batches-per-iter", type=int, default=10)
+    parser.add_argument("--num-iters", type=int, default=5)
+    parser.add_argument("--fp16-allreduce", action="store_true")
+    args = parser.parse_args()
+
+    hvd.init()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model, shape = make_model(args.model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                         compression=compression)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    data = torch.randn(args.batch_size, *shape)
+    target = torch.randint(0, 10, (args.batch_size,))
+
+    def benchmark_step():
+        optimizer.zero_grad()
+        F.cross_entropy(model(data), target).backward()
+        optimizer.step()
+
+    def log(text):
+        if hvd.rank() == 0:
+            print(text, flush=True)
+
+    log(f"Model: {args.model}, batch size: {args.batch_size} per rank, ranks: {hvd.size()}")
+    timeit.timeit(benchmark_step, number=args.num_warmup_batches)
+    img_secs = []
+    for i in range(args.num_iters):
+        t = timeit.timeit(benchmark_step, number=args.num_batches_per_iter)
+        rate = args.batch_size * args.num_batches_per_iter / t
+        log(f"Iter #{i}: {rate:.1f} img/sec per rank")
+        img_secs.append(rate)
+    mean = statistics.mean(img_secs)
+    conf = 1.96 * statistics.pstdev(img_secs)
+    log(f"Img/sec per rank: {mean:.1f} +-{conf:.1f}")
+    log(f"Total img/sec on {hvd.size()} rank(s): {hvd.size() * mean:.1f} +-{hvd.size() * conf:.1f}")
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
