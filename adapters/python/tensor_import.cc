@@ -204,6 +204,15 @@ bool is_numpy_bfloat16(py::handle obj) {
          py::hasattr(dtype, "itemsize") && dtype.attr("itemsize").cast<int>() == 2;
 }
 
+StatusOr<ImportedTensor> from_numpy_bfloat16(py::handle obj, const std::string& label,
+                                             const char* what, bool writable) {
+  HORA_ASSIGN_OR_RETURN(ImportedTensor t,
+                        from_buffer(obj.attr("view")("uint16"), label, what, writable));
+  HORA_ASSIGN_OR_RETURN(t.view, TensorView::make(t.view.data(), DataType::kBFloat16,
+                                                 t.view.shape(), t.view.device()));
+  return t;
+}
+
 }  // namespace
 
 StatusOr<ImportedTensor> import_tensor(py::handle obj, const std::string& label, const char* what,
@@ -212,18 +221,13 @@ StatusOr<ImportedTensor> import_tensor(py::handle obj, const std::string& label,
     return Status::invalid_argument(prefix(label, what) + "is None; expected a tensor");
   if (PyCapsule_CheckExact(obj.ptr()))
     return from_capsule(py::reinterpret_borrow<py::object>(obj), label, what, writable);
-  if (is_numpy_bfloat16(obj)) {
-    HORA_ASSIGN_OR_RETURN(ImportedTensor t,
-                          from_buffer(obj.attr("view")("uint16"), label, what, writable));
-    HORA_ASSIGN_OR_RETURN(t.view, TensorView::make(t.view.data(), DataType::kBFloat16,
-                                                   t.view.shape(), t.view.device()));
-    return t;
-  }
   if (py::hasattr(obj, "__dlpack__")) {
     py::object capsule;
     try {
       capsule = call_dlpack(obj);
     } catch (py::error_already_set& e) {
+      // Checked only on this slow path: reading a NumPy dtype's name costs microseconds.
+      if (is_numpy_bfloat16(obj)) return from_numpy_bfloat16(obj, label, what, writable);
       return Status::invalid_argument(prefix(label, what) + "could not be exported through "
                                       "DLPack: " + e.what());
     }
