@@ -2,7 +2,9 @@
 // enqueue them to the engine, return the handle. No communication happens here.
 #include <atomic>
 #include <cmath>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/engine/engine.h"
@@ -98,16 +100,40 @@ Status check_allreduce(const std::string& name, const TensorView& in, const Tens
   return Status::ok();
 }
 
+// The enum fields of AllreduceOptions (a binding may hand over any integer), and compression
+// on float32 only.
+Status check_options(const std::string& name, DataType dtype, const AllreduceOptions& options) {
+  StatusOr<ReduceOp> op = reduce_op_from_int(static_cast<int>(options.op));
+  if (!op.is_ok()) return op.status().with_context("tensor '" + name + "'");
+  StatusOr<Compression> c = compression_from_int(static_cast<int>(options.compression));
+  if (!c.is_ok()) return c.status().with_context("tensor '" + name + "'");
+  if (options.compression != Compression::kNone && dtype != DataType::kFloat32)
+    return Status::invalid_argument("tensor '" + name + "': compression " +
+                                    compression_name(options.compression) +
+                                    " applies to float32 tensors only, got " +
+                                    data_type_name(dtype));
+  return Status::ok();
+}
+
 const char* kNotInit = " called before hora::init() or after hora::shutdown()";
 
 }  // namespace
 
 Handle allreduce_async(const std::string& given, const TensorView& in, const TensorView& out,
                        ReduceOp op, double prescale, double postscale) {
+  return allreduce_async(given, in, out,
+                         AllreduceOptions{op, prescale, postscale, Compression::kNone});
+}
+
+Handle allreduce_async(const std::string& given, const TensorView& in, const TensorView& out,
+                       const AllreduceOptions& options) {
+  const ReduceOp op = options.op;
+  const double prescale = options.prescale, postscale = options.postscale;
   std::string name = label_of(given, CollectiveType::kAllreduce);
   auto eng = detail::engine();
   if (!eng) return fail(name, Status::failed_precondition("allreduce of '" + name + "'" + kNotInit));
   Status s = check_allreduce(name, in, out);
+  if (s.is_ok()) s = check_options(name, in.dtype(), options);
   if (s.is_ok()) s = check_scales(name, prescale, postscale);
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kAllreduce);
@@ -116,6 +142,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   e.request.op = op;
   e.request.prescale = prescale;
   e.request.postscale = postscale;
+  e.request.compression = options.compression;
   return submit_one(*eng, std::move(e));
 }
 
@@ -123,6 +150,16 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
                                const std::vector<TensorView>& ins,
                                const std::vector<TensorView>& outs, ReduceOp op,
                                double prescale, double postscale) {
+  return grouped_allreduce_async(names, ins, outs,
+                                 AllreduceOptions{op, prescale, postscale, Compression::kNone});
+}
+
+Handle grouped_allreduce_async(const std::vector<std::string>& names,
+                               const std::vector<TensorView>& ins,
+                               const std::vector<TensorView>& outs,
+                               const AllreduceOptions& options) {
+  const ReduceOp op = options.op;
+  const double prescale = options.prescale, postscale = options.postscale;
   const std::string label = names.empty() ? "<empty group>" : names[0];
   auto eng = detail::engine();
   if (!eng) return fail(label, Status::failed_precondition("grouped allreduce" + std::string(kNotInit)));
@@ -135,6 +172,7 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string label = label_of(names[i], CollectiveType::kAllreduce);
     Status s = check_allreduce(label, ins[i], outs[i]);
+    if (s.is_ok()) s = check_options(label, ins[i].dtype(), options);
     if (s.is_ok()) s = check_scales(label, prescale, postscale);
     if (!s.is_ok()) return fail(label_of(names[0], CollectiveType::kAllreduce) + "#group", s);
   }
@@ -149,6 +187,7 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
     e.request.op = op;
     e.request.prescale = prescale;
     e.request.postscale = postscale;
+    e.request.compression = options.compression;
     e.request.group_key = key;
     e.request.group_size = static_cast<int32_t>(resolved.size());
     entries.push_back(std::move(e));
@@ -156,7 +195,8 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   return submit(*eng, std::move(entries), std::move(handle));
 }
 
-Handle allgather_async(const std::string& given, const TensorView& in) {
+Handle allgather_async(const std::string& given, const TensorView& in,
+                       OutputAllocator allocate) {
   std::string name = label_of(given, CollectiveType::kAllgather);
   auto eng = detail::engine();
   if (!eng) return fail(name, Status::failed_precondition("allgather of '" + name + "'" + kNotInit));
@@ -164,7 +204,9 @@ Handle allgather_async(const std::string& given, const TensorView& in) {
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kAllgather);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
-  return submit_one(*eng, make_entry(name, CollectiveType::kAllgather, in, in, handle));
+  Entry e = make_entry(name, CollectiveType::kAllgather, in, in, handle);
+  e.allocate = std::move(allocate);
+  return submit_one(*eng, std::move(e));
 }
 
 Handle broadcast_async(const std::string& given, const TensorView& tensor, int root) {
@@ -185,7 +227,7 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
 }
 
 Handle alltoall_async(const std::string& given, const TensorView& in,
-                      const std::vector<int64_t>& splits) {
+                      const std::vector<int64_t>& splits, OutputAllocator allocate) {
   std::string name = label_of(given, CollectiveType::kAlltoall);
   auto eng = detail::engine();
   if (!eng) return fail(name, Status::failed_precondition("alltoall of '" + name + "'" + kNotInit));
@@ -219,10 +261,12 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kAlltoall, in, in, handle);
   e.request.splits = resolved;
+  e.allocate = std::move(allocate);
   return submit_one(*eng, std::move(e));
 }
 
-Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op) {
+Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
+                           OutputAllocator allocate) {
   std::string name = label_of(given, CollectiveType::kReducescatter);
   auto eng = detail::engine();
   if (!eng)
@@ -233,6 +277,7 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e = make_entry(name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
+  e.allocate = std::move(allocate);
   return submit_one(*eng, std::move(e));
 }
 
@@ -304,20 +349,88 @@ Handle control_request(CollectiveType type, const std::string& name) {
   return submit_one(*eng, std::move(e));
 }
 
+// A barrier or join that a blocking call with a timeout gave up on. It is still in flight
+// (the other ranks may yet arrive), so the next call of that kind takes it over rather than
+// enqueueing another one that no other rank would match. It belongs to the engine that runs
+// it: after shutdown and init it is forgotten.
+struct PendingControl {
+  std::mutex mu;
+  std::weak_ptr<engine::Engine> engine;  // guarded by mu
+  Handle handle;                         // guarded by mu; invalid when none is pending
+};
+
+PendingControl& pending_of(CollectiveType type) {
+  // Never destroyed: a handle may be left pending at exit.
+  static PendingControl* barrier = new PendingControl();
+  static PendingControl* join = new PendingControl();
+  return type == CollectiveType::kJoin ? *join : *barrier;
+}
+
+// The pending barrier (join) of this engine, or a new one.
+Handle take_or_request(CollectiveType type) {
+  auto eng = detail::engine();
+  PendingControl& p = pending_of(type);
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    Handle pending = std::move(p.handle);
+    p.handle = Handle();
+    if (pending.valid() && eng && p.engine.lock() == eng) return pending;
+  }
+  const std::string name = type == CollectiveType::kJoin
+                               ? std::string("hora.join")
+                               : resolve_name("", CollectiveType::kBarrier);
+  return control_request(type, name);
+}
+
+// Waits up to `timeout`; when the handle is still not complete, leaves it pending for the next
+// call of its kind and returns kTimeout.
+Status wait_or_keep(CollectiveType type, Handle& h, std::chrono::milliseconds timeout) {
+  (void)h.wait(timeout);
+  if (h.poll()) return h.wait(std::chrono::milliseconds(0));
+  PendingControl& p = pending_of(type);
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    p.engine = detail::engine();
+    p.handle = h;
+  }
+  return Status::timeout(std::string(engine::collective_name(type)) + " ('" + h.name() +
+                         "'): not every rank arrived within " + std::to_string(timeout.count()) +
+                         " ms; it stays pending, and the next " + engine::collective_name(type) +
+                         " call on this rank waits for it again");
+}
+
+double engine_timeout_s() {
+  auto eng = detail::engine();
+  return eng ? eng->timeout_s() : 1.0;
+}
+
 }  // namespace
 
 Status barrier() {
-  Handle h = control_request(CollectiveType::kBarrier, resolve_name("", CollectiveType::kBarrier));
-  auto eng = detail::engine();
-  return wait_while_alive(h, eng ? eng->timeout_s() : 1.0);
+  Handle h = take_or_request(CollectiveType::kBarrier);
+  return wait_while_alive(h, engine_timeout_s());
 }
 
-StatusOr<int> join() {
-  Handle h = control_request(CollectiveType::kJoin, "hora.join");
-  auto eng = detail::engine();
-  HORA_RETURN_IF_ERROR(wait_while_alive(h, eng ? eng->timeout_s() : 1.0));
-  return h.state()->join_result;
+Status barrier(std::chrono::milliseconds timeout) {
+  Handle h = take_or_request(CollectiveType::kBarrier);
+  return wait_or_keep(CollectiveType::kBarrier, h, timeout);
 }
+
+Handle barrier_async() { return take_or_request(CollectiveType::kBarrier); }
+
+StatusOr<int> join() {
+  Handle h = take_or_request(CollectiveType::kJoin);
+  HORA_RETURN_IF_ERROR(wait_while_alive(h, engine_timeout_s()));
+  return h.last_joined();
+}
+
+StatusOr<int> join(std::chrono::milliseconds timeout) {
+  Handle h = take_or_request(CollectiveType::kJoin);
+  HORA_RETURN_IF_ERROR(wait_or_keep(CollectiveType::kJoin, h, timeout));
+  return h.last_joined();
+}
+
+Handle join_async() { return take_or_request(CollectiveType::kJoin); }
 
 EngineStats engine_stats() {
   auto eng = detail::engine();

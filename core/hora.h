@@ -25,11 +25,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/base/compression.h"
 #include "core/base/data_type.h"
 #include "core/base/reduce_op.h"
 #include "core/base/status.h"
@@ -37,7 +39,6 @@
 
 namespace hora {
 
-class Context;
 namespace detail {
 struct HandleState;
 }  // namespace detail
@@ -94,12 +95,22 @@ class Handle {
   // True once complete (wait() then returns at once).
   bool poll() const;
 
+  // Runs `callback` exactly once with the final Status: at once on the calling thread when
+  // the handle is already complete, else on the engine thread right after completion (before
+  // wait() returns to other threads). The callback must be short and must not wait on hora
+  // handles (it runs on the thread that completes them). One callback per handle: a second
+  // call replaces a callback that has not run yet. An invalid handle's callback runs at once
+  // with kFailedPrecondition.
+  void on_complete(std::function<void(const Status&)> callback) const;
+
   // Results the engine allocates (allgather, alltoall, reducescatter), valid once wait()
   // returned OK: the bytes and the shape of the output tensor.
   const std::vector<uint8_t>& output() const;
   const std::vector<int64_t>& output_shape() const;
   // alltoall: how many first-dimension rows came from each rank.
   const std::vector<int64_t>& received_splits() const;
+  // join: the last rank to join (the same on every rank); -1 before completion.
+  int last_joined() const;
 
   // For hora's own layers.
   explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
@@ -109,11 +120,32 @@ class Handle {
   std::shared_ptr<detail::HandleState> state_;
 };
 
+// How an allreduce combines and scales. op must be one of ReduceOp; compression applies to
+// float32 tensors only (kInvalidArgument otherwise) and must be the same on every rank.
+struct AllreduceOptions {
+  ReduceOp op = ReduceOp::kAverage;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  Compression compression = Compression::kNone;
+};
+
+// Where allgather, alltoall and reducescatter put a result whose shape is known only after
+// negotiation. Called once per collective on the engine thread, with the input's dtype and
+// the output's shape; returns a view of caller-owned memory of exactly that dtype and shape
+// (contiguous, on the input's device) that stays valid until the handle completed. When it
+// fails (or returns a view of another dtype or shape), this rank still runs the collective
+// into engine-owned memory, so the other ranks are not held up, and its handle completes
+// with the allocator's error. Without an allocator the result is in handle.output().
+using OutputAllocator =
+    std::function<StatusOr<TensorView>(DataType dtype, const std::vector<int64_t>& shape)>;
+
 // Allreduce: out = postscale * op_over_ranks(prescale * in). kAverage is kSum with postscale
 // multiplied by 1/size. `out` has in's dtype and element count.
 Handle allreduce_async(const std::string& name, const TensorView& in, const TensorView& out,
                        ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
                        double postscale = 1.0);
+Handle allreduce_async(const std::string& name, const TensorView& in, const TensorView& out,
+                       const AllreduceOptions& options);
 // A list enqueued atomically and fused as a unit (the same op and scales for every entry).
 // One handle for the whole group: it completes when every entry did.
 Handle grouped_allreduce_async(const std::vector<std::string>& names,
@@ -121,20 +153,25 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
                                const std::vector<TensorView>& outs,
                                ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
                                double postscale = 1.0);
+Handle grouped_allreduce_async(const std::vector<std::string>& names,
+                               const std::vector<TensorView>& ins,
+                               const std::vector<TensorView>& outs,
+                               const AllreduceOptions& options);
 // Allgather along the first dimension (which may differ per rank; the others must match).
 // The result is in handle.output() with shape [sum of first dims, ...].
-Handle allgather_async(const std::string& name, const TensorView& in);
+Handle allgather_async(const std::string& name, const TensorView& in,
+                       OutputAllocator allocate = nullptr);
 // Broadcast of root's `tensor` into every rank's `tensor`, in place.
 Handle broadcast_async(const std::string& name, const TensorView& tensor, int root);
 // Alltoall: splits[p] first-dimension rows of `in` (in rank order) go to rank p; splits sum
 // to in's first dimension (empty splits = an even split, which must then divide it). The
 // result is in handle.output(); handle.received_splits()[p] rows came from p.
 Handle alltoall_async(const std::string& name, const TensorView& in,
-                      const std::vector<int64_t>& splits = {});
+                      const std::vector<int64_t>& splits = {}, OutputAllocator allocate = nullptr);
 // Reducescatter along the first dimension: rank r gets the reduction of rows block r, the
 // first (rows % size) ranks one row more than the others, in handle.output().
 Handle reducescatter_async(const std::string& name, const TensorView& in,
-                           ReduceOp op = ReduceOp::kAverage);
+                           ReduceOp op = ReduceOp::kAverage, OutputAllocator allocate = nullptr);
 
 // Blocking forms (wait at most HORA_TIMEOUT_S).
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
@@ -155,14 +192,21 @@ StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& i
                                     const std::vector<int64_t>& splits = {});
 StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in,
                                          ReduceOp op = ReduceOp::kAverage);
-// Returns once every rank called barrier.
+// Returns once every rank called barrier. Without a timeout it waits as long as the engine
+// runs (a dead peer fails it); with one it returns kTimeout when the others have not all
+// arrived in time (the barrier stays pending: a later barrier call waits for it again).
 Status barrier();
+Status barrier(std::chrono::milliseconds timeout);
+Handle barrier_async();
 // Uneven data: this rank has no more batches. Until every rank joined, this rank
 // contributes zeros to every allreduce the others run (an allreduce with min, max or
 // product, or any other collective, then fails on every rank: zeros are only the identity
 // of sum and average). Average still divides by size. Returns the last rank to join, the
 // same on every rank.
 StatusOr<int> join();
+StatusOr<int> join(std::chrono::milliseconds timeout);
+// The join as a handle: handle.last_joined() once complete.
+Handle join_async();
 
 // Counters of this process's engine, for tests and benchmarks.
 struct EngineStats {
@@ -176,11 +220,5 @@ struct EngineStats {
 };
 // REQUIRES: is_initialized(); zeros otherwise.
 EngineStats engine_stats();
-
-namespace detail {
-// The runtime, for hora's own layers and tests; nullptr when not initialised.
-// Not part of the user API.
-Context* context();
-}  // namespace detail
 
 }  // namespace hora

@@ -9,12 +9,14 @@
 //     dist->step();                            // waits for them, then the inner step
 //   }
 //
-// Backward calls the hook once per parameter as its gradient completes; the hook enqueues
-// that gradient's hora::allreduce_async at once, so communication runs on the engine thread
-// while backward computes the layers below. step() waits for every handle (HORA_TIMEOUT_S
-// each), casts compressed gradients back, then calls the inner optimizer's step. Parameters
-// whose hook never fired in a step are reduced in step() (as Horovod does for unused
-// parameters), so every rank always runs the same collectives.
+// A thin layer over hora::GradientReducer (core/gradient_reducer.h), which does the
+// bookkeeping every framework adapter shares. Backward calls the hook once per parameter as
+// its gradient completes; the reducer enqueues that gradient's allreduce at once, so
+// communication runs on the engine thread while backward computes the layers below. step()
+// flushes the parameters whose hook never fired (as Horovod does for unused parameters, so
+// every rank always runs the same collectives), waits for every handle (HORA_TIMEOUT_S each),
+// then calls the inner optimizer's step. Compression is the engine's: the gradients stay
+// float32 here.
 //
 // Misuse is an error (kFailedPrecondition / kInvalidArgument), never a hang: empty or
 // duplicate parameter names (at create), a hook for an unknown name, more backward passes
@@ -30,22 +32,20 @@
 #include <vector>
 
 #include "adapters/cpp/optimizer.h"
+#include "core/base/compression.h"
 #include "core/base/reduce_op.h"
 #include "core/base/status.h"
+#include "core/base/tensor_view.h"
+#include "core/gradient_reducer.h"
 #include "core/hora.h"
 
 namespace hora {
 
-enum class Compression { kNone, kFloat16, kBFloat16 };
-
-// "none", "fp16" ("float16"), "bf16" ("bfloat16"); anything else is kInvalidArgument.
-StatusOr<Compression> parse_compression(const std::string& text);
-const char* compression_name(Compression compression);
-
 struct DistributedOptions {
   // kAverage or kSum.
   ReduceOp op = ReduceOp::kAverage;
-  // Gradients travel as float16 / bfloat16 (cast before, cast back after).
+  // Gradients travel as float16 / bfloat16 (the engine casts while packing and back while
+  // unpacking; core/base/compression.h).
   Compression compression = Compression::kNone;
   // Local accumulation: only every k-th backward pass reduces; the gradients of the k passes
   // accumulate in the model's buffers in between.
@@ -80,8 +80,8 @@ class DistributedOptimizer : public Optimizer {
   // gradient_ready bound to this object, to hand to backward.
   std::function<Status(const std::string&)> hook();
 
-  // Enqueues what is not yet enqueued, waits for every handle and casts compressed
-  // gradients back: afterwards each grad holds the reduced gradient. Waits at most
+  // Enqueues what is not yet enqueued (unused parameters with their current gradient) and
+  // waits for every handle: afterwards each grad holds the reduced gradient. Waits at most
   // HORA_TIMEOUT_S per handle; returns the first error (naming the tensor) after all
   // handles completed or timed out. A handle that timed out stays pending (its buffer may
   // still be written): a later synchronize waits for it again, and so does the destructor.
@@ -98,15 +98,14 @@ class DistributedOptimizer : public Optimizer {
   const DistributedOptions& options() const { return options_; }
 
  private:
-  struct Slot;
-  DistributedOptimizer(Optimizer& inner, DistributedOptions options);
-  Status enqueue(Slot& slot);
+  DistributedOptimizer(Optimizer& inner, DistributedOptions options,
+                       std::unique_ptr<GradientReducer> reducer, std::vector<TensorView> grads);
 
   Optimizer& inner_;
   DistributedOptions options_;
   std::string name_;
-  std::vector<Slot> slots_;                            // one per parameter, in parameter order
-  std::vector<std::pair<std::string, size_t>> index_;  // name -> slot, sorted by name
+  std::unique_ptr<GradientReducer> reducer_;  // one parameter per inner parameter, in order
+  std::vector<TensorView> grads_;             // each parameter's gradient buffer, float32
 };
 
 }  // namespace hora

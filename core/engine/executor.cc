@@ -5,6 +5,7 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "core/base/logging.h"
+#include "core/engine/compressed_copy.h"
 #include "kernels/kernels.h"
 
 namespace hora {
@@ -24,6 +25,44 @@ size_t row_elements(const std::vector<int64_t>& shape) {
   size_t n = 1;
   for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
   return n;
+}
+
+// Why the allocator's view cannot take the result, or OK.
+Status check_allocated(const std::string& name, const StatusOr<TensorView>& view, DataType dtype,
+                       const std::vector<int64_t>& shape, size_t bytes) {
+  const std::string who = "tensor '" + name + "': output allocator ";
+  if (!view.is_ok())
+    return Status(view.status().code(), who + "failed: " + view.status().message());
+  const TensorView& v = view.value();
+  if (v.dtype() != dtype || v.shape() != shape)
+    return Status::invalid_argument(who + "returned " + data_type_name(v.dtype()) +
+                                    v.shape_string() + " but the result is " +
+                                    data_type_name(dtype) + shape_to_string(shape));
+  if (!v.device().is_cpu())
+    return Status::invalid_argument(who + "returned memory on " + v.device().to_string() +
+                                    " but the result is on the host");
+  if (static_cast<size_t>(v.byte_count()) != bytes || (bytes > 0 && v.data() == nullptr))
+    return Status::invalid_argument(who + "returned " + std::to_string(v.byte_count()) +
+                                    " bytes at " + (v.data() ? "a buffer" : "null") + ", expected " +
+                                    std::to_string(bytes) + " bytes");
+  return Status::ok();
+}
+
+// Where the result of `e` (of `shape`, `bytes` long) goes: the view its allocator returns, or
+// the handle's engine-owned output when it has none. An allocator that fails (or returns an
+// unusable view) leaves its error in *allocator_error and the result goes to engine-owned
+// memory: the collective still runs, so the other ranks are not held up.
+void* output_of(Entry& e, const std::vector<int64_t>& shape, size_t bytes,
+                Status* allocator_error) {
+  detail::HandleState& h = *e.handle;
+  h.output_shape = shape;
+  if (e.allocate) {
+    StatusOr<TensorView> view = e.allocate(e.in.dtype(), shape);
+    *allocator_error = check_allocated(e.request.name, view, e.in.dtype(), shape, bytes);
+    if (allocator_error->is_ok()) return view.value().data();
+  }
+  h.output.resize(bytes);
+  return h.output.data();
 }
 
 }  // namespace
@@ -77,7 +116,10 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
 
 Status Executor::run_allreduce(const std::vector<Response>& responses, const Bucket& bucket) {
   const Response& head = responses[bucket.members.front()];
-  const DataType dtype = head.dtype;
+  const Compression compression = head.compression;
+  const bool compressed = compression != Compression::kNone;
+  // What the algorithm moves and reduces: the half type of a compressed bucket.
+  const DataType dtype = wire_data_type(head.dtype, compression);
   const size_t elem = data_type_bytes(dtype);
   ReduceOp op = head.op;
   double postscale = head.postscale;
@@ -90,8 +132,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
 
   // Every rank must run the algorithm with the same op: `direct` depends on the response only
   // (a joined rank, which has no entry, reduces its zeros with that op too).
-  const bool direct =
-      bucket.members.size() == 1 && head.prescale == 1.0 && head.postscale == 1.0;
+  const bool direct = bucket.members.size() == 1 && head.prescale == 1.0 &&
+                      head.postscale == 1.0 && !compressed;
   if (direct) {
     op = head.op;
     postscale = 1.0;
@@ -106,7 +148,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     complete(head.name, Status::ok());
     return Status::ok();
   }
-  if (lone != nullptr) {
+  if (lone != nullptr && !compressed) {
     // Scale factors: prescale while copying into the output, reduce there in place, postscale.
     void* out = lone->out.data();
     const size_t count = static_cast<size_t>(head.element_count());
@@ -128,6 +170,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     return Status::ok();
   }
 
+  // A fused bucket, or a compressed tensor (alone too: the fusion buffer holds its half
+  // type while the algorithm runs).
   const size_t total = static_cast<size_t>(bucket.bytes);
   // The fusion buffer lives in the backend's shared memory when it offers enough (peers then
   // reduce straight from it: single copy), else in this process.
@@ -142,7 +186,10 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     const Response& r = responses[i];
     const size_t count = static_cast<size_t>(r.element_count());
     Entry* e = queue_.find(r.name);
-    if (e != nullptr) {
+    if (e != nullptr && compressed) {
+      pack_compressed(fusion + offset, static_cast<const float*>(e->in.data()), count,
+                      compression, r.prescale);
+    } else if (e != nullptr) {
       kernels::scale_copy(fusion + offset, e->in.data(), count, dtype, r.prescale);
     } else {
       std::memset(fusion + offset, 0, count * elem);  // joined: zeros
@@ -157,8 +204,12 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     const Response& r = responses[i];
     const size_t count = static_cast<size_t>(r.element_count());
     Entry* e = queue_.find(r.name);
-    if (e != nullptr)
+    if (e != nullptr && compressed) {
+      unpack_compressed(static_cast<float*>(e->out.data()), fusion + offset, count, compression,
+                        postscale);
+    } else if (e != nullptr) {
       kernels::scale_copy(e->out.data(), fusion + offset, count, dtype, postscale);
+    }
     offset += count * elem;
   }
   record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
@@ -193,6 +244,7 @@ Status Executor::run_single(const Response& r) {
   const size_t row = row_elements(e->in.shape());
   detail::HandleState& h = *e->handle;
   Status s;
+  Status allocator_error;
   const auto start = Clock::now();
   switch (r.type) {
     case CollectiveType::kBroadcast:
@@ -207,10 +259,10 @@ Status Executor::run_single(const Response& r) {
         counts[p] = static_cast<size_t>(r.first_dims[p]) * row;
         rows += r.first_dims[p];
       }
-      h.output_shape = e->in.shape();
-      h.output_shape[0] = rows;
-      h.output.resize(static_cast<size_t>(rows) * row * elem);
-      s = collectives::ring_allgatherv(comm_, e->in.data(), h.output.data(), counts, dtype,
+      std::vector<int64_t> shape = e->in.shape();
+      shape[0] = rows;
+      void* out = output_of(*e, shape, static_cast<size_t>(rows) * row * elem, &allocator_error);
+      s = collectives::ring_allgatherv(comm_, e->in.data(), out, counts, dtype,
                                        algorithm_options());
       break;
     }
@@ -225,11 +277,11 @@ Status Executor::run_single(const Response& r) {
         h.received_splits[p] = in_rows;
         rows += in_rows;
       }
-      h.output_shape = e->in.shape();
-      h.output_shape[0] = rows;
-      h.output.resize(static_cast<size_t>(rows) * row * elem);
-      s = collectives::pairwise_alltoallv(comm_, e->in.data(), send, h.output.data(), recv,
-                                          dtype, algorithm_options());
+      std::vector<int64_t> shape = e->in.shape();
+      shape[0] = rows;
+      void* out = output_of(*e, shape, static_cast<size_t>(rows) * row * elem, &allocator_error);
+      s = collectives::pairwise_alltoallv(comm_, e->in.data(), send, out, recv, dtype,
+                                          algorithm_options());
       break;
     }
     case CollectiveType::kReducescatter: {
@@ -237,11 +289,11 @@ Status Executor::run_single(const Response& r) {
           static_cast<size_t>(r.shape.at(0)), size);
       std::vector<size_t> counts(size);
       for (int p = 0; p < size; ++p) counts[p] = rows[p] * row;
-      h.output_shape = r.shape;
-      h.output_shape[0] = static_cast<int64_t>(rows[rank]);
-      h.output.resize(counts[rank] * elem);
-      s = collectives::ring_reducescatter(comm_, e->in.data(), h.output.data(), counts, dtype,
-                                          r.op, algorithm_options());
+      std::vector<int64_t> shape = r.shape;
+      shape[0] = static_cast<int64_t>(rows[rank]);
+      void* out = output_of(*e, shape, counts[rank] * elem, &allocator_error);
+      s = collectives::ring_reducescatter(comm_, e->in.data(), out, counts, dtype, r.op,
+                                          algorithm_options());
       break;
     }
     default:
@@ -254,7 +306,7 @@ Status Executor::run_single(const Response& r) {
   if (!s.is_ok())
     return Status(s.code(), std::string(collective_name(r.type)) + " of tensor '" + r.name +
                                 "': " + s.message());
-  complete(r.name, Status::ok());
+  complete(r.name, std::move(allocator_error));
   return Status::ok();
 }
 

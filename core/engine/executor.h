@@ -5,11 +5,16 @@
 // (in -> out, an average's 1/size applied in the algorithm's last pass); one with scale factors
 // is reduced in place in its output (copied there first with the prescale); a fused bucket is packed into the fusion buffer with the
 // prescale applied while copying (kernels::scale_copy), reduced once, and unpacked with the
-// postscale. kAverage runs as kSum with postscale x 1/size. The algorithm comes from the
-// selector (HORA_ALLREDUCE_ALGO or the cost model). A rank that has joined and lacks the
+// postscale. kAverage runs as kSum with postscale x 1/size. A compressed bucket (float32 sent
+// as float16/bfloat16) is always packed, alone too: the cast to the half type happens while
+// packing (after the prescale), the algorithm reduces the half type, and the cast back while
+// unpacking (then the postscale, in float32; compressed_copy.h). The algorithm comes from
+// the selector (HORA_ALLREDUCE_ALGO or the cost model). A rank that has joined and lacks the
 // tensor contributes zeros. Other collectives run hora's algorithms (allgatherv, broadcast,
-// alltoallv, reducescatter); their outputs go into the handle. Error responses complete the
-// handle with the error and the engine goes on.
+// alltoallv, reducescatter); their outputs go where the entry's OutputAllocator says, else
+// into the handle. An allocator that fails does not stop this rank's part: the result goes
+// to engine-owned memory and the handle completes with the allocator's error. Error
+// responses complete the handle with the error and the engine goes on.
 //
 // A communication failure is returned: the engine then fails every pending handle with it.
 // Background thread only. The fusion buffer is reused and only grows.

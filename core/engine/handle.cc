@@ -1,6 +1,9 @@
-// Handle (core/hora.h): waiting on a HandleState.
+// Handle (core/hora.h): waiting on a HandleState, and its completion callback.
 #include <chrono>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "core/engine/handle_state.h"
 #include "core/hora.h"
@@ -36,6 +39,21 @@ bool Handle::poll() const {
   if (!state_) return false;
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->done;
+}
+
+void Handle::on_complete(std::function<void(const Status&)> callback) const {
+  if (!state_) {
+    if (callback)
+      callback(Status::failed_precondition("on_complete() on an invalid (default) hora::Handle"));
+    return;
+  }
+  state_->on_complete(std::move(callback));
+}
+
+int Handle::last_joined() const {
+  if (!state_) return -1;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->done ? state_->join_result : -1;
 }
 
 const std::vector<uint8_t>& Handle::output() const {

@@ -1,14 +1,22 @@
 // HandleState: what a Handle (core/hora.h) points at. The engine's background thread
 // completes it; any thread waits on it. A grouped allreduce shares one state among its
 // members: it completes when the last member did, with the first error seen.
+//
+// Completion callbacks (Handle::on_complete): the last complete() takes the callback out
+// under the mutex, runs it with the mutex released, and only then marks the state done and
+// wakes the waiters, so a thread that returns from wait() sees the callback's effects. A
+// callback registered once the final status is known (done, or being delivered) runs at once
+// on the registering thread. Each registered callback runs exactly once.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/status.h"
@@ -17,6 +25,8 @@ namespace hora {
 namespace detail {
 
 struct HandleState {
+  using Callback = std::function<void(const Status&)>;
+
   HandleState(std::string name, int parts, double default_timeout_s)
       : name(std::move(name)), remaining(parts), default_timeout_s(default_timeout_s) {}
 
@@ -27,23 +37,50 @@ struct HandleState {
     return state;
   }
 
-  // One part finished with `status`; the first error is kept. Wakes waiters on the last part.
+  // One part finished with `status`; the first error is kept. On the last part: runs the
+  // callback (outside the mutex), then marks the state done and wakes the waiters.
   void complete(Status status) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (done) return;
-    if (!status.is_ok() && this->status.is_ok()) this->status = std::move(status);
-    if (--remaining <= 0) {
-      done = true;
-      cv.notify_all();
+    Callback run;
+    Status final_status;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (is_final || done) return;
+      if (!status.is_ok() && this->status.is_ok()) this->status = std::move(status);
+      if (--remaining > 0) return;
+      is_final = true;
+      run = std::move(callback);
+      callback = nullptr;
+      if (run) final_status = this->status;
     }
+    if (run) run(final_status);
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  }
+
+  // Registers `cb`, or runs it at once (on this thread, outside the mutex) when the final
+  // status is already known. Replaces a callback that has not run yet.
+  void on_complete(Callback cb) {
+    Status final_status;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!is_final) {
+        callback = std::move(cb);
+        return;
+      }
+      final_status = status;
+    }
+    if (cb) cb(final_status);
   }
 
   const std::string name;
   mutable std::mutex mu;
   std::condition_variable cv;
-  int remaining;            // guarded by mu
-  bool done = false;        // guarded by mu
-  Status status;            // guarded by mu
+  int remaining;          // guarded by mu
+  bool is_final = false;  // guarded by mu: the status will not change any more
+  bool done = false;      // guarded by mu: final and the callback ran; waiters may return
+  Status status;          // guarded by mu
+  Callback callback;      // guarded by mu; taken out (and run) once final
   const double default_timeout_s;
   // Results; written by the background thread before complete(), read after wait().
   std::vector<uint8_t> output;

@@ -22,6 +22,7 @@
 #include "core/base/tensor_view.h"
 #include "core/engine/handle_state.h"
 #include "core/engine/message.h"
+#include "core/hora.h"
 
 namespace hora {
 namespace engine {
@@ -32,6 +33,9 @@ struct Entry {
   Request request;
   TensorView in;
   TensorView out;  // allreduce: where the result goes; broadcast: the tensor itself
+  // allgather, alltoall, reducescatter: where the result goes (core/hora.h); empty: into
+  // the handle's output. Called on the background thread.
+  OutputAllocator allocate;
   std::shared_ptr<detail::HandleState> handle;
   Clock::time_point enqueued;
 };

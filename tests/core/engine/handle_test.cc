@@ -1,0 +1,130 @@
+// Handle and HandleState without an engine: completion callbacks (exactly once, outside the
+// mutex, before waiters return, at once when already complete), groups, last_joined, and
+// the invalid handle.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/engine/handle_state.h"
+#include "core/hora.h"
+
+namespace hora {
+namespace {
+
+using detail::HandleState;
+
+TEST(HandleCallback, RunsOnceOnTheCompletingThreadBeforeWaitReturns) {
+  auto state = std::make_shared<HandleState>("t", 1, 1.0);
+  Handle h(state);
+  std::atomic<int> calls{0};
+  std::thread::id ran_on;
+  Status seen;
+  h.on_complete([&](const Status& s) {
+    ++calls;
+    ran_on = std::this_thread::get_id();
+    seen = s;
+    // The mutex is free while the callback runs: it may look at the handle.
+    EXPECT_FALSE(h.poll());
+  });
+  std::atomic<bool> waiter_saw_callback{false};
+  std::thread waiter([&] {
+    ASSERT_EQ(h.wait(std::chrono::seconds(10)).code(), StatusCode::kRemote);
+    waiter_saw_callback = calls.load() == 1;
+  });
+  std::thread completer([&] { state->complete(Status::remote("peer 3 left")); });
+  const std::thread::id completer_id = completer.get_id();
+  completer.join();
+  waiter.join();
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(ran_on, completer_id);
+  EXPECT_EQ(seen.code(), StatusCode::kRemote);
+  EXPECT_TRUE(waiter_saw_callback.load());
+  state->complete(Status::ok());  // a late part changes nothing and runs nothing
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(HandleCallback, AlreadyCompleteRunsAtOnceOnTheCaller) {
+  Handle h(HandleState::failed("bad", Status::invalid_argument("tensor 'bad': no")));
+  int calls = 0;
+  std::thread::id ran_on;
+  h.on_complete([&](const Status& s) {
+    ++calls;
+    ran_on = std::this_thread::get_id();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  // Another registration on a complete handle runs too (each callback exactly once).
+  h.on_complete([&](const Status&) { ++calls; });
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(HandleCallback, SecondRegistrationReplacesAPendingOne) {
+  auto state = std::make_shared<HandleState>("t", 1, 1.0);
+  Handle h(state);
+  int first = 0, second = 0;
+  h.on_complete([&](const Status&) { ++first; });
+  h.on_complete([&](const Status&) { ++second; });
+  state->complete(Status::ok());
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(second, 1);
+  h.on_complete(nullptr);  // an empty callback is allowed and does nothing
+}
+
+TEST(HandleCallback, GroupRunsOnceAfterTheLastPartWithTheFirstError) {
+  auto state = std::make_shared<HandleState>("g#group", 3, 1.0);
+  Handle h(state);
+  int calls = 0;
+  Status seen;
+  h.on_complete([&](const Status& s) {
+    ++calls;
+    seen = s;
+  });
+  state->complete(Status::ok());
+  state->complete(Status::mismatch("first"));
+  EXPECT_EQ(calls, 0);
+  EXPECT_FALSE(h.poll());
+  state->complete(Status::remote("second"));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen.message(), "first");
+  EXPECT_TRUE(h.poll());
+}
+
+TEST(HandleCallback, ConcurrentRegistrationAndCompletionRunExactlyOnce) {
+  for (int round = 0; round < 200; ++round) {
+    auto state = std::make_shared<HandleState>("race", 1, 1.0);
+    Handle h(state);
+    std::atomic<int> calls{0};
+    std::thread a([&] { h.on_complete([&](const Status&) { ++calls; }); });
+    std::thread b([&] { state->complete(Status::ok()); });
+    a.join();
+    b.join();
+    ASSERT_EQ(calls.load(), 1) << "round " << round;
+  }
+}
+
+TEST(HandleCallback, InvalidHandleRunsAtOnceWithFailedPrecondition) {
+  Handle h;
+  Status seen;
+  h.on_complete([&](const Status& s) { seen = s; });
+  EXPECT_EQ(seen.code(), StatusCode::kFailedPrecondition);
+  h.on_complete(nullptr);
+  EXPECT_EQ(h.last_joined(), -1);
+}
+
+TEST(HandleLastJoined, MinusOneUntilCompleteThenTheResult) {
+  auto state = std::make_shared<HandleState>("hora.join", 1, 1.0);
+  Handle h(state);
+  state->join_result = 2;
+  EXPECT_EQ(h.last_joined(), -1);
+  state->complete(Status::ok());
+  EXPECT_EQ(h.last_joined(), 2);
+}
+
+}  // namespace
+}  // namespace hora
