@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian 12 machine lacks to build and test hora. Idempotent: only
-# missing packages are installed, and a machine that has them all is left alone (quiet).
+# Installs what a fresh Debian 12 machine lacks to build and test hora: Debian's packages,
+# then hora's Python environment (scripts/setup_python.sh, once per machine, outside the
+# checkout). Idempotent: only what is missing is installed, and a machine that has it all is
+# left alone (quiet, no network).
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang
+  build-essential cmake ninja-build pkg-config clang ccache
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libopenmpi-dev openmpi-bin libgloo-dev libhwloc-dev
-  pybind11-dev python3-dev
+  pybind11-dev python3-dev python3-venv
   libssl-dev libcli11-dev nlohmann-json3-dev libxxhash-dev libopenblas-dev
   libclang-rt-14-dev
 )
@@ -32,3 +34,5 @@ if ((${#missing[@]})); then
   fi
   rm -f "$log"
 fi
+
+bash "$(dirname "$0")/setup_python.sh"
