@@ -97,8 +97,9 @@ class Handle {
 
   // Runs `callback` exactly once with the final Status: at once on the calling thread when
   // the handle is already complete, else on the engine thread right after completion (before
-  // wait() returns to other threads). The callback must be short and must not wait on hora
-  // handles (it runs on the thread that completes them). One callback per handle: a second
+  // wait() returns to other threads). The callback must be short and must not call into hora at
+  // all (it runs on the thread that completes handles, and during shutdown under the runtime's
+  // lock: a call to rank(), an enqueue or a wait from it would deadlock). One callback per handle: a second
   // call replaces a callback that has not run yet. An invalid handle's callback runs at once
   // with kFailedPrecondition.
   void on_complete(std::function<void(const Status&)> callback) const;
