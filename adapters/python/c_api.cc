@@ -15,6 +15,7 @@
 #include "adapters/python/binding.h"
 #include "adapters/python/c_api_reducers.h"
 #include "adapters/python/errors.h"
+#include "core/engine/handle_state.h"
 #include "core/hora.h"
 
 namespace py = pybind11;
@@ -42,7 +43,14 @@ static_assert(HORA_C_SUM == static_cast<int>(ReduceOp::kSum) &&
                   HORA_C_PRODUCT == static_cast<int>(ReduceOp::kProduct),
               "c_api.h's reduce op values must be hora::ReduceOp's");
 static_assert(HORA_C_OK == static_cast<int>(StatusCode::kOk) &&
-                  HORA_C_FAILED_PRECONDITION == static_cast<int>(StatusCode::kFailedPrecondition),
+                  HORA_C_INVALID_ARGUMENT == static_cast<int>(StatusCode::kInvalidArgument) &&
+                  HORA_C_FAILED_PRECONDITION == static_cast<int>(StatusCode::kFailedPrecondition) &&
+                  HORA_C_MISMATCH == static_cast<int>(StatusCode::kMismatch) &&
+                  HORA_C_TIMEOUT == static_cast<int>(StatusCode::kTimeout) &&
+                  HORA_C_REMOTE == static_cast<int>(StatusCode::kRemote) &&
+                  HORA_C_IO == static_cast<int>(StatusCode::kIo) &&
+                  HORA_C_UNIMPLEMENTED == static_cast<int>(StatusCode::kUnimplemented) &&
+                  HORA_C_INTERNAL == static_cast<int>(StatusCode::kInternal),
               "c_api.h's result codes must be hora::StatusCode's");
 
 StatusOr<DataType> dtype_of(int32_t value) {
@@ -53,8 +61,7 @@ StatusOr<DataType> dtype_of(int32_t value) {
 }
 
 StatusOr<TensorView> view_of(const HoraTensor* t, const std::string& name, const char* what) {
-  if (t == nullptr)
-    return Status::invalid_argument("tensor '" + name + "': " + what + " is NULL");
+  if (t == nullptr) return Status::invalid_argument("tensor '" + name + "': " + what + " is NULL");
   HORA_ASSIGN_OR_RETURN(DataType dtype, dtype_of(t->dtype));
   if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr))
     return Status::invalid_argument("tensor '" + name + "': " + what + " has ndim " +
@@ -82,11 +89,14 @@ void finish_on_complete(const Handle& h, HoraDoneFn done, void* ctx) {
   h.on_complete([done, ctx](const Status& s) { finish(done, ctx, s); });
 }
 
-// The callback holds a copy of the handle for its results; the copy goes with the callback
-// once it ran, which breaks the cycle.
+// The callback reads the results from the handle's state: they are written before
+// completion, but Handle::last_joined() answers only once the callback ran (-1 inside it).
+// The state itself is alive while its callback runs.
 void finish_with_results_on_complete(const Handle& h, HoraDoneFn done, void* ctx) {
-  h.on_complete([h, done, ctx](const Status& s) {
-    finish(done, ctx, s, h.last_joined(), s.is_ok() ? &h.received_splits() : nullptr);
+  const detail::HandleState* state = h.state().get();
+  h.on_complete([state, done, ctx](const Status& s) {
+    const bool ok = s.is_ok() && state != nullptr;
+    finish(done, ctx, s, ok ? state->join_result : -1, ok ? &state->received_splits : nullptr);
   });
 }
 
@@ -98,16 +108,16 @@ OutputAllocator c_allocator(HoraAllocFn alloc, void* alloc_ctx, std::string name
     if (alloc(alloc_ctx, static_cast<int32_t>(dtype), static_cast<int32_t>(shape.size()),
               shape.data(), &data, message, sizeof(message)) != 0) {
       message[sizeof(message) - 1] = '\0';
-      return Status::invalid_argument("tensor '" + name + "': the output allocator failed: " +
-                                      message);
+      return Status::invalid_argument("tensor '" + name +
+                                      "': the output allocator failed: " + message);
     }
     return TensorView::make(data, dtype, shape);
   };
 }
 
-#define HORA_C_TRY_VIEW(var, tensor, name, what)            \
-  StatusOr<TensorView> var##_or = view_of(tensor, name, what); \
-  if (!var##_or.is_ok()) return finish(done, done_ctx, var##_or.status());  \
+#define HORA_C_TRY_VIEW(var, tensor, name, what)                           \
+  StatusOr<TensorView> var##_or = view_of(tensor, name, what);             \
+  if (!var##_or.is_ok()) return finish(done, done_ctx, var##_or.status()); \
   TensorView var = std::move(var##_or).value()
 
 int32_t c_rank() { return hora::rank(); }
@@ -162,15 +172,14 @@ void c_broadcast(const char* name, const HoraTensor* tensor, int32_t root, HoraD
   finish_on_complete(hora::broadcast_async(n, v, root), done, done_ctx);
 }
 
-void c_alltoall(const char* name, const HoraTensor* in, const int64_t* splits,
-                int32_t splits_count, HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done,
-                void* done_ctx) {
+void c_alltoall(const char* name, const HoraTensor* in, const int64_t* splits, int32_t splits_count,
+                HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done, void* done_ctx) {
   const std::string n = name ? name : "";
   HORA_C_TRY_VIEW(vin, in, n, "input");
   std::vector<int64_t> s;
   if (splits != nullptr && splits_count > 0) s.assign(splits, splits + splits_count);
-  finish_with_results_on_complete(
-      hora::alltoall_async(n, vin, s, c_allocator(alloc, alloc_ctx, n)), done, done_ctx);
+  finish_with_results_on_complete(hora::alltoall_async(n, vin, s, c_allocator(alloc, alloc_ctx, n)),
+                                  done, done_ctx);
 }
 
 void c_reducescatter(const char* name, const HoraTensor* in, int32_t op, HoraAllocFn alloc,
@@ -201,8 +210,7 @@ int32_t c_reducer_gradient_ready(int64_t reducer_id, int32_t index, const HoraTe
       return Status::invalid_argument("gradient reducer " + std::to_string(reducer_id) +
                                       ": parameter index " + std::to_string(index) +
                                       " is out of range (" +
-                                      std::to_string(reducer->parameter_count()) +
-                                      " parameters)");
+                                      std::to_string(reducer->parameter_count()) + " parameters)");
     const std::string name = reducer->options().name_prefix + reducer->name(index);
     HORA_ASSIGN_OR_RETURN(TensorView view, view_of(grad, name, "gradient"));
     return reducer->gradient_ready(static_cast<size_t>(index), view);
@@ -220,16 +228,25 @@ int32_t c_reducer_gradient_ready(int64_t reducer_id, int32_t index, const HoraTe
 void c_reducer_synchronize(int64_t reducer_id, HoraDoneFn done, void* done_ctx) {
   StatusOr<std::shared_ptr<GradientReducer>> reducer = c_api_reducers().find(reducer_id);
   if (!reducer.is_ok()) return finish(done, done_ctx, reducer.status());
-  c_api_reducers().synchronize_later(std::move(reducer).value(), [done, done_ctx](Status s) {
-    finish(done, done_ctx, s);
-  });
+  c_api_reducers().synchronize_later(std::move(reducer).value(),
+                                     [done, done_ctx](Status s) { finish(done, done_ctx, s); });
 }
 
 const HoraCApi kTable = {
-    HORA_C_API_VERSION,  sizeof(HoraCApi), &c_rank,          &c_size,
-    &c_allreduce,        &c_grouped_allreduce, &c_allgather, &c_broadcast,
-    &c_alltoall,         &c_reducescatter, &c_barrier,        &c_join,
-    &c_reducer_gradient_ready, &c_reducer_synchronize,
+    HORA_C_API_VERSION,
+    sizeof(HoraCApi),
+    &c_rank,
+    &c_size,
+    &c_allreduce,
+    &c_grouped_allreduce,
+    &c_allgather,
+    &c_broadcast,
+    &c_alltoall,
+    &c_reducescatter,
+    &c_barrier,
+    &c_join,
+    &c_reducer_gradient_ready,
+    &c_reducer_synchronize,
 };
 
 }  // namespace
@@ -253,8 +270,8 @@ void bind_c_api(py::module_& m) {
         o.groups = std::move(groups);
         return check(c_api_reducers().create(std::move(names), std::move(o)));
       },
-      py::arg("names"), py::arg("op"), py::arg("compression"),
-      py::arg("gradient_predivide_factor"), py::arg("name_prefix"), py::arg("groups"),
+      py::arg("names"), py::arg("op"), py::arg("compression"), py::arg("gradient_predivide_factor"),
+      py::arg("name_prefix"), py::arg("groups"),
       "Makes a GradientReducer that native ops drive through the C API "
       "(reducer_gradient_ready / reducer_synchronize) and returns its id.");
   m.def(

@@ -53,7 +53,17 @@ enum { HORA_C_SUM = 0, HORA_C_AVERAGE = 1, HORA_C_MIN = 2, HORA_C_MAX = 3, HORA_
 enum { HORA_C_COMPRESSION_NONE = 0, HORA_C_COMPRESSION_FP16 = 1, HORA_C_COMPRESSION_BF16 = 2 };
 
 /* Result codes: the values of hora::StatusCode (0 is OK). */
-enum { HORA_C_OK = 0, HORA_C_FAILED_PRECONDITION = 2 };
+enum {
+  HORA_C_OK = 0,
+  HORA_C_INVALID_ARGUMENT = 1,
+  HORA_C_FAILED_PRECONDITION = 2,
+  HORA_C_MISMATCH = 3,
+  HORA_C_TIMEOUT = 4,
+  HORA_C_REMOTE = 5,
+  HORA_C_IO = 6,
+  HORA_C_UNIMPLEMENTED = 7,
+  HORA_C_INTERNAL = 8
+};
 
 /* A contiguous row-major CPU tensor. `shape` has `ndim` entries and must stay valid for the
  * duration of the call that receives it (hora copies it). */

@@ -1,0 +1,61 @@
+"""Horovod's TensorFlow API (horovod.tensorflow) on hora, for TensorFlow 2 (tested on 2.21):
+change ``import horovod.tensorflow as hvd`` to ``import hora.tensorflow as hvd``::
+
+    import hora.tensorflow as hvd
+    hvd.init()
+    with tf.GradientTape() as tape:
+        loss = loss_fn(model(x), y)
+    tape = hvd.DistributedGradientTape(tape)
+    grads = tape.gradient(loss, model.trainable_variables)      # averaged over ranks
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    if first_step:
+        hvd.broadcast_variables(model.variables, root_rank=0)
+
+The collectives are asynchronous custom TensorFlow ops (hora/tensorflow/mpi_ops.py says how
+they work and where hora departs from Horovod); they run eagerly and inside tf.function.
+For Keras (model.fit), see hora.keras.
+"""
+
+from hora.compression import Compression
+from hora.errors import (
+    FailedPreconditionError,
+    HoraError,
+    HoraTimeoutError,
+    HorovodInternalError,
+    InvalidArgumentError,
+    MismatchError,
+    RemoteError,
+)
+from hora.runtime import (
+    cross_rank,
+    cross_size,
+    gloo_built,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    mpi_built,
+    mpi_threads_supported,
+    nccl_built,
+    rank,
+    shutdown,
+    size,
+)
+from hora.tensorflow.functions import allgather_object, broadcast_object, broadcast_variables
+from hora.tensorflow.gradient_tape import DistributedGradientTape
+from hora.tensorflow.mpi_ops import (
+    Adasum,
+    Average,
+    Max,
+    Min,
+    Product,
+    Sum,
+    allgather,
+    allreduce,
+    alltoall,
+    barrier,
+    broadcast,
+    grouped_allreduce,
+    join,
+    reducescatter,
+)

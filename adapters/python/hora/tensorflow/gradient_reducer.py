@@ -1,0 +1,58 @@
+"""hora's GradientReducer (core/gradient_reducer.h) driven from a TensorFlow graph: the
+per-parameter bookkeeping of every hora DistributedOptimizer, here for hora.keras.
+
+``OpsGradientReducer.reduce(grads)`` adds one HoraReducerEnqueue op per gradient and one
+HoraReducerSynchronize op after them (adapters/tensorflow/reducer_kernels.cc). Each enqueue
+runs as soon as its gradient exists and starts that gradient's allreduce (or its group's,
+once the group is complete), so communication overlaps the rest of the backward pass; the
+synchronize op completes once the whole step was reduced, without holding a TensorFlow thread
+(hora._core waits on a thread of its own). The same ops run eagerly.
+
+Local gradient accumulation (backward_passes_per_step) is the caller's: a TensorFlow gradient
+is a new tensor at every pass, so hora.keras accumulates in variables and reduces every k-th
+step; the reducer itself then counts one pass per step.
+"""
+
+import weakref
+
+import hora
+from hora import _core
+from hora.compression import Compression
+from hora.tensorflow import mpi_ops
+from hora.tensorflow._library import ops as _ops
+
+
+class OpsGradientReducer:
+    """A GradientReducer over a fixed list of parameter names (the same on every rank, in the
+    same order). op: hora.Average or hora.Sum."""
+
+    def __init__(self, names, op=None, compression=Compression.none,
+                 gradient_predivide_factor=1.0, name_prefix="grad/", groups=None):
+        self.names = list(names)
+        self._compression = compression
+        self.id = _core.c_api_reducer_create(
+            self.names, hora.ops._op(op), hora.ops._compression(compression),
+            float(gradient_predivide_factor), name_prefix,
+            [list(g) for g in (groups or [])])
+        self._release = weakref.finalize(self, _core.c_api_reducer_release, self.id)
+
+    def reduce(self, grads):
+        """The reduced gradients, one per parameter (None stays None and is left out: it must
+        be None on every rank). Dense tensors only (densify tf.IndexedSlices first)."""
+        present = [(i, g) for i, g in enumerate(grads) if g is not None]
+        if len(grads) != len(self.names):
+            raise ValueError(f"gradient reducer: {len(grads)} gradients for "
+                             f"{len(self.names)} parameters")
+        if not present:
+            return list(grads)
+        pending = [mpi_ops._run(_ops.hora_reducer_enqueue, g, reducer_id=self.id, index=i)
+                   for i, g in present]
+        reduced = mpi_ops._run(_ops.hora_reducer_synchronize, pending, reducer_id=self.id)
+        out = list(grads)
+        for (i, _), r in zip(present, reduced):
+            out[i] = r
+        return out
+
+    def release(self):
+        """Forgets the reducer now (otherwise when this object is collected)."""
+        self._release()

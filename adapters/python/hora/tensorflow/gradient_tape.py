@@ -1,0 +1,135 @@
+"""DistributedGradientTape (horovod.tensorflow.DistributedGradientTape): a tf.GradientTape
+whose gradient() returns the gradients averaged over every rank."""
+
+import tensorflow as tf
+
+import hora
+from hora.compression import Compression
+from hora.tensorflow import mpi_ops
+
+
+def _source_name(i, source):
+    path = getattr(source, "path", None) or getattr(source, "name", None) or ""
+    return f"{i}.{path}" if path else str(i)
+
+
+class _DistributedGradientTape:
+    """Wraps a tf.GradientTape; everything but gradient() goes to the wrapped tape."""
+
+    def __init__(self, tape, compression, sparse_as_dense, op, gradient_predivide_factor,
+                 num_groups, groups):
+        self._tape = tape
+        self._compression = compression
+        self._sparse_as_dense = sparse_as_dense
+        self._op = mpi_ops._reduce_op(op)
+        if gradient_predivide_factor != 1.0 and self._op != mpi_ops._AVERAGE:
+            raise ValueError("gradient_predivide_factor != 1 needs op=Average")
+        if gradient_predivide_factor <= 0:
+            raise ValueError(f"gradient_predivide_factor {gradient_predivide_factor}: must be > 0")
+        self._predivide = float(gradient_predivide_factor)
+        if num_groups and groups is not None:
+            raise ValueError("pass num_groups or groups, not both")
+        if num_groups < 0:
+            raise ValueError(f"num_groups {num_groups}: must be >= 0")
+        self._num_groups = int(num_groups)
+        self._groups = groups
+
+    def __enter__(self):
+        self._tape.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._tape.__exit__(*exc)
+
+    def __getattr__(self, attr):
+        return getattr(self._tape, attr)
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=tf.UnconnectedGradients.NONE):
+        """The wrapped tape's gradients, reduced over every rank (averaged by default).
+        None gradients stay None (they must be None on every rank)."""
+        grads = self._tape.gradient(target, sources, output_gradients, unconnected_gradients)
+        flat_sources = tf.nest.flatten(sources)
+        flat_grads = tf.nest.flatten(grads, expand_composites=False)
+        reduced = self._reduce(flat_grads, flat_sources)
+        return tf.nest.pack_sequence_as(grads, reduced, expand_composites=False)
+
+    def _scales(self):
+        if self._predivide != 1.0:  # Horovod's split: sum of g / f, then times f / size
+            return mpi_ops._SUM, 1.0 / self._predivide, self._predivide / hora.size()
+        return self._op, 1.0, 1.0
+
+    def _reduce(self, grads, sources):
+        if hora.size() == 1 and self._predivide == 1.0:
+            return list(grads)
+        op, prescale, postscale = self._scales()
+        out = list(grads)
+        present = []
+        for i, g in enumerate(grads):
+            if g is None:
+                continue
+            if isinstance(g, tf.IndexedSlices) and self._sparse_as_dense:
+                g = tf.convert_to_tensor(g)
+            if isinstance(g, tf.IndexedSlices):
+                name = f"tape.sparse.{_source_name(i, sources[i])}"
+                out[i] = mpi_ops._sparse_allreduce(g, op if self._predivide == 1.0
+                                                   else mpi_ops._AVERAGE, name, True)
+            else:
+                present.append((i, g))
+        for group_no, members in enumerate(self._partition(present, sources)):
+            reduced = mpi_ops.grouped_allreduce(
+                [g for _, g in members], op=hora.ops._core.ReduceOp(op),
+                prescale_factor=prescale, postscale_factor=postscale,
+                compression=self._compression,
+                name=f"tape.group{group_no}" if tf.executing_eagerly() else None)
+            for (i, _), r in zip(members, reduced):
+                out[i] = r
+        return out
+
+    def _partition(self, present, sources):
+        """The groups the dense gradients are reduced in: one by default, num_groups of
+        about equal count, or the caller's groups (lists of variables)."""
+        if not present:
+            return []
+        if self._groups is not None:
+            index_of = {id(s): i for i, s in enumerate(sources)}
+            by_index = dict(present)
+            chosen, groups = set(), []
+            for group in self._groups:
+                members = [(index_of[id(v)], by_index[index_of[id(v)]]) for v in group
+                           if id(v) in index_of and index_of[id(v)] in by_index]
+                chosen.update(i for i, _ in members)
+                if members:
+                    groups.append(members)
+            groups += [[m] for m in present if m[0] not in chosen]
+            return groups
+        if self._num_groups > 0:
+            n = min(self._num_groups, len(present))
+            size = -(-len(present) // n)
+            return [present[k:k + size] for k in range(0, len(present), size)]
+        return [present]
+
+
+def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
+                            compression=Compression.none, sparse_as_dense=False, op=None,
+                            gradient_predivide_factor=1.0, num_groups=0, groups=None):
+    """Wraps ``gradtape`` so that ``gradient()`` returns gradients reduced over every rank:
+
+        with tf.GradientTape() as tape:
+            loss = ...
+        tape = hvd.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)   # averaged over ranks
+
+    Dense gradients go in one grouped allreduce (fused) per call, or in ``num_groups``
+    groups, or in the caller's ``groups`` (lists of variables). A sparse gradient
+    (tf.IndexedSlices) is allgathered (values and indices), or densified first with
+    ``sparse_as_dense=True``. ``gradient_predivide_factor`` f splits the average as Horovod
+    does: sum of g/f, then times f/size. device_dense/device_sparse are ignored (hora's
+    TensorFlow ops run on the CPU). At one rank the gradients are returned as they are.
+    """
+    return _DistributedGradientTape(gradtape, compression, sparse_as_dense,
+                                    Average if op is None else op, gradient_predivide_factor,
+                                    num_groups, groups)
+
+
+Average = hora.Average
