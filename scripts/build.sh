@@ -20,7 +20,7 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${extra[@]}" "$@" >"$BUILD_DIR.configure.log" 2>&1 \
     || { cat "$BUILD_DIR.configure.log"; exit 1; }
   grep "hora:" "$BUILD_DIR.configure.log" || true
-elif [[ -n $python ]] && ! grep -q "^HORA_PYTHON:FILEPATH=." "$BUILD_DIR/CMakeCache.txt"; then
+elif [[ -n $python ]] && ! grep -q "^HORA_PYTHON:[A-Z]*=." "$BUILD_DIR/CMakeCache.txt"; then
   echo "build: $BUILD_DIR now builds the Python binding for $python"
   cmake "$BUILD_DIR" -DHORA_PYTHON="$python" >"$BUILD_DIR.configure.log" 2>&1 \
     || { cat "$BUILD_DIR.configure.log"; exit 1; }
