@@ -4,7 +4,7 @@ import copy
 
 import torch
 
-BATCH = 12  # the global batch: divisible by every rank count tested (1..4)
+BATCH = 24  # the global batch: divisible by every rank count tested (1..4) times 2 micro-batches
 
 
 def mlp():
