@@ -61,7 +61,8 @@ class _DistributedGradientTape:
 
     def _reduce(self, grads, sources):
         if hora.size() == 1 and self._predivide == 1.0:
-            return list(grads)
+            return [tf.convert_to_tensor(g) if self._sparse_as_dense and
+                    isinstance(g, tf.IndexedSlices) else g for g in grads]
         op, prescale, postscale = self._scales()
         out = list(grads)
         present = []

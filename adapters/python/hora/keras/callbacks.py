@@ -1,0 +1,143 @@
+"""Horovod's Keras callbacks (horovod.keras.callbacks) for Keras 3."""
+
+import keras
+import numpy as np
+
+import hora
+from hora.tensorflow.functions import broadcast_variables
+
+
+class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
+    """At the start of training, overwrites every rank's model variables and optimizer
+    variables with root_rank's, so every rank starts from the same state (whatever the
+    random initialisation or checkpoint each rank had). Put it first among the callbacks.
+
+    Departure from Horovod: it broadcasts in on_train_begin, before the first step (Keras 3
+    builds the optimizer's variables before training starts), not after the first batch."""
+
+    def __init__(self, root_rank=0, device=""):
+        super().__init__()
+        self.root_rank = root_rank
+        self.broadcast_done = False
+
+    def _variables(self):
+        variables = list(self.model.variables)
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not None and getattr(optimizer, "built", False):
+            variables += list(optimizer.variables)
+        return variables
+
+    def on_train_begin(self, logs=None):
+        if self.broadcast_done:
+            return
+        broadcast_variables(self._variables(), self.root_rank)
+        self.broadcast_done = True
+
+
+class MetricAverageCallback(keras.callbacks.Callback):
+    """At the end of each epoch, replaces every metric in the logs with its average over
+    the ranks, so that every rank (and the callbacks after this one: checkpoints, early
+    stopping, the progress bar) sees the same values. Put it before those callbacks."""
+
+    def __init__(self, device=""):
+        super().__init__()
+
+    def _average(self, logs):
+        if not logs or hora.size() == 1:
+            return
+        keys = sorted(k for k, v in logs.items() if np.ndim(v) == 0)
+        values = np.array([float(logs[k]) for k in keys], dtype=np.float64)
+        averaged = hora.allreduce(values, name="keras.metric_average")
+        for k, v in zip(keys, averaged.tolist()):
+            logs[k] = v
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._average(logs)
+
+
+def _set_learning_rate(optimizer, value):
+    optimizer.learning_rate = value
+
+
+def _learning_rate(optimizer):
+    return float(np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate)))
+
+
+class LearningRateScheduleCallback(keras.callbacks.Callback):
+    """Sets the learning rate to ``initial_lr * multiplier(epoch)`` for epochs in
+    [start_epoch, end_epoch). ``multiplier``: a number or a function of the epoch (a float
+    when ``staircase=False``: the epoch plus the fraction of it done, updated every batch).
+    ``initial_lr`` defaults to the optimizer's learning rate when training starts.
+
+    Departure from Horovod: momentum_correction is accepted and ignored (Keras 3's SGD keeps
+    momentum as a constant of the compiled step, which cannot be rescaled per batch)."""
+
+    def __init__(self, initial_lr=None, multiplier=1.0, start_epoch=0, end_epoch=None,
+                 staircase=True, momentum_correction=True, steps_per_epoch=None):
+        super().__init__()
+        self.initial_lr = initial_lr
+        self.multiplier = multiplier if callable(multiplier) else (lambda epoch: multiplier)
+        self.start_epoch = start_epoch
+        self.end_epoch = end_epoch
+        self.staircase = staircase
+        self.steps_per_epoch = steps_per_epoch
+        self.current_epoch = 0
+
+    def _active(self, epoch):
+        return epoch >= self.start_epoch and (self.end_epoch is None or epoch < self.end_epoch)
+
+    def _adjust(self, epoch):
+        if self._active(int(epoch)):
+            _set_learning_rate(self.model.optimizer,
+                               self.initial_lr * float(self.multiplier(epoch)))
+
+    def on_train_begin(self, logs=None):
+        if self.initial_lr is None:
+            self.initial_lr = _learning_rate(self.model.optimizer)
+        if self.steps_per_epoch is None:
+            self.steps_per_epoch = (self.params or {}).get("steps")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.current_epoch = epoch
+        if self.staircase:
+            self._adjust(epoch)
+
+    def on_batch_begin(self, batch, logs=None):
+        if self.staircase:
+            return
+        if not self.steps_per_epoch:
+            raise ValueError("LearningRateScheduleCallback(staircase=False) needs "
+                             "steps_per_epoch (fit did not say how many steps an epoch has)")
+        self._adjust(self.current_epoch + batch / self.steps_per_epoch)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.on_batch_begin(batch, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["lr"] = _learning_rate(self.model.optimizer)
+
+
+class LearningRateWarmupCallback(LearningRateScheduleCallback):
+    """Horovod's gradual warmup (Goyal et al.): over ``warmup_epochs`` the learning rate
+    grows per batch from ``initial_lr / size`` to ``initial_lr`` (the rate scaled for the
+    job's size), ``lr = initial_lr / size * (epoch * (size - 1) / warmup_epochs + 1)``."""
+
+    def __init__(self, initial_lr=None, warmup_epochs=5, momentum_correction=True,
+                 steps_per_epoch=None, verbose=0):
+        def multiplier(epoch):
+            size = hora.size()
+            return 1.0 / size * (epoch * (size - 1) / warmup_epochs + 1)
+
+        super().__init__(initial_lr=initial_lr, multiplier=multiplier, start_epoch=0,
+                         end_epoch=warmup_epochs, staircase=False,
+                         momentum_correction=momentum_correction,
+                         steps_per_epoch=steps_per_epoch)
+        self.warmup_epochs = warmup_epochs
+        self.verbose = verbose
+
+    def on_epoch_end(self, epoch, logs=None):
+        super().on_epoch_end(epoch, logs)
+        if epoch == self.warmup_epochs - 1 and self.verbose > 0 and hora.rank() == 0:
+            print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
+                  f"{_learning_rate(self.model.optimizer):g}.")
