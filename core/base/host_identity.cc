@@ -5,9 +5,12 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 namespace hora {
 
@@ -42,6 +45,18 @@ std::string first_external_ipv4() {
   }
   ::freeifaddrs(list);
   return out;
+}
+
+std::string host_identity() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  struct stat net;
+  const std::string netns =
+      ::stat("/proc/self/ns/net", &net) == 0 ? std::to_string(net.st_ino) : std::string();
+  return std::string(host) + "/" + boot + "/net:" + netns;
 }
 
 }  // namespace hora

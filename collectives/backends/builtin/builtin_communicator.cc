@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <vector>
 
@@ -23,6 +22,7 @@
 #include "collectives/backends/builtin/shm_exchange.h"
 #include "collectives/backends/builtin/shm_segment.h"
 #include "collectives/backends/builtin/tcp_transport.h"
+#include "core/base/host_identity.h"
 
 namespace hora {
 namespace collectives {
@@ -49,15 +49,6 @@ inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-}
-
-std::string default_host_id() {
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  return std::string(host) + "/" + boot;
 }
 
 std::string first_ipv4() {
@@ -224,7 +215,7 @@ Status BuiltinRequest::wait(Deadline deadline) {
 Status BuiltinCommunicator::init(Store& store) {
   const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
   const std::string& prefix = options_.key_prefix;
-  const std::string host = options_.host_id.empty() ? default_host_id() : options_.host_id;
+  const std::string host = options_.host_id.empty() ? host_identity() : options_.host_id;
   HORA_RETURN_IF_ERROR(store.set(prefix + "host/" + std::to_string(rank_), Bytes(host.begin(), host.end())));
   std::vector<std::string> hosts(size_);
   for (int r = 0; r < size_; ++r) {

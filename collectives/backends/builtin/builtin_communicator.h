@@ -36,7 +36,8 @@ struct BuiltinOptions {
   double timeout_s = 30.0;   // deadline of the set-up (HORA_START_TIMEOUT_S)
   std::string secret;        // job secret (HORA_SECRET) for the TCP handshake
   std::string key_prefix = "builtin/";
-  // Identifies the host: peers with the same id use shared memory. Empty: hostname + boot id.
+  // Identifies the host: peers with the same id use shared memory. Empty: host_identity()
+  // (hostname, boot id and network namespace; core/base/host_identity.h).
   std::string host_id;
   // TCP listen / advertised address. Empty: 127.0.0.1 when every rank is on this host, else
   // 0.0.0.0 and this host's first non-loopback IPv4 address.
