@@ -11,8 +11,8 @@
 #
 # Usage: pip_install_test.sh SOURCE_DIR HORA_PYTHON [NAME=VALUE...]
 #   NAME=VALUE: CMake definitions for the build inside pip (empty values are left out); the
-#   CTest entry passes its build's HORA_WERROR and compiler launchers, so that through ccache
-#   the package compiles as cache hits of that build. Without a launcher, ccache if installed.
+#   CTest entry passes its build's compilers, HORA_WERROR and compiler launchers, so that
+#   through ccache the package compiles as cache hits of that build. Without a launcher, ccache if installed.
 set -euo pipefail
 src=$(cd "$1" && pwd)
 hora_python=$2
