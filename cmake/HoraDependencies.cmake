@@ -64,12 +64,28 @@ if(NOT HORA_WITH_NCCL STREQUAL "OFF")
   find_library(HORA_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib
                /usr/local/cuda/lib64)
   find_path(HORA_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
-  if(CUDAToolkit_FOUND AND HORA_NCCL_LIBRARY AND HORA_NCCL_INCLUDE)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND HORA_NCCL_LIBRARY AND HORA_NCCL_INCLUDE)
     set(_found ON)
-    set(_where "CUDA ${CUDAToolkit_VERSION}, NCCL ${HORA_NCCL_LIBRARY}")
+    set(_where "CUDA ${CUDAToolkit_VERSION} (${CMAKE_CUDA_COMPILER}), NCCL ${HORA_NCCL_LIBRARY}")
   endif()
 endif()
-hora_resolve(NCCL "${_found}" "${_where}" "the CUDA toolkit with NCCL under /usr/local/cuda")
+hora_resolve(NCCL "${_found}" "${_where}" "the CUDA toolkit (nvcc) with NCCL under /usr/local/cuda")
+# HORA_WITH_NCCL is the one GPU switch: it builds the CUDA kernels (kernels/cuda/), the NCCL
+# backend (collectives/backends/nccl/), their tests and hora-bench's --device cuda, and needs
+# nvcc and nccl.h both. nvcc is slow, so two targets by default: sm_90 machine code and sm_80
+# PTX, which the driver compiles for any other GPU from sm_80 on (set CMAKE_CUDA_ARCHITECTURES
+# to change them).
+if(HORA_HAVE_NCCL)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "90-real;80-virtual")
+  endif()
+  enable_language(CUDA)
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  message(STATUS "hora: CUDA architectures ${CMAKE_CUDA_ARCHITECTURES}")
+endif()
 
 set(_found OFF)
 set(_where "")

@@ -1,0 +1,25 @@
+// Host-side helpers of the kernels/cuda launchers, in plain C++ (device.cc defines them).
+// Internal to kernels/cuda. Thread-safe.
+#pragma once
+
+#include "core/base/data_type.h"
+#include "core/base/status.h"
+
+namespace hora {
+namespace kernels {
+namespace cuda {
+namespace detail {
+
+// OK when every non-null pointer is aligned to dtype's element size (a GPU faults on a
+// misaligned load); else kInvalidArgument naming `what`, the pointer and the dtype.
+Status check_aligned(const char* what, DataType dtype, const void* a, const void* b = nullptr,
+                     const void* c = nullptr);
+// True for bool, whose only reductions are min, max and product and which scales by 1 only.
+bool is_bool(DataType dtype);
+// The outcome of the launch just made: cudaGetLastError() as a Status naming `what`.
+Status launch_status(const char* what);
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace kernels
+}  // namespace hora
