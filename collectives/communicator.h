@@ -31,6 +31,8 @@
 namespace hora {
 namespace collectives {
 
+class BufferOps;
+
 // An outstanding asynchronous send or receive.
 class Request {
  public:
@@ -91,6 +93,12 @@ class Communicator {
     (void)bytes;
     return nullptr;
   }
+
+  // How hora's algorithms reduce, scale, copy and get scratch on this communicator's buffers
+  // (buffer_ops.h), or nullptr for host memory (kernels/ and the caller's ScratchPool; the
+  // default). The nccl backend returns its GPU implementation. Valid as long as the
+  // communicator; the communicator's thread.
+  virtual BufferOps* buffer_ops() { return nullptr; }
 
   // Makes every pending and future wait fail promptly (kRemote, "aborted"). Any thread.
   virtual void abort() = 0;

@@ -33,9 +33,8 @@ StatusOr<Algorithm> parse_algorithm(const std::string& text);
 
 // Estimated microseconds of one allreduce of `bytes` per rank on `ranks` ranks over
 // `backend` ("gloo", "mpi", "builtin", "nccl"; others cost like gloo without a native
-// allreduce). A negative value means "not available" (native on a backend without one; hora's
-// algorithms on nccl, whose buffers live on the GPU). REQUIRES: algorithm is
-// not kAuto.
+// allreduce). A negative value means "not available" (native on a backend without one).
+// REQUIRES: algorithm is not kAuto.
 double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, size_t bytes,
                              int ranks);
 

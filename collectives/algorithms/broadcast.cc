@@ -38,7 +38,7 @@ Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t
                                     std::to_string(n));
   }
   if (count == 0) return Status::ok();
-  if (r == root) detail::copy_if_distinct(in, out, count, dtype);
+  if (r == root) HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
   if (n == 1) return Status::ok();
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
@@ -48,7 +48,7 @@ Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t
   const int next = (r + 1) % n;
   const bool has_next = v < n - 1;
   const size_t elem = data_type_bytes(dtype);
-  const size_t seg_elems = detail::segment_elems(options, dtype);
+  const size_t seg_elems = detail::segment_elems(comm, options, dtype, count);
   const size_t seg_bytes = seg_elems * elem;
   const size_t segments = detail::segment_count(count, seg_elems);
   auto seg_len = [&](size_t j) { return std::min(seg_elems, count - j * seg_elems) * elem; };

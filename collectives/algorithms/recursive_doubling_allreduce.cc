@@ -23,7 +23,6 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/algorithms/ring_common.h"
-#include "kernels/kernels.h"
 
 namespace hora {
 namespace collectives {
@@ -50,15 +49,12 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
                                     DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
   if (count == 0) return Status::ok();
   const int n = comm.size();
-  if (n == 1) {
-    detail::copy_if_distinct(in, out, count, dtype);
-    return Status::ok();
-  }
+  if (n == 1) return detail::copy_if_distinct(comm, in, out, count, dtype);
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
   const int r = comm.rank();
   const size_t bytes = count * data_type_bytes(dtype);
-  uint8_t* other = pool.acquire(0, bytes);
+  HORA_ASSIGN_OR_RETURN(uint8_t* other, detail::acquire(comm, pool, 0, bytes));
 
   int p = 1;
   while (p * 2 <= n) p *= 2;
@@ -74,7 +70,8 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
     } else {
       Status status = comm.recv(r - 1, other, bytes, options.tag, options.deadline);
       if (!status.is_ok()) return status.with_context(where("fold-in", 0, r - 1));
-      kernels::reduce3(out, other, in, count, dtype, op);  // lower rank first
+      // lower rank first
+      HORA_RETURN_IF_ERROR(detail::reduce3(comm, out, other, in, count, dtype, op));
       current = out;
       id = r / 2;
     }
@@ -91,15 +88,14 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
       const int peer = rank_of(peer_id);
       Status status = exchange(comm, peer, current, other, bytes, options);
       if (!status.is_ok()) return status.with_context(where("exchange", round, peer));
-      if (id < peer_id) {
-        kernels::reduce3(out, current, other, count, dtype, op);
-      } else {
-        kernels::reduce3(out, other, current, count, dtype, op);
-      }
+      status = id < peer_id ? detail::reduce3(comm, out, current, other, count, dtype, op)
+                            : detail::reduce3(comm, out, other, current, count, dtype, op);
+      if (!status.is_ok()) return status.with_context(where("exchange", round, peer));
       current = out;
     }
     // 3. Average (p >= 2 here, so out holds the result).
-    if (op == ReduceOp::kAverage) kernels::scale(out, count, dtype, 1.0 / n);
+    if (op == ReduceOp::kAverage)
+      HORA_RETURN_IF_ERROR(detail::scale(comm, out, count, dtype, 1.0 / n));
   }
 
   // 4. Fold out.

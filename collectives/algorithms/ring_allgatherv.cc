@@ -8,6 +8,7 @@
 // waiting n - 1 full block transfers. No scratch is needed.
 //
 // Determinism: a pure copy; every rank ends with the same bytes.
+#include <algorithm>
 #include <string>
 
 #include "collectives/algorithms/algorithms.h"
@@ -30,13 +31,17 @@ Status ring_allgatherv(Communicator& comm, const void* in, void* out,
   if (offsets[n] == 0) return Status::ok();
   const size_t elem = data_type_bytes(dtype);
   auto* out_bytes = static_cast<uint8_t*>(out);
-  detail::copy_if_distinct(in, out_bytes + offsets[r] * elem, counts[r], dtype);
+  HORA_RETURN_IF_ERROR(
+      detail::copy_if_distinct(comm, in, out_bytes + offsets[r] * elem, counts[r], dtype));
   if (n == 1) return Status::ok();
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
   HORA_RETURN_IF_ERROR(detail::ring_allgather_phase(comm, out_bytes, offsets, counts, elem,
-                                                    detail::segment_elems(options, dtype), pool,
-                                                    options));
+                                                    detail::segment_elems(
+                                                        comm, options, dtype,
+                                                        *std::max_element(counts.begin(),
+                                                                          counts.end())),
+                                                    pool, options));
   return Status::ok();
 }
 

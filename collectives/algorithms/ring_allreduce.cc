@@ -28,7 +28,6 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/algorithms/ring_common.h"
-#include "kernels/kernels.h"
 
 namespace hora {
 namespace collectives {
@@ -37,16 +36,13 @@ Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t coun
                       ReduceOp op, const AlgorithmOptions& options) {
   if (count == 0) return Status::ok();
   const int n = comm.size();
-  if (n == 1) {
-    detail::copy_if_distinct(in, out, count, dtype);
-    return Status::ok();
-  }
+  if (n == 1) return detail::copy_if_distinct(comm, in, out, count, dtype);
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
 
   const std::vector<size_t> counts = even_split(count, n);
   const std::vector<size_t> offsets = detail::prefix_offsets(counts);
-  const size_t seg_elems = detail::segment_elems(options, dtype);
+  const size_t seg_elems = detail::segment_elems(comm, options, dtype, counts[0]);
   const size_t elem = data_type_bytes(dtype);
   auto* out_bytes = static_cast<uint8_t*>(out);
 
@@ -62,7 +58,8 @@ Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t coun
 
   const int r = comm.rank();
   if (op == ReduceOp::kAverage && counts[r] > 0) {
-    kernels::scale(out_bytes + offsets[r] * elem, counts[r], dtype, 1.0 / n);
+    HORA_RETURN_IF_ERROR(
+        detail::scale(comm, out_bytes + offsets[r] * elem, counts[r], dtype, 1.0 / n));
   }
   HORA_RETURN_IF_ERROR(detail::ring_allgather_phase(comm, out_bytes, offsets, counts, elem,
                                                     seg_elems, pool, options));

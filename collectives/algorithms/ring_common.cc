@@ -5,7 +5,6 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/kernels.h"
 
 namespace hora {
 namespace collectives {
@@ -58,19 +57,10 @@ std::string where(const char* phase, int step, int peer) {
 
 }  // namespace
 
-size_t segment_elems(const AlgorithmOptions& options, DataType dtype) {
-  size_t elems = options.segment_bytes / data_type_bytes(dtype);
-  return elems == 0 ? 1 : elems;
-}
-
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {
   std::vector<size_t> offsets(counts.size() + 1, 0);
   for (size_t k = 0; k < counts.size(); ++k) offsets[k + 1] = offsets[k] + counts[k];
   return offsets;
-}
-
-void copy_if_distinct(const void* in, void* out, size_t count, DataType dtype) {
-  if (in != out && count > 0) std::memcpy(out, in, count * data_type_bytes(dtype));
 }
 
 Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadline) {
@@ -96,7 +86,7 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
 
   // Receive window: kWindow segments in flight, each into its own scratch slot.
   constexpr size_t kWindow = 4;
-  uint8_t* slots = pool.acquire(0, kWindow * seg_bytes);
+  HORA_ASSIGN_OR_RETURN(uint8_t* slots, acquire(comm, pool, 0, kWindow * seg_bytes));
   std::array<std::unique_ptr<Request>, kWindow> recvs;
   auto& sends = pool.requests(0);
 
@@ -144,8 +134,9 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
     uint8_t* dst = (is_final && phase.final_out != nullptr)
                        ? phase.final_out + current.elem_offset() * elem
                        : phase.work + elem_off * elem;
-    kernels::reduce3(dst, phase.in + elem_off * elem, slots + slot_index * seg_bytes, elems,
-                     phase.dtype, phase.op);
+    status = reduce3(comm, dst, phase.in + elem_off * elem, slots + slot_index * seg_bytes,
+                     elems, phase.dtype, phase.op);
+    if (!status.is_ok()) return status.with_context(where("reduce-scatter", s, prev));
     ++done_units;
     // The slot is free again: keep the window full before sending, so the next segment's
     // transfer overlaps this one's forwarding.

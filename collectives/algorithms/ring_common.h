@@ -13,21 +13,18 @@
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"
+#include "collectives/algorithms/buffer_access.h"
 
 namespace hora {
 namespace collectives {
 namespace detail {
 
-// Elements per segment for `options.segment_bytes` (at least 1).
-size_t segment_elems(const AlgorithmOptions& options, DataType dtype);
 // Number of segments of a block of `count` elements.
 inline size_t segment_count(size_t count, size_t seg_elems) {
   return (count + seg_elems - 1) / seg_elems;
 }
 // Prefix sums of counts: offsets[k] = sum of counts[0..k).
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts);
-// Copies count elements in -> out unless they are the same pointer.
-void copy_if_distinct(const void* in, void* out, size_t count, DataType dtype);
 // Waits every request of the list (in order), then clears it. Returns the first failure.
 Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadline);
 

@@ -12,9 +12,10 @@
 //
 // In place (out == in + offset of block r): block r of the input is read only by the last
 // step's reduction, which writes the same elements (exact aliasing is allowed by the kernels).
+#include <algorithm>
+
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/algorithms/ring_common.h"
-#include "kernels/kernels.h"
 
 namespace hora {
 namespace collectives {
@@ -42,25 +43,23 @@ Status ring_reducescatter(Communicator& comm, const void* in, void* out,
   const size_t total = offsets[n];
   if (total == 0) return Status::ok();
   const size_t elem = data_type_bytes(dtype);
-  if (n == 1) {
-    detail::copy_if_distinct(in, out, total, dtype);
-    return Status::ok();
-  }
+  if (n == 1) return detail::copy_if_distinct(comm, in, out, total, dtype);
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
 
   detail::ReduceScatterPhase phase;
   phase.in = static_cast<const uint8_t*>(in);
-  phase.work = pool.acquire(1, total * elem);
+  HORA_ASSIGN_OR_RETURN(phase.work, detail::acquire(comm, pool, 1, total * elem));
   phase.final_out = static_cast<uint8_t*>(out);
   phase.offsets = &offsets;
   phase.counts = &recv_counts;
   phase.dtype = dtype;
   phase.op = op;
-  phase.seg_elems = detail::segment_elems(options, dtype);
+  phase.seg_elems = detail::segment_elems(
+      comm, options, dtype, *std::max_element(recv_counts.begin(), recv_counts.end()));
   HORA_RETURN_IF_ERROR(detail::ring_reduce_scatter_phase(comm, phase, pool, options));
   if (op == ReduceOp::kAverage && recv_counts[r] > 0) {
-    kernels::scale(out, recv_counts[r], dtype, 1.0 / n);
+    HORA_RETURN_IF_ERROR(detail::scale(comm, out, recv_counts[r], dtype, 1.0 / n));
   }
   return Status::ok();
 }

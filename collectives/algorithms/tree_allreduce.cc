@@ -32,7 +32,6 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/algorithms/ring_common.h"
-#include "kernels/kernels.h"
 
 namespace hora {
 namespace collectives {
@@ -49,10 +48,7 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
                       ReduceOp op, const AlgorithmOptions& options) {
   if (count == 0) return Status::ok();
   const int n = comm.size();
-  if (n == 1) {
-    detail::copy_if_distinct(in, out, count, dtype);
-    return Status::ok();
-  }
+  if (n == 1) return detail::copy_if_distinct(comm, in, out, count, dtype);
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
 
@@ -64,7 +60,7 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
     if (c < n) children[num_children++] = c;
   }
   const size_t elem = data_type_bytes(dtype);
-  const size_t seg_elems = detail::segment_elems(options, dtype);
+  const size_t seg_elems = detail::segment_elems(comm, options, dtype, count);
   const size_t seg_bytes = seg_elems * elem;
   const size_t segments = detail::segment_count(count, seg_elems);
   const auto* in_bytes = static_cast<const uint8_t*>(in);
@@ -82,7 +78,7 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
     return Status::ok();
   };
   for (int c = 0; c < num_children; ++c) {
-    child_slots[c] = pool.acquire(c, 2 * seg_bytes);
+    HORA_ASSIGN_OR_RETURN(child_slots[c], detail::acquire(comm, pool, c, 2 * seg_bytes));
     for (size_t j = 0; j < segments && j < 2; ++j) HORA_RETURN_IF_ERROR(post_child(c, j));
   }
   auto& sends = pool.requests(0);
@@ -94,11 +90,11 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
       Status status = child_recvs[c * 2 + j % 2]->wait(options.deadline);
       if (!status.is_ok()) return status.with_context(where("reduce", j, children[c]));
       const uint8_t* slot = child_slots[c] + (j % 2) * seg_bytes;
-      if (c == 0) {
-        kernels::reduce3(out_bytes + off, in_bytes + off, slot, elems, dtype, op);
-      } else {
-        kernels::reduce(out_bytes + off, slot, elems, dtype, op);
-      }
+      status = c == 0 ? detail::reduce3(comm, out_bytes + off, in_bytes + off, slot, elems,
+                                        dtype, op)
+                      : detail::reduce3(comm, out_bytes + off, out_bytes + off, slot, elems,
+                                        dtype, op);
+      if (!status.is_ok()) return status.with_context(where("reduce", j, children[c]));
       result = out_bytes + off;
       if (j + 2 < segments) HORA_RETURN_IF_ERROR(post_child(c, j + 2));
     }
@@ -107,7 +103,8 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
       if (!sent.is_ok()) return sent.status().with_context(where("reduce", j, parent));
       sends.push_back(std::move(sent).value());
     } else {
-      if (op == ReduceOp::kAverage) kernels::scale(out_bytes + off, elems, dtype, 1.0 / n);
+      if (op == ReduceOp::kAverage)
+        HORA_RETURN_IF_ERROR(detail::scale(comm, out_bytes + off, elems, dtype, 1.0 / n));
       for (int c = 0; c < num_children; ++c) {
         auto sent = comm.isend(children[c], out_bytes + off, elems * elem, options.tag);
         if (!sent.is_ok()) return sent.status().with_context(where("broadcast", j, children[c]));

@@ -78,15 +78,33 @@ TEST(SelectorTest, MpiNativeCollapseAtLargeSizesIsAvoided) {
             estimate_allreduce_us(Algorithm::kRing, "mpi", 256u << 20, 4));
 }
 
-TEST(SelectorTest, BackendsWithoutNativeOrHoraAlgorithms) {
+TEST(SelectorTest, BackendsWithoutNative) {
   EXPECT_LT(estimate_allreduce_us(Algorithm::kNative, "builtin", 1024, 4), 0);
   EXPECT_LT(estimate_allreduce_us(Algorithm::kNative, "inproc", 1024, 4), 0);
   for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{256} << 20}) {
     EXPECT_NE(select_allreduce(bytes, 4, "builtin").algorithm, Algorithm::kNative);
-    // nccl: buffers on the GPU, hora's CPU-kernel algorithms are unavailable.
-    EXPECT_EQ(select_allreduce(bytes, 4, "nccl").algorithm, Algorithm::kNative);
   }
-  EXPECT_LT(estimate_allreduce_us(Algorithm::kRing, "nccl", 1024, 4), 0);
+}
+
+// The GPU rows: on nccl auto takes ncclAllReduce at every size and rank count, while hora's
+// algorithms (over NCCL's point to point with the CUDA reduce kernel) stay available as
+// overrides, their estimates growing with the bytes.
+TEST(SelectorTest, NcclPicksNativeAndKeepsHoraAlgorithmsAsOverrides) {
+  for (int ranks : {2, 3, 4, 8}) {
+    for (size_t bytes : {size_t{8}, size_t{64} << 10, size_t{1} << 20, size_t{256} << 20}) {
+      EXPECT_EQ(select_allreduce(bytes, ranks, "nccl").algorithm, Algorithm::kNative)
+          << bytes << " B on " << ranks << " ranks";
+      for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling}) {
+        const double small = estimate_allreduce_us(a, "nccl", bytes, ranks);
+        EXPECT_GT(small, 0) << algorithm_name(a);
+        EXPECT_GT(estimate_allreduce_us(a, "nccl", bytes * 2, ranks), small) << algorithm_name(a);
+      }
+    }
+  }
+  const Selection ring = select_allreduce(1 << 20, 4, "nccl", Algorithm::kRing);
+  EXPECT_EQ(ring.algorithm, Algorithm::kRing);
+  EXPECT_TRUE(ring.is_override);
+  EXPECT_GT(ring.estimated_us, 0);
 }
 
 TEST(SelectorTest, EstimatesGrowWithBytesAndExplainListsEveryCandidate) {

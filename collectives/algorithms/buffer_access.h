@@ -1,0 +1,36 @@
+// The memory operations of hora's algorithms, on host buffers or, through the communicator's
+// BufferOps (buffer_ops.h), on a backend's device buffers: every reduce, scale, copy and
+// scratch request of collectives/algorithms/ and of run_allreduce goes through these, so the
+// schedules are written once for both (hora-bench's native column uses them too). Not a
+// public interface. Host paths never fail; device paths return the backend's error (a failed
+// launch). The communicator's thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/buffer_ops.h"
+
+namespace hora {
+namespace collectives {
+namespace detail {
+
+// dst[i] = a[i] op b[i] (kernels::reduce3 on the host).
+Status reduce3(Communicator& comm, void* dst, const void* a, const void* b, size_t count,
+               DataType dtype, ReduceOp op);
+// buf[i] *= factor (kernels::scale on the host).
+Status scale(Communicator& comm, void* buf, size_t count, DataType dtype, double factor);
+// Copies count elements in -> out unless they are the same pointer (memmove on the host).
+Status copy_if_distinct(Communicator& comm, const void* in, void* out, size_t count,
+                        DataType dtype);
+// Scratch of `bytes` for `slot`: pool.acquire on the host, the backend's scratch otherwise.
+StatusOr<uint8_t*> acquire(Communicator& comm, ScratchPool& pool, int slot, size_t bytes);
+// Elements per segment: options.segment_bytes in whole elements (at least 1), or
+// `largest_block` (at least 1) when the backend needs whole blocks (BufferOps).
+size_t segment_elems(Communicator& comm, const AlgorithmOptions& options, DataType dtype,
+                     size_t largest_block);
+
+}  // namespace detail
+}  // namespace collectives
+}  // namespace hora
