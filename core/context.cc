@@ -150,6 +150,14 @@ Status Context::start() {
   const std::string who = "rank " + std::to_string(l.rank) + " of " + std::to_string(l.size);
   const std::string backend = collectives::resolve_backend_name_for_job(
       backend_name_of(config_), l.source == LayoutSource::kMpirun);
+  // The engine negotiates and moves host tensors over its one communicator; nccl moves GPU
+  // memory only, so it cannot be that communicator until the engine carries GPU tensors.
+  if (backend == "nccl")
+    return Status::unimplemented(
+        "hora init: " + who +
+        ": HORA_BACKEND=nccl: the engine does not carry GPU tensors yet (TODO(16)), and NCCL "
+        "cannot carry its host tensors; use builtin, gloo or mpi (NCCL communicators for GPU "
+        "buffers come from collectives::make_communicator)");
 
   // The communicator (step 4, or step 0 for a backend that needs no store).
   auto create_communicator = [&](collectives::Store& rendezvous,
@@ -163,6 +171,7 @@ Status Context::start() {
     options.shared_buffer_bytes = static_cast<size_t>(
         std::min<int64_t>(config_.fusion_threshold_bytes, kMaxSharedBuffer));
     options.secret = l.secret;
+    options.local_rank = l.local_rank;
     auto communicator = collectives::make_communicator(backend, l.rank, l.size, rendezvous, options,
                                                        start_deadline);
     if (!communicator.is_ok())

@@ -11,6 +11,9 @@
 #if HORA_HAVE_MPI
 #include "collectives/backends/mpi/mpi_communicator.h"
 #endif
+#if HORA_HAVE_NCCL
+#include "collectives/backends/nccl/nccl_communicator.h"
+#endif
 
 namespace hora {
 namespace collectives {
@@ -34,7 +37,11 @@ constexpr KnownBackend kKnown[] = {
 #else
     {"mpi", false, "configure with HORA_WITH_MPI=ON after installing libopenmpi-dev"},
 #endif
-    {"nccl", false, "configure with HORA_WITH_NCCL=ON with CUDA and NCCL installed"},
+#if HORA_HAVE_NCCL
+    {"nccl", true, ""},
+#else
+    {"nccl", false, "configure with HORA_WITH_NCCL=ON with CUDA (nvcc) and NCCL installed"},
+#endif
 };
 
 std::string known_names() {
@@ -61,8 +68,15 @@ bool backend_available(const std::string& name) {
 
 std::string resolve_backend_name(const std::string& name) {
   if (name != "auto") return name;
-  auto names = available_backends();
-  return names.empty() ? std::string("builtin") : names.front();
+  // nccl moves GPU memory only: "auto" means a host backend.
+  for (const std::string& b : available_backends())
+    if (b != "nccl") return b;
+  return "builtin";
+}
+
+std::string resolve_device_backend_name(const std::string& name) {
+  if (name == "auto" && backend_available("nccl")) return "nccl";
+  return resolve_backend_name(name);
 }
 
 std::string resolve_backend_name_for_job(const std::string& name, bool launched_by_mpirun) {
@@ -109,13 +123,20 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
     gloo.timeout_s = options.timeout_s;
     return create_gloo_communicator(rank, size, store, gloo, deadline);
   }
-#else
+#endif
+#if HORA_HAVE_NCCL
+  if (resolved == "nccl") {
+    NcclOptions nccl;
+    nccl.device = options.device;
+    nccl.local_rank = options.local_rank;
+    return create_nccl_communicator(rank, size, store, nccl, deadline);
+  }
+#endif
   (void)rank;
   (void)size;
   (void)store;
   (void)options;
   (void)deadline;
-#endif
   return Status::internal("backend '" + resolved + "' is marked built but has no factory");
 }
 

@@ -1,5 +1,5 @@
 // The backend registry: makes a Communicator of a named backend ("builtin", "gloo", "mpi",
-// later "nccl"). This is the only file outside backends/<name>/ that knows which backends
+// "nccl"). This is the only file outside backends/<name>/ that knows which backends
 // were built (the HORA_HAVE_* definitions); everything above asks here.
 //
 // Thread-safe (no state).
@@ -28,13 +28,22 @@ struct BackendOptions {
   // builtin: bytes of this rank's region in shared memory (Communicator::shared_buffer), the
   // engine's fusion buffer; 0 = none. Pre-faulted at creation.
   size_t shared_buffer_bytes = 0;
+  // nccl: the GPU, as a CUDA ordinal; -1 = this rank's index on its host
+  // (RankLayout::local_rank, or the global rank when that is -1) modulo the GPUs.
+  int device = -1;
+  int local_rank = -1;
 };
 
 // The backends compiled into this build, in preference order for "auto".
 std::vector<std::string> available_backends();
 bool backend_available(const std::string& name);
-// "auto" -> the first available backend for CPU tensors; other names unchanged.
+// "auto" -> the first available backend for CPU tensors (never nccl, which moves GPU memory
+// only); other names unchanged.
 std::string resolve_backend_name(const std::string& name);
+// "auto" -> the backend for GPU tensors: nccl when it is built, else as resolve_backend_name
+// (a host backend, which then needs the tensors staged through host memory). Other names
+// unchanged.
+std::string resolve_device_backend_name(const std::string& name);
 // As resolve_backend_name, for a job whose ranks mpirun started (`launched_by_mpirun`, i.e.
 // OMPI_COMM_WORLD_* set): there "auto" means "mpi" when the MPI backend is built, since MPI
 // is what the job was started for. A named backend stays as named.

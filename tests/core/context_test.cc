@@ -63,7 +63,7 @@ TEST(Context, SeveralRanksWithoutAStoreIsAnError) {
 
 TEST(Context, BackendNotBuiltNamesHoraBackend) {
   Config c = gloo_config();
-  c.backend = BackendKind::kNccl;  // no NCCL communicator exists yet
+  c.backend = BackendKind::kNccl;  // not built, or (built) not a backend the engine can use
   auto ctx = Context::create(c, RankLayout());
   ASSERT_FALSE(ctx.is_ok());
   EXPECT_EQ(ctx.status().code(), StatusCode::kUnimplemented) << ctx.status().to_string();
