@@ -1,7 +1,8 @@
 // Implementation: one way of running a collective that hora-bench times, side by side with
 // the others on the same buffers in the same run: hora through one of its algorithms
-// (hora_impl.cc), Gloo's own collectives (gloo_impl.cc), MPI's (mpi_impl.cc), hora's engine
-// (engine_impl.cc), and the transport's ceiling for a ring (wire_impl.cc).
+// (hora_impl.cc), Gloo's own collectives (gloo_impl.cc), MPI's (mpi_impl.cc), NCCL's on GPU
+// buffers (nccl_impl.cc), hora's engine (engine_impl.cc), and the transport's ceiling for a
+// ring (wire_impl.cc).
 //
 // Each implementation owns its communicator (created over its own PrefixStore of the job's
 // store, so keys never clash and no other thread ever uses it). Calls are collective: every
@@ -38,6 +39,7 @@ struct Call {
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
   bool in_place = false;
+  bool on_device = false;  // in and out are GPU memory (--device cuda)
   Deadline deadline = Deadline::after_seconds(300);
 };
 
@@ -63,6 +65,7 @@ struct ImplementationEnv {
   int rank = 0;
   int size = 1;
   std::string job_backend;  // HORA_BACKEND resolved: "builtin", "gloo", "mpi"
+  int gpu = -1;             // --device cuda:N resolved (sweep_memory.h); -1: host buffers
 };
 
 // hora's algorithm `algo` over a fresh communicator of `backend`.
@@ -80,6 +83,9 @@ StatusOr<std::unique_ptr<Implementation>> make_wire_implementation(const Impleme
 // MPI on MPI_COMM_WORLD. kUnimplemented when hora was built without MPI or the job was not
 // launched by mpirun. Initialises MPI when nobody has (and finalises it when destroyed).
 StatusOr<std::unique_ptr<Implementation>> make_mpi_implementation(const ImplementationEnv& env);
+// NCCL's own collectives (ncclAllReduce, ...) on a communicator of its own over env.gpu: the
+// reference for hora on the GPU. kUnimplemented when hora was built without HORA_WITH_NCCL.
+StatusOr<std::unique_ptr<Implementation>> make_nccl_implementation(const ImplementationEnv& env);
 // Named async allreduces through hora's engine (the job's communicator, through the engine's
 // thread only).
 StatusOr<std::unique_ptr<Implementation>> make_engine_implementation(const ImplementationEnv& env);

@@ -68,6 +68,10 @@ StatusOr<std::vector<std::unique_ptr<Implementation>>> make_implementations(
     HORA_ASSIGN_OR_RETURN(auto mpi, make_mpi_implementation(env));
     impls.push_back(std::move(mpi));
   }
+  if (wants(o, "nccl")) {
+    HORA_ASSIGN_OR_RETURN(auto nccl, make_nccl_implementation(env));
+    impls.push_back(std::move(nccl));
+  }
   return impls;
 }
 

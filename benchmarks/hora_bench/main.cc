@@ -20,6 +20,7 @@
 #include "benchmarks/hora_bench/report.h"
 #include "benchmarks/hora_bench/runner.h"
 #include "benchmarks/hora_bench/svg_plot.h"
+#include "benchmarks/hora_bench/sweep_memory.h"
 #include "collectives/backends/registry.h"
 #include "core/context.h"
 #include "core/context_access.h"
@@ -95,13 +96,22 @@ int run(int argc, char** argv) {
     hora::shutdown();
     return kExitBadArguments;
   }
-  const Options& options = parsed.value();
+  Options options = parsed.value();
   Context* context = detail::context();
+  // --device cuda without an index: this rank's GPU, from its local rank.
+  auto device = resolve_device(options.device, context->layout().local_rank);
+  if (!device.is_ok()) {
+    print_error(device.status().to_string(), false);
+    hora::shutdown();
+    return kExitRunError;
+  }
+  options.device = device.value();
   ImplementationEnv env;
   env.context = context;
   env.rank = rank;
   env.size = ranks;
   env.job_backend = context->communicator().backend_name();
+  env.gpu = options.device.is_cuda() ? options.device.index : -1;
 
   // Make every implementation, then a control communicator for barriers and reductions.
   auto impls = make_implementations(options, env);

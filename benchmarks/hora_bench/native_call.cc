@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "collectives/algorithms/algorithms.h"
+#include "collectives/algorithms/buffer_access.h"
 #include "collectives/backends/registry.h"
 #include "collectives/rendezvous/prefix_store.h"
 #include "core/context.h"
-#include "kernels/kernels.h"
 
 namespace hora {
 namespace bench {
@@ -17,16 +17,17 @@ Status run_native(collectives::Communicator& comm, const Call& c) {
   const bool average = c.op == ReduceOp::kAverage;
   const ReduceOp op = average ? ReduceOp::kSum : c.op;
   const int n = comm.size();
-  const size_t elt = data_type_bytes(c.dtype);
   switch (c.collective) {
     case Collective::kAllreduce:
       HORA_RETURN_IF_ERROR(comm.allreduce(c.in, c.out, c.count, c.dtype, op, c.deadline));
-      if (average && n > 1) kernels::scale(c.out, c.count, c.dtype, 1.0 / n);
+      if (average && n > 1)
+        HORA_RETURN_IF_ERROR(collectives::detail::scale(comm, c.out, c.count, c.dtype, 1.0 / n));
       return Status::ok();
     case Collective::kReducescatter: {
       const std::vector<size_t> counts(static_cast<size_t>(n), c.count);
       HORA_RETURN_IF_ERROR(comm.reducescatter(c.in, c.out, counts, c.dtype, op, c.deadline));
-      if (average && n > 1) kernels::scale(c.out, c.count, c.dtype, 1.0 / n);
+      if (average && n > 1)
+        HORA_RETURN_IF_ERROR(collectives::detail::scale(comm, c.out, c.count, c.dtype, 1.0 / n));
       return Status::ok();
     }
     case Collective::kAllgather: {
@@ -34,7 +35,9 @@ Status run_native(collectives::Communicator& comm, const Call& c) {
       return comm.allgatherv(c.in, c.out, counts, c.dtype, c.deadline);
     }
     case Collective::kBroadcast:
-      if (!c.in_place && comm.rank() == c.root) std::memcpy(c.out, c.in, c.count * elt);
+      if (!c.in_place && comm.rank() == c.root)
+        HORA_RETURN_IF_ERROR(
+            collectives::detail::copy_if_distinct(comm, c.in, c.out, c.count, c.dtype));
       return comm.broadcast(c.out, c.count, c.dtype, c.root, c.deadline);
     case Collective::kAlltoall: {
       const std::vector<size_t> counts(static_cast<size_t>(n), c.count);
@@ -53,6 +56,8 @@ collectives::BackendOptions backend_options_for(const ImplementationEnv& env) {
   options.timeout_s = config.timeout_s;
   options.shm_enabled = config.shm_enabled;
   options.secret = l.secret;
+  options.local_rank = l.local_rank;
+  options.device = env.gpu;
   return options;
 }
 
@@ -69,10 +74,10 @@ StatusOr<OwnCommunicator> implementation_communicator(const ImplementationEnv& e
                                                       const std::string& backend) {
   OwnCommunicator own;
   HORA_ASSIGN_OR_RETURN(own.store, implementation_store(env, name + "-" + backend));
-  HORA_ASSIGN_OR_RETURN(
-      own.comm, collectives::make_communicator(
-                    backend, env.rank, env.size, *own.store, backend_options_for(env),
-                    Deadline::after_seconds(env.context->config().start_timeout_s)));
+  HORA_ASSIGN_OR_RETURN(own.comm,
+                        collectives::make_communicator(
+                            backend, env.rank, env.size, *own.store, backend_options_for(env),
+                            Deadline::after_seconds(env.context->config().start_timeout_s)));
   return own;
 }
 

@@ -14,7 +14,7 @@ namespace {
 // The flag values as text, before conversion (so every message names the flag and value).
 struct RawFlags {
   std::string collective, min_bytes = "32M", max_bytes = "32M", dtype = "float32", op = "sum";
-  std::string algo = "auto", backend, compare, json, csv, plot;
+  std::string algo = "auto", backend, compare, json, csv, plot, device = "cpu";
   double step_factor = 0;
   std::string step_bytes;
   int root = 0, iters = 20, warmup = 5, check = 1;
@@ -39,14 +39,18 @@ void add_flags(CLI::App& app, RawFlags& f) {
   app.add_option("-c,--check", f.check, "check results against the closed form: 0 or 1 (1)");
   app.add_option("--algo", f.algo, "hora's allreduce algorithm: auto, ring, tree, rd, native");
   app.add_option("--backend", f.backend,
-                 "backend of hora's algorithms: builtin, gloo, mpi "
-                 "(default: the job's HORA_BACKEND)");
+                 "backend of hora's algorithms: builtin, gloo, mpi, nccl "
+                 "(default: the job's HORA_BACKEND; nccl with --device cuda)");
+  app.add_option("--device", f.device,
+                 "where the buffers live: cpu (default), cuda (each rank's GPU: local rank "
+                 "modulo the GPUs) or cuda:N");
   app.add_flag("--through-engine", f.through_engine,
                "named async allreduces through the engine (fusion included)");
   app.add_option("--compare", f.compare,
                  "also run these, comma-separated, beside hora through each "
                  "of its algorithms: hora (only those), gloo, mpi, wire (the "
-                 "ring's bytes with no reduction: the transport's ceiling)");
+                 "ring's bytes with no reduction: the transport's ceiling), nccl "
+                 "(NCCL's own collectives, with --device cuda)");
   app.add_option("--json", f.json, "write every measurement as JSON");
   app.add_option("--csv", f.csv, "write every measurement as CSV");
   app.add_option("--plot", f.plot, "write busbw against size as an SVG plot");
@@ -65,6 +69,14 @@ std::vector<std::string> split_commas(const std::string& text) {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// --device: "cpu", "cuda" (this rank's GPU, chosen from its local rank: index -1) or "cuda:N".
+StatusOr<Device> parse_bench_device(const std::string& text) {
+  if (text == "cuda") return Device::cuda(-1);
+  auto device = parse_device(text);
+  if (!device.is_ok()) return Status::invalid_argument("--device: " + device.status().message());
+  return device.value();
 }
 
 StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
@@ -136,20 +148,39 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
                                     "not " +
                                     collective_name(o.collective));
   }
-  if (!f.backend.empty() && f.backend != "builtin" && f.backend != "gloo" && f.backend != "mpi") {
-    return Status::invalid_argument("--backend '" + f.backend + "': expected builtin, gloo or mpi");
+  HORA_ASSIGN_OR_RETURN(o.device, parse_bench_device(f.device));
+  const bool gpu = o.device.is_cuda();
+  if (!f.backend.empty() && f.backend != "builtin" && f.backend != "gloo" && f.backend != "mpi" &&
+      !(gpu && f.backend == "nccl")) {
+    return Status::invalid_argument("--backend '" + f.backend + "': expected builtin, gloo or mpi" +
+                                    (gpu ? ", or nccl" : " (nccl with --device cuda)"));
   }
-  o.backend = f.backend;
+  if (gpu && !f.backend.empty() && f.backend != "nccl") {
+    return Status::invalid_argument("--backend " + f.backend + " with --device " + f.device +
+                                    ": GPU buffers go through nccl only");
+  }
+  o.backend = gpu ? "nccl" : f.backend;
   o.through_engine = f.through_engine;
+  if (gpu && o.through_engine) {
+    return Status::invalid_argument("--through-engine with --device " + f.device +
+                                    ": the engine does not carry GPU tensors yet");
+  }
   if (o.through_engine && o.collective != Collective::kAllreduce) {
     return Status::invalid_argument(
         std::string("--through-engine applies to allreduce only, not ") +
         collective_name(o.collective));
   }
   for (const std::string& name : split_commas(f.compare)) {
-    if (name != "hora" && name != "gloo" && name != "mpi" && name != "wire") {
+    if (name != "hora" && name != "gloo" && name != "mpi" && name != "wire" && name != "nccl") {
       return Status::invalid_argument("--compare '" + name +
-                                      "': expected hora, gloo, mpi or wire");
+                                      "': expected hora, gloo, mpi, wire or nccl");
+    }
+    if (name == "nccl" && !gpu) {
+      return Status::invalid_argument("--compare nccl needs --device cuda: NCCL moves GPU buffers");
+    }
+    if (gpu && name != "hora" && name != "nccl") {
+      return Status::invalid_argument("--compare " + name + " with --device " + f.device +
+                                      ": on the GPU only hora and nccl compare");
     }
     if (name == "wire" && o.collective != Collective::kAllreduce) {
       return Status::invalid_argument(std::string("--compare wire applies to allreduce only, not ") +

@@ -5,8 +5,9 @@
 //
 //   hora-bench allreduce|allgather|broadcast|reducescatter|alltoall [-b MIN] [-e MAX]
 //     [-f FACTOR | -i STEP] [-d dtype] [-o op] [-r root] [-n iters] [-w warmup] [-c 0|1]
-//     [--algo ring|tree|rd|native|auto] [--backend builtin|gloo|mpi] [--through-engine]
-//     [--compare hora,gloo,mpi,wire] [--json FILE] [--csv FILE] [--plot FILE.svg]
+//     [--algo ring|tree|rd|native|auto] [--backend builtin|gloo|mpi|nccl] [--through-engine]
+//     [--compare hora,gloo,mpi,wire,nccl] [--device cpu|cuda|cuda:N] [--json FILE] [--csv FILE]
+//     [--plot FILE.svg]
 //
 // Pure functions, thread-safe.
 #pragma once
@@ -18,6 +19,7 @@
 #include "benchmarks/hora_bench/collective.h"
 #include "collectives/selector.h"
 #include "core/base/data_type.h"
+#include "core/base/device.h"
 #include "core/base/reduce_op.h"
 #include "core/base/status.h"
 
@@ -39,9 +41,14 @@ struct Options {
   bool check = true;                    // -c
   collectives::Algorithm algo = collectives::Algorithm::kAuto;  // --algo
   std::string backend;          // --backend: hora's algorithms over it; empty = job's
+  // --device: where the sweep's buffers live. cuda index -1 = this rank's GPU (local rank
+  // modulo the GPUs). On a GPU hora runs over nccl (backend "nccl") and only hora and nccl
+  // compare (no gloo, mpi, wire or --through-engine).
+  Device device = Device::cpu();
   bool through_engine = false;  // --through-engine
   // --compare: which baselines run ("gloo", "mpi", "wire": the transport's ceiling for a
-  // ring; "hora" adds nothing else); any entry also runs hora through each of its algorithms.
+  // ring; "nccl": NCCL's own collectives, on the GPU only; "hora" adds nothing else); any entry
+  // also runs hora through each of its algorithms.
   // Empty = hora with --algo only.
   std::vector<std::string> compare;
   std::string json_path;  // --json

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "benchmarks/hora_bench/check.h"
+#include "benchmarks/hora_bench/sweep_memory.h"
 #include "collectives/algorithms/algorithms.h"
 
 namespace hora {
@@ -15,23 +16,6 @@ namespace bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// One pre-faulted buffer, aligned for the vector kernels.
-class Buffer {
- public:
-  explicit Buffer(size_t bytes) : bytes_(std::max<size_t>(bytes, 64)) {
-    data_.reset(static_cast<uint8_t*>(::operator new(bytes_, std::align_val_t(64))));
-    std::memset(data_.get(), 0, bytes_);
-  }
-  uint8_t* data() { return data_.get(); }
-
- private:
-  struct Free {
-    void operator()(uint8_t* p) const { ::operator delete(p, std::align_val_t(64)); }
-  };
-  size_t bytes_;
-  std::unique_ptr<uint8_t, Free> data_;
-};
 
 collectives::AlgorithmOptions control_options(double timeout_s) {
   collectives::AlgorithmOptions o;
@@ -79,9 +63,27 @@ CheckCall check_call(const SweepSettings& s, size_t count) {
   return cc;
 }
 
-// Writes the rank's input where the call reads it.
-void fill(const SweepSettings& s, const Call& c) {
-  fill_input(check_call(s, c.count), const_cast<void*>(c.in));
+// Writes the rank's input where the call reads it (through a host copy for GPU buffers).
+Status fill(const SweepSettings& s, const Call& c, SweepMemory& memory) {
+  const CheckCall cc = check_call(s, c.count);
+  if (!memory.on_device()) {
+    fill_input(cc, const_cast<void*>(c.in));
+    return Status::ok();
+  }
+  std::vector<uint8_t> host(input_elements(cc.collective, cc.count, cc.ranks) *
+                            data_type_bytes(cc.dtype));
+  fill_input(cc, host.data());
+  return memory.upload(const_cast<void*>(c.in), host.data(), host.size());
+}
+
+// The number of wrong elements in the call's output (read through a host copy on a GPU).
+StatusOr<int64_t> wrong_in(const SweepSettings& s, const Call& c, SweepMemory& memory) {
+  const CheckCall cc = check_call(s, c.count);
+  if (!memory.on_device()) return count_wrong(cc, c.out);
+  std::vector<uint8_t> host(output_elements(cc.collective, cc.count, cc.ranks) *
+                            data_type_bytes(cc.dtype));
+  HORA_RETURN_IF_ERROR(memory.download(host.data(), c.out, host.size()));
+  return count_wrong(cc, host.data());
 }
 
 // Any rank's failure to support a call, agreed by all (supports() is deterministic, but a
@@ -94,7 +96,7 @@ StatusOr<bool> agreed(collectives::Communicator& control, bool ok, double timeou
 }
 
 StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size_t count,
-                              bool in_place, uint8_t* a, uint8_t* b,
+                              bool in_place, SweepMemory& memory,
                               collectives::Communicator& control) {
   const Options& o = s.options;
   Measurement m;
@@ -104,7 +106,8 @@ StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size
   m.in_place = in_place;
   m.count = count;
   m.size_bytes = size_for_count(o.collective, count, o.dtype, s.ranks);
-  Call call = make_call(s, count, in_place, a, b);
+  Call call = make_call(s, count, in_place, memory.a(), memory.b());
+  call.on_device = memory.on_device();
   Status supported = impl.supports(call);
   HORA_ASSIGN_OR_RETURN(bool all_supported, agreed(control, supported.is_ok(), s.timeout_s));
   if (!all_supported) {
@@ -122,7 +125,7 @@ StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size
     }
     return st;
   };
-  fill(s, call);
+  HORA_RETURN_IF_ERROR(fill(s, call, memory));
   HORA_RETURN_IF_ERROR(collectives::dissemination_barrier(control, control_options(s.timeout_s)));
   for (int i = 0; i < o.warmup; ++i) HORA_RETURN_IF_ERROR(run_once());
   std::vector<double> samples;
@@ -145,9 +148,9 @@ StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size
   }
   m.wrong = -1;
   if (o.check && !m.is_reference) {
-    fill(s, call);
+    HORA_RETURN_IF_ERROR(fill(s, call, memory));
     HORA_RETURN_IF_ERROR(run_once());
-    int64_t wrong = count_wrong(check_call(s, count), call.out);
+    HORA_ASSIGN_OR_RETURN(int64_t wrong, wrong_in(s, call, memory));
     HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(control, &wrong, &wrong, 1,
                                                                    DataType::kInt64, ReduceOp::kSum,
                                                                    control_options(s.timeout_s)));
@@ -180,7 +183,8 @@ StatusOr<std::vector<Measurement>> run_sweep(
     const size_t count = count_for_size(o.collective, size, o.dtype, s.ranks);
     max_bytes = std::max(max_bytes, size_for_count(o.collective, count, o.dtype, s.ranks));
   }
-  Buffer a(max_bytes), b(max_bytes);
+  HORA_ASSIGN_OR_RETURN(std::unique_ptr<SweepMemory> memory,
+                        make_sweep_memory(o.device, max_bytes));
   std::vector<Measurement> all;
   for (size_t size : sizes) {
     const size_t count = count_for_size(o.collective, size, o.dtype, s.ranks);
@@ -189,7 +193,7 @@ StatusOr<std::vector<Measurement>> run_sweep(
       std::vector<Measurement> row;
       for (auto& impl : impls) {
         HORA_ASSIGN_OR_RETURN(Measurement m,
-                              measure(s, *impl, count, in_place, a.data(), b.data(), control));
+                              measure(s, *impl, count, in_place, *memory, control));
         row.push_back(m);
       }
       on_row(row);

@@ -5,7 +5,9 @@
 // ranks, so every rank holds the same Measurement and exits with the same code.
 //
 // Buffers: two, allocated and pre-faulted once for the largest size and shared by every
-// implementation, so no implementation pays first touches inside its timed loop.
+// implementation, so no implementation pays first touches inside its timed loop; on the GPU
+// with --device cuda (sweep_memory.h: inputs are written and outputs checked through host
+// copies, outside the timed calls).
 // One thread; every call is collective (all ranks run the same sweep).
 #pragma once
 

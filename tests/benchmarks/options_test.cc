@@ -35,6 +35,29 @@ TEST(OptionsTest, Defaults) {
   EXPECT_TRUE(o->compare.empty());
 }
 
+TEST(OptionsTest, DeviceCudaRunsHoraOverNcclBesideNccl) {
+  auto o = parse_options({"allreduce", "--device", "cuda", "--compare", "nccl"});
+  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  EXPECT_TRUE(o->device.is_cuda());
+  EXPECT_EQ(o->device.index, -1);  // this rank's GPU, chosen from its local rank
+  EXPECT_EQ(o->backend, "nccl");
+  EXPECT_EQ(o->compare, std::vector<std::string>{"nccl"});
+  auto explicit_gpu = parse_options({"allgather", "--device", "cuda:3", "--backend", "nccl"});
+  ASSERT_TRUE(explicit_gpu.is_ok()) << explicit_gpu.status().to_string();
+  EXPECT_EQ(explicit_gpu->device, Device::cuda(3));
+  auto host = parse_options({"allreduce"});
+  ASSERT_TRUE(host.is_ok());
+  EXPECT_TRUE(host->device.is_cpu());
+}
+
+TEST(OptionsTest, DeviceCudaRefusesWhatCannotTouchGpuBuffers) {
+  expect_bad({"allreduce", "--compare", "nccl"}, "--compare nccl needs --device cuda");
+  expect_bad({"allreduce", "--device", "cuda", "--compare", "gloo"}, "only hora and nccl");
+  expect_bad({"allreduce", "--device", "cuda", "--backend", "gloo"}, "nccl only");
+  expect_bad({"allreduce", "--device", "cuda", "--through-engine"}, "GPU tensors");
+  expect_bad({"allreduce", "--device", "gpu"}, "--device");
+}
+
 TEST(OptionsTest, NcclTestsFlags) {
   auto o =
       parse_options({"allreduce", "-b",     "8",     "-e",     "128M",   "-f",        "4",
