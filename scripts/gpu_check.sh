@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# gpu_check.sh: everything hora can only check on a machine with NVIDIA GPUs, in one run of a
+# few minutes, with one summary at the end. Run it as is from the repository root:
+#
+#   bash scripts/gpu_check.sh            # build-gpu/, every GPU of the machine
+#   HORA_BUILD_DIR=build-x HORA_GPU_MAX_RANKS=2 bash scripts/gpu_check.sh
+#
+# Steps (each logged to $BUILD_DIR/gpu_check.<step>.log; the tail of a failing log is shown):
+#   1. configure (HORA_WITH_NCCL=ON, -Werror; Gloo, MPI and Python off: not needed here) and
+#      build only the targets below;
+#   2. cuda_kernels_test: the CUDA kernels against the CPU kernels, bit for bit;
+#   3. nccl_backend_test: the NCCL communicator's logic against a fake (no GPU needed);
+#   4. nccl_mp_test at N = 1 .. the number of GPUs (one rank per GPU; NCCL refuses two on one):
+#      native collectives and hora's algorithms over NCCL on device buffers;
+#   5. cuda_kernels_bench: kernel bandwidth against a device memcpy (the issue's targets);
+#   6. hora-bench --device cuda --compare nccl at N = 1 and N = the number of GPUs: hora's
+#      native and own algorithms beside ncclAllReduce, 8 B .. 256 MiB.
+# A missing GPU fails every GPU step (HORA_TEST_REQUIRE_GPU=1): here a skip is a failure.
+# Exit status: 0 when every step passed, 1 otherwise.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${HORA_BUILD_DIR:-build-gpu}
+JOBS=${HORA_JOBS:-$(nproc)}
+export HORA_TEST_REQUIRE_GPU=1
+mkdir -p "$BUILD_DIR"
+
+summary=()
+failed=0
+# step NAME COMMAND...: runs COMMAND with its output in the step's log; records the outcome.
+step() {
+  local name=$1
+  shift
+  local log="$BUILD_DIR/gpu_check.$name.log"
+  local start=$SECONDS
+  echo "== $name: $*" | tee "$log"
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  local took=$((SECONDS - start))
+  if [[ $rc -eq 0 ]]; then
+    summary+=("PASS  $name (${took}s)")
+  else
+    summary+=("FAIL  $name (exit $rc, ${took}s; log: $log)")
+    failed=1
+    tail -n +2 "$log" | tail -n 30
+  fi
+  return $rc
+}
+
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+echo "gpu_check: $gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | xargs)"
+max_ranks=${HORA_GPU_MAX_RANKS:-$gpus}
+((max_ranks > gpus)) && max_ranks=$gpus
+
+configure() {
+  if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+    local launcher=()
+    command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+                                               -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHORA_WERROR=ON \
+      -DHORA_WITH_NCCL=ON -DHORA_WITH_GLOO=OFF -DHORA_WITH_MPI=OFF -DHORA_WITH_PYTHON=OFF \
+      "${launcher[@]}"
+  fi
+}
+build() {
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target cuda_kernels_test nccl_backend_test \
+    nccl_mp_test cuda_kernels_bench hora-bench horarun
+}
+
+if step configure configure && step build build; then
+  bin=$BUILD_DIR
+  horarun=$bin/launcher/horarun
+  step cuda_kernels_test "$bin/tests/kernels/cuda/cuda_kernels_test"
+  step nccl_backend_test "$bin/tests/collectives/backends/nccl/nccl_backend_test"
+  if ((max_ranks < 1)); then
+    summary+=("FAIL  nccl_mp_test (no GPU found by nvidia-smi)")
+    failed=1
+  fi
+  for ((n = 1; n <= max_ranks; ++n)); do
+    HORA_START_TIMEOUT_S=60 HORA_TIMEOUT_S=120 \
+      step "nccl_mp_test.np$n" timeout 300 "$horarun" -np "$n" "$bin/tests/mp/nccl/nccl_mp_test"
+  done
+  step cuda_kernels_bench "$bin/benchmarks/cuda_kernels_bench"
+  for n in $( ((max_ranks > 1)) && echo "1 $max_ranks" || echo 1); do
+    step "hora_bench.np$n" timeout 300 "$horarun" -np "$n" "$bin/benchmarks/hora-bench" \
+      allreduce --device cuda -b 8 -e 256M -f 8 -n 20 -w 5 --compare nccl
+  done
+fi
+
+echo
+echo "== gpu_check summary ($gpus GPU(s), $(date -u +%FT%TZ))"
+for line in "${summary[@]}"; do echo "$line"; done
+for log in "$BUILD_DIR"/gpu_check.cuda_kernels_bench.log "$BUILD_DIR"/gpu_check.hora_bench.np*.log; do
+  [[ -f $log ]] || continue
+  echo
+  echo "== $(basename "$log" .log | sed 's/^gpu_check\.//')"
+  grep -v "^==" "$log" | tail -n 40
+done
+exit $failed
