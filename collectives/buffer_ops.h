@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/base/data_type.h"
+#include "core/base/deadline.h"
 #include "core/base/reduce_op.h"
 #include "core/base/status.h"
 
@@ -33,6 +34,11 @@ class BufferOps {
   // memory as the buffers; valid until the next call for the slot with a larger size. Grows
   // only, like ScratchPool.
   virtual StatusOr<uint8_t*> scratch(int slot, size_t bytes) = 0;
+  // Blocks until every operation issued through this object so far has completed, `deadline`
+  // passes (kTimeout) or the communicator fails (its error). The operations above are
+  // asynchronous (enqueued in order with the communicator's transfers); the algorithms call
+  // this once before they return.
+  virtual Status wait(Deadline deadline) = 0;
   // True when the algorithms must move each block as one message per step rather than as a
   // pipeline of segments (AlgorithmOptions::segment_bytes is then ignored): a transport that
   // runs each launch to completion in posting order (NCCL) could deadlock on segments sent

@@ -222,7 +222,7 @@ Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, vo
       if (average && count > 0 && comm.size() > 1) {
         HORA_RETURN_IF_ERROR(detail::scale(comm, out, count, dtype, 1.0 / comm.size()));
       }
-      return Status::ok();
+      return detail::finish(comm, options.deadline);
     }
     case Algorithm::kAuto:
       break;

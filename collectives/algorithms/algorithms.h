@@ -24,6 +24,10 @@
 //   (kRemote / kTimeout naming the peer), with the algorithm's context appended.
 // - Every rank must call the same algorithm with the same count, dtype, op, root, segment
 //   size and tag; the message tag is options.tag.
+// - Memory: host buffers, unless comm.buffer_ops() is set (the nccl backend's GPU buffers);
+//   then every reduce, scale, copy and scratch request runs through it (buffer_access.h), a
+//   block moves as one message per step when it needs whole blocks, and the call waits for
+//   that device work before it returns.
 // Thread-safety: one call at a time per Communicator (its own contract).
 #pragma once
 

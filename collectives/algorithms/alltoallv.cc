@@ -65,7 +65,7 @@ Status pairwise_alltoallv(Communicator& comm, const void* in,
                                  std::to_string(to) + "]");
     }
   }
-  return Status::ok();
+  return detail::finish(comm, options.deadline);
 }
 
 }  // namespace collectives

@@ -39,7 +39,7 @@ Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t
   }
   if (count == 0) return Status::ok();
   if (r == root) HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
-  if (n == 1) return Status::ok();
+  if (n == 1) return detail::finish(comm, options.deadline);
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
 
@@ -86,7 +86,7 @@ Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t
   }
   Status status = detail::wait_all(sends, options.deadline);
   if (!status.is_ok()) return status.with_context(where(segments - 1, next));
-  return Status::ok();
+  return detail::finish(comm, options.deadline);
 }
 
 }  // namespace collectives

@@ -35,6 +35,11 @@ StatusOr<uint8_t*> acquire(Communicator& comm, ScratchPool& pool, int slot, size
   return pool.acquire(slot, bytes);
 }
 
+Status finish(Communicator& comm, Deadline deadline) {
+  BufferOps* ops = comm.buffer_ops();
+  return ops == nullptr ? Status::ok() : ops->wait(deadline);
+}
+
 size_t segment_elems(Communicator& comm, const AlgorithmOptions& options, DataType dtype,
                      size_t largest_block) {
   BufferOps* ops = comm.buffer_ops();

@@ -26,6 +26,10 @@ Status copy_if_distinct(Communicator& comm, const void* in, void* out, size_t co
                         DataType dtype);
 // Scratch of `bytes` for `slot`: pool.acquire on the host, the backend's scratch otherwise.
 StatusOr<uint8_t*> acquire(Communicator& comm, ScratchPool& pool, int slot, size_t bytes);
+// Waits until the device work issued through the helpers above has completed (OK at once for
+// host buffers). Every algorithm calls it before it returns OK, so its caller may read the
+// output as soon as it returns, as with host buffers.
+Status finish(Communicator& comm, Deadline deadline);
 // Elements per segment: options.segment_bytes in whole elements (at least 1), or
 // `largest_block` (at least 1) when the backend needs whole blocks (BufferOps).
 size_t segment_elems(Communicator& comm, const AlgorithmOptions& options, DataType dtype,

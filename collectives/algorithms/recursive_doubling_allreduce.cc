@@ -49,7 +49,10 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
                                     DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
   if (count == 0) return Status::ok();
   const int n = comm.size();
-  if (n == 1) return detail::copy_if_distinct(comm, in, out, count, dtype);
+  if (n == 1) {
+    HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
+    return detail::finish(comm, options.deadline);
+  }
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
   const int r = comm.rank();
@@ -108,7 +111,7 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
       if (!status.is_ok()) return status.with_context(where("fold-out", 0, r + 1));
     }
   }
-  return Status::ok();
+  return detail::finish(comm, options.deadline);
 }
 
 }  // namespace collectives

@@ -33,7 +33,7 @@ Status ring_allgatherv(Communicator& comm, const void* in, void* out,
   auto* out_bytes = static_cast<uint8_t*>(out);
   HORA_RETURN_IF_ERROR(
       detail::copy_if_distinct(comm, in, out_bytes + offsets[r] * elem, counts[r], dtype));
-  if (n == 1) return Status::ok();
+  if (n == 1) return detail::finish(comm, options.deadline);
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
   HORA_RETURN_IF_ERROR(detail::ring_allgather_phase(comm, out_bytes, offsets, counts, elem,
@@ -42,7 +42,7 @@ Status ring_allgatherv(Communicator& comm, const void* in, void* out,
                                                         *std::max_element(counts.begin(),
                                                                           counts.end())),
                                                     pool, options));
-  return Status::ok();
+  return detail::finish(comm, options.deadline);
 }
 
 }  // namespace collectives

@@ -36,7 +36,10 @@ Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t coun
                       ReduceOp op, const AlgorithmOptions& options) {
   if (count == 0) return Status::ok();
   const int n = comm.size();
-  if (n == 1) return detail::copy_if_distinct(comm, in, out, count, dtype);
+  if (n == 1) {
+    HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
+    return detail::finish(comm, options.deadline);
+  }
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
 
@@ -63,7 +66,7 @@ Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t coun
   }
   HORA_RETURN_IF_ERROR(detail::ring_allgather_phase(comm, out_bytes, offsets, counts, elem,
                                                     seg_elems, pool, options));
-  return Status::ok();
+  return detail::finish(comm, options.deadline);
 }
 
 }  // namespace collectives

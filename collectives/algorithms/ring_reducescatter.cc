@@ -43,7 +43,10 @@ Status ring_reducescatter(Communicator& comm, const void* in, void* out,
   const size_t total = offsets[n];
   if (total == 0) return Status::ok();
   const size_t elem = data_type_bytes(dtype);
-  if (n == 1) return detail::copy_if_distinct(comm, in, out, total, dtype);
+  if (n == 1) {
+    HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, total, dtype));
+    return detail::finish(comm, options.deadline);
+  }
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
 
@@ -61,7 +64,7 @@ Status ring_reducescatter(Communicator& comm, const void* in, void* out,
   if (op == ReduceOp::kAverage && recv_counts[r] > 0) {
     HORA_RETURN_IF_ERROR(detail::scale(comm, out, recv_counts[r], dtype, 1.0 / n));
   }
-  return Status::ok();
+  return detail::finish(comm, options.deadline);
 }
 
 }  // namespace collectives

@@ -48,7 +48,10 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
                       ReduceOp op, const AlgorithmOptions& options) {
   if (count == 0) return Status::ok();
   const int n = comm.size();
-  if (n == 1) return detail::copy_if_distinct(comm, in, out, count, dtype);
+  if (n == 1) {
+    HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
+    return detail::finish(comm, options.deadline);
+  }
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
 
@@ -118,7 +121,7 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
     return status.with_context(where(parent >= 0 ? "reduce" : "broadcast", segments - 1,
                                      parent >= 0 ? parent : children[0]));
   }
-  if (parent < 0) return Status::ok();
+  if (parent < 0) return detail::finish(comm, options.deadline);
 
   // 3. Broadcast down.
   constexpr size_t kWindow = 8;
@@ -147,7 +150,7 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
   }
   status = detail::wait_all(down, options.deadline);
   if (!status.is_ok()) return status.with_context(where("broadcast", segments - 1, children[0]));
-  return Status::ok();
+  return detail::finish(comm, options.deadline);
 }
 
 }  // namespace collectives

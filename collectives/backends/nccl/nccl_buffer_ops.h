@@ -9,6 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
+
 #include "collectives/backends/nccl/nccl_api.h"
 #include "collectives/buffer_ops.h"
 #include "collectives/scratch_pool.h"
@@ -19,7 +21,10 @@ namespace nccl_backend {
 
 class NcclBufferOps final : public BufferOps {
  public:
-  NcclBufferOps(NcclApi& api, cudaStream_t stream) : api_(api), stream_(stream) {}
+  // `wait_stream` blocks until the stream's work so far is done (the communicator's wait, with
+  // its deadline, abort and failure handling).
+  NcclBufferOps(NcclApi& api, cudaStream_t stream, std::function<Status(Deadline)> wait_stream)
+      : api_(api), stream_(stream), wait_stream_(std::move(wait_stream)) {}
   ~NcclBufferOps() override;
   NcclBufferOps(const NcclBufferOps&) = delete;
   NcclBufferOps& operator=(const NcclBufferOps&) = delete;
@@ -29,11 +34,13 @@ class NcclBufferOps final : public BufferOps {
   Status scale(void* buf, size_t count, DataType dtype, double factor) override;
   Status copy(void* dst, const void* src, size_t bytes) override;
   StatusOr<uint8_t*> scratch(int slot, size_t bytes) override;
+  Status wait(Deadline deadline) override { return wait_stream_(deadline); }
   bool needs_whole_blocks() const override;
 
  private:
   NcclApi& api_;
   const cudaStream_t stream_;
+  const std::function<Status(Deadline)> wait_stream_;
   void* slots_[ScratchPool::kNumSlots] = {};
   size_t slot_bytes_[ScratchPool::kNumSlots] = {};
 };

@@ -109,7 +109,11 @@ Status NcclCommunicator::start(Deadline deadline) {
   const std::string on = "nccl: " + describe();
   HORA_RETURN_IF_ERROR(cuda(api_.set_device(device_), on + ": cudaSetDevice"));
   HORA_RETURN_IF_ERROR(cuda(api_.stream_create(&stream_), on + ": cudaStreamCreate"));
-  buffer_ops_ = std::make_unique<NcclBufferOps>(api_, stream_);
+  buffer_ops_ = std::make_unique<NcclBufferOps>(api_, stream_, [this](Deadline deadline) {
+    const std::string what = "the device work of one of hora's algorithms";
+    HORA_RETURN_IF_ERROR(check_usable(what));
+    return wait_stream(collective_event_, what, deadline);
+  });
   HORA_RETURN_IF_ERROR(cuda(api_.event_create(&collective_event_), on + ": cudaEventCreate"));
   HORA_RETURN_IF_ERROR(cuda(api_.malloc_device(&scratch_, kScratchBytes), on + ": cudaMalloc"));
 

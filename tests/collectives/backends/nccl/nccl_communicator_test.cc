@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "collectives/algorithms/algorithms.h"
 #include "collectives/backends/registry.h"
 #include "collectives/rendezvous/memory_store.h"
 #include "tests/collectives/backends/nccl/fake_nccl_api.h"
@@ -311,6 +312,32 @@ TEST(NcclCommunicatorP2p, AStepOfSendAndReceiveIsOneGroup) {
   std::vector<std::string> expected = step;
   expected.insert(expected.end(), step.begin(), step.end());
   EXPECT_EQ(calls, expected);
+}
+
+// hora's ring over the NCCL communicator (rank 0 of 2; the fake moves no data): every reduce
+// and the average's scale go to the CUDA kernels (never the CPU kernels: the pointers are not
+// host memory), each block travels as one message, each step is one group, and the call waits
+// for the stream before it returns.
+TEST(NcclCommunicatorP2p, HorasRingRunsOneGroupPerStepWithDeviceKernels) {
+  FakeNcclApi api;
+  MemoryStore store;
+  const std::string record = "other-host 77";
+  ASSERT_TRUE(store.set("nccl/proc/1", Bytes(record.begin(), record.end())).is_ok());
+  auto comm = make(api, store, 0, 2);
+  ASSERT_NE(comm, nullptr);
+  ASSERT_NE(comm->buffer_ops(), nullptr);
+  collectives::AlgorithmOptions options;
+  options.deadline = Deadline::after_seconds(5);
+  options.segment_bytes = 4;  // ignored: NCCL needs whole blocks
+  const size_t before = api.log.size();
+  Status s = collectives::ring_allreduce(*comm, dev(0x1000), dev(0x2000), 8, DataType::kFloat32,
+                                         ReduceOp::kAverage, options);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  std::vector<std::string> calls(api.log.begin() + before, api.log.end());
+  EXPECT_EQ(calls, (std::vector<std::string>{
+                       "group_start", "send 16 to 1", "recv 16 from 1", "group_end",
+                       "reduce3 4 float32 average", "scale 4 float32 by 0.500000",
+                       "group_start", "send 16 to 1", "recv 16 from 1", "group_end"}));
 }
 
 TEST(NcclCommunicatorP2p, ARequestDroppedBeforeItsLaunchNeverReachesNccl) {
