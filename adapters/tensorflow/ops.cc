@@ -141,7 +141,9 @@ REGISTER_OP("HoraJoin")
     .SetShapeFn(::tensorflow::shape_inference::ScalarShape)
     .Doc("This rank has no more data; the last rank to join.");
 
-REGISTER_OP("HoraReducerEnqueue")
+// Not named "...Enqueue...": grappler takes every op whose name holds "Enqueue" for a queue
+// enqueue, and its shape inference then gives up on the graph.
+REGISTER_OP("HoraReducerGradientReady")
     .SetIsStateful()
     .Attr("T: " HORA_TF_TYPES)
     .Attr("reducer_id: int")

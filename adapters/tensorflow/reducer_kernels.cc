@@ -1,13 +1,13 @@
-// The kernels of HoraReducerEnqueue and HoraReducerSynchronize (ops.cc): a Keras
+// The kernels of HoraReducerGradientReady and HoraReducerSynchronize (ops.cc): a Keras
 // DistributedOptimizer's step through hora's GradientReducer (core/gradient_reducer.h), the
 // same bookkeeping every hora adapter uses.
 //
-// The graph: one HoraReducerEnqueue per gradient, then one HoraReducerSynchronize taking
-// every enqueue's output. Each enqueue runs as soon as its gradient exists (TensorFlow's
-// executor follows the data), hands the gradient's buffer to the reducer, which starts its
-// allreduce at once, and returns: the allreduces overlap the rest of the backward pass. The
-// enqueue's output is that buffer, still being reduced; only the synchronize op reads it, and
-// it completes once the reducer's step did, forwarding each buffer, now reduced, as output.
+// The graph: one HoraReducerGradientReady per gradient, then one HoraReducerSynchronize taking
+// every gradient-ready op's output. Each gradient-ready op runs as soon as its gradient exists
+// (TensorFlow's executor follows the data), hands the gradient's buffer to the reducer, which
+// starts its allreduce at once, and returns: the allreduces overlap the rest of the backward
+// pass. Its output is that buffer, still being reduced; only the synchronize op reads it, and
+// that completes once the reducer's step did, forwarding each buffer, now reduced, as output.
 #include <cstring>
 #include <string>
 
@@ -20,9 +20,9 @@ namespace {
 
 namespace tf = ::tensorflow;
 
-class ReducerEnqueueOp : public tf::OpKernel {
+class ReducerGradientReadyOp : public tf::OpKernel {
  public:
-  explicit ReducerEnqueueOp(tf::OpKernelConstruction* c) : tf::OpKernel(c) {
+  explicit ReducerGradientReadyOp(tf::OpKernelConstruction* c) : tf::OpKernel(c) {
     OP_REQUIRES_OK(c, c->GetAttr("reducer_id", &reducer_id_));
     OP_REQUIRES_OK(c, c->GetAttr("index", &index_));
   }
@@ -75,7 +75,7 @@ class ReducerSynchronizeOp : public tf::AsyncOpKernel {
 
 }  // namespace
 
-REGISTER_KERNEL_BUILDER(Name("HoraReducerEnqueue").Device(tf::DEVICE_CPU), ReducerEnqueueOp);
+REGISTER_KERNEL_BUILDER(Name("HoraReducerGradientReady").Device(tf::DEVICE_CPU), ReducerGradientReadyOp);
 REGISTER_KERNEL_BUILDER(Name("HoraReducerSynchronize").Device(tf::DEVICE_CPU),
                         ReducerSynchronizeOp);
 

@@ -1,9 +1,9 @@
 """hora's GradientReducer (core/gradient_reducer.h) driven from a TensorFlow graph: the
 per-parameter bookkeeping of every hora DistributedOptimizer, here for hora.keras.
 
-``OpsGradientReducer.reduce(grads)`` adds one HoraReducerEnqueue op per gradient and one
-HoraReducerSynchronize op after them (adapters/tensorflow/reducer_kernels.cc). Each enqueue
-runs as soon as its gradient exists and starts that gradient's allreduce (or its group's,
+``OpsGradientReducer.reduce(grads)`` adds one HoraReducerGradientReady op per gradient and one
+HoraReducerSynchronize op after them (adapters/tensorflow/reducer_kernels.cc). Each
+gradient-ready op runs as soon as its gradient exists and starts that gradient's allreduce (or its group's,
 once the group is complete), so communication overlaps the rest of the backward pass; the
 synchronize op completes once the whole step was reduced, without holding a TensorFlow thread
 (hora._core waits on a thread of its own). The same ops run eagerly.
@@ -45,8 +45,8 @@ class OpsGradientReducer:
                              f"{len(self.names)} parameters")
         if not present:
             return list(grads)
-        pending = [mpi_ops._run(_ops.hora_reducer_enqueue, g, reducer_id=self.id, index=i)
-                   for i, g in present]
+        pending = [mpi_ops._run(_ops.hora_reducer_gradient_ready, g, reducer_id=self.id,
+                                index=i) for i, g in present]
         reduced = mpi_ops._run(_ops.hora_reducer_synchronize, pending, reducer_id=self.id)
         out = list(grads)
         for (i, _), r in zip(present, reduced):

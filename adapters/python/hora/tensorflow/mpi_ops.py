@@ -57,7 +57,7 @@ _TF_SUFFIX = re.compile(r"\s*\[Op:\w+\]( name: .*)?$", re.S)
 # leaves it ordered only by its data: independent collectives are in flight together and fuse.
 _ORDER_INSENSITIVE = frozenset((
     "HoraAllreduce", "HoraGroupedAllreduce", "HoraAllgather", "HoraBroadcast", "HoraAlltoall",
-    "HoraReducescatter", "HoraReducerEnqueue", "HoraReducerSynchronize"))
+    "HoraReducescatter", "HoraReducerGradientReady", "HoraReducerSynchronize"))
 
 
 def _hora_collective_resolver(op, resource_reads, resource_writes):
@@ -327,5 +327,5 @@ def _reducescatter_grad(op, grad):
 
 tf.no_gradient("HoraBarrier")
 tf.no_gradient("HoraJoin")
-tf.no_gradient("HoraReducerEnqueue")
+tf.no_gradient("HoraReducerGradientReady")
 tf.no_gradient("HoraReducerSynchronize")
