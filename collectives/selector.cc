@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "collectives/algorithms/hierarchical.h"
 #include "core/base/logging.h"
 #include "collectives/algorithms/buffer_access.h"
 
@@ -90,6 +91,68 @@ const BackendCosts& costs_for(const std::string& backend) {
 // The segment size the estimate assumes: AlgorithmOptions' default.
 double default_segment_bytes() { return static_cast<double>(AlgorithmOptions().segment_bytes); }
 
+// One link's per-message and per-byte cost.
+struct Link {
+  double alpha_us;
+  double beta_us_per_byte;
+};
+
+// hora's flat algorithm `algorithm` (ring, tree or rd) on n ranks over `link`, with
+// `gamma_us_per_byte` per reduced byte. REQUIRES: n > 1, b > 0.
+double flat_us(Algorithm algorithm, const Link& link, double gamma_us_per_byte, double b,
+               double n) {
+  switch (algorithm) {
+    case Algorithm::kRing:
+      // 2 (n - 1) steps; each rank moves 2 (n - 1) / n of the buffer, reduces (n - 1) / n.
+      return 2 * (n - 1) * link.alpha_us + 2 * (n - 1) / n * b * link.beta_us_per_byte +
+             (n - 1) / n * b * gamma_us_per_byte;
+    case Algorithm::kTree: {
+      // Pipelined: (depth + segments - 1) segment times up and again down; an interior rank
+      // sends each segment to (up to) two children.
+      const double depth = std::floor(std::log2(n));
+      const double seg = std::min(b, default_segment_bytes());
+      const double segments = std::ceil(b / seg);
+      const double fanout = std::min(2.0, n - 1);
+      return 2 * (depth + segments - 1) * (link.alpha_us + fanout * seg * link.beta_us_per_byte) +
+             fanout * b * gamma_us_per_byte;
+    }
+    case Algorithm::kRecursiveDoubling: {
+      // log2(p) whole-buffer exchanges, plus a fold in and out when n is not a power of two.
+      double p = 1;
+      while (p * 2 <= n) p *= 2;
+      const double rounds = std::log2(p);
+      const double fold = (p == n) ? 0 : 2;
+      return (rounds + fold) * (link.alpha_us + b * link.beta_us_per_byte) +
+             (rounds + fold / 2) * b * gamma_us_per_byte;
+    }
+    default:
+      return -1;
+  }
+}
+
+Link link_or(const LinkCosts& measured, const Link& fallback) {
+  return measured.measured ? Link{measured.alpha_us, measured.beta_us_per_byte} : fallback;
+}
+
+// Hierarchical on topology t (more than one host): see estimate_allreduce_us's overload.
+double hierarchical_us(const BackendCosts& c, const Link& intra, const Link& cross, double b,
+                       const Topology& t) {
+  const double lanes = t.lanes();
+  const double most = t.max_local_size();
+  const double slice = b / lanes;
+  double us = 0;
+  if (most > 1) {
+    // Reduce-scatter and allgather within the host: (L - 1) steps each of one lane block.
+    us += 2 * (most - 1) * (intra.alpha_us + slice * intra.beta_us_per_byte) +
+          (most - 1) * slice * c.gamma_us_per_byte;
+  }
+  const Link shared{cross.alpha_us, cross.beta_us_per_byte * lanes};
+  const Algorithm across = slice <= static_cast<double>(kHierarchicalRdMaxBytes)
+                               ? Algorithm::kRecursiveDoubling
+                               : Algorithm::kRing;
+  return us + flat_us(across, shared, c.gamma_us_per_byte, slice, t.hosts());
+}
+
 }  // namespace
 
 const char* algorithm_name(Algorithm algorithm) {
@@ -104,6 +167,8 @@ const char* algorithm_name(Algorithm algorithm) {
       return "rd";
     case Algorithm::kNative:
       return "native";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
   }
   return "unknown";
 }
@@ -114,9 +179,10 @@ StatusOr<Algorithm> parse_algorithm(const std::string& text) {
   if (text == "tree") return Algorithm::kTree;
   if (text == "rd" || text == "recursive_doubling") return Algorithm::kRecursiveDoubling;
   if (text == "native") return Algorithm::kNative;
+  if (text == "hierarchical") return Algorithm::kHierarchical;
   return Status::invalid_argument("unknown allreduce algorithm '" + text +
-                                  "' (HORA_ALLREDUCE_ALGO): expected auto, ring, tree, rd or "
-                                  "native");
+                                  "' (HORA_ALLREDUCE_ALGO): expected auto, ring, tree, rd, "
+                                  "native or hierarchical");
 }
 
 double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, size_t bytes,
@@ -133,60 +199,72 @@ double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, si
                        : c.native_busbw_bytes_per_us;
     return c.native_alpha_us + 2 * (n - 1) / n * b / busbw;
   }
+  if (algorithm == Algorithm::kHierarchical) return -1;  // needs a topology
   if (!c.has_hora_algorithms) return -1;
   if (ranks <= 1 || bytes == 0) return 0;
-  switch (algorithm) {
-    case Algorithm::kRing:
-      // 2 (n - 1) steps; each rank moves 2 (n - 1) / n of the buffer, reduces (n - 1) / n.
-      return 2 * (n - 1) * c.alpha_us + 2 * (n - 1) / n * b * c.beta_us_per_byte +
-             (n - 1) / n * b * c.gamma_us_per_byte;
-    case Algorithm::kTree: {
-      // Pipelined: (depth + segments - 1) segment times up and again down; an interior rank
-      // sends each segment to (up to) two children.
-      const double depth = std::floor(std::log2(n));
-      const double seg = std::min(b, default_segment_bytes());
-      const double segments = std::ceil(b / seg);
-      const double fanout = std::min(2.0, n - 1);
-      return 2 * (depth + segments - 1) * (c.alpha_us + fanout * seg * c.beta_us_per_byte) +
-             fanout * b * c.gamma_us_per_byte;
-    }
-    case Algorithm::kRecursiveDoubling: {
-      // log2(p) whole-buffer exchanges, plus a fold in and out when n is not a power of two.
-      double p = 1;
-      while (p * 2 <= n) p *= 2;
-      const double rounds = std::log2(p);
-      const double fold = (p == n) ? 0 : 2;
-      return (rounds + fold) * (c.alpha_us + b * c.beta_us_per_byte) +
-             (rounds + fold / 2) * b * c.gamma_us_per_byte;
-    }
-    default:
-      return -1;
-  }
+  return flat_us(algorithm, Link{c.alpha_us, c.beta_us_per_byte}, c.gamma_us_per_byte, b, n);
 }
 
-std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend) {
+double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, size_t bytes,
+                             const Topology& topology) {
+  HORA_CHECK(algorithm != Algorithm::kAuto) << "estimate of kAuto";
+  const int ranks = topology.size();
+  if (topology.hosts() <= 1) {
+    return estimate_allreduce_us(
+        algorithm == Algorithm::kHierarchical ? Algorithm::kRing : algorithm, backend, bytes,
+        ranks);
+  }
+  const BackendCosts& c = costs_for(backend);
+  const double b = static_cast<double>(bytes);
+  const double n = ranks;
+  const Link intra = link_or(topology.intra, Link{c.alpha_us, c.beta_us_per_byte});
+  const Link cross = link_or(topology.cross, intra);
+  const Link worst{std::max(intra.alpha_us, cross.alpha_us),
+                   std::max(intra.beta_us_per_byte, cross.beta_us_per_byte)};
+  if (algorithm == Algorithm::kNative) {
+    if (!c.has_native) return -1;
+    if (bytes == 0) return 0;
+    double busbw = (c.native_collapse_bytes != 0 && bytes >= c.native_collapse_bytes)
+                       ? c.native_collapsed_busbw_bytes_per_us
+                       : c.native_busbw_bytes_per_us;
+    return c.native_alpha_us +
+           2 * (n - 1) / n * b * std::max(1.0 / busbw, cross.beta_us_per_byte);
+  }
+  if (!c.has_hora_algorithms) return -1;
+  if (bytes == 0) return 0;
+  if (algorithm == Algorithm::kHierarchical) return hierarchical_us(c, intra, cross, b, topology);
+  return flat_us(algorithm, worst, c.gamma_us_per_byte, b, n);
+}
+
+std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend,
+                                         const Topology* topology) {
+  const bool hosts = topology != nullptr && topology->hosts() > 1;
   std::vector<Selection> all;
-  for (Algorithm a :
-       {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling, Algorithm::kNative}) {
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling,
+                      Algorithm::kNative, Algorithm::kHierarchical}) {
+    if (a == Algorithm::kHierarchical && !hosts) continue;
     Selection s;
     s.algorithm = a;
-    s.estimated_us = estimate_allreduce_us(a, backend, bytes, ranks);
+    s.estimated_us = hosts ? estimate_allreduce_us(a, backend, bytes, *topology)
+                           : estimate_allreduce_us(a, backend, bytes, ranks);
     all.push_back(s);
   }
   return all;
 }
 
 Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
-                           Algorithm requested) {
+                           Algorithm requested, const Topology* topology) {
   Selection best;
   if (requested != Algorithm::kAuto) {
     best.algorithm = requested;
-    best.estimated_us = estimate_allreduce_us(requested, backend, bytes, ranks);
+    best.estimated_us = topology != nullptr
+                            ? estimate_allreduce_us(requested, backend, bytes, *topology)
+                            : estimate_allreduce_us(requested, backend, bytes, ranks);
     best.is_override = true;
   } else {
     bool found = false;
     // Candidates in tie-break order: hora's own algorithms first.
-    for (const Selection& s : explain_allreduce(bytes, ranks, backend)) {
+    for (const Selection& s : explain_allreduce(bytes, ranks, backend, topology)) {
       if (s.estimated_us < 0) continue;
       if (!found || s.estimated_us < best.estimated_us) {
         best = s;
@@ -204,8 +282,10 @@ Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
 
 Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,
                      size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "allreduce"));
   if (algorithm == Algorithm::kAuto) {
-    algorithm = select_allreduce(count * data_type_bytes(dtype), comm.size(), comm.cost_model())
+    algorithm = select_allreduce(count * data_type_bytes(dtype), comm.size(), comm.cost_model(),
+                                 Algorithm::kAuto, options.topology)
                     .algorithm;
   }
   switch (algorithm) {
@@ -215,6 +295,9 @@ Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, vo
       return tree_allreduce(comm, in, out, count, dtype, op, options);
     case Algorithm::kRecursiveDoubling:
       return recursive_doubling_allreduce(comm, in, out, count, dtype, op, options);
+    case Algorithm::kHierarchical:
+      if (options.topology == nullptr) return ring_allreduce(comm, in, out, count, dtype, op, options);
+      return hierarchical_allreduce(comm, *options.topology, in, out, count, dtype, op, options);
     case Algorithm::kNative: {
       const bool average = op == ReduceOp::kAverage;
       HORA_RETURN_IF_ERROR(

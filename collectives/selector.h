@@ -18,25 +18,43 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/communicator.h"
+#include "collectives/topology.h"
 #include "core/base/status.h"
 
 namespace hora {
 namespace collectives {
 
-enum class Algorithm : uint8_t { kAuto = 0, kRing, kTree, kRecursiveDoubling, kNative };
+// kHierarchical: algorithms/hierarchical.h, over AlgorithmOptions::topology's hosts.
+enum class Algorithm : uint8_t {
+  kAuto = 0,
+  kRing,
+  kTree,
+  kRecursiveDoubling,
+  kNative,
+  kHierarchical
+};
 
-// "auto", "ring", "tree", "rd", "native".
+// "auto", "ring", "tree", "rd", "native", "hierarchical".
 const char* algorithm_name(Algorithm algorithm);
-// Parses "auto", "ring", "tree", "rd" (also "recursive_doubling"), "native". An unknown value
-// is kInvalidArgument naming it, the accepted names and HORA_ALLREDUCE_ALGO.
+// Parses "auto", "ring", "tree", "rd" (also "recursive_doubling"), "native", "hierarchical".
+// An unknown value is kInvalidArgument naming it, the accepted names and HORA_ALLREDUCE_ALGO.
 StatusOr<Algorithm> parse_algorithm(const std::string& text);
 
 // Estimated microseconds of one allreduce of `bytes` per rank on `ranks` ranks over
 // `backend` ("gloo", "mpi", "builtin", "nccl"; others cost like gloo without a native
-// allreduce). A negative value means "not available" (native on a backend without one).
-// REQUIRES: algorithm is not kAuto.
+// allreduce). A negative value means "not available" (native on a backend without one;
+// hierarchical, which needs a topology). REQUIRES: algorithm is not kAuto.
 double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, size_t bytes,
                              int ranks);
+// The same on topology's ranks, whose hosts and measured links (topology.h) enter the model:
+//   flat algorithms pay, at every step, the slower of the two links (a flat ring placed host
+//   by host has one edge per host boundary; rd and tree cross hosts in some rounds);
+//   hierarchical pays 2 (L - 1) intra-host ring steps of 1/K of the buffer (L: most ranks on
+//   a host, K lanes) plus a lane allreduce of 1/K of it across H hosts, whose K lanes share
+//   each host's link (the cross link's beta times K); native is capped by the cross link.
+// Unmeasured links cost the backend's row. One host: hierarchical costs as the ring.
+double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, size_t bytes,
+                             const Topology& topology);
 
 struct Selection {
   Algorithm algorithm = Algorithm::kRing;
@@ -49,13 +67,20 @@ struct Selection {
 // hora algorithms over native). Logs the choice at debug level. Never fails: an override of
 // kNative on a backend without one is returned as is, and the communicator's allreduce then
 // reports kUnimplemented naming the backend.
+// With a topology of more than one host, estimates come from its overload above and
+// hierarchical is a candidate too (last in the tie-break order).
 Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
-                           Algorithm requested = Algorithm::kAuto);
+                           Algorithm requested = Algorithm::kAuto,
+                           const Topology* topology = nullptr);
 
-// Every candidate's estimate, for benchmarks and tests (unavailable ones have estimate < 0).
-std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend);
+// Every candidate's estimate, for benchmarks and tests (unavailable ones have estimate < 0);
+// hierarchical is listed only with a topology of more than one host.
+std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend,
+                                         const Topology* topology = nullptr);
 
-// Runs one allreduce with `algorithm` (kAuto selects by the model first). kNative calls
+// Runs one allreduce with `algorithm` (kAuto selects by the model first, with
+// options.topology). kHierarchical runs hierarchical_allreduce on options.topology (the ring
+// when it is null: one host assumed). kNative calls
 // comm.allreduce; for kAverage it asks for kSum and scales by 1/size itself, so every
 // algorithm returns the average and the caller never scales again.
 Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,

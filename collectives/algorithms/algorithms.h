@@ -46,6 +46,8 @@
 namespace hora {
 namespace collectives {
 
+class Topology;
+
 struct AlgorithmOptions {
   // By when every wait must return.
   Deadline deadline = Deadline::after(std::chrono::seconds(300));
@@ -60,6 +62,9 @@ struct AlgorithmOptions {
   ScratchPool* scratch = nullptr;
   // Message tag of every send and receive of the call.
   uint32_t tag = 0x686f7261;  // "hora"
+  // The hosts of the communicator's ranks and their links (topology.h), for the hierarchical
+  // algorithms and the selector; null means unknown (flat algorithms only). Borrowed.
+  const Topology* topology = nullptr;
 };
 
 // Allreduce: out[i] = op over ranks of in[i].
