@@ -9,6 +9,10 @@
 //   kMin/kMax take the smaller/larger; for floats a NaN in either operand gives NaN for every
 //   op (min/max propagate NaN, unlike fmin/fmax).
 // - Integers wrap on overflow (two's complement), for every integer dtype.
+// - bool (one byte; 0 is false, any other byte true) writes 0 or 1: kMin and kProduct are
+//   logical and, kMax logical or. kSum and kAverage are not defined on bool, nor is scale by
+//   a factor other than 1: calling them is a bug that aborts (callers refuse them first with
+//   check_reduce_op / is_scale_defined, core/base/reduce_op.h).
 // - float16 and bfloat16 are converted to float32 per element, combined in float32 and
 //   rounded once back, round-to-nearest-even; subnormals and infinities are kept.
 // - scale: floats multiply by the factor in their own precision (float16/bfloat16 via float32).

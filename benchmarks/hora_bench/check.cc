@@ -28,6 +28,12 @@ double load(const void* buf, DataType dtype, size_t i) {
       return static_cast<const float*>(buf)[i];
     case DataType::kFloat64:
       return static_cast<const double*>(buf)[i];
+    case DataType::kInt16:
+      return static_cast<const int16_t*>(buf)[i];
+    case DataType::kUint16:
+      return static_cast<const uint16_t*>(buf)[i];
+    case DataType::kBool:
+      return static_cast<const uint8_t*>(buf)[i];
   }
   return 0;
 }
@@ -57,6 +63,15 @@ void store(void* buf, DataType dtype, size_t i, double v) {
       break;
     case DataType::kFloat64:
       static_cast<double*>(buf)[i] = v;
+      break;
+    case DataType::kInt16:
+      static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v);
+      break;
+    case DataType::kUint16:
+      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(v);
+      break;
+    case DataType::kBool:
+      static_cast<uint8_t*>(buf)[i] = v != 0 ? 1 : 0;
       break;
   }
 }
@@ -138,7 +153,10 @@ int64_t count_wrong(const CheckCall& c, const void* out) {
   const double tol = tolerance(c.dtype);
   int64_t wrong = 0;
   for (size_t i = 0; i < n; ++i) {
-    const double want = expected_value(c, i);
+    double want = expected_value(c, i);
+    // bool holds the truth of each value; min / max / product of the values is zero exactly
+    // when the logical and / or / and of their truths is false.
+    if (c.dtype == DataType::kBool) want = want != 0 ? 1 : 0;
     const double got = load(out, c.dtype, i);
     if (!(std::fabs(got - want) <= tol * std::fmax(1.0, std::fabs(want)))) ++wrong;
   }

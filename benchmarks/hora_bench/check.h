@@ -8,7 +8,9 @@
 //   product:           1, or 2 on the one rank r = i mod ranks (so products are 1 or 2).
 //
 // Floats are compared with a tolerance of the dtype (an average is the exact sum times
-// 1/ranks, rounded); integers exactly. Pure functions, thread-safe.
+// 1/ranks, rounded); integers exactly; bool holds each value's truth (min / max / product of
+// the values is zero exactly when the logical and / or / and is false). Pure functions,
+// thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -11,6 +11,7 @@ struct TypeInfo {
   const char* alias2;
 };
 
+// Indexed by the enum's value.
 constexpr TypeInfo kTypes[kNumDataTypes] = {
     {DataType::kUint8, 1, "uint8", "u8", "byte"},
     {DataType::kInt8, 1, "int8", "i8", "char"},
@@ -20,7 +21,17 @@ constexpr TypeInfo kTypes[kNumDataTypes] = {
     {DataType::kBFloat16, 2, "bfloat16", "bf16", "bfloat"},
     {DataType::kFloat32, 4, "float32", "f32", "float"},
     {DataType::kFloat64, 8, "float64", "f64", "double"},
+    {DataType::kInt16, 2, "int16", "i16", "short"},
+    {DataType::kUint16, 2, "uint16", "u16", "ushort"},
+    {DataType::kBool, 1, "bool", "boolean", "bool_"},
 };
+
+constexpr bool table_matches_enum() {
+  for (int i = 0; i < kNumDataTypes; ++i)
+    if (static_cast<int>(kTypes[i].dtype) != i) return false;
+  return true;
+}
+static_assert(table_matches_enum(), "kTypes must be indexed by the DataType value");
 
 }  // namespace
 
@@ -35,8 +46,8 @@ StatusOr<DataType> parse_data_type(const std::string& name) {
   if (name == "fp32") return DataType::kFloat32;
   if (name == "fp64") return DataType::kFloat64;
   return Status::invalid_argument("unknown data type '" + name +
-                                  "': expected one of uint8, int8, int32, int64, float16, "
-                                  "bfloat16, float32, float64");
+                                  "': expected one of uint8, int8, int16, uint16, int32, "
+                                  "int64, float16, bfloat16, float32, float64, bool");
 }
 
 bool is_floating(DataType dtype) {

@@ -31,4 +31,19 @@ StatusOr<ReduceOp> reduce_op_from_int(int value) {
   return static_cast<ReduceOp>(value);
 }
 
+bool is_reduce_op_defined(ReduceOp op, DataType dtype) {
+  return dtype != DataType::kBool || (op != ReduceOp::kSum && op != ReduceOp::kAverage);
+}
+
+Status check_reduce_op(ReduceOp op, DataType dtype, const std::string& what) {
+  if (is_reduce_op_defined(op, dtype)) return Status::ok();
+  return Status::invalid_argument(what + " op " + reduce_op_name(op) + " is not defined for " +
+                                  data_type_name(dtype) +
+                                  "; use min (logical and) or max (logical or)");
+}
+
+bool is_scale_defined(DataType dtype, double factor) {
+  return dtype != DataType::kBool || factor == 1.0;
+}
+
 }  // namespace hora

@@ -2,11 +2,16 @@
 //
 // kAverage is kSum followed by a scale of 1/size; the kernels never see kAverage as such
 // (kernels::reduce treats it as kSum), the executor applies the scale.
+//
+// Every op is defined on every numeric dtype. On bool, min is logical and, max logical or and
+// product logical and; sum and average (and scaling by any factor but 1) are not defined, and
+// every entry point that reduces refuses them with check_reduce_op.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "core/base/data_type.h"
 #include "core/base/status.h"
 
 namespace hora {
@@ -20,5 +25,14 @@ const char* reduce_op_name(ReduceOp op);
 // Parses "sum", "avg"/"average"/"mean", "min", "max", "prod"/"product".
 StatusOr<ReduceOp> parse_reduce_op(const std::string& name);
 StatusOr<ReduceOp> reduce_op_from_int(int value);
+
+// False only for sum and average on bool.
+bool is_reduce_op_defined(ReduceOp op, DataType dtype);
+// OK when is_reduce_op_defined(op, dtype); otherwise kInvalidArgument "<what> op sum is not
+// defined for bool; use min (logical and) or max (logical or)". `what` names the caller's
+// collective ("allreduce", "tensor 'x': reducescatter", "gloo allreduce").
+Status check_reduce_op(ReduceOp op, DataType dtype, const std::string& what);
+// False only for bool with a factor other than 1 (scaling has no meaning on truth values).
+bool is_scale_defined(DataType dtype, double factor);
 
 }  // namespace hora

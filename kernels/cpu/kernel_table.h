@@ -27,7 +27,10 @@ inline constexpr int kDtFloat16 = 4;
 inline constexpr int kDtBFloat16 = 5;
 inline constexpr int kDtFloat32 = 6;
 inline constexpr int kDtFloat64 = 7;
-inline constexpr int kNumDt = 8;
+inline constexpr int kDtInt16 = 8;
+inline constexpr int kDtUint16 = 9;
+inline constexpr int kDtBool = 10;
+inline constexpr int kNumDt = 11;
 
 // Equal to static_cast<int>(ReduceOp::k...).
 inline constexpr int kOpSum = 0;
@@ -44,6 +47,8 @@ using ScaleFn = void (*)(void* dst, const void* src, size_t count, double factor
 // Element-wise conversion between float32 and a 16-bit float format.
 using ConvertFn = void (*)(void* dst, const void* src, size_t count);
 
+// Entries an op does not define are null: binary[kDtBool][kOpSum / kOpAverage] and
+// scale_copy[kDtBool] (sum, average and scaling have no meaning on truth values).
 struct KernelTable {
   BinaryFn binary[kNumDt][kNumOp];
   ScaleFn scale_copy[kNumDt];

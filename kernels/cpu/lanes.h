@@ -72,6 +72,24 @@ struct Math {
   }
 };
 
+// bool (one byte, 0 false, anything else true): results are 0 or 1; min and product are
+// logical and, max logical or. No add: sum and average are not defined on bool, and the
+// table leaves them null (loops.h), so an instantiation of add here would be a bug.
+template <typename C, typename R>
+struct BoolMath {
+  // 1 in every lane whose byte is non-zero, else 0.
+  static R truth(R x) {
+    if constexpr (std::is_same_v<R, C>) return static_cast<R>(x != 0);
+    else return (R)(x != 0) & (R{} + 1);
+  }
+  static R min(R a, R b) { return (R)(truth(a) & truth(b)); }
+  static R max(R a, R b) { return (R)(truth(a) | truth(b)); }
+  static R mul(R a, R b) { return min(a, b); }
+};
+
+template <int kDt, typename C, typename R>
+using MathFor = std::conditional_t<kDt == kDtBool, BoolMath<C, R>, Math<C, R>>;
+
 template <int kDt>
 struct DtypeTraits;
 template <> struct DtypeTraits<kDtUint8> { using Elem = uint8_t; using Compute = uint8_t; };
@@ -82,10 +100,14 @@ template <> struct DtypeTraits<kDtFloat16> { using Elem = uint16_t; using Comput
 template <> struct DtypeTraits<kDtBFloat16> { using Elem = uint16_t; using Compute = float; };
 template <> struct DtypeTraits<kDtFloat32> { using Elem = float; using Compute = float; };
 template <> struct DtypeTraits<kDtFloat64> { using Elem = double; using Compute = double; };
+template <> struct DtypeTraits<kDtInt16> { using Elem = int16_t; using Compute = int16_t; };
+template <> struct DtypeTraits<kDtUint16> { using Elem = uint16_t; using Compute = uint16_t; };
+template <> struct DtypeTraits<kDtBool> { using Elem = uint8_t; using Compute = uint8_t; };
 
 // One element at a time; the scalar ISA and the tails of the vector loops.
 template <int kDt>
-struct ScalarLanes : Math<typename DtypeTraits<kDt>::Compute, typename DtypeTraits<kDt>::Compute> {
+struct ScalarLanes
+    : MathFor<kDt, typename DtypeTraits<kDt>::Compute, typename DtypeTraits<kDt>::Compute> {
   using Elem = typename DtypeTraits<kDt>::Elem;
   using Compute = typename DtypeTraits<kDt>::Compute;
   using Reg = Compute;
@@ -108,9 +130,10 @@ struct ScalarLanes : Math<typename DtypeTraits<kDt>::Compute, typename DtypeTrai
   }
 };
 
-// kBytes / sizeof(T) elements of a plain type per register (memcpy compiles to vmovdqu).
-template <typename T, size_t kBytes>
-struct VecLanes : Math<T, RegT<T, kBytes / sizeof(T)>> {
+// kBytes / sizeof(T) elements of a plain type per register (memcpy compiles to vmovdqu), with
+// the arithmetic of M (Math, or BoolMath for bool).
+template <typename T, size_t kBytes, template <typename, typename> class M = Math>
+struct VecLanes : M<T, RegT<T, kBytes / sizeof(T)>> {
   using Compute = T;
   static constexpr size_t kWidth = kBytes / sizeof(T);
   using Reg = RegT<T, kWidth>;
@@ -123,7 +146,13 @@ struct VecLanes : Math<T, RegT<T, kBytes / sizeof(T)>> {
   static void store(char* p, Reg r) { memcpy(p, &r, sizeof r); }
 };
 
-// An ISA's Lanes for dtype kDt: its own float Lanes, VecLanes of kBytes for the integers.
+// The integers' and bool's Lanes: one ISA-independent definition for every width.
+template <int kDt, size_t kBytes>
+using IntLanes = std::conditional_t<kDt == kDtBool, VecLanes<uint8_t, kBytes, BoolMath>,
+                                    VecLanes<typename DtypeTraits<kDt>::Elem, kBytes>>;
+
+// An ISA's Lanes for dtype kDt: its own float Lanes, VecLanes of kBytes for the integers and
+// bool.
 template <int kDt, size_t kBytes, class F16L, class BF16L, class F32L, class F64L>
 using PickLanes = std::conditional_t<
     kDt == kDtFloat16, F16L,
@@ -131,7 +160,7 @@ using PickLanes = std::conditional_t<
         kDt == kDtBFloat16, BF16L,
         std::conditional_t<kDt == kDtFloat32, F32L,
                            std::conditional_t<kDt == kDtFloat64, F64L,
-                                              VecLanes<typename DtypeTraits<kDt>::Elem, kBytes>>>>>;
+                                              IntLanes<kDt, kBytes>>>>>;
 
 }  // namespace
 }  // namespace detail

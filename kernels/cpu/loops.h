@@ -135,19 +135,22 @@ void convert_kernel(void* dst, const void* src, size_t count) {
   for_each_block<SrcVL, ScalarLanes<kSrcDt>>(count, body);
 }
 
+// bool gets min, max and product only; its sum, average and scale entries stay null.
 template <class P, int kDt>
 void fill_dtype(KernelTable& table) {
   using VL = typename P::template Lanes<kDt>;
   BinaryFn* row = table.binary[kDt];
-  row[kOpSum] = &binary_kernel<VL, kDt, kOpSum>;
-  row[kOpAverage] = &binary_kernel<VL, kDt, kOpSum>;
   row[kOpMin] = &binary_kernel<VL, kDt, kOpMin>;
   row[kOpMax] = &binary_kernel<VL, kDt, kOpMax>;
   row[kOpProduct] = &binary_kernel<VL, kDt, kOpProduct>;
-  if constexpr (std::is_integral_v<typename VL::Compute>) {
-    table.scale_copy[kDt] = &int_scale_kernel<kDt>;
-  } else {
-    table.scale_copy[kDt] = &float_scale_kernel<VL, kDt>;
+  if constexpr (kDt != kDtBool) {
+    row[kOpSum] = &binary_kernel<VL, kDt, kOpSum>;
+    row[kOpAverage] = &binary_kernel<VL, kDt, kOpSum>;
+    if constexpr (std::is_integral_v<typename VL::Compute>) {
+      table.scale_copy[kDt] = &int_scale_kernel<kDt>;
+    } else {
+      table.scale_copy[kDt] = &float_scale_kernel<VL, kDt>;
+    }
   }
 }
 
@@ -163,6 +166,9 @@ KernelTable make_table() {
   fill_dtype<P, kDtBFloat16>(table);
   fill_dtype<P, kDtFloat32>(table);
   fill_dtype<P, kDtFloat64>(table);
+  fill_dtype<P, kDtInt16>(table);
+  fill_dtype<P, kDtUint16>(table);
+  fill_dtype<P, kDtBool>(table);
   table.f32_to_f16 = &convert_kernel<P, kDtFloat32, kDtFloat16>;
   table.f16_to_f32 = &convert_kernel<P, kDtFloat16, kDtFloat32>;
   table.f32_to_bf16 = &convert_kernel<P, kDtFloat32, kDtBFloat16>;

@@ -11,8 +11,12 @@ void reduce3(void* dst, const void* a, const void* b, size_t count, DataType dty
   const int op_index = static_cast<int>(op);
   HORA_CHECK(dt >= 0 && dt < kNumDataTypes) << "dtype " << dt;
   HORA_CHECK(op_index >= 0 && op_index < kNumReduceOps) << "op " << op_index;
+  const detail::BinaryFn fn = detail::active_table().binary[dt][op_index];
+  HORA_CHECK(fn != nullptr) << "reduce op " << reduce_op_name(op) << " is not defined for "
+                            << data_type_name(dtype)
+                            << "; the caller must refuse it (check_reduce_op)";
   if (count == 0) return;
-  detail::active_table().binary[dt][op_index](dst, a, b, count);
+  fn(dst, a, b, count);
 }
 
 void reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {

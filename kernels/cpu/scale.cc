@@ -17,7 +17,11 @@ void scale_copy(void* dst, const void* src, size_t count, DataType dtype, double
     if (dst != src) std::memcpy(dst, src, count * data_type_bytes(dtype));
     return;
   }
-  detail::active_table().scale_copy[dt](dst, src, count, factor);
+  const detail::ScaleFn fn = detail::active_table().scale_copy[dt];
+  HORA_CHECK(fn != nullptr) << "scale by " << factor << " is not defined for "
+                            << data_type_name(dtype)
+                            << "; the caller must refuse it (is_scale_defined)";
+  fn(dst, src, count, factor);
 }
 
 void scale(void* buf, size_t count, DataType dtype, double factor) {

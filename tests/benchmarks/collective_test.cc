@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "benchmarks/hora_bench/check.h"
+#include "kernels/kernels.h"
 
 namespace hora {
 namespace bench {
@@ -79,6 +81,36 @@ TEST(CheckTest, ClosedFormMatchesASimulatedReduction) {
     if (op == ReduceOp::kSum) {
       EXPECT_EQ(count_wrong(rs, sum.data()), 17);
     }
+  }
+}
+
+// bool and int16 through the closed form: each rank's input reduced in rank order by the
+// kernels is accepted, a flipped element is counted. bool holds each value's truth.
+TEST(CheckTest, BoolAndInt16AllreduceMatchTheKernels) {
+  const int ranks = 3;
+  const size_t count = 23;
+  const std::pair<DataType, ReduceOp> cases[] = {
+      {DataType::kBool, ReduceOp::kMin},    {DataType::kBool, ReduceOp::kMax},
+      {DataType::kBool, ReduceOp::kProduct}, {DataType::kInt16, ReduceOp::kSum},
+      {DataType::kUint16, ReduceOp::kMax}};
+  for (const auto& [dtype, op] : cases) {
+    CheckCall c;
+    c.collective = Collective::kAllreduce;
+    c.dtype = dtype;
+    c.op = op;
+    c.count = count;
+    c.ranks = ranks;
+    const size_t bytes = count * data_type_bytes(dtype);
+    std::vector<uint8_t> acc(bytes), input(bytes);
+    fill_input(c, acc.data());
+    for (int r = 1; r < ranks; ++r) {
+      c.rank = r;
+      fill_input(c, input.data());
+      kernels::reduce(acc.data(), input.data(), count, dtype, op);
+    }
+    EXPECT_EQ(count_wrong(c, acc.data()), 0) << data_type_name(dtype) << " " << reduce_op_name(op);
+    acc[0] ^= 1;  // bool: true <-> false; int16: off by one
+    EXPECT_EQ(count_wrong(c, acc.data()), 1) << data_type_name(dtype) << " " << reduce_op_name(op);
   }
 }
 

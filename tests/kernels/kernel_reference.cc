@@ -93,6 +93,23 @@ void combine_int(ReduceOp op, const void* a, const void* b, void* out) {
   store<T>(out, ref_op_int<T>(op, load<T>(a), load<T>(b)));
 }
 
+// bool: 0 is false, any other byte true; min and product are logical and, max logical or, the
+// result 0 or 1. Sum and average are undefined: 0xff, a byte the kernels never write.
+void combine_bool(ReduceOp op, const void* a, const void* b, void* out) {
+  const bool x = load<uint8_t>(a) != 0, y = load<uint8_t>(b) != 0;
+  switch (op) {
+    case ReduceOp::kMin:
+    case ReduceOp::kProduct:
+      return store<uint8_t>(out, x && y ? 1 : 0);
+    case ReduceOp::kMax:
+      return store<uint8_t>(out, x || y ? 1 : 0);
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage:
+      break;
+  }
+  store<uint8_t>(out, 0xff);
+}
+
 void combine_half(HalfFormat format, ReduceOp op, const void* a, const void* b, void* out) {
   const float x = ref_half_to_float(format, load<uint16_t>(a));
   const float y = ref_half_to_float(format, load<uint16_t>(b));
@@ -160,6 +177,12 @@ void ref_combine(DataType dtype, ReduceOp op, const void* a, const void* b, void
       return store<float>(out, ref_op_float<float>(op, load<float>(a), load<float>(b)));
     case DataType::kFloat64:
       return store<double>(out, ref_op_float<double>(op, load<double>(a), load<double>(b)));
+    case DataType::kInt16:
+      return combine_int<int16_t>(op, a, b, out);
+    case DataType::kUint16:
+      return combine_int<uint16_t>(op, a, b, out);
+    case DataType::kBool:
+      return combine_bool(op, a, b, out);
   }
 }
 
@@ -184,6 +207,12 @@ void ref_scale(DataType dtype, double factor, const void* in, void* out) {
       return store<float>(out, load<float>(in) * f32);
     case DataType::kFloat64:
       return store<double>(out, load<double>(in) * factor);
+    case DataType::kInt16:
+      return scale_int<int16_t>(factor, in, out);
+    case DataType::kUint16:
+      return scale_int<uint16_t>(factor, in, out);
+    case DataType::kBool:  // Undefined (kernels.h): 0xff, a byte the kernels never write.
+      return store<uint8_t>(out, 0xff);
   }
 }
 
@@ -234,6 +263,15 @@ std::string element_string(DataType dtype, const void* p) {
     case DataType::kFloat64:
       out << load<double>(p) << " (0x" << std::hex << load<uint64_t>(p) << ")";
       break;
+    case DataType::kInt16:
+      out << load<int16_t>(p);
+      break;
+    case DataType::kUint16:
+      out << load<uint16_t>(p);
+      break;
+    case DataType::kBool:
+      out << "bool byte " << int(load<uint8_t>(p));
+      break;
   }
   return out.str();
 }
@@ -253,6 +291,10 @@ void fill_random(DataType dtype, void* dst, size_t count, uint64_t seed) {
       case DataType::kFloat64:
         if (use_bits) store<uint64_t>(out + 8 * i, rng());
         else store<double>(out + 8 * i, moderate(rng));
+        break;
+      case DataType::kBool:  // Half false; true mostly as 1, sometimes another non-zero byte.
+        if ((bits & 0x10) == 0) store<uint8_t>(out + i, 0);
+        else store<uint8_t>(out + i, use_bits ? static_cast<uint8_t>((bits >> 8) | 1) : 1);
         break;
       default:
         std::memcpy(out + i * data_type_bytes(dtype), &bits, data_type_bytes(dtype));

@@ -32,9 +32,10 @@ uint16_t ref_float_to_half(HalfFormat format, float value);
 bool ref_half_is_nan(HalfFormat format, uint16_t bits);
 
 // out = a op b for one element of `dtype`, following kernels.h: kAverage adds, integers wrap,
-// a NaN operand gives NaN, min/max pick `a < b ? a : b` / `a > b ? a : b`.
+// a NaN operand gives NaN, min/max pick `a < b ? a : b` / `a > b ? a : b`; bool min/product
+// are logical and, max logical or (sum/average on bool are undefined: out = 0xff).
 void ref_combine(DataType dtype, ReduceOp op, const void* a, const void* b, void* out);
-// out = in * factor by the scale rules of kernels.h.
+// out = in * factor by the scale rules of kernels.h (bool: undefined, out = 0xff).
 void ref_scale(DataType dtype, double factor, const void* in, void* out);
 
 // True when the two elements are the same value: equal bits, or both NaN.
@@ -43,7 +44,8 @@ bool same_element(DataType dtype, const void* x, const void* y);
 std::string element_string(DataType dtype, const void* p);
 
 // count random elements: integers and 16-bit floats as random bits (so NaN, infinities and
-// subnormals occur), float32/float64 mostly moderate values with some random bit patterns.
+// subnormals occur), float32/float64 mostly moderate values with some random bit patterns,
+// bool half 0, half non-zero (mostly 1, some other bytes).
 void fill_random(DataType dtype, void* dst, size_t count, uint64_t seed);
 
 // A byte buffer whose data() is `offset_bytes` past a malloc'd (16-byte aligned) block.

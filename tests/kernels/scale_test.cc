@@ -17,9 +17,11 @@ namespace hora {
 namespace kernels_test {
 namespace {
 
-constexpr DataType kAllDtypes[] = {DataType::kUint8,   DataType::kInt8,     DataType::kInt32,
-                                   DataType::kInt64,   DataType::kFloat16,  DataType::kBFloat16,
-                                   DataType::kFloat32, DataType::kFloat64};
+// Every dtype scale is defined on (all but bool).
+constexpr DataType kScalableDtypes[] = {
+    DataType::kUint8,   DataType::kInt8,     DataType::kInt16,   DataType::kUint16,
+    DataType::kInt32,   DataType::kInt64,    DataType::kFloat16, DataType::kBFloat16,
+    DataType::kFloat32, DataType::kFloat64};
 
 class ScaleTest : public IsaTest {};
 
@@ -45,6 +47,13 @@ TEST_P(ScaleTest, IntegersRoundHalfAwayFromZeroAndWrap) {
   EXPECT_EQ(scaled(V64{3}, DataType::kInt64, 1.0 / 3.0), (V64{1}));
   // Through float64: 2^53 + 1 is not a double, so it scales as 2^53.
   EXPECT_EQ(scaled(V64{(int64_t{1} << 53) + 1}, DataType::kInt64, 2.0), (V64{int64_t{1} << 54}));
+  using VI16 = std::vector<int16_t>;
+  EXPECT_EQ(scaled(VI16{5, -5, 30000, -3}, DataType::kInt16, 0.5), (VI16{3, -3, 15000, -2}));
+  EXPECT_EQ(scaled(VI16{30000, -20000}, DataType::kInt16, 2.0), (VI16{-5536, 25536}));  // Wraps.
+  using VU16 = std::vector<uint16_t>;
+  EXPECT_EQ(scaled(VU16{65535, 7, 40000}, DataType::kUint16, 0.5), (VU16{32768, 4, 20000}));
+  EXPECT_EQ(scaled(VU16{40000, 5}, DataType::kUint16, 2.0), (VU16{14464, 10}));  // 80000 wraps.
+  EXPECT_EQ(scaled(VU16{5}, DataType::kUint16, -1.0), (VU16{65531}));
 }
 
 TEST_P(ScaleTest, FloatsInTheirOwnPrecision) {
@@ -68,7 +77,7 @@ TEST_P(ScaleTest, FloatsInTheirOwnPrecision) {
 
 // Every dtype, lengths across the register widths, misaligned source and destination.
 TEST_P(ScaleTest, MatchesReference) {
-  for (DataType dtype : kAllDtypes) {
+  for (DataType dtype : kScalableDtypes) {
     const size_t elem = data_type_bytes(dtype);
     for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{9}, size_t{65}, size_t{100003}}) {
       for (double factor : {0.5, -3.0, 1.0 / 7.0, 1e-3}) {
@@ -94,8 +103,10 @@ TEST_P(ScaleTest, MatchesReference) {
 }
 
 // factor 1.0: scale changes nothing and scale_copy is a byte copy (NaN payloads included).
+// bool included: a factor of 1 is the one scale defined on it.
 TEST_P(ScaleTest, FactorOneIsExactCopy) {
-  for (DataType dtype : kAllDtypes) {
+  for (int d = 0; d < kNumDataTypes; ++d) {
+    const DataType dtype = static_cast<DataType>(d);
     const size_t count = 1000, bytes = count * data_type_bytes(dtype);
     Buffer src(bytes, 1), dst(bytes, 0);
     fill_random(dtype, src.data(), count, 99);
@@ -119,6 +130,15 @@ TEST_P(ScaleTest, ScaleCopyAliasedAndLeavesSourceAlone) {
   }
   kernels::scale_copy(dst.data(), dst.data(), dst.size(), DataType::kFloat32, 0.25);
   for (size_t i = 0; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0.5f * float(i));
+}
+
+// Scaling bool by anything but 1 is a caller's bug (refused before the kernels with
+// is_scale_defined): the kernels abort naming the dtype.
+TEST(ScaleDeathTest, BoolScaleAborts) {
+  uint8_t flags[3] = {0, 1, 1};
+  EXPECT_DEATH(kernels::scale(flags, 3, DataType::kBool, 0.5), "not defined for bool");
+  uint8_t out[3];
+  EXPECT_DEATH(kernels::scale_copy(out, flags, 3, DataType::kBool, 2.0), "not defined for bool");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, ScaleTest, ::testing::ValuesIn(kAllIsas), isa_param_name);

@@ -103,6 +103,11 @@ TEST_P(IsaTest, IntegersWrap) {
   expect_wraps<int64_t>(DataType::kInt64, prod, (int64_t{1} << 32) + 3, (int64_t{1} << 32) + 5,
                         (int64_t{8} << 32) + 15, 1, 2, 2);
   expect_wraps<int64_t>(DataType::kInt64, prod, -3, int64_t{1} << 62, int64_t{1} << 62, 1, 2, 2);
+  expect_wraps<int16_t>(DataType::kInt16, sum, 32767, 1, -32768, 1, 2, 3);
+  expect_wraps<int16_t>(DataType::kInt16, prod, 300, 300, 24464, 1, 2, 2);  // 90000 - 65536
+  expect_wraps<int16_t>(DataType::kInt16, prod, -32768, -1, -32768, 1, 2, 2);
+  expect_wraps<uint16_t>(DataType::kUint16, sum, 65535, 2, 1, 1, 2, 3);
+  expect_wraps<uint16_t>(DataType::kUint16, prod, 256, 257, 256, 1, 2, 2);  // 65792 mod 65536
 }
 
 TEST_P(IsaTest, SignedMinMax) {
@@ -112,6 +117,26 @@ TEST_P(IsaTest, SignedMinMax) {
   expect_wraps<int64_t>(DataType::kInt64, ReduceOp::kMin, -(int64_t{1} << 40), int64_t{1} << 40,
                         -(int64_t{1} << 40), 1, 2, 1);
   expect_wraps<int64_t>(DataType::kInt64, ReduceOp::kMax, int64_t{-1}, int64_t{-2}, int64_t{-1}, 1, 2, 2);
+  expect_wraps<int16_t>(DataType::kInt16, ReduceOp::kMin, -32768, 32767, -32768, 1, 2, 1);
+  expect_wraps<int16_t>(DataType::kInt16, ReduceOp::kMax, -5, -7, -5, 1, 2, 2);
+  // uint16 compares unsigned: 0x8000 is larger than 1, not negative.
+  expect_wraps<uint16_t>(DataType::kUint16, ReduceOp::kMax, 0x8000, 1, 0x8000, 1, 2, 2);
+  expect_wraps<uint16_t>(DataType::kUint16, ReduceOp::kMin, 0xffff, 0x7fff, 0x7fff, 1, 2, 1);
+}
+
+// bool: any non-zero byte is true and results are 0 or 1. 2 and 0x80 share no bit, so a
+// bitwise and would give false; the logical and gives true.
+TEST_P(IsaTest, BoolIsLogical) {
+  const auto min = ReduceOp::kMin, max = ReduceOp::kMax, prod = ReduceOp::kProduct;
+  for (ReduceOp and_op : {min, prod}) {
+    expect_wraps<uint8_t>(DataType::kBool, and_op, 2, 0x80, 1, 1, 1, 1);
+    expect_wraps<uint8_t>(DataType::kBool, and_op, 0xff, 0, 0, 1, 1, 1);
+    expect_wraps<uint8_t>(DataType::kBool, and_op, 0, 0, 0, 0, 1, 0);
+  }
+  expect_wraps<uint8_t>(DataType::kBool, max, 2, 0, 1, 0, 0, 0);
+  expect_wraps<uint8_t>(DataType::kBool, max, 0, 0x40, 1, 1, 0, 1);
+  expect_wraps<uint8_t>(DataType::kBool, max, 0, 0, 0, 1, 0, 1);
+  expect_wraps<uint8_t>(DataType::kBool, max, 0x80, 0x80, 1, 0, 0, 0);
 }
 
 TEST_P(IsaTest, Float16SubnormalsAndInfinities) {

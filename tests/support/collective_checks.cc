@@ -14,14 +14,20 @@ namespace {
 
 constexpr uint8_t kPoison = 0xA5;
 
+// Integers and bool (a bool element is its raw byte here).
 bool is_integer(DataType dtype) { return !is_floating(dtype); }
 
 int64_t wrap(int64_t v, DataType dtype) {
   switch (dtype) {
     case DataType::kUint8:
+    case DataType::kBool:
       return static_cast<uint8_t>(v);
     case DataType::kInt8:
       return static_cast<int8_t>(static_cast<uint8_t>(v));
+    case DataType::kInt16:
+      return static_cast<int16_t>(static_cast<uint16_t>(v));
+    case DataType::kUint16:
+      return static_cast<uint16_t>(v);
     case DataType::kInt32:
       return static_cast<int32_t>(static_cast<uint32_t>(v));
     default:
@@ -32,9 +38,14 @@ int64_t wrap(int64_t v, DataType dtype) {
 int64_t load_int(const void* buf, size_t i, DataType dtype) {
   switch (dtype) {
     case DataType::kUint8:
+    case DataType::kBool:
       return static_cast<const uint8_t*>(buf)[i];
     case DataType::kInt8:
       return static_cast<const int8_t*>(buf)[i];
+    case DataType::kInt16:
+      return static_cast<const int16_t*>(buf)[i];
+    case DataType::kUint16:
+      return static_cast<const uint16_t*>(buf)[i];
     case DataType::kInt32:
       return static_cast<const int32_t*>(buf)[i];
     case DataType::kInt64:
@@ -44,12 +55,24 @@ int64_t load_int(const void* buf, size_t i, DataType dtype) {
   }
 }
 
+// bool element i of `rank`: bit `rank` of a hash of i, so that on up to 8 ranks both the and
+// and the or of a block come out true for some elements and false for others. A true element
+// is the byte 1, 2 or 0x80 (2 and 0x80 share no bit: a bitwise and would read them as false).
+int64_t input_bool(int rank, size_t i) {
+  const uint64_t bits = (static_cast<uint64_t>(i) * 2654435761ull) >> 11;
+  if (((bits >> (rank % 8)) & 1) == 0) return 0;
+  static const int64_t kTrue[3] = {1, 2, 0x80};
+  return kTrue[(static_cast<size_t>(rank) + i) % 3];
+}
+
 int64_t input_int(int rank, size_t i, DataType dtype, ReduceOp op) {
+  if (dtype == DataType::kBool) return input_bool(rank, i);
   const uint64_t k = static_cast<uint64_t>(rank) * 3 + i;
   if (op == ReduceOp::kProduct) {
     static const int64_t kSigned[4] = {-1, 1, 2, 3};
     static const int64_t kUnsigned[4] = {1, 2, 3, 1};
-    return dtype == DataType::kUint8 ? kUnsigned[k % 4] : kSigned[k % 4];
+    const bool is_unsigned = dtype == DataType::kUint8 || dtype == DataType::kUint16;
+    return is_unsigned ? kUnsigned[k % 4] : kSigned[k % 4];
   }
   // Large values, so sums wrap around for every width.
   uint64_t raw = static_cast<uint64_t>(rank) * 2654435761ull + i * 40503ull + 12345ull;
@@ -95,6 +118,14 @@ Expected expected_reduce(int n, size_t i, DataType dtype, ReduceOp op) {
       hi = std::max(hi, v);
     }
     int64_t wrapped = wrap(static_cast<int64_t>(acc), dtype);
+    if (dtype == DataType::kBool) {
+      // The smallest byte is non-zero exactly when every byte is (and); the largest when any
+      // is (or). Results are 0 or 1, except on one rank, where nothing is combined and the
+      // byte is copied as it is. Sum and average are not defined on bool.
+      if (n == 1) e.int_value = lo;
+      else e.int_value = op == ReduceOp::kMax ? (hi != 0) : (lo != 0);
+      return e;
+    }
     switch (op) {
       case ReduceOp::kMin:
         e.int_value = lo;
@@ -222,10 +253,17 @@ void fill_input(void* buf, int rank, size_t first, size_t count, DataType dtype,
       int64_t v = input_int(rank, first + j, dtype, op);
       switch (dtype) {
         case DataType::kUint8:
+        case DataType::kBool:
           static_cast<uint8_t*>(buf)[j] = static_cast<uint8_t>(v);
           break;
         case DataType::kInt8:
           static_cast<int8_t*>(buf)[j] = static_cast<int8_t>(v);
+          break;
+        case DataType::kInt16:
+          static_cast<int16_t*>(buf)[j] = static_cast<int16_t>(v);
+          break;
+        case DataType::kUint16:
+          static_cast<uint16_t*>(buf)[j] = static_cast<uint16_t>(v);
           break;
         case DataType::kInt32:
           static_cast<int32_t*>(buf)[j] = static_cast<int32_t>(v);
@@ -280,6 +318,15 @@ void store_value(void* buf, size_t i, DataType dtype, double v) {
       break;
     case DataType::kInt64:
       static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
+      break;
+    case DataType::kInt16:
+      static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(wrap(static_cast<int64_t>(v), dtype));
+      break;
+    case DataType::kUint16:
+      static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(wrap(static_cast<int64_t>(v), dtype));
+      break;
+    case DataType::kBool:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(wrap(static_cast<int64_t>(v), dtype));
       break;
   }
 }
@@ -336,6 +383,7 @@ std::vector<AllreduceCase> allreduce_cases(int ranks, DataType dtype, bool inclu
   std::vector<AllreduceCase> cases;
   for (size_t count : counts) {
     for (int op = 0; op < kNumReduceOps; ++op) {
+      if (!is_reduce_op_defined(static_cast<ReduceOp>(op), dtype)) continue;
       for (bool in_place : {false, true}) {
         AllreduceCase c;
         c.count = count;

@@ -4,7 +4,8 @@
 //
 // Every check is collective: every rank calls it with the same arguments. Inputs are a
 // closed-form function of (rank, index), so each rank computes its expected output alone:
-// integers exactly (wrap-around included), floats within a tolerance derived from the dtype
+// integers exactly (wrap-around included), bool exactly (logical and / or over raw bytes 0, 1,
+// 2 and 0x80, results 0 or 1 on more than one rank), floats within a tolerance derived from the dtype
 // and the rank count against a float64 reference over the dtype-rounded inputs (min, max and
 // product inputs are chosen so those results are exact). Every rank's output is also
 // compared bit for bit with rank 0's (64-bit FNV-1a hashes exchanged by send/recv on
@@ -52,7 +53,8 @@ struct AllreduceCase {
   bool in_place = false;
   std::string name() const;  // "float32/sum/1009/in_place"
 };
-// The matrix for one dtype on `ranks` ranks: counts {0, 1, ranks - 1, 1009} x every op x
+// The matrix for one dtype on `ranks` ranks: counts {0, 1, ranks - 1, 1009} x every op
+// defined on the dtype (bool: min, max, product) x
 // in place / out of place, plus 1M + 3 (float32/sum only, out of place) when include_large.
 std::vector<AllreduceCase> allreduce_cases(int ranks, DataType dtype, bool include_large);
 

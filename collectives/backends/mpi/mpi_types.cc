@@ -23,7 +23,11 @@ UserFunction user_function(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAverage:
-      return &user_reduce<D, ReduceOp::kSum>;
+      if constexpr (D == DataType::kBool) {
+        return nullptr;  // Not defined on bool; never created.
+      } else {
+        return &user_reduce<D, ReduceOp::kSum>;
+      }
     case ReduceOp::kMin:
       return &user_reduce<D, ReduceOp::kMin>;
     case ReduceOp::kMax:
@@ -38,11 +42,18 @@ bool needs_user_op(DataType dtype, ReduceOp op) {
   if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) return true;
   if (dtype == DataType::kFloat32 || dtype == DataType::kFloat64)
     return op == ReduceOp::kMin || op == ReduceOp::kMax;
-  // Open MPI 4.1's AVX op component adds 8-bit integers with saturating instructions
-  // (255 + 1 = 255), while hora wraps modulo 2^8 like C's unsigned arithmetic and every other
-  // backend (open-mpi/ompi#8045, closed as wontfix).
-  if (dtype == DataType::kUint8 || dtype == DataType::kInt8)
+  // Open MPI 4.1's AVX op component adds 8- and 16-bit integers with saturating instructions
+  // (255 + 1 = 255; 16384 + 16384 on a short stays 32767), while hora wraps modulo 2^8 / 2^16
+  // like C's unsigned arithmetic and every other backend (open-mpi/ompi#8045, closed as
+  // wontfix).
+  if (dtype == DataType::kUint8 || dtype == DataType::kInt8 || dtype == DataType::kInt16 ||
+      dtype == DataType::kUint16)
     return op == ReduceOp::kSum || op == ReduceOp::kAverage;
+  // bool: MPI allows only MPI_LAND/MPI_LOR on MPI_C_BOOL, and its C implementation may treat a
+  // byte other than 0/1 as a bit pattern (2 && 0x80 done bitwise is 0); the kernels read any
+  // non-zero byte as true and write 0/1, as the other backends do. Sum and average are refused
+  // before MPI is called (check_reduce_op), so they get no op.
+  if (dtype == DataType::kBool) return is_reduce_op_defined(op, dtype);
   return false;
 }
 
@@ -52,6 +63,12 @@ UserFunction user_function_for(DataType dtype, ReduceOp op) {
       return user_function<DataType::kUint8>(op);
     case DataType::kInt8:
       return user_function<DataType::kInt8>(op);
+    case DataType::kInt16:
+      return user_function<DataType::kInt16>(op);
+    case DataType::kUint16:
+      return user_function<DataType::kUint16>(op);
+    case DataType::kBool:
+      return user_function<DataType::kBool>(op);
     case DataType::kFloat16:
       return user_function<DataType::kFloat16>(op);
     case DataType::kBFloat16:
@@ -80,6 +97,12 @@ Status MpiTypes::init() {
   HORA_RETURN_IF_ERROR(mpi_status(MPI_Type_contiguous(2, MPI_BYTE, &half_),
                                   "MPI_Type_contiguous(2, MPI_BYTE) for float16/bfloat16"));
   HORA_RETURN_IF_ERROR(mpi_status(MPI_Type_commit(&half_), "MPI_Type_commit (half type)"));
+  int bool_bytes = 0;
+  HORA_RETURN_IF_ERROR(
+      mpi_status(MPI_Type_size(MPI_C_BOOL, &bool_bytes), "MPI_Type_size(MPI_C_BOOL)"));
+  if (bool_bytes != 1)
+    return Status::unimplemented("mpi: MPI_C_BOOL is " + std::to_string(bool_bytes) +
+                                 " bytes in this MPI; hora's bool is 1 byte");
   for (int d = 0; d < kNumDataTypes; ++d) {
     for (int o = 0; o < kNumReduceOps; ++o) {
       DataType dtype = static_cast<DataType>(d);
@@ -116,6 +139,12 @@ MPI_Datatype standard_datatype(DataType dtype) {
       return MPI_FLOAT;
     case DataType::kFloat64:
       return MPI_DOUBLE;
+    case DataType::kInt16:
+      return MPI_INT16_T;
+    case DataType::kUint16:
+      return MPI_UINT16_T;
+    case DataType::kBool:
+      return MPI_C_BOOL;  // One byte (checked in MpiTypes::init), like hora's bool.
     case DataType::kFloat16:
     case DataType::kBFloat16:
       break;

@@ -1,8 +1,9 @@
 // hora's DataType and ReduceOp mapped to MPI datatypes and ops.
 //
-// Most dtypes map to MPI's predefined types (MPI_UINT8_T, MPI_INT8_T, MPI_INT32_T,
-// MPI_INT64_T, MPI_FLOAT, MPI_DOUBLE) and most ops to MPI_SUM / MPI_MIN / MPI_MAX / MPI_PROD.
-// Three cases use user-defined ops (MPI_Op_create) whose function calls kernels::reduce:
+// Most dtypes map to MPI's predefined types (MPI_UINT8_T, MPI_INT8_T, MPI_INT16_T,
+// MPI_UINT16_T, MPI_INT32_T, MPI_INT64_T, MPI_FLOAT, MPI_DOUBLE, MPI_C_BOOL) and most ops to
+// MPI_SUM / MPI_MIN / MPI_MAX / MPI_PROD. Four cases use user-defined ops (MPI_Op_create)
+// whose function calls kernels::reduce:
 // - float16 and bfloat16: MPI has no standard half-precision types (Open MPI 4.1, Debian's,
 //   has neither MPI_FLOAT16 nor a bfloat16 type; MPIX_C_FLOAT16 is not in every build), so
 //   they travel as MPI_Type_contiguous(2, MPI_BYTE) and every op on them is a user op that
@@ -10,8 +11,11 @@
 // - min and max on float32/float64: MPI_MIN/MPI_MAX use `a < b ? a : b`, which drops a NaN
 //   depending on its position; hora's contract (kernels.h) is that NaN propagates, so these
 //   are user ops too, giving the same results as the builtin and gloo backends.
-// - sum (and average) on uint8/int8: Open MPI 4.1's AVX op component saturates 8-bit sums
-//   (open-mpi/ompi#8045); hora's sums wrap modulo 2^8, so these are user ops as well.
+// - sum (and average) on uint8/int8/int16/uint16: Open MPI 4.1's AVX op component saturates
+//   8- and 16-bit sums (open-mpi/ompi#8045); hora's sums wrap, so these are user ops as well.
+// - min/max/product on bool: logical and/or reading any non-zero byte as true, where MPI
+//   offers only MPI_LAND/MPI_LOR and may combine odd bytes bitwise. Sum and average on bool
+//   have no op: callers refuse them first (check_reduce_op).
 // kAverage maps to a sum; the caller applies the 1/size scale.
 //
 // MpiTypes owns the derived types and user ops it created. Create after MPI is initialised,
@@ -29,7 +33,7 @@ namespace collectives {
 namespace mpi_backend {
 
 // MPI's own datatype for a hora dtype; MPI_DATATYPE_NULL for float16 and bfloat16, which
-// standard MPI lacks.
+// standard MPI lacks. bool is MPI_C_BOOL.
 MPI_Datatype standard_datatype(DataType dtype);
 // MPI's predefined op (kAverage as MPI_SUM: the caller scales).
 MPI_Op standard_op(ReduceOp op);

@@ -1,5 +1,5 @@
 // The allreduce correctness matrix, in process: ranks {1, 2, 3, 4, 5, 7} x algorithm x dtype,
-// each instantiation running every op x count {0, 1, ranks - 1, 1009} x in place / out of
+// each instantiation running every op defined on the dtype (bool: min, max, product) x count {0, 1, ranks - 1, 1009} x in place / out of
 // place (and 1M + 3 for float32/sum) through tests/support/collective_checks, with tiny
 // segments so the many-segment paths run. Label "matrix".
 #include <gtest/gtest.h>
@@ -67,9 +67,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 7),
                        ::testing::Values(Algorithm::kRing, Algorithm::kTree,
                                          Algorithm::kRecursiveDoubling, Algorithm::kAuto),
-                       ::testing::Values(DataType::kUint8, DataType::kInt8, DataType::kInt32,
-                                         DataType::kInt64, DataType::kFloat16, DataType::kBFloat16,
-                                         DataType::kFloat32, DataType::kFloat64),
+                       ::testing::Values(DataType::kUint8, DataType::kInt8, DataType::kInt16,
+                                         DataType::kUint16, DataType::kInt32, DataType::kInt64,
+                                         DataType::kFloat16, DataType::kBFloat16,
+                                         DataType::kFloat32, DataType::kFloat64, DataType::kBool),
                        ::testing::Values(SendMode::kEager)),
     param_name);
 

@@ -81,6 +81,44 @@ TEST(Wire, EveryTruncationAndBadEnumIsAnErrorNotACrash) {
       << r.status().message();
 }
 
+// int16, uint16 and bool (wire values 8, 9, 10) travel like the first eight; a dtype byte of
+// 11 or more is a corrupted message, not a crash.
+TEST(Wire, EveryDtypeRoundTripsAndElevenIsRejected) {
+  std::vector<Request> in;
+  for (int d = 0; d < kNumDataTypes; ++d)
+    in.push_back(allreduce_request("t" + std::to_string(d), 0, {3}, static_cast<DataType>(d),
+                                   ReduceOp::kMax));
+  auto out = decode_requests(encode_requests(in));
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  ASSERT_EQ(out->size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ((*out)[i].dtype, in[i].dtype) << i;
+  EXPECT_EQ((*out)[10].dtype, DataType::kBool);
+
+  // The dtype byte is the one byte where a bool request and an int16 request differ.
+  const std::vector<uint8_t> as_bool =
+      encode_requests({allreduce_request("x", 0, {3}, DataType::kBool, ReduceOp::kMax)});
+  const std::vector<uint8_t> as_int16 =
+      encode_requests({allreduce_request("x", 0, {3}, DataType::kInt16, ReduceOp::kMax)});
+  ASSERT_EQ(as_bool.size(), as_int16.size());
+  size_t at = 0, differing = 0;
+  for (size_t i = 0; i < as_bool.size(); ++i) {
+    if (as_bool[i] != as_int16[i]) {
+      at = i;
+      ++differing;
+    }
+  }
+  ASSERT_EQ(differing, 1u);
+  ASSERT_EQ(as_bool[at], 10);
+  for (uint8_t bad : {uint8_t{11}, uint8_t{12}, uint8_t{255}}) {
+    std::vector<uint8_t> corrupt = as_bool;
+    corrupt[at] = bad;
+    auto r = decode_requests(corrupt);
+    ASSERT_FALSE(r.is_ok()) << int(bad);
+    EXPECT_NE(r.status().message().find("dtype " + std::to_string(bad)), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(Validate, NamesTensorFieldRanksAndValues) {
   Request a = allreduce_request("fc1.weight", 0, {4, 5});
   Request b = allreduce_request("fc1.weight", 1, {4, 6});

@@ -1,7 +1,7 @@
 // The builtin communicator's single-copy shared-memory allreduce, broadcast, allgatherv and
 // reducescatter (collectives/backends/builtin/shm_allreduce.h), across fork()ed processes on
 // this host:
-// - every dtype and op, counts 0, 1, N-1, a prime and chunk multiples +/- 1, in place and out
+// - every dtype and op defined on it (bool: min, max, product), counts 0, 1, N-1, a prime and chunk multiples +/- 1, in place and out
 //   of place, from private memory and from shared_buffer() (the skipped copy-in) on every rank
 //   or on some, for N = 1..5;
 //   results bitwise equal to a rank-order reference and across ranks; allgatherv and
@@ -40,19 +40,35 @@ BuiltinOptions exchange_options() {
 
 // Element i of rank r's input, as a double, converted to the dtype by store_value.
 double input_value(int rank, size_t i, DataType dtype, ReduceOp op) {
+  if (dtype == DataType::kBool) {  // 0 (3 in 7), else the bytes 1, 2, 0x80 (share no bit)
+    static const double kBytes[7] = {0, 0, 0, 1, 2, 128, 1};
+    return kBytes[(rank * 37 + i * 11) % 7];
+  }
   if (op == ReduceOp::kProduct)
     return ((rank + i) % 3 == 0) ? 2.0 : (is_floating(dtype) ? 0.75 : 1.0);
   if (is_floating(dtype))
     return (static_cast<double>((rank * 37 + i * 11) % 101) - 50.0) / 8.0 + 0.1;
-  if (dtype == DataType::kUint8) return static_cast<double>((rank * 37 + i * 11) % 251);
+  if (dtype == DataType::kUint8 || dtype == DataType::kUint16)
+    return static_cast<double>((rank * 37 + i * 11) % 251);
   return static_cast<double>((rank * 37 + i * 11) % 201) - 100.0;
 }
 
 void store_value(uint8_t* p, DataType dtype, double v) {
   switch (dtype) {
     case DataType::kUint8:
+    case DataType::kBool:
       *p = static_cast<uint8_t>(v);
       break;
+    case DataType::kInt16: {
+      int16_t x = static_cast<int16_t>(v);
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case DataType::kUint16: {
+      uint16_t x = static_cast<uint16_t>(v);
+      std::memcpy(p, &x, 2);
+      break;
+    }
     case DataType::kInt8:
       *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(v);
       break;
@@ -127,9 +143,10 @@ std::vector<size_t> counts_for(int n, DataType dtype) {
   return counts;
 }
 
-const DataType kDtypes[] = {DataType::kUint8,   DataType::kInt8,    DataType::kInt32,
-                            DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                            DataType::kFloat32, DataType::kFloat64};
+const DataType kDtypes[] = {DataType::kUint8,   DataType::kInt8,    DataType::kInt16,
+                            DataType::kUint16,  DataType::kInt32,   DataType::kInt64,
+                            DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                            DataType::kFloat64, DataType::kBool};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
                          ReduceOp::kProduct};
 
@@ -145,6 +162,7 @@ Status run_matrix(Communicator& comm, uint64_t* hash) {
   for (DataType dtype : kDtypes) {
     const size_t esize = data_type_bytes(dtype);
     for (ReduceOp op : kOps) {
+      if (!is_reduce_op_defined(op, dtype)) continue;  // bool sum / average
       for (size_t count : counts_for(n, dtype)) {
         const std::vector<uint8_t> want = reference(n, count, dtype, op);
         const std::vector<uint8_t> input = make_input(rank, count, dtype, op);

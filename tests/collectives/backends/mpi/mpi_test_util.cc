@@ -39,6 +39,12 @@ double get_element(const void* data, size_t i, DataType dtype) {
       return load<float>(data, i);
     case DataType::kFloat64:
       return load<double>(data, i);
+    case DataType::kInt16:
+      return load<int16_t>(data, i);
+    case DataType::kUint16:
+      return load<uint16_t>(data, i);
+    case DataType::kBool:
+      return load<uint8_t>(data, i);
   }
   return 0;
 }
@@ -61,6 +67,12 @@ void set_element(void* data, size_t i, DataType dtype, double value) {
       return store<float>(data, i, static_cast<float>(value));
     case DataType::kFloat64:
       return store<double>(data, i, value);
+    case DataType::kInt16:
+      return store<int16_t>(data, i, static_cast<int16_t>(value));
+    case DataType::kUint16:
+      return store<uint16_t>(data, i, static_cast<uint16_t>(value));
+    case DataType::kBool:
+      return store<uint8_t>(data, i, static_cast<uint8_t>(value));
   }
 }
 

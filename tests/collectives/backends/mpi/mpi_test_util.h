@@ -19,7 +19,8 @@ namespace mpi_test {
 // (after a failed ASSERT) makes its peers fail instead of hang.
 inline Deadline test_deadline() { return Deadline::after(std::chrono::seconds(20)); }
 
-// Reads/writes element i of a buffer of `dtype` as a double (float16/bfloat16 via kernels).
+// Reads/writes element i of a buffer of `dtype` as a double (float16/bfloat16 via kernels;
+// bool as its raw byte).
 double get_element(const void* data, size_t i, DataType dtype);
 void set_element(void* data, size_t i, DataType dtype, double value);
 // Tolerance for comparing a reduced value with its closed form: 0 for integers, a few ulps
