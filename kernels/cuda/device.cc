@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_status.h"
@@ -36,11 +35,6 @@ Status check_aligned(const char* what, DataType dtype, const void* a, const void
     }
   }
   return Status::ok();
-}
-
-bool is_bool(DataType dtype) {
-  const int value = static_cast<int>(dtype);
-  return value >= 0 && value < kNumDataTypes && std::strcmp(data_type_name(dtype), "bool") == 0;
 }
 
 Status launch_status(const char* what) { return cuda_status(cudaGetLastError(), what); }

@@ -43,6 +43,10 @@ struct Traits<DataType::kUint8> : PlainTraits<uint8_t, uint8_t> {};
 template <>
 struct Traits<DataType::kInt8> : PlainTraits<int8_t, int8_t> {};
 template <>
+struct Traits<DataType::kInt16> : PlainTraits<int16_t, int16_t> {};
+template <>
+struct Traits<DataType::kUint16> : PlainTraits<uint16_t, uint16_t> {};
+template <>
 struct Traits<DataType::kInt32> : PlainTraits<int32_t, int32_t> {};
 template <>
 struct Traits<DataType::kInt64> : PlainTraits<int64_t, int64_t> {};
@@ -74,7 +78,8 @@ struct BoolTraits {
   __device__ static uint8_t load(uint8_t e) { return e != 0 ? 1 : 0; }
   __device__ static uint8_t store(uint8_t c) { return c; }
 };
-// TODO(16): Traits<DataType::kBool> : BoolTraits once bool is a DataType.
+template <>
+struct Traits<DataType::kBool> : BoolTraits {};
 
 // The reduce ops the kernels instantiate (kAverage runs as kSum).
 enum class Op : int { kSum, kMin, kMax, kProduct };
@@ -125,6 +130,10 @@ Status for_dtype(DataType dtype, F&& f) {
       return f(DtypeTag<DataType::kUint8>{});
     case DataType::kInt8:
       return f(DtypeTag<DataType::kInt8>{});
+    case DataType::kInt16:
+      return f(DtypeTag<DataType::kInt16>{});
+    case DataType::kUint16:
+      return f(DtypeTag<DataType::kUint16>{});
     case DataType::kInt32:
       return f(DtypeTag<DataType::kInt32>{});
     case DataType::kInt64:
@@ -137,6 +146,8 @@ Status for_dtype(DataType dtype, F&& f) {
       return f(DtypeTag<DataType::kFloat32>{});
     case DataType::kFloat64:
       return f(DtypeTag<DataType::kFloat64>{});
+    case DataType::kBool:
+      return f(DtypeTag<DataType::kBool>{});
     default:
       break;
   }

@@ -14,8 +14,6 @@ namespace detail {
 // misaligned load); else kInvalidArgument naming `what`, the pointer and the dtype.
 Status check_aligned(const char* what, DataType dtype, const void* a, const void* b = nullptr,
                      const void* c = nullptr);
-// True for bool, whose only reductions are min, max and product and which scales by 1 only.
-bool is_bool(DataType dtype);
 // The outcome of the launch just made: cudaGetLastError() as a Status naming `what`.
 Status launch_status(const char* what);
 

@@ -31,10 +31,7 @@ void launch_binary(void* dst, const void* a, const void* b, size_t count, Stream
 Status reduce3(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op,
                Stream stream) {
   using detail::Op;
-  if (detail::is_bool(dtype) && (op == ReduceOp::kSum || op == ReduceOp::kAverage))
-    return Status::invalid_argument(std::string("cuda reduce: op ") + reduce_op_name(op) +
-                                    " is not defined for bool; use min (logical and) or max "
-                                    "(logical or)");
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "cuda reduce"));
   if (count == 0) return Status::ok();
   HORA_RETURN_IF_ERROR(detail::check_aligned("cuda reduce", dtype, dst, a, b));
   return detail::for_dtype(dtype, [&](auto tag) -> Status {

@@ -89,9 +89,9 @@ __global__ void batched_copy_kernel(Batch batch, size_t elem_bytes) {
 
 Status scale_copy(void* dst, const void* src, size_t count, DataType dtype, double factor,
                   Stream stream) {
-  if (detail::is_bool(dtype) && factor != 1.0)
-    return Status::invalid_argument("cuda scale: scaling bool by " + std::to_string(factor) +
-                                    " is not defined");
+  if (!is_scale_defined(dtype, factor))
+    return Status::invalid_argument("cuda scale: scaling " + std::string(data_type_name(dtype)) +
+                                    " by " + std::to_string(factor) + " is not defined");
   if (count == 0) return Status::ok();
   if (factor == 1.0) {
     if (dst == src) return Status::ok();
@@ -115,9 +115,10 @@ Status scale(void* buf, size_t count, DataType dtype, double factor, Stream stre
 
 Status batched_scale_copy(const CopyItem* items, size_t num_items, DataType dtype, double factor,
                           Stream stream) {
-  if (detail::is_bool(dtype) && factor != 1.0)
-    return Status::invalid_argument("cuda batched copy: scaling bool by " + std::to_string(factor) +
-                                    " is not defined");
+  if (!is_scale_defined(dtype, factor))
+    return Status::invalid_argument("cuda batched copy: scaling " +
+                                    std::string(data_type_name(dtype)) + " by " +
+                                    std::to_string(factor) + " is not defined");
   for (size_t first = 0; first < num_items; first += kMaxBatchItems) {
     const size_t n = std::min(kMaxBatchItems, num_items - first);
     detail::Batch batch{};

@@ -1,5 +1,4 @@
 // NcclCommunicator's native collectives: NCCL's own, one stream, waited with the deadline.
-#include <cstring>
 #include <numeric>
 
 #include "collectives/backends/nccl/nccl_communicator_impl.h"
@@ -27,15 +26,6 @@ std::string describe_call(const char* name, size_t count, DataType dtype) {
   return std::string(name) + " of " + std::to_string(count) + " " + data_type_name(dtype);
 }
 
-Status refuse_bool_sum(DataType dtype, ReduceOp op, const std::string& what) {
-  const bool is_bool = std::strcmp(data_type_name(dtype), "bool") == 0;
-  if (is_bool && (op == ReduceOp::kSum || op == ReduceOp::kAverage))
-    return Status::invalid_argument("nccl: " + what + ": op " + reduce_op_name(op) +
-                                    " is not defined for bool; use min (logical and) or max "
-                                    "(logical or)");
-  return Status::ok();
-}
-
 }  // namespace
 
 Status NcclCommunicator::run_collective(const std::string& what, Deadline deadline,
@@ -55,7 +45,7 @@ Status NcclCommunicator::scale_average(void* out, size_t count, DataType dtype,
 Status NcclCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
                                    ReduceOp op, Deadline deadline) {
   const std::string what = describe_call("allreduce", count, dtype);
-  HORA_RETURN_IF_ERROR(refuse_bool_sum(dtype, op, describe() + ": " + what));
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "nccl: " + describe() + ": " + what));
   HORA_ASSIGN_OR_RETURN(ncclDataType_t type, nccl_reduce_type(dtype));
   if (count == 0) return check_usable(what);
   const size_t bytes = count * data_type_bytes(dtype);
@@ -123,7 +113,7 @@ Status NcclCommunicator::reducescatter(const void* in, void* out,
                                     std::to_string(size_) + " ranks");
   const std::vector<size_t> offsets = offsets_of(recv_counts);
   const std::string what = describe_call("reducescatter", offsets[size_], dtype);
-  HORA_RETURN_IF_ERROR(refuse_bool_sum(dtype, op, describe() + ": " + what));
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "nccl: " + describe() + ": " + what));
   HORA_ASSIGN_OR_RETURN(ncclDataType_t type, nccl_reduce_type(dtype));
   if (offsets[size_] == 0) return check_usable(what);
   HORA_RETURN_IF_ERROR(check_device_memory(in, offsets[size_] * elem, what + " input"));

@@ -24,6 +24,17 @@ TEST(CudaStatus, MapsTheErrorClasses) {
   EXPECT_EQ(cuda_status(cudaErrorLaunchFailure, "x").code(), StatusCode::kInternal);
 }
 
+TEST(CudaKernelsChecks, BoolSumIsRefusedBeforeAnyLaunch) {
+  Status s = kernels::cuda::reduce3(nullptr, nullptr, nullptr, 4, DataType::kBool, ReduceOp::kSum,
+                                    nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not defined for bool"), std::string::npos) << s.message();
+  EXPECT_EQ(kernels::cuda::scale(nullptr, 4, DataType::kBool, 2.0, nullptr).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(kernels::cuda::batched_scale_copy(nullptr, 0, DataType::kBool, 0.5, nullptr).code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(CudaKernelsChecks, AValueOutsideTheDtypesIsRefused) {
   Status s = kernels::cuda::reduce3(nullptr, nullptr, nullptr, 4, static_cast<DataType>(200),
                                     ReduceOp::kSum, nullptr);

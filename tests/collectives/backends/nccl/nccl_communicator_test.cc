@@ -146,7 +146,7 @@ TEST(NcclCommunicator, NativeCollectivesPickNcclsCallsByShape) {
   const Deadline soon = Deadline::after_seconds(1);
   const size_t before = api.log.size();
   ASSERT_TRUE(comm->broadcast(dev(0x1000), 3, DataType::kFloat64, 0, soon).is_ok());
-  ASSERT_TRUE(comm->allgatherv(dev(0x1000), dev(0x2000), {5}, DataType::kUint8, soon).is_ok());
+  ASSERT_TRUE(comm->allgatherv(dev(0x1000), dev(0x2000), {5}, DataType::kInt16, soon).is_ok());
   ASSERT_TRUE(
       comm->reducescatter(dev(0x1000), dev(0x2000), {4}, DataType::kFloat16, ReduceOp::kSum, soon)
           .is_ok());
@@ -155,7 +155,7 @@ TEST(NcclCommunicator, NativeCollectivesPickNcclsCallsByShape) {
   ASSERT_TRUE(comm->barrier(soon).is_ok());
   std::vector<std::string> calls(api.log.begin() + before, api.log.end());
   EXPECT_EQ(calls, (std::vector<std::string>{
-                       "broadcast 24 from 0", "all_gather 5", "reduce_scatter 4", "group_start",
+                       "broadcast 24 from 0", "all_gather 10", "reduce_scatter 4", "group_start",
                        "send 8 to 0", "recv 8 from 0", "group_end", "all_reduce 1 type 2 op 0"}));
 }
 
@@ -165,8 +165,13 @@ TEST(NcclCommunicatorRefusals, WhatNcclCannotReduceOrReach) {
   auto comm = make(api, store, 0, 1);
   ASSERT_NE(comm, nullptr);
   const Deadline soon = Deadline::after_seconds(1);
+  Status s = comm->allreduce(dev(0x1000), dev(0x1000), 4, DataType::kBool, ReduceOp::kSum, soon);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_TRUE(contains(s.message(), "not defined for bool")) << s.message();
+  s = comm->allreduce(dev(0x1000), dev(0x1000), 4, DataType::kInt16, ReduceOp::kMax, soon);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.to_string();
   api.host_pointers.insert(dev(0x5000));
-  Status s = comm->allreduce(dev(0x5000), dev(0x1000), 4, DataType::kFloat32, ReduceOp::kSum, soon);
+  s = comm->allreduce(dev(0x5000), dev(0x1000), 4, DataType::kFloat32, ReduceOp::kSum, soon);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(s.message(), "is host memory")) << s.message();
   api.pointer_device = 1;
@@ -334,10 +339,10 @@ TEST(NcclCommunicatorP2p, HorasRingRunsOneGroupPerStepWithDeviceKernels) {
                                          ReduceOp::kAverage, options);
   ASSERT_TRUE(s.is_ok()) << s.to_string();
   std::vector<std::string> calls(api.log.begin() + before, api.log.end());
-  EXPECT_EQ(calls, (std::vector<std::string>{
-                       "group_start", "send 16 to 1", "recv 16 from 1", "group_end",
-                       "reduce3 4 float32 average", "scale 4 float32 by 0.500000",
-                       "group_start", "send 16 to 1", "recv 16 from 1", "group_end"}));
+  EXPECT_EQ(calls, (std::vector<std::string>{"group_start", "send 16 to 1", "recv 16 from 1",
+                                             "group_end", "reduce3 4 float32 average",
+                                             "scale 4 float32 by 0.500000", "group_start",
+                                             "send 16 to 1", "recv 16 from 1", "group_end"}));
 }
 
 TEST(NcclCommunicatorP2p, ARequestDroppedBeforeItsLaunchNeverReachesNccl) {

@@ -108,6 +108,13 @@ TEST(NcclTypes, ReductionTypesAndOps) {
   EXPECT_EQ(nccl_reduce_type(DataType::kBFloat16).value(), ncclBfloat16);
   EXPECT_EQ(nccl_reduce_type(DataType::kFloat32).value(), ncclFloat32);
   EXPECT_EQ(nccl_reduce_type(DataType::kFloat64).value(), ncclFloat64);
+  for (DataType dtype : {DataType::kInt16, DataType::kUint16, DataType::kBool}) {
+    auto type = nccl_reduce_type(dtype);
+    ASSERT_FALSE(type.is_ok());
+    EXPECT_EQ(type.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(type.status().message().find(data_type_name(dtype)), std::string::npos);
+    EXPECT_NE(type.status().message().find("HORA_ALLREDUCE_ALGO"), std::string::npos);
+  }
   EXPECT_EQ(nccl_reduce_op(ReduceOp::kSum), ncclSum);
   EXPECT_EQ(nccl_reduce_op(ReduceOp::kAverage), ncclSum);  // scaled by hora afterwards
   EXPECT_EQ(nccl_reduce_op(ReduceOp::kMin), ncclMin);
