@@ -43,12 +43,22 @@ constexpr std::pair<const char*, BackendKind> kBackends[] = {
 constexpr std::pair<const char*, AllreduceAlgo> kAlgos[] = {
     {"auto", AllreduceAlgo::kAuto}, {"ring", AllreduceAlgo::kRing},
     {"tree", AllreduceAlgo::kTree}, {"rd", AllreduceAlgo::kRecursiveDoubling},
-    {"native", AllreduceAlgo::kNative}};
+    {"native", AllreduceAlgo::kNative}, {"hierarchical", AllreduceAlgo::kHierarchical}};
 constexpr std::pair<const char*, CpuIsa> kIsas[] = {
     {"best", CpuIsa::kBest}, {"scalar", CpuIsa::kScalar},
     {"avx2", CpuIsa::kAvx2}, {"avx512", CpuIsa::kAvx512}};
 
 constexpr double kMaxSeconds = 7 * 24 * 3600.0;
+
+// "auto", or a boolean (1/0, true/false, ...).
+StatusOr<HierarchicalMode> parse_hierarchical(const char* var, const std::string& value) {
+  if (value == "auto") return HierarchicalMode::kAuto;
+  auto on = parse_bool(var, value);
+  if (!on.is_ok())
+    return Status::invalid_argument(std::string(var) + "='" + value +
+                                    "' is not valid: expected 0, 1 or auto");
+  return on.value() ? HierarchicalMode::kOn : HierarchicalMode::kOff;
+}
 
 }  // namespace
 
@@ -92,6 +102,28 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
   }
   if (auto v = env.get("HORA_ALLREDUCE_ALGO")) {
     HORA_ASSIGN_OR_RETURN(c.allreduce_algo, parse_choice("HORA_ALLREDUCE_ALGO", *v, kAlgos));
+  }
+  if (auto v = env.get("HORA_HIERARCHICAL_ALLREDUCE")) {
+    HORA_ASSIGN_OR_RETURN(c.hierarchical_allreduce,
+                          parse_hierarchical("HORA_HIERARCHICAL_ALLREDUCE", *v));
+  }
+  if (auto v = env.get("HORA_HIERARCHICAL_ALLGATHER")) {
+    HORA_ASSIGN_OR_RETURN(c.hierarchical_allgather,
+                          parse_hierarchical("HORA_HIERARCHICAL_ALLGATHER", *v));
+  }
+  // HORA_ALLREDUCE_ALGO=hierarchical means HORA_HIERARCHICAL_ALLREDUCE=1; any other fixed
+  // algorithm cannot be combined with it.
+  if (c.allreduce_algo == AllreduceAlgo::kHierarchical) {
+    if (c.hierarchical_allreduce == HierarchicalMode::kOff)
+      return Status::invalid_argument(
+          "HORA_ALLREDUCE_ALGO=hierarchical conflicts with HORA_HIERARCHICAL_ALLREDUCE=0");
+    c.hierarchical_allreduce = HierarchicalMode::kOn;
+  } else if (c.hierarchical_allreduce == HierarchicalMode::kOn &&
+             c.allreduce_algo != AllreduceAlgo::kAuto) {
+    return Status::invalid_argument(std::string("HORA_HIERARCHICAL_ALLREDUCE=1 conflicts with "
+                                                "HORA_ALLREDUCE_ALGO=") +
+                                    allreduce_algo_name(c.allreduce_algo) +
+                                    ": unset one (or set HORA_ALLREDUCE_ALGO=hierarchical)");
   }
   if (auto v = env.get("HORA_TIMELINE")) c.timeline_path = *v;
   if (auto v = env.get("HORA_STALL_WARNING_S")) {

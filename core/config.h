@@ -17,7 +17,17 @@
 namespace hora {
 
 enum class BackendKind : uint8_t { kAuto = 0, kBuiltin, kGloo, kMpi, kNccl };
-enum class AllreduceAlgo : uint8_t { kAuto = 0, kRing, kTree, kRecursiveDoubling, kNative };
+enum class AllreduceAlgo : uint8_t {
+  kAuto = 0,
+  kRing,
+  kTree,
+  kRecursiveDoubling,
+  kNative,
+  kHierarchical
+};
+// HORA_HIERARCHICAL_ALLREDUCE / _ALLGATHER: 0 never, 1 whenever the job spans hosts, auto
+// (the default) when the cost model (allreduce) or the measured links (allgather) say so.
+enum class HierarchicalMode : uint8_t { kOff = 0, kOn, kAuto };
 enum class CpuIsa : uint8_t { kBest = 0, kScalar, kAvx2, kAvx512 };
 
 const char* backend_kind_name(BackendKind kind);
@@ -32,6 +42,8 @@ struct Config {
   double heartbeat_ms = 100.0;                        // HORA_HEARTBEAT_MS
   int64_t cache_capacity = 1024;                      // HORA_CACHE_CAPACITY
   AllreduceAlgo allreduce_algo = AllreduceAlgo::kAuto;  // HORA_ALLREDUCE_ALGO
+  HierarchicalMode hierarchical_allreduce = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLREDUCE
+  HierarchicalMode hierarchical_allgather = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLGATHER
   std::string timeline_path;                          // HORA_TIMELINE, empty = off
   double stall_warning_s = 60.0;                      // HORA_STALL_WARNING_S
   double stall_shutdown_s = 0.0;                      // HORA_STALL_SHUTDOWN_S, 0 = never

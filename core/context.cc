@@ -275,8 +275,52 @@ Status Context::start() {
                            join_ranks(missing) + " did not finish connecting within " +
                            seconds_text(config_.start_timeout_s) + " s (HORA_START_TIMEOUT_S)");
   }
+  HORA_RETURN_IF_ERROR(discover_topology(start_deadline));
   HORA_LOG(kDebug) << "hora init: " << who << " ready (" << layout_source_name(l.source) << ", "
-                   << communicator_->backend_name() << ")";
+                   << communicator_->backend_name() << ", " << topology_.hosts() << " host"
+                   << (topology_.hosts() > 1 ? "s" : "") << ")";
+  return Status::ok();
+}
+
+// Step 6 (see context.h).
+Status Context::discover_topology(Deadline deadline) {
+  const RankLayout& l = layout_;
+  const std::string prefix = "hora/topo/" + std::to_string(generation_) + "/";
+  if (l.size == 1) {
+    topology_ = collectives::Topology::single_host(0, 1);
+    return Status::ok();
+  }
+  auto topology =
+      collectives::exchange_topology(*store_, prefix + "host/", l.rank, l.size, host_identity(),
+                                     deadline);
+  if (!topology.is_ok())
+    return topology.status().with_context(" (hora init: exchanging host identities)");
+  topology_ = std::move(topology).value();
+  if (l.source != LayoutSource::kHorarun) {
+    // Horovod's cross group (what horarun computes from -H): the ranks with this local rank,
+    // one per host that has that many ranks, in host order. Open MPI gives no node index at
+    // all, and Slurm's node id counts every node: take both from the hosts found here.
+    layout_.cross_rank = 0;
+    layout_.cross_size = 0;
+    for (int g = 0; g < topology_.hosts(); ++g) {
+      if (static_cast<int>(topology_.host_members(g).size()) <= topology_.local_index()) continue;
+      if (g < topology_.host_of(l.rank)) ++layout_.cross_rank;
+      ++layout_.cross_size;
+    }
+  }
+  const bool wants_links = config_.hierarchical_allreduce != HierarchicalMode::kOff ||
+                           config_.hierarchical_allgather != HierarchicalMode::kOff;
+  if (topology_.hosts() > 1 && wants_links) {
+    Status measured = collectives::measure_links(*communicator_, *store_, prefix, &topology_,
+                                                 deadline);
+    if (!measured.is_ok())
+      return measured.with_context(" (hora init: measuring the links within and across hosts)");
+    HORA_LOG(kDebug) << "hora init: " << topology_.hosts() << " hosts; link across hosts "
+                     << topology_.cross.alpha_us << " us + "
+                     << 1e-3 / std::max(topology_.cross.beta_us_per_byte, 1e-12)
+                     << " GB/s, within a host " << topology_.intra.alpha_us << " us + "
+                     << 1e-3 / std::max(topology_.intra.beta_us_per_byte, 1e-12) << " GB/s";
+  }
   return Status::ok();
 }
 

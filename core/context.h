@@ -17,6 +17,11 @@
 //      collectives/backends/registry.h, with a PrefixStore "hora/comm/<generation>/<backend>/"
 //      so communicators never share keys. HORA_BACKEND=auto means mpi under mpirun when MPI
 //      is built, else the registry's first backend.
+//   5. wait until every rank has its communicator;
+//   6. the topology: every rank posts its host identity under "hora/topo/<generation>/";
+//      when the job spans hosts and a hierarchical mode is not 0, rank 0 measures the links
+//      within and across hosts (collectives::measure_links: a few ping-pongs, about 10 ms on a
+//      10 Gbit/s link) and shares the figures, so every rank's selector decides alike.
 // Shutdown: when this process hosts the store, every rank sets "exit/<rank>" and the host
 // waits (bounded by HORA_START_TIMEOUT_S) for all of them before it stops serving, so no rank
 // loses the store while it still uses it.
@@ -30,6 +35,7 @@
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/store.h"
 #include "collectives/rendezvous/tcp_store_server.h"
+#include "collectives/topology.h"
 #include "core/base/status.h"
 #include "core/config.h"
 #include "core/layout.h"
@@ -54,22 +60,29 @@ class Context {
   Status shutdown();
 
   const Config& config() const { return config_; }
+  // The launcher's layout; except under horarun, cross_rank and cross_size come from the
+  // topology (step 6), as Horovod defines them (the ranks with this local rank).
   const RankLayout& layout() const { return layout_; }
   // REQUIRES: shutdown() not yet called.
   collectives::Communicator& communicator() { return *communicator_; }
   collectives::Store& store() { return *store_; }
+  // Which host each rank is on and the measured links (step 6 of start()). Read-only after
+  // create.
+  const collectives::Topology& topology() const { return topology_; }
 
  private:
   Context(const Config& config, const RankLayout& layout, int generation);
   Status start();
+  Status discover_topology(Deadline deadline);
 
   const Config config_;
-  const RankLayout layout_;
+  RankLayout layout_;  // cross_rank/cross_size set by step 6 unless horarun gave them
   const int generation_;
   std::unique_ptr<collectives::TcpStoreServer> server_;     // when layout_.hosts_store
   std::unique_ptr<collectives::Store> store_;               // the job's store
   std::unique_ptr<collectives::Store> communicator_store_;  // PrefixStore over store_
   std::unique_ptr<collectives::Communicator> communicator_;
+  collectives::Topology topology_;
   bool shut_down_ = false;
 };
 

@@ -67,7 +67,8 @@ Status init(const InitOptions& options) {
   HORA_ASSIGN_OR_RETURN(r.context, Context::create(config, layout, generation));
   r.engine = std::make_shared<engine::Engine>(r.context->communicator(), config,
                                               &r.context->store(),
-                                              "hora/engine/" + std::to_string(generation) + "/");
+                                              "hora/engine/" + std::to_string(generation) + "/",
+                                              &r.context->topology());
   return Status::ok();
 }
 

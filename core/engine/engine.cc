@@ -16,6 +16,7 @@ collectives::Algorithm to_algorithm(AllreduceAlgo a) {
     case AllreduceAlgo::kTree: return collectives::Algorithm::kTree;
     case AllreduceAlgo::kRecursiveDoubling: return collectives::Algorithm::kRecursiveDoubling;
     case AllreduceAlgo::kNative: return collectives::Algorithm::kNative;
+    case AllreduceAlgo::kHierarchical: return collectives::Algorithm::kHierarchical;
   }
   return collectives::Algorithm::kAuto;
 }
@@ -30,7 +31,7 @@ Clock::duration ms(double v) {
 }  // namespace
 
 Engine::Engine(collectives::Communicator& comm, const Config& config, collectives::Store* store,
-               const std::string& store_prefix)
+               const std::string& store_prefix, const collectives::Topology* topology)
     : comm_(comm), config_(config), board_(store, store_prefix, comm.rank(), comm.size()) {
   ControllerOptions co;
   co.timeout_s = config.timeout_s;
@@ -43,6 +44,20 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
   eo.timeout_s = config.timeout_s;
   eo.fusion_threshold_bytes = config.fusion_threshold_bytes;
   eo.algorithm = to_algorithm(config.allreduce_algo);
+  const bool hosts = topology != nullptr && topology->hosts() > 1;
+  if (hosts && config.hierarchical_allreduce == HierarchicalMode::kOn)
+    eo.algorithm = collectives::Algorithm::kHierarchical;
+  if (!hosts && eo.algorithm == collectives::Algorithm::kHierarchical)
+    eo.algorithm = collectives::Algorithm::kAuto;  // one host: nothing to be hierarchical about
+  if (config.hierarchical_allreduce != HierarchicalMode::kOff) eo.topology = topology;
+  // Allgather: on (1), or auto when the link across hosts was measured slower per byte than
+  // the one within a host.
+  const bool slower_across =
+      hosts && topology->cross.measured && topology->intra.measured &&
+      topology->cross.beta_us_per_byte > topology->intra.beta_us_per_byte;
+  if (hosts && (config.hierarchical_allgather == HierarchicalMode::kOn ||
+                (config.hierarchical_allgather == HierarchicalMode::kAuto && slower_across)))
+    eo.allgather_topology = topology;
   executor_ = std::make_unique<Executor>(comm_, eo, queue_, timeline_);
 }
 

@@ -39,9 +39,11 @@ namespace engine {
 
 class Engine {
  public:
-  // `store` (may be null) carries the failure board under `store_prefix`.
+  // `store` (may be null) carries the failure board under `store_prefix`. `topology` (may be
+  // null: one host assumed; borrowed, must outlive the engine) gives the hierarchical
+  // collectives and the selector the hosts and links, as config's HORA_HIERARCHICAL_* allow.
   Engine(collectives::Communicator& comm, const Config& config, collectives::Store* store,
-         const std::string& store_prefix);
+         const std::string& store_prefix, const collectives::Topology* topology = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

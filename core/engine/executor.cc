@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collectives/algorithms/algorithms.h"
+#include "collectives/algorithms/hierarchical.h"
 #include "core/base/logging.h"
 #include "core/engine/compressed_copy.h"
 #include "kernels/kernels.h"
@@ -75,6 +76,7 @@ collectives::AlgorithmOptions Executor::algorithm_options() {
   collectives::AlgorithmOptions ao;
   ao.deadline = Deadline::after_seconds(options_.timeout_s);
   ao.scratch = &scratch_;
+  ao.topology = options_.topology;
   return ao;
 }
 
@@ -99,7 +101,8 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
   const std::string& first_name = responses[bucket.members.front()].name;
   const size_t bytes = count * data_type_bytes(dtype);
   collectives::Selection sel =
-      collectives::select_allreduce(bytes, comm_.size(), comm_.cost_model(), options_.algorithm);
+      collectives::select_allreduce(bytes, comm_.size(), comm_.cost_model(), options_.algorithm,
+                                    options_.topology);
   const auto start = Clock::now();
   Status s = collectives::run_allreduce(sel.algorithm, comm_, in, out, count, dtype, op,
                                         algorithm_options());
@@ -262,8 +265,12 @@ Status Executor::run_single(const Response& r) {
       std::vector<int64_t> shape = e->in.shape();
       shape[0] = rows;
       void* out = output_of(*e, shape, static_cast<size_t>(rows) * row * elem, &allocator_error);
-      s = collectives::ring_allgatherv(comm_, e->in.data(), out, counts, dtype,
-                                       algorithm_options());
+      s = options_.allgather_topology != nullptr
+              ? collectives::hierarchical_allgatherv(comm_, *options_.allgather_topology,
+                                                     e->in.data(), out, counts, dtype,
+                                                     algorithm_options())
+              : collectives::ring_allgatherv(comm_, e->in.data(), out, counts, dtype,
+                                             algorithm_options());
       break;
     }
     case CollectiveType::kAlltoall: {

@@ -28,6 +28,7 @@
 #include "collectives/communicator.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/selector.h"
+#include "collectives/topology.h"
 #include "core/base/status.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
@@ -41,6 +42,10 @@ struct ExecutorOptions {
   double timeout_s = 300;
   int64_t fusion_threshold_bytes = int64_t{64} << 20;
   collectives::Algorithm algorithm = collectives::Algorithm::kAuto;
+  // Hosts and links for the selector and hierarchical allreduce; null: flat algorithms only.
+  const collectives::Topology* topology = nullptr;
+  // Non-null: allgathers run hierarchical_allgatherv over it.
+  const collectives::Topology* allgather_topology = nullptr;
 };
 
 // Updated before the handles of a bucket complete, so a waiter that returns sees them.
