@@ -14,17 +14,25 @@ NcclBufferOps::~NcclBufferOps() {
     if (p != nullptr) api_.free_device(p);
 }
 
+Status NcclBufferOps::use_device() {
+  return kernels::cuda::cuda_status(api_.set_device(device_),
+                                    "nccl: cudaSetDevice(" + std::to_string(device_) + ")");
+}
+
 Status NcclBufferOps::reduce3(void* dst, const void* a, const void* b, size_t count, DataType dtype,
                               ReduceOp op) {
+  HORA_RETURN_IF_ERROR(use_device());
   return api_.reduce3(dst, a, b, count, dtype, op, stream_);
 }
 
 Status NcclBufferOps::scale(void* buf, size_t count, DataType dtype, double factor) {
+  HORA_RETURN_IF_ERROR(use_device());
   return api_.scale(buf, count, dtype, factor, stream_);
 }
 
 Status NcclBufferOps::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return Status::ok();
+  HORA_RETURN_IF_ERROR(use_device());
   return kernels::cuda::cuda_status(api_.memcpy_async(dst, src, bytes, stream_),
                                     "nccl: cudaMemcpyAsync of " + std::to_string(bytes) + " bytes");
 }
@@ -33,6 +41,7 @@ StatusOr<uint8_t*> NcclBufferOps::scratch(int slot, size_t bytes) {
   if (slot < 0 || slot >= ScratchPool::kNumSlots)
     return Status::internal("nccl: scratch slot " + std::to_string(slot) + " out of range");
   if (bytes > slot_bytes_[slot] || slots_[slot] == nullptr) {
+    HORA_RETURN_IF_ERROR(use_device());
     if (slots_[slot] != nullptr) {
       // The stream may still read the old slot: let it finish before the memory goes.
       api_.free_device(slots_[slot]);  // cudaFree synchronises the device

@@ -21,10 +21,12 @@ namespace nccl_backend {
 
 class NcclBufferOps final : public BufferOps {
  public:
-  // `wait_stream` blocks until the stream's work so far is done (the communicator's wait, with
-  // its deadline, abort and failure handling).
-  NcclBufferOps(NcclApi& api, cudaStream_t stream, std::function<Status(Deadline)> wait_stream)
-      : api_(api), stream_(stream), wait_stream_(std::move(wait_stream)) {}
+  // `stream` is on CUDA device `device`, which every call makes current first (the calling
+  // thread need not have made it so). `wait_stream` blocks until the stream's work so far is
+  // done (the communicator's wait, with its deadline, abort and failure handling).
+  NcclBufferOps(NcclApi& api, int device, cudaStream_t stream,
+                std::function<Status(Deadline)> wait_stream)
+      : api_(api), device_(device), stream_(stream), wait_stream_(std::move(wait_stream)) {}
   ~NcclBufferOps() override;
   NcclBufferOps(const NcclBufferOps&) = delete;
   NcclBufferOps& operator=(const NcclBufferOps&) = delete;
@@ -38,7 +40,11 @@ class NcclBufferOps final : public BufferOps {
   bool needs_whole_blocks() const override;
 
  private:
+  // cudaSetDevice(device_) for this thread.
+  Status use_device();
+
   NcclApi& api_;
+  const int device_;
   const cudaStream_t stream_;
   const std::function<Status(Deadline)> wait_stream_;
   void* slots_[ScratchPool::kNumSlots] = {};

@@ -31,6 +31,7 @@ std::string describe_call(const char* name, size_t count, DataType dtype) {
 Status NcclCommunicator::run_collective(const std::string& what, Deadline deadline,
                                         const std::function<ncclResult_t()>& enqueue) {
   HORA_RETURN_IF_ERROR(check_usable(what));
+  HORA_RETURN_IF_ERROR(use_device());
   HORA_RETURN_IF_ERROR(launch_all_queued(deadline));
   HORA_RETURN_IF_ERROR(finish_enqueue(enqueue(), what, deadline));
   return Status::ok();

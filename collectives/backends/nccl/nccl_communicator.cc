@@ -109,7 +109,7 @@ Status NcclCommunicator::start(Deadline deadline) {
   const std::string on = "nccl: " + describe();
   HORA_RETURN_IF_ERROR(cuda(api_.set_device(device_), on + ": cudaSetDevice"));
   HORA_RETURN_IF_ERROR(cuda(api_.stream_create(&stream_), on + ": cudaStreamCreate"));
-  buffer_ops_ = std::make_unique<NcclBufferOps>(api_, stream_, [this](Deadline deadline) {
+  buffer_ops_ = std::make_unique<NcclBufferOps>(api_, device_, stream_, [this](Deadline deadline) {
     const std::string what = "the device work of one of hora's algorithms";
     HORA_RETURN_IF_ERROR(check_usable(what));
     return wait_stream(collective_event_, what, deadline);
@@ -203,6 +203,10 @@ Status NcclCommunicator::check_usable(const std::string& what) const {
     return Status::failed_precondition("nccl: " + describe() + ": " + what +
                                        " before the communicator was initialised");
   return Status::ok();
+}
+
+Status NcclCommunicator::use_device() {
+  return cuda(api_.set_device(device_), "nccl: " + describe() + ": cudaSetDevice");
 }
 
 Status NcclCommunicator::fail(const Status& status) {

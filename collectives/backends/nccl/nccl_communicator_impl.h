@@ -101,6 +101,9 @@ class NcclCommunicator final : public Communicator {
  private:
   std::string describe() const;  // "rank 1 of 4 (cuda:1)"
   Status check_usable(const std::string& what) const;
+  // cudaSetDevice(device_) for the calling thread: every entry point that enqueues work calls
+  // it, since the current device is per thread and the engine's thread is not the creator's.
+  Status use_device();
   // Records the first failure, aborts the NCCL communicator, and returns the error to report:
   // a peer failure or a timeout gains the other ranks' reports (waits up to 1.5 s for them).
   Status fail(const Status& status);

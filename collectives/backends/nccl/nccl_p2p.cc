@@ -81,6 +81,7 @@ Status NcclCommunicator::launch_group(std::vector<std::shared_ptr<P2pOp>> ops, D
                                ? op_name(*ops[0])
                                : "a group of " + std::to_string(ops.size()) +
                                      " sends and receives (first: " + op_name(*ops[0]) + ")";
+  HORA_RETURN_IF_ERROR(use_device());
   cudaEvent_t event = nullptr;
   Status status = kernels::cuda::cuda_status(api_.event_create(&event),
                                              "nccl: " + describe() + ": cudaEventCreate");

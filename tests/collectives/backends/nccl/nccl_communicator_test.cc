@@ -13,6 +13,7 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/backends/registry.h"
+#include "collectives/buffer_ops.h"
 #include "collectives/rendezvous/memory_store.h"
 #include "tests/collectives/backends/nccl/fake_nccl_api.h"
 
@@ -88,6 +89,31 @@ TEST(NcclCommunicator, InitIsNonBlockingAndPolledUntilReady) {
   EXPECT_EQ(api.destroys, 1);
   EXPECT_EQ(api.aborts, 0);
   EXPECT_EQ(api.live_events(), 0);
+}
+
+// The current CUDA device is per thread: every call that enqueues work makes the
+// communicator's device current first (the engine's thread is not the one that created it).
+TEST(NcclCommunicator, EveryCallMakesItsDeviceCurrent) {
+  FakeNcclApi api;
+  api.device_count = 4;
+  api.pointer_device = 3;
+  MemoryStore store;
+  NcclOptions options = test_options();
+  options.device = 3;
+  auto comm = make(api, store, 0, 1, options);
+  ASSERT_NE(comm, nullptr);
+  const Deadline soon = Deadline::after_seconds(1);
+  api.selected_device = -1;
+  ASSERT_TRUE(comm->barrier(soon).is_ok());
+  EXPECT_EQ(api.selected_device, 3);
+  api.selected_device = -1;
+  auto recv = comm->irecv(0, dev(0x1000), 8, 0).value();
+  auto send = comm->isend(0, dev(0x2000), 8, 0).value();
+  ASSERT_TRUE(recv->wait(soon).is_ok());
+  EXPECT_EQ(api.selected_device, 3);
+  api.selected_device = -1;
+  ASSERT_TRUE(comm->buffer_ops()->scale(dev(0x1000), 2, DataType::kFloat32, 0.5).is_ok());
+  EXPECT_EQ(api.selected_device, 3);
 }
 
 TEST(NcclCommunicator, InitThatNeverFinishesTimesOutAndAborts) {
