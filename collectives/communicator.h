@@ -64,7 +64,8 @@ class Communicator {
                                                    uint32_t tag) = 0;
 
   // Native collectives (the backend library's own algorithms). Counts are elements.
-  // In place when in == out. The defaults return kUnimplemented.
+  // In place when in == out. The defaults return kUnimplemented. Backends refuse sum and
+  // average on bool in allreduce and reducescatter with kInvalidArgument (check_reduce_op).
   virtual Status allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
                            Deadline deadline);
   // Rank r contributes counts[r] elements; out holds sum(counts) elements in rank order.

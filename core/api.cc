@@ -100,6 +100,20 @@ Status check_allreduce(const std::string& name, const TensorView& in, const Tens
   return Status::ok();
 }
 
+// What reduce_op.h leaves undefined: sum and average on bool, and scaling bool by anything
+// but 1. Refused here, on the calling thread, so the engine never sees them.
+Status check_reduction(const std::string& name, CollectiveType type, DataType dtype, ReduceOp op,
+                       double prescale, double postscale) {
+  Status s = check_reduce_op(op, dtype, "tensor '" + name + "': " + engine::collective_name(type));
+  if (!s.is_ok()) return s;
+  if (!is_scale_defined(dtype, prescale) || !is_scale_defined(dtype, postscale))
+    return Status::invalid_argument("tensor '" + name + "': prescale " + std::to_string(prescale) +
+                                    " and postscale " + std::to_string(postscale) +
+                                    " are not defined for " + data_type_name(dtype) +
+                                    " (only 1.0)");
+  return Status::ok();
+}
+
 // The enum fields of AllreduceOptions (a binding may hand over any integer), and compression
 // on float32 only.
 Status check_options(const std::string& name, DataType dtype, const AllreduceOptions& options) {
@@ -135,6 +149,8 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   Status s = check_allreduce(name, in, out);
   if (s.is_ok()) s = check_options(name, in.dtype(), options);
   if (s.is_ok()) s = check_scales(name, prescale, postscale);
+  if (s.is_ok())
+    s = check_reduction(name, CollectiveType::kAllreduce, in.dtype(), op, prescale, postscale);
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kAllreduce);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
@@ -174,6 +190,9 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
     Status s = check_allreduce(label, ins[i], outs[i]);
     if (s.is_ok()) s = check_options(label, ins[i].dtype(), options);
     if (s.is_ok()) s = check_scales(label, prescale, postscale);
+    if (s.is_ok())
+      s = check_reduction(label, CollectiveType::kAllreduce, ins[i].dtype(), op, prescale,
+                          postscale);
     if (!s.is_ok()) return fail(label_of(names[0], CollectiveType::kAllreduce) + "#group", s);
   }
   std::vector<std::string> resolved;
@@ -272,6 +291,7 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   if (!eng)
     return fail(name, Status::failed_precondition("reducescatter of '" + name + "'" + kNotInit));
   Status s = check_tensor(name, "input", in, CollectiveType::kReducescatter, true);
+  if (s.is_ok()) s = check_reduction(name, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kReducescatter);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());

@@ -31,7 +31,7 @@ void add_flags(CLI::App& app, RawFlags& f) {
   app.add_option("-i,--stepbytes", f.step_bytes, "add this many bytes per step instead");
   app.add_option("-d,--datatype", f.dtype,
                  "float32 (float), float16 (half), bfloat16, float64, "
-                 "int8, uint8, int32, int64");
+                 "int8, uint8, int16, uint16, int32, int64, bool (reductions: min, max, prod)");
   app.add_option("-o,--op", f.op, "sum, prod, min, max, avg (reductions only)");
   app.add_option("-r,--root", f.root, "root rank of broadcast (0)");
   app.add_option("-n,--iters", f.iters, "timed iterations per size (20)");
@@ -114,6 +114,11 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
                                     collective_name(o.collective) +
                                     ", which reduces nothing (only allreduce and reducescatter "
                                     "take -o)");
+  }
+  if (is_reduction(o.collective) && !is_reduce_op_defined(o.op, o.dtype)) {
+    return Status::invalid_argument("-d " + std::string(data_type_name(o.dtype)) + " with -o " +
+                                    f.op + ": " + collective_name(o.collective) +
+                                    " of bool takes -o min, max or prod (logical and / or)");
   }
   if (o.op == ReduceOp::kAverage && !is_floating(o.dtype)) {
     return Status::invalid_argument(std::string("-o avg needs a floating dtype, not -d ") +

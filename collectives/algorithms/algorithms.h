@@ -8,6 +8,9 @@
 //   allgatherv: when the rank's own block of the full buffer is exactly the other pointer).
 //   Any other overlap of in and out is undefined.
 // - Returns OK at once for count 0; for size 1 it only copies in -> out (out of place).
+// - Reductions refuse sum and average on bool with kInvalidArgument before anything else
+//   (check_reduce_op in core/base/reduce_op.h; every rank refuses alike). bool min / max /
+//   product are logical and / or / and.
 // - Determinism: every output element is reduced in an order fixed by the algorithm and the
 //   rank count, never by arrival time, so every rank holds bitwise identical results and a
 //   repeated run gives the same bits.

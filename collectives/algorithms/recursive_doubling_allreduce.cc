@@ -47,6 +47,7 @@ Status exchange(Communicator& comm, int peer, const void* send_buf, void* recv_b
 
 Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* out, size_t count,
                                     DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "recursive doubling allreduce"));
   if (count == 0) return Status::ok();
   const int n = comm.size();
   if (n == 1) {

@@ -34,6 +34,7 @@ namespace collectives {
 
 Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
                       ReduceOp op, const AlgorithmOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "ring allreduce"));
   if (count == 0) return Status::ok();
   const int n = comm.size();
   if (n == 1) {

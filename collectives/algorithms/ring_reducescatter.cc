@@ -32,6 +32,7 @@ std::vector<size_t> even_split(size_t count, int parts) {
 Status ring_reducescatter(Communicator& comm, const void* in, void* out,
                           const std::vector<size_t>& recv_counts, DataType dtype, ReduceOp op,
                           const AlgorithmOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "ring reducescatter"));
   const int n = comm.size();
   const int r = comm.rank();
   if (static_cast<int>(recv_counts.size()) != n) {

@@ -46,6 +46,7 @@ std::string where(const char* phase, size_t segment, int peer) {
 
 Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
                       ReduceOp op, const AlgorithmOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "tree allreduce"));
   if (count == 0) return Status::ok();
   const int n = comm.size();
   if (n == 1) {

@@ -110,6 +110,19 @@ TEST(OptionsTest, BadArguments) {
   expect_bad({"allreduce", "-b", "12Q"}, "12Q");
 }
 
+TEST(OptionsTest, Int16Uint16AndBool) {
+  auto b = parse_options({"allreduce", "-d", "bool", "-o", "min"});
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_EQ(b->dtype, DataType::kBool);
+  EXPECT_EQ(b->op, ReduceOp::kMin);
+  EXPECT_TRUE(parse_options({"allgather", "-d", "bool"}).is_ok());
+  EXPECT_TRUE(parse_options({"reducescatter", "-d", "bool", "-o", "prod"}).is_ok());
+  EXPECT_EQ(parse_options({"allreduce", "-d", "int16"})->dtype, DataType::kInt16);
+  EXPECT_EQ(parse_options({"allreduce", "-d", "u16", "-o", "max"})->dtype, DataType::kUint16);
+  expect_bad({"allreduce", "-d", "bool"}, "-o min, max or prod");  // the default -o sum
+  expect_bad({"reducescatter", "-d", "bool", "-o", "avg"}, "reducescatter of bool");
+}
+
 TEST(OptionsTest, RootMustBeARank) {
   auto o = parse_options({"broadcast", "-r", "3"});
   ASSERT_TRUE(o.is_ok());

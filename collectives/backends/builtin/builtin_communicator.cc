@@ -117,6 +117,7 @@ class BuiltinCommunicator : public Communicator {
   // kUnimplemented (the Communicator defaults).
   Status allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
                    Deadline deadline) override {
+    HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin: allreduce"));
     if (size_ == 1) {
       if (in != out && count > 0) std::memmove(out, in, count * data_type_bytes(dtype));
       return Status::ok();
@@ -146,6 +147,7 @@ class BuiltinCommunicator : public Communicator {
   }
   Status reducescatter(const void* in, void* out, const std::vector<size_t>& recv_counts,
                        DataType dtype, ReduceOp op, Deadline deadline) override {
+    HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin: reducescatter"));
     if (!exchange_ && size_ > 1)
       return Communicator::reducescatter(in, out, recv_counts, dtype, op, deadline);
     if (aborted_.load()) return aborted_status();

@@ -94,6 +94,7 @@ Status small_allreduce(ShmExchange& x, const void* in, void* out, size_t count, 
 
 Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, DataType dtype,
                      ReduceOp op, Deadline deadline, const ShmCollectiveOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm allreduce"));
   if (!x.failure().is_ok()) return x.failure();
   if (count == 0) return Status::ok();
   const int n = x.size();
@@ -239,6 +240,7 @@ Status shm_allgatherv(ShmExchange& x, const void* in, void* out, const std::vect
 Status shm_reducescatter(ShmExchange& x, const void* in, void* out,
                          const std::vector<size_t>& recv_counts, DataType dtype, ReduceOp op,
                          Deadline deadline) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm reducescatter"));
   if (!x.failure().is_ok()) return x.failure();
   const int n = x.size();
   const int r = x.rank();

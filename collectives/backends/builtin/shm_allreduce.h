@@ -19,6 +19,8 @@
 //   failed peer, or after abort). After an error the exchange stays failed.
 // - Every rank must call the same collectives in the same order with the same count, dtype,
 //   op and root. One call at a time (the communicator's thread).
+// - Sum and average on bool are refused with kInvalidArgument before anything is exchanged
+//   (check_reduce_op), on every rank alike.
 #pragma once
 
 #include <cstddef>

@@ -56,6 +56,7 @@ void with_width(DataType dtype, F&& f) {
 Status GlooCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
                                    ReduceOp op, Deadline deadline) {
   const size_t bytes = count * data_type_bytes(dtype);
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "gloo: " + describe() + ": allreduce"));
   HORA_RETURN_IF_ERROR(check_usable("allreduce"));
   if (in != out && bytes > 0) std::memmove(out, in, bytes);
   if (count == 0 || size() == 1) return Status::ok();  // kAverage over 1 rank: x * 1 = x
@@ -172,6 +173,7 @@ Status GlooCommunicator::alltoallv(const void* in, const std::vector<size_t>& se
 Status GlooCommunicator::reducescatter(const void* in, void* out,
                                        const std::vector<size_t>& recv_counts, DataType dtype,
                                        ReduceOp op, Deadline deadline) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "gloo: " + describe() + ": reducescatter"));
   HORA_RETURN_IF_ERROR(check_counts(*this, "reducescatter", recv_counts));
   HORA_RETURN_IF_ERROR(check_usable("reducescatter"));
   const size_t elem = data_type_bytes(dtype);

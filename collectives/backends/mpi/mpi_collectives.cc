@@ -65,6 +65,7 @@ Status MpiCommunicator::check_counts(const std::vector<size_t>& counts, const ch
 
 Status MpiCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
                                   ReduceOp op, Deadline deadline) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "mpi: " + describe() + ": allreduce"));
   HORA_RETURN_IF_ERROR(check_usable("allreduce"));
   const size_t esize = data_type_bytes(dtype);
   const size_t chunk = static_cast<size_t>(options_.max_count_per_call);
@@ -160,6 +161,7 @@ Status MpiCommunicator::alltoallv(const void* in, const std::vector<size_t>& sen
 Status MpiCommunicator::reducescatter(const void* in, void* out,
                                       const std::vector<size_t>& recv_counts, DataType dtype,
                                       ReduceOp op, Deadline deadline) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "mpi: " + describe() + ": reducescatter"));
   HORA_RETURN_IF_ERROR(check_usable("reducescatter"));
   HORA_RETURN_IF_ERROR(
       check_counts(recv_counts, "reducescatter", "recv_counts", &ints_a_, &ints_b_));

@@ -10,6 +10,7 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/scratch_pool.h"
+#include "collectives/selector.h"
 #include "tests/support/collective_checks.h"
 #include "tests/support/multi_rank.h"
 
@@ -98,6 +99,36 @@ TEST(ReducescatterTest, EvenSplitAndCustomCountsEveryOp) {
                   mode);
               EXPECT_TRUE(status.is_ok()) << status.to_string();
             }
+          }
+        }
+      }
+    }
+  }
+}
+
+// int16, uint16 and bool with every op defined on them (bool: min, max, product as logical
+// and / or / and over the bytes 0, 1, 2 and 0x80).
+TEST(ReducescatterTest, Int16Uint16BoolEveryDefinedOp) {
+  for (int n : kRankCounts) {
+    for (DataType dtype : {DataType::kInt16, DataType::kUint16, DataType::kBool}) {
+      for (int op = 0; op < kNumReduceOps; ++op) {
+        if (!is_reduce_op_defined(static_cast<ReduceOp>(op), dtype)) continue;
+        std::vector<size_t> custom(n);
+        for (int k = 0; k < n; ++k) custom[k] = (k == 0) ? 0 : 5 * k + 1;
+        for (const auto& counts : {even_split(101, n), custom}) {
+          for (bool in_place : {false, true}) {
+            Status status = run_ranks(n, [&](Communicator& comm) -> Status {
+              ScratchPool pool;
+              AlgorithmOptions options = tiny_segments(&pool, dtype);
+              return test_support::check_reducescatter(
+                  comm,
+                  [&](Communicator& c, const void* in, void* out, const std::vector<size_t>& cs,
+                      DataType dt, ReduceOp o) {
+                    return ring_reducescatter(c, in, out, cs, dt, o, options);
+                  },
+                  counts, dtype, static_cast<ReduceOp>(op), in_place);
+            });
+            EXPECT_TRUE(status.is_ok()) << status.to_string();
           }
         }
       }
@@ -254,6 +285,41 @@ TEST(ArgumentsTest, WrongCountVectorsAreInvalidArgument) {
     return Status::ok();
   });
   EXPECT_TRUE(status.is_ok()) << status.to_string();
+}
+
+// Sum and average on bool: every reduction refuses them on every rank, before sending
+// anything, naming the op and the alternatives; count 0 and one rank included.
+TEST(ArgumentsTest, BoolSumAndAverageAreRefusedByEveryReduction) {
+  for (int n : {1, 3}) {
+    Status status = run_ranks(n, [](Communicator& comm) -> Status {
+      uint8_t flags[4] = {1, 0, 1, 1};
+      uint8_t out[4] = {};
+      const std::vector<size_t> counts = even_split(4, comm.size());
+      AlgorithmOptions options;
+      options.deadline = Deadline::after(std::chrono::seconds(30));
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+        const std::string want =
+            std::string(" op ") + reduce_op_name(op) +
+            " is not defined for bool; use min (logical and) or max (logical or)";
+        const Status results[] = {
+            ring_allreduce(comm, flags, out, 4, DataType::kBool, op, options),
+            tree_allreduce(comm, flags, out, 4, DataType::kBool, op, options),
+            recursive_doubling_allreduce(comm, flags, out, 0, DataType::kBool, op, options),
+            ring_reducescatter(comm, flags, out, counts, DataType::kBool, op, options),
+            run_allreduce(Algorithm::kNative, comm, flags, out, 4, DataType::kBool, op, options),
+            run_allreduce(Algorithm::kAuto, comm, flags, flags, 4, DataType::kBool, op, options)};
+        for (const Status& s : results) {
+          if (s.code() != StatusCode::kInvalidArgument || s.message().find(want) == std::string::npos)
+            return Status::internal("bool " + std::string(reduce_op_name(op)) + " gave " +
+                                    s.to_string());
+        }
+      }
+      if (flags[0] != 1 || flags[1] != 0 || out[0] != 0)
+        return Status::internal("a refused call wrote its buffers");
+      return Status::ok();
+    });
+    EXPECT_TRUE(status.is_ok()) << n << " ranks: " << status.to_string();
+  }
 }
 
 // The checks themselves must be able to fail: a wrong value, and a single flipped bit on one

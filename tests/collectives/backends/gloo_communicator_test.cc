@@ -99,10 +99,17 @@ TEST_P(GlooRanks, NativeAllreduceMatrix) {
       return comm.allreduce(in, out, count, dtype, op, soon());
     };
     for (DataType dtype : {DataType::kFloat32, DataType::kInt32, DataType::kBFloat16,
-                           DataType::kFloat16, DataType::kUint8, DataType::kFloat64}) {
+                           DataType::kFloat16, DataType::kUint8, DataType::kFloat64,
+                           DataType::kInt16, DataType::kBool}) {
       for (const auto& cs : test_support::allreduce_cases(c.size(), dtype, false))
         HORA_RETURN_IF_ERROR(test_support::check_allreduce(c, fn, cs));
     }
+    // Sum on bool is refused before gloo is called, on every rank alike.
+    uint8_t flags[2] = {1, 0};
+    Status sum = c.allreduce(flags, flags, 2, DataType::kBool, ReduceOp::kSum, soon());
+    if (sum.code() != StatusCode::kInvalidArgument ||
+        sum.message().find("allreduce op sum is not defined for bool") == std::string::npos)
+      return Status::internal("bool sum gave " + sum.to_string());
     return Status::ok();
   });
   EXPECT_TRUE(s.is_ok()) << s.to_string();

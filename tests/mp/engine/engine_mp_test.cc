@@ -358,6 +358,101 @@ TEST(EngineMp, ShutdownFailsPendingThenInitAgain) {
   for (float v : x) ASSERT_EQ(v, static_cast<float>(size()));
 }
 
+// int16 and uint16 with sum (wrapping) and average (integer rounding); bool with min (and),
+// max (or) and product (and), alone and fused in a group, and gathered; bool sum, average and
+// scale factors refused at enqueue with a message naming the tensor, after which the engine
+// goes on.
+TEST(EngineMp, Int16Uint16AndBoolThroughTheEngine) {
+  const int r = rank(), n = size();
+  const size_t count = 37;
+  std::vector<int16_t> i16(count);
+  for (size_t i = 0; i < count; ++i) i16[i] = static_cast<int16_t>(30000 + i);
+  auto v16 = TensorView::flat(i16.data(), DataType::kInt16, count).value();
+  ASSERT_TRUE(allreduce("i16.sum", v16, v16, ReduceOp::kSum).is_ok());
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(i16[i], static_cast<int16_t>(static_cast<uint16_t>(n * (30000 + i)))) << i;
+  std::vector<uint16_t> u16(count, static_cast<uint16_t>(2 * r + 1));  // sum n^2, average n
+  auto vu16 = TensorView::flat(u16.data(), DataType::kUint16, count).value();
+  ASSERT_TRUE(allreduce("u16.avg", vu16, vu16, ReduceOp::kAverage).is_ok());
+  for (uint16_t v : u16) ASSERT_EQ(v, n);
+
+  // Element i is false on rank r when (i + r) % 3 == 0, else a byte 1, 2 or 0x80.
+  auto flag = [](int rank_of, size_t i) -> uint8_t {
+    const uint8_t kTrue[3] = {1, 2, 0x80};
+    return (i + rank_of) % 3 == 0 ? 0 : kTrue[i % 3];
+  };
+  auto flags = [&] {
+    std::vector<uint8_t> f(count);
+    for (size_t i = 0; i < count; ++i) f[i] = flag(r, i);
+    return f;
+  };
+  auto truth = [&](size_t i, bool want_all) {
+    bool all = true, any = false;
+    for (int p = 0; p < n; ++p) {
+      all = all && flag(p, i) != 0;
+      any = any || flag(p, i) != 0;
+    }
+    return static_cast<uint8_t>(want_all ? all : any);
+  };
+  std::vector<uint8_t> band = flags(), bor = flags(), bprod = flags(), out(count, 0xEE);
+  auto bview = [&](std::vector<uint8_t>& f) {
+    return TensorView::flat(f.data(), DataType::kBool, static_cast<int64_t>(f.size())).value();
+  };
+  ASSERT_TRUE(allreduce("b.min", bview(band), bview(out), ReduceOp::kMin).is_ok());
+  ASSERT_TRUE(grouped_allreduce({"g.max.0", "g.max.1"}, {bview(bor), bview(bprod)},
+                                {bview(bor), bview(bprod)}, ReduceOp::kMax)
+                  .is_ok());
+  for (size_t i = 0; i < count; ++i) {
+    // One rank combines nothing: its bytes come back as they are.
+    ASSERT_EQ(out[i], n == 1 ? flag(0, i) : truth(i, true)) << "min " << i;
+    ASSERT_EQ(bor[i], n == 1 ? flag(0, i) : truth(i, false)) << "max " << i;
+    ASSERT_EQ(bprod[i], bor[i]) << "grouped max " << i;
+  }
+  bprod = flags();
+  ASSERT_TRUE(allreduce("b.prod", bview(bprod), bview(bprod), ReduceOp::kProduct).is_ok());
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(bprod[i], n == 1 ? flag(0, i) : truth(i, true)) << "product " << i;
+
+  std::vector<uint8_t> mine(r + 1, static_cast<uint8_t>(r % 2));
+  StatusOr<CollectiveResult> gathered =
+      allgather("b.gather", TensorView::make(mine.data(), DataType::kBool, {r + 1}).value());
+  ASSERT_TRUE(gathered.is_ok()) << gathered.status().to_string();
+  ASSERT_EQ(gathered->shape, (std::vector<int64_t>{n * (n + 1) / 2}));
+  for (int p = 0, k = 0; p < n; ++p)
+    for (int i = 0; i <= p; ++i) ASSERT_EQ(gathered->data[k++], p % 2) << p;
+
+  const std::string alternatives = " is not defined for bool; use min (logical and) or max "
+                                   "(logical or)";
+  std::vector<uint8_t> b = flags();
+  Status s = allreduce("b.sum", bview(b), bview(b), ReduceOp::kSum);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message().rfind("tensor 'b.sum': allreduce op sum" + alternatives, 0), 0u)
+      << s.message();
+  s = allreduce("b.avg", bview(b), bview(b), ReduceOp::kAverage);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("allreduce op average" + alternatives), std::string::npos);
+  s = grouped_allreduce({"g.sum.0", "g.sum.1"}, {v16, bview(b)}, {v16, bview(b)},
+                        ReduceOp::kSum);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tensor 'g.sum.1': allreduce op sum" + alternatives),
+            std::string::npos)
+      << s.message();
+  std::vector<uint8_t> rows(2 * n, 1);
+  s = reducescatter("b.rs", TensorView::make(rows.data(), DataType::kBool, {2 * n}).value(),
+                    ReduceOp::kAverage)
+          .status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tensor 'b.rs': reducescatter op average" + alternatives),
+            std::string::npos)
+      << s.message();
+  s = allreduce("b.scaled", bview(b), bview(b), ReduceOp::kMax, 0.5, 1.0);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not defined for bool (only 1.0)"), std::string::npos)
+      << s.message();
+  // Nothing was enqueued: the engine goes on.
+  ASSERT_TRUE(allreduce("b.after", bview(b), bview(b), ReduceOp::kMin).is_ok());
+}
+
 TEST(EngineMp, BadInputFailsAtEnqueue) {
   std::vector<float> a(4), b(5);
   Status s = allreduce("bad.count", view(a), view(b));

@@ -17,9 +17,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const DataType kAllTypes[] = {DataType::kUint8,   DataType::kInt8,    DataType::kInt32,
-                              DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
-                              DataType::kFloat32, DataType::kFloat64};
+// Every dtype but bool, which has its own test (no sum or average).
+const DataType kAllTypes[] = {DataType::kUint8,   DataType::kInt8,     DataType::kInt16,
+                              DataType::kUint16,  DataType::kInt32,    DataType::kInt64,
+                              DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                              DataType::kFloat64};
 const ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
                             ReduceOp::kProduct};
 
@@ -118,6 +120,69 @@ TEST_F(MpiCollectivesTest, EightBitSumsWrapInsteadOfSaturating) {
     ASSERT_EQ(u_out[i], static_cast<uint8_t>(size_ * (200 + i % 50))) << "uint8 element " << i;
     ASSERT_EQ(s_out[i], static_cast<int8_t>(static_cast<uint8_t>(size_ * (100 + i % 20))))
         << "int8 element " << i;
+  }
+}
+
+// 16-bit sums wrap modulo 2^16 too: open-mpi/ompi#8045's own case (16384 + 16384 on a short).
+TEST_F(MpiCollectivesTest, SixteenBitSumsWrapInsteadOfSaturating) {
+  const size_t count = 1009;
+  std::vector<int16_t> s(count), s_out(count, 0);
+  std::vector<uint16_t> u(count), u_out(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    s[i] = static_cast<int16_t>(16384 + i % 50);
+    u[i] = static_cast<uint16_t>(60000 + i % 50);
+  }
+  ASSERT_TRUE(comm_
+                  ->allreduce(s.data(), s_out.data(), count, DataType::kInt16, ReduceOp::kSum,
+                              test_deadline())
+                  .is_ok());
+  ASSERT_TRUE(comm_
+                  ->allreduce(u.data(), u.data(), count, DataType::kUint16, ReduceOp::kSum,
+                              test_deadline())
+                  .is_ok());
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(s_out[i], static_cast<int16_t>(static_cast<uint16_t>(size_ * (16384 + i % 50))))
+        << "int16 element " << i;
+    ASSERT_EQ(u[i], static_cast<uint16_t>(size_ * (60000 + i % 50))) << "uint16 element " << i;
+  }
+}
+
+// bool: min and product are logical and, max logical or, over any non-zero byte (2 and 0x80
+// share no bit); results 0 or 1 on more than one rank. Sum and average are refused on every
+// rank before MPI is called.
+TEST_F(MpiCollectivesTest, BoolIsLogicalAndSumIsRefused) {
+  const size_t count = 1009;
+  const uint8_t kTrue[3] = {1, 2, 0x80};
+  // Element i is false on rank r when bit r of i is clear (i < 2^size covers every pattern).
+  auto byte_of = [&](int rank, size_t i) -> uint8_t {
+    return ((i >> rank) & 1) ? kTrue[(rank + i) % 3] : 0;
+  };
+  for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+    std::vector<uint8_t> buf(count);
+    for (size_t i = 0; i < count; ++i) buf[i] = byte_of(rank_, i);
+    ASSERT_TRUE(
+        comm_->allreduce(buf.data(), buf.data(), count, DataType::kBool, op, test_deadline())
+            .is_ok());
+    for (size_t i = 0; i < count; ++i) {
+      bool all = true, any = false;
+      for (int r = 0; r < size_; ++r) {
+        all = all && byte_of(r, i) != 0;
+        any = any || byte_of(r, i) != 0;
+      }
+      const uint8_t want = size_ == 1 ? byte_of(0, i) : (op == ReduceOp::kMax ? any : all);
+      ASSERT_EQ(buf[i], want) << reduce_op_name(op) << " element " << i;
+    }
+  }
+  std::vector<uint8_t> flags(4, 1), out(2 * size_, 0);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
+    Status s = comm_->allreduce(flags.data(), flags.data(), 4, DataType::kBool, op,
+                                test_deadline());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_THAT(s.message(), HasSubstr("is not defined for bool; use min (logical and)"));
+    std::vector<uint8_t> all(2 * size_, 1);
+    s = comm_->reducescatter(all.data(), out.data(), std::vector<size_t>(size_, 2),
+                             DataType::kBool, op, test_deadline());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
   }
 }
 
