@@ -283,7 +283,6 @@ Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
 Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,
                      size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "allreduce"));
-  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "allreduce"));
   if (algorithm == Algorithm::kAuto) {
     algorithm = select_allreduce(count * data_type_bytes(dtype), comm.size(), comm.cost_model(),
                                  Algorithm::kAuto, options.topology)
