@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectives/backends/registry.h"
@@ -231,6 +233,15 @@ Status Context::start() {
     }
     auto client =
         collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret, start_deadline);
+    // A self-hosted store of a previous init (same address) may still hold a backlog of
+    // connections it will never serve: a connection closed during the handshake is retried
+    // until the deadline, by when the new host is listening.
+    while (!client.is_ok() && client.status().code() == StatusCode::kRemote &&
+           !start_deadline.expired()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      client =
+          collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret, start_deadline);
+    }
     if (!client.is_ok())
       return client.status().with_context(" (hora init: " + who + " connecting the store at " +
                                           l.store_addr + ":" + std::to_string(l.store_port) +
@@ -336,6 +347,15 @@ Status Context::shutdown() {
     // Self-hosted store: the host keeps serving until every rank is done with it.
     const std::string prefix = "hora/exit/" + std::to_string(generation_) + "/";
     status = store_->set(prefix + std::to_string(layout_.rank), collectives::Bytes{1});
+    if (server_ == nullptr) {
+      // Stay connected until the host stops serving (it closes this connection once every
+      // rank's exit key is in), so that an init right after this shutdown never reaches the
+      // old server, which would vanish under it. A set whose answer the closing cut off made
+      // it in (the host stops only after every key is there).
+      Status closed = store_->wait({prefix + "never"}, Deadline::after_seconds(config_.start_timeout_s));
+      if (status.code() == StatusCode::kRemote && closed.code() == StatusCode::kRemote)
+        status = Status::ok();
+    }
     if (status.is_ok() && server_ != nullptr) {
       Status all = store_->wait(rank_keys(prefix, layout_.size),
                                 Deadline::after_seconds(config_.start_timeout_s));
