@@ -1,6 +1,8 @@
 // hora's own algorithms (collectives/algorithms/) over a communicator of one backend, made for
 // the benchmark beside the job's so no other thread ever touches it. Allreduce runs the
-// algorithm given (auto asks the selector per size, as the engine does); the other
+// algorithm given (auto asks the selector per size, as the engine does, with the job's
+// topology: its hosts and measured links; hierarchical runs over that topology, and so does
+// allgather under --algo hierarchical); the other
 // collectives run hora's one algorithm each (ring allgatherv, pipelined broadcast, ring
 // reducescatter, pairwise alltoallv), or the backend's own for `native`. Scratch comes from
 // a ScratchPool that only grows, so a timed call allocates no data-sized memory.
@@ -11,8 +13,10 @@
 #include "benchmarks/hora_bench/implementation.h"
 #include "benchmarks/hora_bench/native_call.h"
 #include "collectives/algorithms/algorithms.h"
+#include "collectives/algorithms/hierarchical.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/selector.h"
+#include "core/context.h"
 
 namespace hora {
 namespace bench {
@@ -23,8 +27,13 @@ using collectives::Algorithm;
 class HoraImplementation : public Implementation {
  public:
   HoraImplementation(std::string name, Algorithm algo, std::unique_ptr<collectives::Store> store,
-                     std::unique_ptr<collectives::Communicator> comm)
-      : name_(std::move(name)), algo_(algo), store_(std::move(store)), comm_(std::move(comm)) {}
+                     std::unique_ptr<collectives::Communicator> comm,
+                     const collectives::Topology* topology)
+      : name_(std::move(name)),
+        algo_(algo),
+        store_(std::move(store)),
+        comm_(std::move(comm)),
+        topology_(topology) {}
 
   const std::string& name() const override { return name_; }
   bool is_hora() const override { return true; }
@@ -40,6 +49,7 @@ class HoraImplementation : public Implementation {
     collectives::AlgorithmOptions options;
     options.deadline = c.deadline;
     options.scratch = &scratch_;
+    options.topology = topology_;
     if (algo_ == Algorithm::kNative) return run_native(*comm_, c);
     const int n = comm_->size();
     switch (c.collective) {
@@ -47,6 +57,10 @@ class HoraImplementation : public Implementation {
         return collectives::run_allreduce(algo_, *comm_, c.in, c.out, c.count, c.dtype, c.op,
                                           options);
       case Collective::kAllgather:
+        if (algo_ == Algorithm::kHierarchical && topology_ != nullptr)
+          return collectives::hierarchical_allgatherv(
+              *comm_, *topology_, c.in, c.out, std::vector<size_t>(static_cast<size_t>(n), c.count),
+              c.dtype, options);
         return collectives::ring_allgatherv(*comm_, c.in, c.out,
                                             std::vector<size_t>(static_cast<size_t>(n), c.count),
                                             c.dtype, options);
@@ -71,6 +85,7 @@ class HoraImplementation : public Implementation {
   const Algorithm algo_;
   std::unique_ptr<collectives::Store> store_;  // outlives comm_ (its rendezvous keys)
   std::unique_ptr<collectives::Communicator> comm_;
+  const collectives::Topology* topology_;  // the job's (its ranks are comm_'s); borrowed
   collectives::ScratchPool scratch_;
 };
 
@@ -83,7 +98,8 @@ StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const Impleme
       algo == Algorithm::kAuto ? "hora" : std::string("hora-") + collectives::algorithm_name(algo);
   HORA_ASSIGN_OR_RETURN(OwnCommunicator own, implementation_communicator(env, name, backend));
   return std::unique_ptr<Implementation>(
-      new HoraImplementation(name, algo, std::move(own.store), std::move(own.comm)));
+      new HoraImplementation(name, algo, std::move(own.store), std::move(own.comm),
+                             env.context != nullptr ? &env.context->topology() : nullptr));
 }
 
 }  // namespace bench

@@ -6,6 +6,7 @@
 
 #include "benchmarks/hora_bench/implementation.h"
 #include "collectives/selector.h"
+#include "core/context.h"
 
 namespace hora {
 namespace bench {
@@ -43,6 +44,10 @@ StatusOr<std::vector<std::unique_ptr<Implementation>>> make_implementations(
                    {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling});
     }
     if (has_native(backend)) algos.push_back(Algorithm::kNative);
+    // Across hosts: hierarchical over the job's topology (allreduce and allgather).
+    const bool hosts = env.context != nullptr && env.context->topology().hosts() > 1;
+    if (hosts && (o.collective == Collective::kAllreduce || o.collective == Collective::kAllgather))
+      algos.push_back(Algorithm::kHierarchical);
   }
   if (o.algo == Algorithm::kNative && !has_native(backend)) {
     return Status::invalid_argument("--algo native: backend " + backend +
