@@ -58,8 +58,12 @@ export HORA_TIMEOUT_S=1800
 export HORA_RENDEZVOUS_ADDR=\${addrs[0]}
 export HORA_RENDEZVOUS_PORT=\$((20000 + RANDOM % 20000))
 export HORA_SECRET=\$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
-exec "$root/tests/multihost/mpirun_hosts.sh" 2,2 "$bench" allreduce -b "$minb" -e "$maxb" -f 2 \
-  -n "$iters" -w "$warmup" --backend builtin --compare hora,mpi --csv "$out/allreduce.csv"
+# Debug logging for init's line with the measured links (kept in links.txt); the selector's
+# per-call debug lines are dropped.
+export HORA_LOG_LEVEL=debug
+"$root/tests/multihost/mpirun_hosts.sh" 2,2 "$bench" allreduce -b "$minb" -e "$maxb" -f 2 \
+  -n "$iters" -w "$warmup" --backend builtin --compare hora,mpi --csv "$out/allreduce.csv" 2>&1 \
+  | grep -v "D selector.cc" | tee >(grep -m1 "link across hosts" >"$out/links.txt") | grep -v "^\[hora"
 EOF
 "$root/tests/multihost/netns_hosts.sh" --hosts 2 --rate "$rate" --delay "$delay" -- bash "$inner" \
   | tee "$out/allreduce.txt"
@@ -87,4 +91,17 @@ if worst is not None:
     print("\nfrom 16 MiB: hora's choice / best flat (ring, MPI) >= %.2f (target 1.2): %s"
           % (worst, "met" if worst >= 1.2 else "NOT met"))
 EOF
+# The scale model against this run, with the links init measured (links.txt) and an assumed
+# reduction rate (GAMMA_GBS, the CPU's float32 sum; kernels_bench measures it).
+links=$(sed -nE 's/.*across hosts ([0-9.e+-]+) us \+ ([0-9.e+-]+) GB\/s, within a host ([0-9.e+-]+) us \+ ([0-9.e+-]+) GB\/s.*/\1 \2 \3 \4/p' \
+  "$out/links.txt" 2>/dev/null || true)
+if [[ -n $links ]]; then
+  read -r cross_us cross_gbs intra_us intra_gbs <<<"$links"
+  echo
+  echo "# scale model vs this run (links measured at init: across $cross_us us + $cross_gbs GB/s," \
+    "within $intra_us us + $intra_gbs GB/s; reduction ${GAMMA_GBS:-5} GB/s assumed)"
+  python3 "$root/benchmarks/scale_model.py" validate --alpha-us "$cross_us" --link-gbs "$cross_gbs" \
+    --intra-alpha-us "$intra_us" --intra-gbs "$intra_gbs" --gamma-gbs "${GAMMA_GBS:-5}" \
+    --ranks-per-host 2 "$out/allreduce.csv" | tee "$out/model_validation.txt"
+fi
 echo "results: $out"

@@ -83,14 +83,16 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Egress shaping of host $1's eth0: tbf for the rate (a 1 MiB bucket: a few 64 KiB GSO
-# segments, so TCP is not starved at 10 Gbit/s), netem for the delay (under tbf when both).
+# Egress shaping of host $1's eth0: tbf for the rate, netem for the delay (under tbf when
+# both). tbf's bucket is 128 KiB, two 64 KiB GSO segments: enough to keep TCP going at 10
+# Gbit/s, and small beside a probe's 1 MiB message (a 1 MiB bucket let such a message through
+# at twice the rate, so init measured a link twice as fast as it was).
 # A kernel without sch_netem cannot delay: that is said, and the delay is left out.
 shape_link() {
   local ns=$1 parent="root"
   [[ -n $rate$delay ]] || return 0
   if [[ -n $rate ]]; then
-    ip netns exec "$ns" tc qdisc add dev eth0 root handle 1: tbf rate "$rate" burst 1mb latency 10ms
+    ip netns exec "$ns" tc qdisc add dev eth0 root handle 1: tbf rate "$rate" burst 128kb latency 10ms
     parent="parent 1:1"
   fi
   if [[ -n $delay ]] && ! ip netns exec "$ns" tc qdisc add dev eth0 $parent handle 10: netem limit 100000 delay "$delay" 2>/dev/null; then
