@@ -20,8 +20,10 @@ def _load():
     if not os.path.exists(_PATH):
         raise ImportError(
             f"hora.tensorflow: its op library {_PATH} is missing. It is built with hora when "
-            "the build's Python imports tensorflow (CMake option HORA_TENSORFLOW=AUTO/ON; "
-            "scripts/setup_python.sh installs TensorFlow); rebuild hora in that environment")
+            "the Python hora is built for imports tensorflow (CMake option "
+            "HORA_WITH_TENSORFLOW=AUTO/ON): rebuild hora in an environment that has "
+            "TensorFlow (scripts/setup_python.sh installs it; with pip: "
+            "`pip install --no-build-isolation .`, since pip's isolated build has no TensorFlow)")
     ops = tf.load_op_library(_PATH)
     # The same path gives the same loaded library (dlopen counts references), so this handle
     # reaches the kernels' copy of the table pointer.
