@@ -86,11 +86,15 @@ class Handle {
   // The tensor's name (the generated one for unnamed calls).
   const std::string& name() const;
 
-  // Blocks until the collective completed and returns its Status. Without an argument it
-  // waits at most HORA_TIMEOUT_S. On timeout it returns kTimeout naming the tensor (the
-  // collective stays pending: wait again or shut down). Completion itself is bounded: a
-  // peer that fails, a mismatch or a shutdown completes the handle with an error.
+  // Blocks until the collective completed and returns its Status. Completion is bounded by
+  // the other ranks' liveness, not by a timer: a peer that dies, exits or stops answering
+  // (SIGSTOP) fails the handle within HORA_TIMEOUT_S + 2 s naming that rank; a mismatch or a
+  // shutdown fails it at once; a peer that is alive but has not submitted the tensor yet
+  // (slow to start, loading data) is waited for (rank 0 warns after HORA_STALL_WARNING_S, and
+  // HORA_STALL_SHUTDOWN_S, when set, ends the wait with an error).
   Status wait();
+  // The same, giving up after `timeout` with kTimeout naming the tensor (the collective stays
+  // pending: wait again or shut down).
   Status wait(std::chrono::milliseconds timeout);
   // True once complete (wait() then returns at once).
   bool poll() const;
@@ -110,7 +114,8 @@ class Handle {
   const std::vector<int64_t>& output_shape() const;
   // alltoall: how many first-dimension rows came from each rank.
   const std::vector<int64_t>& received_splits() const;
-  // join: the last rank to join (the same on every rank); -1 before completion.
+  // join: the last rank to join (the same on every rank); -1 until known (it is set before
+  // completion, so on_complete callbacks see it).
   int last_joined() const;
 
   // For hora's own layers.
@@ -174,7 +179,7 @@ Handle alltoall_async(const std::string& name, const TensorView& in,
 Handle reducescatter_async(const std::string& name, const TensorView& in,
                            ReduceOp op = ReduceOp::kAverage, OutputAllocator allocate = nullptr);
 
-// Blocking forms (wait at most HORA_TIMEOUT_S).
+// Blocking forms (Handle::wait(): until complete, bounded by the other ranks' liveness).
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
                  ReduceOp op = ReduceOp::kAverage, double prescale = 1.0, double postscale = 1.0);
 Status grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& ins,

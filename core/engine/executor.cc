@@ -233,7 +233,10 @@ Status Executor::run_single(const Response& r) {
     return Status::ok();
   }
   if (r.type == CollectiveType::kJoin) {
-    if (e != nullptr) e->handle->join_result = r.last_joined;
+    if (e != nullptr) {
+      std::lock_guard<std::mutex> lock(e->handle->mu);
+      e->handle->join_result = r.last_joined;
+    }
     complete(r.name, Status::ok());
     return Status::ok();
   }

@@ -21,21 +21,30 @@ struct Unit {
   bool fusible = false;
 };
 
-// Responses to units: a group's members (wherever they sit in the list) join the unit of
-// their first member.
+// The unit a group member belongs to: its group's members of one dtype and device (a group
+// shares op, scales and compression; members of other dtypes form units of their own, since
+// one bucket reduces one dtype).
+std::string group_unit_key(const Response& r) {
+  return r.group_key + '\0' + std::to_string(static_cast<int>(r.dtype)) + '\0' +
+         r.device.to_string();
+}
+
+// Responses to units: a group's members of one dtype and device (wherever they sit in the
+// list) join the unit of the first of them.
 std::vector<Unit> make_units(const std::vector<Response>& responses) {
   std::vector<Unit> units;
   std::map<std::string, size_t> group_unit;
   for (int i = 0; i < static_cast<int>(responses.size()); ++i) {
     const Response& r = responses[i];
     if (fusible(r) && r.group_size > 0) {
-      auto it = group_unit.find(r.group_key);
+      const std::string key = group_unit_key(r);
+      auto it = group_unit.find(key);
       if (it != group_unit.end()) {
         units[it->second].members.push_back(i);
         units[it->second].bytes += response_bytes(r);
         continue;
       }
-      group_unit[r.group_key] = units.size();
+      group_unit[key] = units.size();
     }
     Unit u;
     u.members.push_back(i);

@@ -19,8 +19,13 @@ const std::string& Handle::name() const { return state_ ? state_->name : kInvali
 
 Status Handle::wait() {
   if (!state_) return Status::failed_precondition("wait() on an invalid (default) hora::Handle");
-  const double s = state_->default_timeout_s > 0 ? state_->default_timeout_s : 300.0;
-  return wait(std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0)));
+  // No deadline of its own: completion is bounded by the engine, which fails the handle
+  // within HORA_TIMEOUT_S (plus a margin) of a peer dying or stopping. A wait of its own would
+  // race that deadline and report a bare timeout instead of the rank at fault, and would give
+  // up on a rank that is merely slow to submit (it is alive: its engine answers every round).
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->done; });
+  return state_->status;
 }
 
 Status Handle::wait(std::chrono::milliseconds timeout) {
@@ -52,8 +57,9 @@ void Handle::on_complete(std::function<void(const Status&)> callback) const {
 
 int Handle::last_joined() const {
   if (!state_) return -1;
+  // Written (under the mutex) before completion, so completion callbacks see it too.
   std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->done ? state_->join_result : -1;
+  return state_->join_result;
 }
 
 const std::vector<uint8_t>& Handle::output() const {

@@ -86,7 +86,7 @@ struct HandleState {
   std::vector<uint8_t> output;
   std::vector<int64_t> output_shape;
   std::vector<int64_t> received_splits;
-  int join_result = -1;
+  int join_result = -1;  // guarded by mu; set before the join's completion
 };
 
 }  // namespace detail

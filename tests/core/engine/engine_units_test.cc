@@ -242,6 +242,19 @@ TEST(FusionPlanner, GroupsStayWholeAndOthersStandAlone) {
   EXPECT_EQ(b, (std::vector<std::vector<int>>{{0, 1, 2}, {3}, {4}}));
 }
 
+TEST(FusionPlanner, AGroupOfSeveralDtypesBecomesOneBucketPerDtype) {
+  // One bucket reduces one dtype: a group's float64 member must not ride in the float32
+  // bucket of its first member.
+  std::vector<Response> list = {allreduce_response("a", 5), allreduce_response("b", 3, DataType::kFloat64),
+                                allreduce_response("c", 4, DataType::kInt32), allreduce_response("d", 2)};
+  for (Response& r : list) {
+    r.group_key = "a#group";
+    r.group_size = 4;
+  }
+  EXPECT_EQ(members(plan_buckets(list, 1 << 20)),
+            (std::vector<std::vector<int>>{{0, 3}, {1}, {2}}));
+}
+
 TEST(Coordinator, ReadyOnlyWhenEveryRankAskedAndErrorsOnMismatch) {
   const auto now = std::chrono::steady_clock::now();
   Coordinator c(3);

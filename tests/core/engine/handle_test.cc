@@ -117,12 +117,18 @@ TEST(HandleCallback, InvalidHandleRunsAtOnceWithFailedPrecondition) {
   EXPECT_EQ(h.last_joined(), -1);
 }
 
-TEST(HandleLastJoined, MinusOneUntilCompleteThenTheResult) {
+TEST(HandleLastJoined, MinusOneUntilKnownAndSeenByTheCompletionCallback) {
   auto state = std::make_shared<HandleState>("hora.join", 1, 1.0);
   Handle h(state);
-  state->join_result = 2;
   EXPECT_EQ(h.last_joined(), -1);
+  int in_callback = -1;
+  h.on_complete([&](const Status&) { in_callback = h.last_joined(); });
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->join_result = 2;  // as the executor sets it, before completing
+  }
   state->complete(Status::ok());
+  EXPECT_EQ(in_callback, 2);
   EXPECT_EQ(h.last_joined(), 2);
 }
 

@@ -208,3 +208,14 @@ def test_layout(hora_job, rank, size):
     assert 0 <= hora.cross_rank() < hora.cross_size()
     assert hora.backend() in ("builtin", "gloo", "mpi")
     assert isinstance(hora.mpi_threads_supported(), bool)
+
+
+def test_grouped_allreduce_mixed_dtypes(hora_job, rank, size):
+    # One group, members of three dtypes: each dtype is reduced in a bucket of its own.
+    xs = [np.full(5, rank + 1, np.float32), np.full(3, rank + 1, np.float64),
+          np.full(4, rank + 1, np.int32), np.full(2, rank + 1, np.float32)]
+    outs = hora.grouped_allreduce(xs, op=hora.Sum, name="group.mixed")
+    total = size * (size + 1) / 2
+    for x, out in zip(xs, outs):
+        assert out.dtype == x.dtype
+        np.testing.assert_array_equal(out, np.full(x.shape, total).astype(x.dtype))
