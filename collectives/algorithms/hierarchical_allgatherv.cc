@@ -130,7 +130,7 @@ Status hierarchical_allgatherv(Communicator& comm, const Topology& topology, con
       at += parts[g][k];
     }
   }
-  return Status::ok();
+  return detail::finish(comm, options.deadline);  // the unpacking copies, on device buffers
 }
 
 }  // namespace collectives

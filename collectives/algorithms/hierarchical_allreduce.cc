@@ -54,7 +54,10 @@ Status hierarchical_allreduce(Communicator& comm, const Topology& topology, cons
   HORA_RETURN_IF_ERROR(detail::check_topology(comm, topology, "hierarchical allreduce"));
   if (count == 0) return Status::ok();
   const int n = comm.size();
-  if (n == 1) return detail::copy_if_distinct(comm, in, out, count, dtype);
+  if (n == 1) {
+    HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
+    return detail::finish(comm, options.deadline);
+  }
   if (topology.hosts() == 1) return ring_allreduce(comm, in, out, count, dtype, op, options);
 
   const int lanes = topology.lanes();
@@ -96,7 +99,7 @@ Status hierarchical_allreduce(Communicator& comm, const Topology& topology, cons
     HORA_RETURN_IF_ERROR(ring_allgatherv(local, block, out, local_counts, dtype, options)
                              .with_context(" (hierarchical allreduce: allgather within the host)"));
   }
-  return Status::ok();
+  return detail::finish(comm, options.deadline);  // the lane's scale, on device buffers
 }
 
 }  // namespace collectives
