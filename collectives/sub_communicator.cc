@@ -11,15 +11,15 @@ namespace collectives {
 SubCommunicator::SubCommunicator(Communicator& parent, const std::vector<int>& members)
     : parent_(parent), members_(members) {
   auto it = std::find(members_.begin(), members_.end(), parent_.rank());
-  HORA_CHECK(it != members_.end()) << "rank " << parent_.rank()
-                                   << " is not a member of its sub-communicator";
+  HORA_CHECK(it != members_.end())
+      << "rank " << parent_.rank() << " is not a member of its sub-communicator";
   rank_ = static_cast<int>(it - members_.begin());
 }
 
 StatusOr<int> SubCommunicator::to_parent(int peer) const {
   if (peer < 0 || peer >= size())
-    return Status::invalid_argument("sub-communicator rank " + std::to_string(rank_) +
-                                    " (rank " + std::to_string(parent_.rank()) + "): peer " +
+    return Status::invalid_argument("sub-communicator rank " + std::to_string(rank_) + " (rank " +
+                                    std::to_string(parent_.rank()) + "): peer " +
                                     std::to_string(peer) + " is out of range [0, " +
                                     std::to_string(size()) + ")");
   return members_[peer];
@@ -31,14 +31,13 @@ Status SubCommunicator::send(int peer, const void* data, size_t bytes, uint32_t 
   return parent_.send(p, data, bytes, tag, deadline);
 }
 
-Status SubCommunicator::recv(int peer, void* data, size_t bytes, uint32_t tag,
-                             Deadline deadline) {
+Status SubCommunicator::recv(int peer, void* data, size_t bytes, uint32_t tag, Deadline deadline) {
   HORA_ASSIGN_OR_RETURN(int p, to_parent(peer));
   return parent_.recv(p, data, bytes, tag, deadline);
 }
 
-StatusOr<std::unique_ptr<Request>> SubCommunicator::isend(int peer, const void* data,
-                                                          size_t bytes, uint32_t tag) {
+StatusOr<std::unique_ptr<Request>> SubCommunicator::isend(int peer, const void* data, size_t bytes,
+                                                          uint32_t tag) {
   HORA_ASSIGN_OR_RETURN(int p, to_parent(peer));
   return parent_.isend(p, data, bytes, tag);
 }

@@ -128,7 +128,8 @@ StatusOr<Topology> exchange_topology(Store& store, const std::string& prefix, in
   if (size < 1 || rank < 0 || rank >= size)
     return Status::invalid_argument("exchange_topology: rank " + std::to_string(rank) +
                                     " of size " + std::to_string(size) + " is out of range");
-  HORA_RETURN_IF_ERROR(store.set(prefix + std::to_string(rank), Bytes(host_id.begin(), host_id.end())));
+  HORA_RETURN_IF_ERROR(
+      store.set(prefix + std::to_string(rank), Bytes(host_id.begin(), host_id.end())));
   std::vector<std::string> ids(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
     auto v = store.get(prefix + std::to_string(r), deadline);

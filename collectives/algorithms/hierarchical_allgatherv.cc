@@ -60,14 +60,14 @@ Status hierarchical_allgatherv(Communicator& comm, const Topology& topology, con
   HORA_RETURN_IF_ERROR(detail::check_topology(comm, topology, "hierarchical allgatherv"));
   const int n = comm.size();
   if (static_cast<int>(counts.size()) != n) {
-    return Status::invalid_argument("hierarchical allgatherv on rank " +
-                                    std::to_string(comm.rank()) + ": " +
-                                    std::to_string(counts.size()) + " counts for " +
-                                    std::to_string(n) + " ranks");
+    return Status::invalid_argument(
+        "hierarchical allgatherv on rank " + std::to_string(comm.rank()) + ": " +
+        std::to_string(counts.size()) + " counts for " + std::to_string(n) + " ranks");
   }
   const std::vector<size_t> offsets = detail::prefix_offsets(counts);
   if (offsets[n] == 0) return Status::ok();
-  if (topology.hosts() == 1 || n == 1) return ring_allgatherv(comm, in, out, counts, dtype, options);
+  if (topology.hosts() == 1 || n == 1)
+    return ring_allgatherv(comm, in, out, counts, dtype, options);
 
   ScratchPool local_pool;
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
@@ -91,7 +91,7 @@ Status hierarchical_allgatherv(Communicator& comm, const Topology& topology, con
   std::vector<size_t> host_counts;
   for (int member : topology.local_members()) host_counts.push_back(counts[member]);
   const size_t host_total = part_offsets[h][lanes];
-  HORA_ASSIGN_OR_RETURN(uint8_t* stage, detail::acquire(comm, pool, 2, host_total * elem));
+  HORA_ASSIGN_OR_RETURN(uint8_t * stage, detail::acquire(comm, pool, 2, host_total * elem));
   HORA_RETURN_IF_ERROR(ring_allgatherv(local, in, stage, host_counts, dtype, options)
                            .with_context("(hierarchical allgatherv: gather within the host)"));
 

@@ -27,7 +27,6 @@
 // In place: step 1's output block is the input's own block (ring reducescatter's in-place
 // case); steps 2 and 3 work in out.
 #include "collectives/algorithms/hierarchical.h"
-
 #include "collectives/algorithms/ring_common.h"
 #include "collectives/sub_communicator.h"
 
@@ -38,11 +37,10 @@ namespace detail {
 
 Status check_topology(const Communicator& comm, const Topology& topology, const char* what) {
   if (topology.size() == comm.size() && topology.rank() == comm.rank()) return Status::ok();
-  return Status::invalid_argument(std::string(what) + " on rank " + std::to_string(comm.rank()) +
-                                  " of " + std::to_string(comm.size()) +
-                                  ": the topology describes rank " +
-                                  std::to_string(topology.rank()) + " of " +
-                                  std::to_string(topology.size()));
+  return Status::invalid_argument(
+      std::string(what) + " on rank " + std::to_string(comm.rank()) + " of " +
+      std::to_string(comm.size()) + ": the topology describes rank " +
+      std::to_string(topology.rank()) + " of " + std::to_string(topology.size()));
 }
 
 }  // namespace detail
@@ -75,8 +73,9 @@ Status hierarchical_allreduce(Communicator& comm, const Topology& topology, cons
 
   // 1. Within the host.
   if (local.size() > 1) {
-    HORA_RETURN_IF_ERROR(ring_reducescatter(local, in, block, local_counts, dtype, inner, options)
-                             .with_context(" (hierarchical allreduce: reduce-scatter within the host)"));
+    HORA_RETURN_IF_ERROR(
+        ring_reducescatter(local, in, block, local_counts, dtype, inner, options)
+            .with_context(" (hierarchical allreduce: reduce-scatter within the host)"));
   } else {
     HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
   }
@@ -88,8 +87,7 @@ Status hierarchical_allreduce(Communicator& comm, const Topology& topology, cons
                    ? recursive_doubling_allreduce(lane, block, block, c, dtype, inner, options)
                    : ring_allreduce(lane, block, block, c, dtype, inner, options);
     HORA_RETURN_IF_ERROR(s.with_context(" (hierarchical allreduce: lane " + std::to_string(j) +
-                                        " across " + std::to_string(topology.hosts()) +
-                                        " hosts)"));
+                                        " across " + std::to_string(topology.hosts()) + " hosts)"));
     if (op == ReduceOp::kAverage) {
       HORA_RETURN_IF_ERROR(detail::scale(comm, block, c, dtype, 1.0 / n));
     }

@@ -24,12 +24,14 @@ TEST(HierarchicalConfigTest, DefaultsToAuto) {
 }
 
 TEST(HierarchicalConfigTest, ZeroOneAutoAndBooleans) {
-  const std::pair<const char*, HierarchicalMode> cases[] = {
-      {"0", HierarchicalMode::kOff},   {"1", HierarchicalMode::kOn},
-      {"auto", HierarchicalMode::kAuto}, {"true", HierarchicalMode::kOn},
-      {"off", HierarchicalMode::kOff}};
+  const std::pair<const char*, HierarchicalMode> cases[] = {{"0", HierarchicalMode::kOff},
+                                                            {"1", HierarchicalMode::kOn},
+                                                            {"auto", HierarchicalMode::kAuto},
+                                                            {"true", HierarchicalMode::kOn},
+                                                            {"off", HierarchicalMode::kOff}};
   for (const auto& [value, mode] : cases) {
-    auto c = parse({{"HORA_HIERARCHICAL_ALLREDUCE", value}, {"HORA_HIERARCHICAL_ALLGATHER", value}});
+    auto c =
+        parse({{"HORA_HIERARCHICAL_ALLREDUCE", value}, {"HORA_HIERARCHICAL_ALLGATHER", value}});
     ASSERT_TRUE(c.is_ok()) << value << ": " << c.status().to_string();
     EXPECT_EQ(c.value().hierarchical_allreduce, mode) << value;
     EXPECT_EQ(c.value().hierarchical_allgather, mode) << value;
@@ -40,8 +42,7 @@ TEST(HierarchicalConfigTest, BadValueNamesVariableValueAndForm) {
   auto c = parse({{"HORA_HIERARCHICAL_ALLGATHER", "sometimes"}});
   ASSERT_FALSE(c.is_ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(c.status().message().find("HORA_HIERARCHICAL_ALLGATHER='sometimes'"),
-            std::string::npos)
+  EXPECT_NE(c.status().message().find("HORA_HIERARCHICAL_ALLGATHER='sometimes'"), std::string::npos)
       << c.status().to_string();
   EXPECT_NE(c.status().message().find("0, 1 or auto"), std::string::npos);
 }

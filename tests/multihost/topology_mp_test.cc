@@ -1,9 +1,10 @@
 // Across real hosts (network namespaces, tests/multihost/): the rank layout hora reports is
 // true (local ranks per host; cross ranks as Horovod defines them: among the ranks with the
-// same local rank, one per host that has that many), the topology found at init matches it, the links were measured, and the hierarchical
-// collectives give closed-form, bitwise identical results on every rank, through the
-// algorithms and through the engine. HORA_TEST_EXPECT_HOSTS (set by CMake) is the number of
-// hosts the job was started on, so a job that silently ran on one host fails.
+// same local rank, one per host that has that many), the topology found at init matches it, the
+// links were measured, and the hierarchical collectives give closed-form, bitwise identical results
+// on every rank, through the algorithms and through the engine. HORA_TEST_EXPECT_HOSTS (set by
+// CMake) is the number of hosts the job was started on, so a job that silently ran on one host
+// fails.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -58,8 +59,8 @@ TEST(TopologyMp, LayoutIsTrueAcrossHosts) {
   collectives::AlgorithmOptions options;
   options.deadline = mp::mp_deadline();
   ASSERT_TRUE(collectives::ring_allgatherv(comm, &mine, all.data(),
-                                           std::vector<size_t>(n, sizeof(Record)),
-                                           DataType::kUint8, options)
+                                           std::vector<size_t>(n, sizeof(Record)), DataType::kUint8,
+                                           options)
                   .is_ok());
   std::map<std::string, std::vector<int>> by_identity;
   std::set<std::string> hostnames;
@@ -131,8 +132,7 @@ TEST(TopologyMp, HierarchicalAllreduceClosedFormAndBitwiseEqual) {
       const auto options = options_for(&pool, c.count > 100000 ? 512 * 1024 : 64);
       auto fn = [&](Communicator& cm, const void* in, void* out, size_t count, DataType dt,
                     ReduceOp op) {
-        return collectives::hierarchical_allreduce(cm, topology(), in, out, count, dt, op,
-                                                   options);
+        return collectives::hierarchical_allreduce(cm, topology(), in, out, count, dt, op, options);
       };
       Status s = test_support::check_allreduce(comm, fn, c, /*repeats=*/2);
       ASSERT_TRUE(s.is_ok()) << c.name() << ": " << s.to_string();
@@ -163,8 +163,7 @@ TEST(TopologyMp, SelectorWithMeasuredLinksRunsWhatItPicks) {
   for (size_t count : {size_t{2}, size_t{1} << 16, (size_t{4} << 20) + 1}) {
     test_support::AllreduceCase c;
     c.count = count;
-    auto fn = [&](Communicator& cm, const void* in, void* out, size_t n, DataType dt,
-                  ReduceOp op) {
+    auto fn = [&](Communicator& cm, const void* in, void* out, size_t n, DataType dt, ReduceOp op) {
       return collectives::run_allreduce(collectives::Algorithm::kAuto, cm, in, out, n, dt, op,
                                         options);
     };

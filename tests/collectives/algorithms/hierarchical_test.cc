@@ -3,12 +3,13 @@
 // ranks in any order, one rank per host, one host. Values are checked against the closed form
 // and bit for bit across ranks (collective_checks.h); the selector's hierarchical model
 // without communication.
+#include "collectives/algorithms/hierarchical.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "collectives/algorithms/hierarchical.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/selector.h"
 #include "collectives/sub_communicator.h"
@@ -153,8 +154,8 @@ TEST_P(HierarchicalTest, AllgathervUnevenAndZeroCountsInAndOutOfPlace) {
           const Topology topology = topology_for(layout, comm.rank());
           ScratchPool pool;
           const AlgorithmOptions options = small_segments(&pool, dtype, &topology);
-          auto fn = [&](Communicator& cm, const void* in, void* out,
-                        const std::vector<size_t>& cs, DataType dt) {
+          auto fn = [&](Communicator& cm, const void* in, void* out, const std::vector<size_t>& cs,
+                        DataType dt) {
             return hierarchical_allgatherv(cm, topology, in, out, cs, dt, options);
           };
           return test_support::check_allgatherv(comm, fn, counts, dtype, in_place);
@@ -179,8 +180,8 @@ TEST(HierarchicalTest, TopologyOfAnotherCommunicatorIsRefused) {
     const Topology wrong = Topology::single_host(comm.rank(), 3);
     float x = 1;
     AlgorithmOptions options;
-    Status st = hierarchical_allreduce(comm, wrong, &x, &x, 1, DataType::kFloat32,
-                                       ReduceOp::kSum, options);
+    Status st =
+        hierarchical_allreduce(comm, wrong, &x, &x, 1, DataType::kFloat32, ReduceOp::kSum, options);
     if (st.code() != StatusCode::kInvalidArgument || st.message().find("of 3") == std::string::npos)
       return Status::internal("expected kInvalidArgument naming 3 ranks, got " + st.to_string());
     return Status::ok();
