@@ -12,6 +12,7 @@ PACKAGES=(
   pybind11-dev python3-dev python3-venv
   libssl-dev libcli11-dev nlohmann-json3-dev libxxhash-dev libopenblas-dev
   libclang-rt-14-dev
+  iproute2 slurm-wlm munge
 )
 
 missing=()
