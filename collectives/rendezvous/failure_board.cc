@@ -7,11 +7,19 @@
 
 namespace hora {
 namespace collectives {
+namespace {
+constexpr const char* kReportsMarker = "; reports from other ranks: ";
+}  // namespace
 
-void FailureBoard::post(const std::string& mine) {
+bool FailureBoard::has_reports(const std::string& message) {
+  return message.find(kReportsMarker) != std::string::npos;
+}
+
+void FailureBoard::post(const std::string& mine, std::chrono::milliseconds wait) {
   if (store_ == nullptr || size_ <= 1) return;
   const std::string own = prefix_ + "failure/" + std::to_string(rank_);
-  store_->set(own, Bytes(mine.begin(), mine.end()));
+  // Bounded: the store's host may be the rank that stopped.
+  store_->set_until(own, Bytes(mine.begin(), mine.end()), Deadline::after(wait));
 }
 
 std::string FailureBoard::collect(const std::string& mine, std::chrono::milliseconds wait) {
@@ -26,7 +34,7 @@ std::string FailureBoard::collect(const std::string& mine, std::chrono::millisec
     for (int r = 0; r < size_; ++r) {
       if (seen[r]) continue;
       const std::string key = prefix_ + "failure/" + std::to_string(r);
-      StatusOr<bool> there = store_->check({key});
+      StatusOr<bool> there = store_->check_until({key}, deadline);
       if (!there.is_ok()) return mine + reports;  // the store is gone
       if (!*there) continue;
       StatusOr<Bytes> value = store_->get(key, deadline);
@@ -35,7 +43,7 @@ std::string FailureBoard::collect(const std::string& mine, std::chrono::millisec
       --missing;
       std::string text(value->begin(), value->end());
       if (text.size() > kMaxReport) text = text.substr(0, kMaxReport) + "...";
-      reports += (reports.empty() ? "; reports from other ranks: " : "; ") + std::string("rank ") +
+      reports += (reports.empty() ? kReportsMarker : "; ") + std::string("rank ") +
                  std::to_string(r) + ": " + text;
     }
     if (missing > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -26,10 +26,17 @@ class FailureBoard {
       : store_(store), prefix_(std::move(prefix)), rank_(rank), size_(size) {}
 
   // Posts this rank's error (post first, so that neighbours waiting on this rank find it once
-  // it aborts). Then collect(): the other ranks' posts for at most `wait`, returned as `mine`
-  // followed by "; reports from other ranks: rank R: ...", or just `mine` when none came.
-  void post(const std::string& mine);
+  // it aborts), giving up after `wait` when the store does not answer. Then collect(): the
+  // other ranks' posts for at most `wait`, returned as `mine` followed by "; reports from
+  // other ranks: rank R: ...", or just `mine` when none came. Neither blocks past `wait`,
+  // whatever state the store's host is in.
+  void post(const std::string& mine,
+            std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
   std::string collect(const std::string& mine, std::chrono::milliseconds wait);
+
+  // True when `message` already carries other ranks' reports (a board below this one, e.g.
+  // the gloo communicator's, collected them): a second collect would only add its wait.
+  static bool has_reports(const std::string& message);
 
  private:
   Store* store_;

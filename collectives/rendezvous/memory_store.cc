@@ -30,16 +30,23 @@ std::string join_keys(const std::vector<std::string>& keys) {
 
 Status MemoryStore::set(const std::string& key, const Bytes& value) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     data_[key] = value;
   }
   changed_.notify_all();
   return Status::ok();
 }
 
+bool MemoryStore::has_all(const std::vector<std::string>& keys) const {
+  for (const auto& k : keys)
+    if (!data_.count(k)) return false;
+  return true;
+}
+
 StatusOr<Bytes> MemoryStore::get(const std::string& key, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!changed_.wait_until(lock, deadline.at(), [&] { return data_.count(key) > 0; }))
+  MutexLock lock(&mu_);
+  while (!data_.count(key) && !deadline.expired()) changed_.wait_until(mu_, deadline.at());
+  if (!data_.count(key))
     return Status::timeout("store get timed out waiting for key '" + key + "'");
   return data_[key];
 }
@@ -47,7 +54,7 @@ StatusOr<Bytes> MemoryStore::get(const std::string& key, Deadline deadline) {
 StatusOr<int64_t> MemoryStore::add(const std::string& key, int64_t delta) {
   int64_t result;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     int64_t current = 0;
     auto it = data_.find(key);
     if (it != data_.end()) {
@@ -61,20 +68,14 @@ StatusOr<int64_t> MemoryStore::add(const std::string& key, int64_t delta) {
 }
 
 StatusOr<bool> MemoryStore::check(const std::vector<std::string>& keys) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& k : keys)
-    if (!data_.count(k)) return false;
-  return true;
+  MutexLock lock(&mu_);
+  return has_all(keys);
 }
 
 Status MemoryStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  auto all_present = [&] {
-    for (const auto& k : keys)
-      if (!data_.count(k)) return false;
-    return true;
-  };
-  if (!changed_.wait_until(lock, deadline.at(), all_present)) {
+  MutexLock lock(&mu_);
+  while (!has_all(keys) && !deadline.expired()) changed_.wait_until(mu_, deadline.at());
+  if (!has_all(keys)) {
     std::vector<std::string> missing;
     for (const auto& k : keys)
       if (!data_.count(k)) missing.push_back(k);
@@ -84,7 +85,7 @@ Status MemoryStore::wait(const std::vector<std::string>& keys, Deadline deadline
 }
 
 StatusOr<bool> MemoryStore::remove(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return data_.erase(key) > 0;
 }
 

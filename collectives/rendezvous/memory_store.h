@@ -2,11 +2,11 @@
 // single-process jobs and for tests that run ranks as threads. Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <map>
-#include <mutex>
 
 #include "collectives/rendezvous/store.h"
+#include "core/base/mutex.h"
+#include "core/base/thread_annotations.h"
 
 namespace hora {
 namespace collectives {
@@ -21,9 +21,11 @@ class MemoryStore : public Store {
   StatusOr<bool> remove(const std::string& key) override;
 
  private:
-  std::mutex mu_;  // guards data_
-  std::condition_variable changed_;
-  std::map<std::string, Bytes> data_;
+  Mutex mu_;
+  CondVar changed_;  // data_ changed
+  std::map<std::string, Bytes> data_ HORA_GUARDED_BY(mu_);
+  // True when every key is in data_.
+  bool has_all(const std::vector<std::string>& keys) const HORA_REQUIRES(mu_);
 };
 
 // Parses a Store counter value (decimal text, as add() stores it). Shared by the stores.

@@ -34,6 +34,12 @@ class PrefixStore : public Store {
     return base_.wait(scoped(keys), deadline);
   }
   StatusOr<bool> remove(const std::string& key) override { return base_.remove(prefix_ + key); }
+  Status set_until(const std::string& key, const Bytes& value, Deadline deadline) override {
+    return base_.set_until(prefix_ + key, value, deadline);
+  }
+  StatusOr<bool> check_until(const std::vector<std::string>& keys, Deadline deadline) override {
+    return base_.check_until(scoped(keys), deadline);
+  }
 
  private:
   std::vector<std::string> scoped(const std::vector<std::string>& keys) const {

@@ -36,6 +36,20 @@ class Store {
   virtual Status wait(const std::vector<std::string>& keys, Deadline deadline) = 0;
   // Deletes `key`; true when it existed.
   virtual StatusOr<bool> remove(const std::string& key) = 0;
+
+  // set() and check() that fail with kTimeout at `deadline` even when the store's host
+  // stopped answering (a SIGSTOPped or hung host process): for a rank reporting a failure,
+  // whose store may live in the rank that failed. A TcpStoreClient whose call timed out is
+  // broken afterwards (a late answer would be taken for the next one). The defaults call the
+  // plain forms (stores that answer locally).
+  virtual Status set_until(const std::string& key, const Bytes& value, Deadline deadline) {
+    (void)deadline;
+    return set(key, value);
+  }
+  virtual StatusOr<bool> check_until(const std::vector<std::string>& keys, Deadline deadline) {
+    (void)deadline;
+    return check(keys);
+  }
 };
 
 }  // namespace collectives

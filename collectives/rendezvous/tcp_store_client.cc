@@ -10,12 +10,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "collectives/rendezvous/memory_store.h"
 #include "collectives/rendezvous/store_auth.h"
 #include "collectives/rendezvous/store_protocol.h"
+#include "core/base/mutex.h"
+#include "core/base/thread_annotations.h"
 
 namespace hora {
 namespace collectives {
@@ -31,6 +32,7 @@ class Client : public TcpStoreClient {
   ~Client() override { ::close(fd_); }
 
   Status authenticate(const std::string& secret, Deadline deadline) {
+    BasicMutexLock<TimedMutex> lock(&mu_);  // before the client is shared; for the analysis
     HORA_ASSIGN_OR_RETURN(Bytes nonce, read_frame(deadline));
     if (nonce.size() != kAuthNonceBytes)
       return Status::io("store at " + where_ + " sent a malformed challenge");
@@ -82,6 +84,21 @@ class Client : public TcpStoreClient {
     r.timeout_ms = deadline.remaining().count();
     return call(r, deadline).status();
   }
+  Status set_until(const std::string& key, const Bytes& value, Deadline deadline) override {
+    StoreRequest r;
+    r.type = RequestType::kSet;
+    r.keys = {key};
+    r.value = value;
+    return call(r, deadline, std::chrono::milliseconds(0)).status();
+  }
+  StatusOr<bool> check_until(const std::vector<std::string>& keys, Deadline deadline) override {
+    StoreRequest r;
+    r.type = RequestType::kCheck;
+    r.keys = keys;
+    HORA_ASSIGN_OR_RETURN(StoreResponse response,
+                          call(r, deadline, std::chrono::milliseconds(0)));
+    return response.number != 0;
+  }
   StatusOr<bool> remove(const std::string& key) override {
     StoreRequest r;
     r.type = RequestType::kRemove;
@@ -92,13 +109,25 @@ class Client : public TcpStoreClient {
 
  private:
   // One request, one response. The server answers blocking requests itself at their timeout;
-  // the client's own deadline (plus a grace second for the answer to arrive) is the backstop.
-  StatusOr<StoreResponse> call(const StoreRequest& request, Deadline deadline) {
-    std::lock_guard<std::mutex> lock(mu_);
+  // the client's own deadline (plus `grace` for the answer to arrive) is the backstop. Waiting
+  // for another thread's request on the connection counts against the same deadline.
+  StatusOr<StoreResponse> call(const StoreRequest& request, Deadline deadline,
+                               std::chrono::milliseconds grace = std::chrono::seconds(1)) {
+    const Deadline io_deadline(deadline.at() + grace);
+    if (!mu_.try_lock_until(io_deadline.at()))
+      return Status::timeout(std::string("store ") + request_type_name(request.type) + " of " +
+                             join_keys(request.keys) + " at " + where_ +
+                             ": another request held the connection past the deadline");
+    StatusOr<StoreResponse> response = call_locked(request, io_deadline);
+    mu_.unlock();
+    return response;
+  }
+
+  StatusOr<StoreResponse> call_locked(const StoreRequest& request, Deadline io_deadline)
+      HORA_REQUIRES(mu_) {
     if (!broken_.is_ok()) return broken_;
     Bytes frame;
     append_frame(encode_request(request), &frame);
-    const Deadline io_deadline(deadline.at() + std::chrono::seconds(1));
     Status s = write_all(frame, io_deadline);
     StatusOr<Bytes> payload = s.is_ok() ? read_frame(io_deadline) : StatusOr<Bytes>(s);
     if (!payload.is_ok()) {
@@ -115,7 +144,7 @@ class Client : public TcpStoreClient {
     return response;
   }
 
-  Status wait_fd(short events, Deadline deadline, const char* what) {
+  Status wait_fd(short events, Deadline deadline, const char* what) const {
     pollfd p{fd_, events, 0};
     while (true) {
       const int ms = static_cast<int>(std::min<int64_t>(deadline.remaining().count(), 1 << 30));
@@ -126,7 +155,7 @@ class Client : public TcpStoreClient {
     }
   }
 
-  Status write_all(const Bytes& data, Deadline deadline) {
+  Status write_all(const Bytes& data, Deadline deadline) HORA_REQUIRES(mu_) {
     size_t done = 0;
     while (done < data.size()) {
       HORA_RETURN_IF_ERROR(wait_fd(POLLOUT, deadline, "sending to the store"));
@@ -138,7 +167,7 @@ class Client : public TcpStoreClient {
     return Status::ok();
   }
 
-  StatusOr<Bytes> read_frame(Deadline deadline) {
+  StatusOr<Bytes> read_frame(Deadline deadline) HORA_REQUIRES(mu_) {
     uint8_t buf[65536];
     while (pending_.empty()) {
       HORA_RETURN_IF_ERROR(wait_fd(POLLIN, deadline, "waiting for the store's answer"));
@@ -152,12 +181,12 @@ class Client : public TcpStoreClient {
     return frame;
   }
 
-  std::mutex mu_;  // serialises requests on fd_; guards parser_, pending_, broken_
+  TimedMutex mu_;  // serialises requests on fd_
   int fd_;
   std::string where_;
-  FrameParser parser_;
-  std::vector<Bytes> pending_;
-  Status broken_;
+  FrameParser parser_ HORA_GUARDED_BY(mu_);
+  std::vector<Bytes> pending_ HORA_GUARDED_BY(mu_);
+  Status broken_ HORA_GUARDED_BY(mu_);
 };
 
 StatusOr<int> dial(const std::string& host, int port) {

@@ -46,7 +46,7 @@ GlooCommunicator::GlooCommunicator(std::shared_ptr<::gloo::Context> context,
 
 GlooCommunicator::~GlooCommunicator() {
   // Requests hold a reference to this communicator; they must be gone by now (contract).
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   HORA_CHECK(pending_.empty()) << pending_.size() << " gloo requests outlive their communicator";
 }
 
@@ -57,7 +57,7 @@ std::string GlooCommunicator::describe() const {
 Status GlooCommunicator::check_usable(const char* what) const {
   if (is_aborted())
     return Status::remote("gloo: " + describe() + ": " + what + " after abort(): aborted");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!broken_.is_ok())
     return Status(broken_.code(), "gloo: " + describe() + ": " + what +
                                       " on a communicator broken by an earlier failure: " +
@@ -67,7 +67,7 @@ Status GlooCommunicator::check_usable(const char* what) const {
 
 Status GlooCommunicator::mark_broken(const Status& status) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!broken_.is_ok()) return status;
     broken_ = status;
   }
@@ -75,19 +75,19 @@ Status GlooCommunicator::mark_broken(const Status& status) {
   // gloo sees only the pair that failed: a survivor whose neighbour gave up would blame the
   // neighbour. The board adds what the other ranks saw first-hand (failure_board.h).
   board_.post(status.message());
-  Status named(status.code(), board_.collect(status.message(), std::chrono::milliseconds(1500)));
-  std::lock_guard<std::mutex> lock(mu_);
+  Status named(status.code(), board_.collect(status.message(), std::chrono::milliseconds(1000)));
+  MutexLock lock(&mu_);
   broken_ = named;
   return named;
 }
 
 void GlooCommunicator::track(GlooRequest* request) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   pending_.insert(request);
 }
 
 void GlooCommunicator::untrack(GlooRequest* request) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   pending_.erase(request);
 }
 
@@ -99,7 +99,7 @@ std::chrono::milliseconds GlooCommunicator::timeout_for(Deadline deadline) const
 
 void GlooCommunicator::abort() {
   aborted_.store(true, std::memory_order_release);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (GlooRequest* request : pending_) request->interrupt();
 }
 

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +15,8 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include "collectives/rendezvous/failure_board.h"
+#include "core/base/mutex.h"
+#include "core/base/thread_annotations.h"
 
 #include "collectives/backends/gloo/gloo_communicator.h"
 
@@ -61,7 +62,7 @@ class GlooCommunicator : public Communicator {
   // The communicator is unusable after a failed wait (gloo poisons its context) or abort.
   Status check_usable(const char* what) const;
   // Records the first failure and returns the error to report: for a peer failure, with the
-  // other ranks' first-hand reports appended (waits up to 1.5 s for them).
+  // other ranks' first-hand reports appended (waits up to 1 s for them).
   Status mark_broken(const Status& status);
   // Registers a pending request so abort() can interrupt its wait.
   void track(GlooRequest* request);
@@ -85,9 +86,9 @@ class GlooCommunicator : public Communicator {
   std::shared_ptr<::gloo::Context> context_;
   uint32_t collective_tag_ = 0;  // engine thread only
   std::atomic<bool> aborted_{false};
-  mutable std::mutex mu_;           // guards pending_ and broken_; never held while waiting
-  std::set<GlooRequest*> pending_;  // requests created and not yet completed
-  Status broken_;                   // first failure that poisoned the context
+  mutable Mutex mu_;  // guards pending_ and broken_; never held while waiting
+  std::set<GlooRequest*> pending_ HORA_GUARDED_BY(mu_);  // created, not yet completed
+  Status broken_ HORA_GUARDED_BY(mu_);  // first failure that poisoned the context
   std::vector<uint8_t> scratch_;    // reducescatter working buffer (engine thread only)
   uint8_t empty_buffer_ = 0;
   FailureBoard board_;              // in the rendezvous store, which outlives this communicator
