@@ -23,6 +23,13 @@ class Reader {
   const Config::Lookup& lookup_;
 };
 
+// "600000", "0.5": a number as a person would write it.
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 template <typename Enum, size_t N>
 StatusOr<Enum> parse_choice(const char* var, const std::string& value,
                             const std::pair<const char*, Enum> (&choices)[N]) {
@@ -141,6 +148,14 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
     HORA_ASSIGN_OR_RETURN(c.start_timeout_s,
                           parse_double("HORA_START_TIMEOUT_S", *v, 0.001, kMaxSeconds));
   }
+  // An idle rank answers one negotiation round per heartbeat, and a round waits at most
+  // HORA_TIMEOUT_S for every rank: a heartbeat near the timeout would make idle peers look dead.
+  if (c.heartbeat_ms * 2 > c.timeout_s * 1000)
+    return Status::invalid_argument(
+        "HORA_HEARTBEAT_MS=" + format_number(c.heartbeat_ms) +
+        " is too long for HORA_TIMEOUT_S=" + format_number(c.timeout_s) +
+        ": expected at most half the timeout (" + format_number(c.timeout_s * 500) +
+        " ms), since an idle rank answers the others' rounds once per heartbeat");
   if (auto v = env.get("HORA_GLOO_IFACE")) c.gloo_iface = *v;
   if (auto v = env.get("HORA_CPU_ISA")) {
     HORA_ASSIGN_OR_RETURN(c.cpu_isa, parse_choice("HORA_CPU_ISA", *v, kIsas));
@@ -210,8 +225,6 @@ class LayoutReader {
     }
     return Status::ok();
   }
-
-  static constexpr int64_t kMaxRanks = 1 << 20;
 
  private:
   const Config::Lookup& lookup_;
@@ -303,8 +316,8 @@ StatusOr<RankLayout> read_horarun(LayoutReader& env) {
                      "missing (horarun sets them)");
   }
   // Another launcher's variables must agree with horarun's when both are present.
-  HORA_ASSIGN_OR_RETURN(auto ompi_rank, env.get_int("OMPI_COMM_WORLD_RANK", 0, 1 << 20));
-  HORA_ASSIGN_OR_RETURN(auto ompi_size, env.get_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20));
+  HORA_ASSIGN_OR_RETURN(auto ompi_rank, env.get_int("OMPI_COMM_WORLD_RANK", 0, kMaxRanks - 1));
+  HORA_ASSIGN_OR_RETURN(auto ompi_size, env.get_int("OMPI_COMM_WORLD_SIZE", 1, kMaxRanks));
   if ((ompi_rank && *ompi_rank != l.rank) || (ompi_size && *ompi_size != l.size))
     return env.error("HORA_RANK/HORA_SIZE (" + std::to_string(l.rank) + "/" +
                      std::to_string(l.size) + ") disagree with OMPI_COMM_WORLD_RANK/SIZE (" +

@@ -21,6 +21,9 @@ Status validate_layout(const RankLayout& l) {
                                     (l.variables_read.empty() ? "none" : l.variables_read) + ")");
   };
   if (l.size < 1) return bad("size " + std::to_string(l.size) + " < 1");
+  if (l.size > kMaxRanks)
+    return bad("size " + std::to_string(l.size) + " exceeds hora's limit of " +
+               std::to_string(kMaxRanks) + " ranks");
   if (l.rank < 0 || l.rank >= l.size)
     return bad("rank " + std::to_string(l.rank) + " is not in [0, size " +
                std::to_string(l.size) + ")");

@@ -25,6 +25,10 @@
 
 namespace hora {
 
+// The largest job hora runs: the negotiation round counts ranks in int64 words that hold up to
+// about 2 million (core/engine/round_counts.h); validate_layout refuses more.
+inline constexpr int kMaxRanks = 1 << 20;
+
 enum class LayoutSource { kSingle = 0, kHorarun, kMpirun, kSlurm, kTorchrun };
 
 // "single process", "horarun", "mpirun", "slurm", "torchrun".
@@ -54,7 +58,7 @@ struct RankLayout {
   bool has_store() const { return !store_addr.empty(); }
 };
 
-// Checks the invariants: 0 <= rank < size, 0 <= local_rank < local_size <= size,
+// Checks the invariants: 1 <= size <= kMaxRanks, 0 <= rank < size, 0 <= local_rank < local_size <= size,
 // 0 <= cross_rank < cross_size <= size, a store port in [1, 65535] when a store address is
 // given. The message names the source and the variables read.
 Status validate_layout(const RankLayout& layout);

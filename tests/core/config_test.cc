@@ -85,6 +85,17 @@ TEST_P(ConfigBadValueTest, NamesVariableAndValue) {
   EXPECT_NE(msg.find("expected"), std::string::npos) << msg;
 }
 
+// An idle rank answers one round per heartbeat; a round waits at most HORA_TIMEOUT_S.
+TEST(ConfigTest, HeartbeatMustBeWellBelowTheTimeout) {
+  auto c = parse({{"HORA_HEARTBEAT_MS", "600000"}});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("HORA_HEARTBEAT_MS=600000 is too long for HORA_TIMEOUT_S=300"),
+            std::string::npos)
+      << c.status().to_string();
+  EXPECT_TRUE(parse({{"HORA_HEARTBEAT_MS", "5000"}, {"HORA_TIMEOUT_S", "10"}}).is_ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     All, ConfigBadValueTest,
     testing::Values(BadCase{"HORA_FUSION_THRESHOLD", "abc"},

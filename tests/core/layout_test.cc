@@ -183,6 +183,25 @@ TEST(RankLayout, HorarunWinsOverTorchrunAndSlurm) {
   EXPECT_EQ(l->rank, 1);
 }
 
+// The negotiation counts ranks in int64 words (core/engine/round_counts.h): a job larger than
+// kMaxRanks is refused at init with the limit named, the largest one is accepted.
+TEST(RankLayout, SizeIsBoundedByTheNegotiationsCounting) {
+  Env e = kHorarun;
+  e["HORA_SIZE"] = std::to_string(kMaxRanks + 1);
+  expect_error(e, "HORA_SIZE='" + std::to_string(kMaxRanks + 1) + "' is not valid",
+               "[1, " + std::to_string(kMaxRanks) + "]");
+  RankLayout l;
+  l.size = kMaxRanks + 1;
+  Status too_many = validate_layout(l);
+  EXPECT_NE(too_many.message().find("exceeds hora's limit of " + std::to_string(kMaxRanks)),
+            std::string::npos)
+      << too_many.to_string();
+  l = RankLayout();
+  l.size = kMaxRanks;
+  l.rank = kMaxRanks - 1;
+  EXPECT_TRUE(validate_layout(l).is_ok());
+}
+
 TEST(RankLayout, ValidateChecksEveryField) {
   RankLayout l;
   EXPECT_TRUE(validate_layout(l).is_ok());
