@@ -111,8 +111,10 @@ int main(int argc, char** argv) {
   if (!check(hora::init(), "init")) return 1;
   const bool root = hora::rank() == 0;
   const int ranks = hora::size();
-  // The raw communicator first: the engine's thread starts with the first collective.
+  // The raw communicator first, with the engine parked (it answers rounds from init on).
+  if (!check(hora::detail::pause_engine(std::chrono::seconds(60)), "pausing the engine")) return 1;
   const double raw = raw_allreduce_us(elems * tensors, steps);
+  hora::detail::resume_engine();
   const StepTimes fused = engine_step_us(tensors, elems, steps);
   const StepTimes overhead = engine_step_us(tensors, 1, steps);
   const double cpu0 = cpu_seconds();

@@ -1,9 +1,10 @@
 #include "core/hora.h"
 
 #include <memory>
-#include <mutex>
 
 #include "core/base/logging.h"
+#include "core/base/mutex.h"
+#include "core/base/thread_annotations.h"
 #include "core/config.h"
 #include "core/context.h"
 #include "core/context_access.h"
@@ -17,10 +18,11 @@ namespace {
 
 // The one static of the C++ API: the runtime and the number of inits so far.
 struct Runtime {
-  std::mutex mu;  // guards context and generation; held through init and shutdown
-  std::unique_ptr<Context> context;
-  std::shared_ptr<engine::Engine> engine;  // uses context's communicator; released first
-  int generation = 0;
+  Mutex mu;  // held through init and shutdown
+  std::unique_ptr<Context> context HORA_GUARDED_BY(mu);
+  // Uses context's communicator; released first.
+  std::shared_ptr<engine::Engine> engine HORA_GUARDED_BY(mu);
+  int generation HORA_GUARDED_BY(mu) = 0;
 };
 
 Runtime& runtime() {
@@ -45,7 +47,7 @@ Status apply_cpu_isa(CpuIsa isa) {
 
 int layout_field(int RankLayout::*field) {
   Runtime& r = runtime();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   return r.context ? r.context->layout().*field : -1;
 }
 
@@ -55,7 +57,7 @@ Status init() { return init(InitOptions{}); }
 
 Status init(const InitOptions& options) {
   Runtime& r = runtime();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   if (r.context) return Status::ok();
   HORA_ASSIGN_OR_RETURN(Config::Lookup lookup, make_lookup(options));
   HORA_ASSIGN_OR_RETURN(Config config, Config::from_lookup(lookup));
@@ -69,12 +71,15 @@ Status init(const InitOptions& options) {
                                               &r.context->store(),
                                               "hora/engine/" + std::to_string(generation) + "/",
                                               &r.context->topology());
+  // From now on this rank answers every round: a rank slow to reach its first collective is
+  // alive to the others, a dead or stopped one is reported within HORA_TIMEOUT_S.
+  r.engine->start();
   return Status::ok();
 }
 
 Status shutdown() {
   Runtime& r = runtime();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   if (!r.context) return Status::ok();
   // The engine first: its shutdown round still needs the communicator. Its own failure (a
   // peer that died earlier) was already reported through the handles; shutdown reports only
@@ -91,7 +96,7 @@ Status shutdown() {
 
 bool is_initialized() {
   Runtime& r = runtime();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   return r.context != nullptr;
 }
 
@@ -105,14 +110,25 @@ int cross_size() { return layout_field(&RankLayout::cross_size); }
 namespace detail {
 std::shared_ptr<engine::Engine> engine() {
   Runtime& r = runtime();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   return r.engine;
 }
 
 Context* context() {
   Runtime& r = runtime();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(&r.mu);
   return r.context.get();
+}
+
+Status pause_engine(std::chrono::milliseconds timeout) {
+  std::shared_ptr<engine::Engine> eng = engine();
+  if (!eng) return Status::failed_precondition("pause_engine() called before hora::init");
+  return eng->pause(timeout);
+}
+
+void resume_engine() {
+  std::shared_ptr<engine::Engine> eng = engine();
+  if (eng) eng->resume();
 }
 }  // namespace detail
 

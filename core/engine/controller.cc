@@ -6,6 +6,7 @@
 #include "collectives/algorithms/algorithms.h"
 #include "core/base/deadline.h"
 #include "core/base/logging.h"
+#include "core/engine/round_counts.h"
 
 namespace hora {
 namespace engine {
@@ -13,7 +14,7 @@ namespace {
 
 using collectives::AlgorithmOptions;
 constexpr uint32_t kControlTag = 0x63746c31;  // "ctl1"
-constexpr int kHeader = 2;                     // [has-uncached, shutdown]
+constexpr int kHeader = round_counts::kHeaderWords;
 
 bool zeros_ok(const Response& r) {
   return r.type == CollectiveType::kAllreduce &&
@@ -92,8 +93,9 @@ void Controller::send_to_coordinator(std::map<int, Waiting>::iterator it,
   }
 }
 
-StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, bool shutdown) {
+StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) {
   const auto now = std::chrono::steady_clock::now();
+  const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
   ++stats_.rounds;
   std::vector<Request> outgoing;
   outgoing.swap(resubmit_);
@@ -114,44 +116,53 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, bool shutdo
   std::string fatal;
   if (coordinator_) fatal = inspector_->check(coordinator_->pending(), now);
 
-  const int32_t size = comm_.size();
-  const int32_t base = size + 1;
+  const int size = comm_.size();
+  const int rank = comm_.rank();
   vector_.assign(kHeader + positions, 0);
-  vector_[0] = (!outgoing.empty() || !invalidate.empty() || !fatal.empty()) ? 1 : 0;
-  vector_[1] = shutdown ? 1 : 0;
-  for (const auto& kv : cached_) vector_[kHeader + kv.first] += 1 + base;
+  vector_[round_counts::kHasUncached] =
+      (!outgoing.empty() || !invalidate.empty() || !fatal.empty()) ? 1 : 0;
+  vector_[round_counts::kShutdownCount] = asks.shutdown ? 1 : 0;
+  vector_[round_counts::kShutdownRankSum] = asks.shutdown ? rank : 0;
+  vector_[round_counts::kPauseCount] = asks.pause ? 1 : 0;
+  for (const auto& kv : cached_)
+    vector_[kHeader + kv.first] += round_counts::position_word(true, true, false, size);
   if (joined_) {
     for (int p = 0; p < positions; ++p)
       if (cache_.in_use(p) && zeros_ok(cache_.at(p)) && cached_.count(p) == 0)
-        vector_[kHeader + p] += 1;
+        vector_[kHeader + p] += round_counts::position_word(true, false, false, size);
   }
-  for (int p : invalidate) vector_[kHeader + p] += base * base;
+  for (int p : invalidate)
+    vector_[kHeader + p] += round_counts::position_word(false, false, true, size);
 
   AlgorithmOptions ao;
-  ao.deadline = Deadline::after_seconds(options_.timeout_s);
+  ao.deadline = deadline;
   ao.scratch = &scratch_;
   ao.tag = kControlTag;
-  if (size > 1 && !vector_.empty()) {
+  if (size > 1) {
     Status s = collectives::recursive_doubling_allreduce(comm_, vector_.data(), vector_.data(),
-                                                         vector_.size(), DataType::kInt32,
+                                                         vector_.size(), DataType::kInt64,
                                                          ReduceOp::kSum, ao);
     if (!s.is_ok()) return Status(s.code(), "negotiation round: " + s.message());
   }
 
   ResponseList list;
-  list.shutdown = vector_[1] > 0;
+  const int64_t shutdowns = vector_[round_counts::kShutdownCount];
+  list.shutdown = shutdowns > 0;
+  if (shutdowns == 1)
+    list.shutdown_by = "rank " + std::to_string(vector_[round_counts::kShutdownRankSum]);
+  else if (shutdowns > 1)
+    list.shutdown_by = std::to_string(shutdowns) + " ranks";
+  list.pause = vector_[round_counts::kPauseCount] == size;
   // Invalidations: erased everywhere; a holder here resubmits in this round's exchange.
   std::vector<int> agreed;
   for (int p = 0; p < positions; ++p) {
-    const int32_t v = vector_[kHeader + p];
-    const int32_t ready = v % base;
-    const int32_t held = (v / base) % base;
-    const int32_t invalid = v / (base * base);
-    if (invalid > 0) {
+    const round_counts::PositionCounts c =
+        round_counts::decode_position(vector_[kHeader + p], size);
+    if (c.invalidated > 0) {
       auto it = cached_.find(p);
       if (it != cached_.end()) send_to_coordinator(it, outgoing);
       cache_.erase(p);
-    } else if (ready == size && held > 0 && cache_.in_use(p)) {
+    } else if (c.ready == size && c.held > 0 && cache_.in_use(p)) {
       agreed.push_back(p);
     }
   }
@@ -167,8 +178,8 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, bool shutdo
     if (cached_.erase(p) > 0) ++stats_.cache_hits;
   }
 
-  if (vector_[0] > 0) {
-    HORA_RETURN_IF_ERROR(exchange(outgoing, fatal, &list));
+  if (vector_[round_counts::kHasUncached] > 0) {
+    HORA_RETURN_IF_ERROR(exchange(outgoing, fatal, deadline, &list));
     if (!fatal.empty() && list.fatal.empty()) list.fatal = fatal;
   }
   return list;
@@ -183,10 +194,9 @@ void Controller::mark_ready(int rank, const std::vector<Request>& requests,
 }
 
 Status Controller::exchange(const std::vector<Request>& outgoing, const std::string& fatal,
-                            ResponseList* list) {
+                            Deadline deadline, ResponseList* list) {
   const int rank = comm_.rank();
   const int size = comm_.size();
-  const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
   std::vector<uint8_t> payload;
   if (rank != 0) {
     std::vector<uint8_t> bytes = encode_requests(outgoing);

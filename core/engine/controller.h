@@ -6,13 +6,15 @@
 //     path; anything else goes to the coordinator. A cached name requested differently, or a
 //     cached request waiting longer than half of HORA_STALL_WARNING_S (so the coordinator can
 //     name the missing ranks), invalidates its cache position.
-//  2. One allreduce (sum, int32) over [has-uncached, shutdown, one word per cache position].
+//  2. One allreduce (sum, int64) over [has-uncached, shutdown count, shutdown rank sum, pause
+//     count, one word per cache position] (round_counts.h has the encoding and its range).
 //     A rank adds, per position: 1 when it is ready (it has the tensor, or it has joined and
 //     the cached collective is an allreduce with sum or average), (size+1) when it holds the
 //     tensor, (size+1)^2 when it invalidates the position. The sums decode to: ready on every
 //     rank, held by at least one rank that has not joined, invalidated by anyone. One
-//     reduction carries readiness, join and invalidation, so the steady state (every tensor
-//     cached) costs this single small collective.
+//     reduction carries readiness, join, invalidation, shutdown and pause, so the steady state
+//     (every tensor cached) costs this single small collective. Every wait of a round ends at
+//     one deadline, HORA_TIMEOUT_S after the round began.
 //  3. Invalidated positions are erased on every rank (their holders resubmit to the
 //     coordinator in this round); agreed positions become responses, in position order; a
 //     grouped allreduce is released only when all its members are agreed.
@@ -34,6 +36,7 @@
 
 #include "collectives/communicator.h"
 #include "collectives/scratch_pool.h"
+#include "core/base/deadline.h"
 #include "core/base/status.h"
 #include "core/engine/coordinator.h"
 #include "core/engine/message.h"
@@ -64,10 +67,15 @@ class Controller {
  public:
   Controller(collectives::Communicator& comm, const ControllerOptions& options);
 
-  // One round. `fresh`: this rank's requests enqueued since the last round; `shutdown`: this
-  // rank asks every rank to stop. Fails only when communication fails or a control message is
-  // corrupted (then the engine is broken).
-  StatusOr<ResponseList> round(std::vector<Request> fresh, bool shutdown);
+  // What this rank asks of every rank in a round.
+  struct Asks {
+    bool shutdown = false;  // stop after this round
+    bool pause = false;     // park the engines after this round (every rank must ask)
+  };
+  // One round. `fresh`: this rank's requests enqueued since the last round. The list's
+  // shutdown is set when any rank asked, its pause when every rank asked. Fails only when
+  // communication fails or a control message is corrupted (then the engine is broken).
+  StatusOr<ResponseList> round(std::vector<Request> fresh, Asks asks);
 
   // This rank has requests not yet agreed (the engine then runs rounds back to back).
   bool has_pending() const { return !cached_.empty() || !resubmit_.empty() || !sent_.empty(); }
@@ -89,7 +97,7 @@ class Controller {
   void mark_ready(int rank, const std::vector<Request>& requests,
                   std::chrono::steady_clock::time_point at);
   Status exchange(const std::vector<Request>& outgoing, const std::string& fatal,
-                  ResponseList* list);
+                  Deadline deadline, ResponseList* list);
 
   collectives::Communicator& comm_;
   const ControllerOptions options_;
@@ -101,7 +109,7 @@ class Controller {
   std::vector<Request> resubmit_;                // for the coordinator next round
   std::unordered_set<std::string> sent_;         // names at the coordinator, not yet answered
   bool joined_ = false;
-  std::vector<int32_t> vector_;                  // the round's reduction buffer
+  std::vector<int64_t> vector_;                  // the round's reduction buffer
   ControllerStats stats_;
 };
 

@@ -1,5 +1,7 @@
 #include "core/engine/engine.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -23,6 +25,12 @@ collectives::Algorithm to_algorithm(AllreduceAlgo a) {
 
 // A burst of enqueues that pauses this long is complete (see loop()).
 constexpr std::chrono::microseconds kQuiet{50};
+// How long a failing rank waits for the other ranks' failure posts before it fails its handles
+// (part of the margin over HORA_TIMEOUT_S within which a dead or stopped rank is reported).
+constexpr std::chrono::milliseconds kBoardWait{1000};
+
+// Shows in top, gdb and /proc/<pid>/task/*/comm (at most 15 characters).
+void set_thread_name(const char* name) { pthread_setname_np(pthread_self(), name); }
 
 Clock::duration ms(double v) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(v));
@@ -63,6 +71,11 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
 
 Engine::~Engine() { stop(); }
 
+void Engine::start() {
+  MutexLock lock(&mu_);
+  start_locked();
+}
+
 void Engine::start_locked() {
   if (started_) return;
   started_ = true;
@@ -77,7 +90,7 @@ void Engine::start_locked() {
 
 Status Engine::enqueue(std::vector<Entry> entries) {
   {
-    std::lock_guard<std::mutex> lock(start_mu_);
+    MutexLock lock(&mu_);
     if (stopped_)
       return Status::failed_precondition(
           "tensor '" + (entries.empty() ? std::string() : entries[0].request.name) +
@@ -87,35 +100,99 @@ Status Engine::enqueue(std::vector<Entry> entries) {
   return queue_.enqueue(std::move(entries));
 }
 
+Status Engine::ended_status() const {
+  return fatal_.is_ok() ? Status::failed_precondition("hora's engine has stopped on rank " +
+                                                       std::to_string(comm_.rank()))
+                        : fatal_;
+}
+
+Status Engine::pause(std::chrono::milliseconds timeout) {
+  const Clock::time_point until = Clock::now() + timeout;
+  {
+    MutexLock lock(&mu_);
+    if (stopped_ || loop_ended_) return ended_status();
+    if (parked_) return Status::ok();
+    start_locked();
+    pause_asked_ = true;
+  }
+  queue_.wake();  // ask in the next round rather than at the next heartbeat
+  MutexLock lock(&mu_);
+  while (!parked_ && !loop_ended_ && Clock::now() < until) cv_.wait_until(mu_, until);
+  if (parked_) return Status::ok();
+  pause_asked_ = false;
+  if (loop_ended_) return ended_status();
+  return Status::timeout("pausing hora's engine on rank " + std::to_string(comm_.rank()) +
+                         ": not every rank asked within " + std::to_string(timeout.count()) +
+                         " ms (every rank must call it)");
+}
+
+void Engine::resume() {
+  {
+    MutexLock lock(&mu_);
+    pause_asked_ = false;
+  }
+  cv_.notify_all();
+}
+
+void Engine::park() {
+  MutexLock lock(&mu_);
+  parked_ = true;
+  cv_.notify_all();
+  while (pause_asked_ && !stopped_) cv_.wait(mu_);
+  parked_ = false;
+}
+
+bool Engine::pause_asked() const {
+  MutexLock lock(&mu_);
+  return pause_asked_;
+}
+
+void Engine::finish(const Status& fatal) {
+  {
+    MutexLock lock(&mu_);
+    loop_ended_ = true;
+    fatal_ = fatal;
+  }
+  cv_.notify_all();
+}
+
 void Engine::fail_all(const Status& why) {
   for (Entry& e : queue_.close(why)) {
     e.handle->complete(Status(why.code(), "tensor '" + e.request.name + "': " + why.message()));
   }
 }
 
-void Engine::loop() {
+void Engine::wait_for_round() {
   const Clock::duration cycle = ms(config_.cycle_time_ms);
-  const Clock::duration heartbeat = ms(config_.heartbeat_ms);
-  bool asked_shutdown = false;
-  while (true) {
-    const Clock::time_point now = Clock::now();
-    if (controller_->has_pending()) {
-      std::this_thread::sleep_until(now + cycle);
-    } else if (queue_.wait_for_work(now + heartbeat)) {
-      // Something arrived: let the rest of this burst join it, until the cycle time has passed
-      // or the burst went quiet (no new request for kQuiet), so a step's tensors enqueued
-      // back to back are negotiated and fused at once instead of waiting out the cycle.
-      const Clock::time_point until = Clock::now() + cycle;
-      size_t seen = queue_.fresh_count();
-      while (!queue_.shutdown_requested() && Clock::now() < until) {
-        std::this_thread::sleep_for(std::min<Clock::duration>(kQuiet, until - Clock::now()));
-        const size_t n = queue_.fresh_count();
-        if (n == seen) break;
-        seen = n;
-      }
+  const Clock::time_point now = Clock::now();
+  if (controller_->has_pending()) {
+    std::this_thread::sleep_until(now + cycle);
+  } else if (queue_.wait_for_work(now + ms(config_.heartbeat_ms))) {
+    // Something arrived: let the rest of this burst join it, until the cycle time has passed
+    // or the burst went quiet (no new request for kQuiet), so a step's tensors enqueued
+    // back to back are negotiated and fused at once instead of waiting out the cycle.
+    const Clock::time_point until = Clock::now() + cycle;
+    size_t seen = queue_.fresh_count();
+    while (!queue_.shutdown_requested() && Clock::now() < until) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(kQuiet, until - Clock::now()));
+      const size_t n = queue_.fresh_count();
+      if (n == seen) break;
+      seen = n;
     }
+  }
+}
+
+void Engine::loop() {
+  set_thread_name("hora-engine");
+  bool asked_shutdown = false;
+  Status fatal;
+  while (true) {
+    wait_for_round();
     asked_shutdown = asked_shutdown || queue_.shutdown_requested();
-    StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asked_shutdown);
+    Controller::Asks asks;
+    asks.shutdown = asked_shutdown;
+    asks.pause = !asked_shutdown && pause_asked();
+    StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asks);
     Status status = list.status();
     if (status.is_ok()) status = executor_->execute(*list);
     if (status.is_ok() && !list->fatal.empty())
@@ -126,33 +203,38 @@ void Engine::loop() {
       // finds the post), and name the root cause other ranks saw.
       board_.post(status.message());
       comm_.abort();
-      status = Status(status.code(),
-                      board_.collect(status.message(), std::chrono::milliseconds(1500)));
+      if (!collectives::FailureBoard::has_reports(status.message()))
+        status = Status(status.code(), board_.collect(status.message(), kBoardWait));
       HORA_LOG(kError) << "engine stopped: " << status.to_string();
-      fatal_ = status;
+      fatal = status;
       fail_all(status);
       break;
     }
     if (list->shutdown) {
       fail_all(Status::failed_precondition(
           asked_shutdown ? "hora was shut down before this collective completed"
-                         : "another rank shut hora down before this collective completed"));
+                         : list->shutdown_by + " shut hora down before this collective completed"));
       break;
     }
+    if (list->pause) park();
   }
   timeline_.close();
+  finish(fatal);
 }
 
 Status Engine::stop() {
   {
-    std::lock_guard<std::mutex> lock(start_mu_);
+    MutexLock lock(&mu_);
     if (stopped_) return fatal_;
     stopped_ = true;
+    pause_asked_ = false;
     // Take part in the shutdown round even if this rank never ran a collective.
     start_locked();
   }
+  cv_.notify_all();  // a parked loop resumes for the shutdown round
   queue_.request_shutdown();
   if (thread_.joinable()) thread_.join();
+  MutexLock lock(&mu_);
   return fatal_;
 }
 

@@ -234,7 +234,7 @@ Status Executor::run_single(const Response& r) {
   }
   if (r.type == CollectiveType::kJoin) {
     if (e != nullptr) {
-      std::lock_guard<std::mutex> lock(e->handle->mu);
+      MutexLock lock(&e->handle->mu);
       e->handle->join_result = r.last_joined;
     }
     complete(r.name, Status::ok());

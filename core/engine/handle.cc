@@ -1,7 +1,6 @@
 // Handle (core/hora.h): waiting on a HandleState, and its completion callback.
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -23,15 +22,18 @@ Status Handle::wait() {
   // within HORA_TIMEOUT_S (plus a margin) of a peer dying or stopping. A wait of its own would
   // race that deadline and report a bare timeout instead of the rank at fault, and would give
   // up on a rank that is merely slow to submit (it is alive: its engine answers every round).
-  std::unique_lock<std::mutex> lock(state_->mu);
-  state_->cv.wait(lock, [&] { return state_->done; });
+  MutexLock lock(&state_->mu);
+  while (!state_->done) state_->cv.wait(state_->mu);
   return state_->status;
 }
 
 Status Handle::wait(std::chrono::milliseconds timeout) {
   if (!state_) return Status::failed_precondition("wait() on an invalid (default) hora::Handle");
-  std::unique_lock<std::mutex> lock(state_->mu);
-  if (!state_->cv.wait_for(lock, timeout, [&] { return state_->done; })) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(&state_->mu);
+  while (!state_->done && std::chrono::steady_clock::now() < until)
+    state_->cv.wait_until(state_->mu, until);
+  if (!state_->done) {
     return Status::timeout("tensor '" + state_->name + "' is not complete after " +
                            std::to_string(timeout.count()) +
                            " ms: not every rank has submitted it yet, or it is still running "
@@ -42,7 +44,7 @@ Status Handle::wait(std::chrono::milliseconds timeout) {
 
 bool Handle::poll() const {
   if (!state_) return false;
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->done;
 }
 
@@ -58,7 +60,7 @@ void Handle::on_complete(std::function<void(const Status&)> callback) const {
 int Handle::last_joined() const {
   if (!state_) return -1;
   // Written (under the mutex) before completion, so completion callbacks see it too.
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(&state_->mu);
   return state_->join_result;
 }
 

@@ -10,16 +10,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/base/mutex.h"
 #include "core/base/status.h"
+#include "core/base/thread_annotations.h"
 
 namespace hora {
 namespace detail {
@@ -39,11 +39,11 @@ struct HandleState {
 
   // One part finished with `status`; the first error is kept. On the last part: runs the
   // callback (outside the mutex), then marks the state done and wakes the waiters.
-  void complete(Status status) {
+  void complete(Status status) HORA_EXCLUDES(mu) {
     Callback run;
     Status final_status;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       if (is_final || done) return;
       if (!status.is_ok() && this->status.is_ok()) this->status = std::move(status);
       if (--remaining > 0) return;
@@ -53,17 +53,17 @@ struct HandleState {
       if (run) final_status = this->status;
     }
     if (run) run(final_status);
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     done = true;
     cv.notify_all();
   }
 
   // Registers `cb`, or runs it at once (on this thread, outside the mutex) when the final
   // status is already known. Replaces a callback that has not run yet.
-  void on_complete(Callback cb) {
+  void on_complete(Callback cb) HORA_EXCLUDES(mu) {
     Status final_status;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       if (!is_final) {
         callback = std::move(cb);
         return;
@@ -74,19 +74,19 @@ struct HandleState {
   }
 
   const std::string name;
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  int remaining;          // guarded by mu
-  bool is_final = false;  // guarded by mu: the status will not change any more
-  bool done = false;      // guarded by mu: final and the callback ran; waiters may return
-  Status status;          // guarded by mu
-  Callback callback;      // guarded by mu; taken out (and run) once final
+  mutable Mutex mu;  // guards the fields marked so; never held while a callback runs
+  CondVar cv;        // done changes
+  int remaining HORA_GUARDED_BY(mu);
+  bool is_final HORA_GUARDED_BY(mu) = false;  // the status will not change any more
+  bool done HORA_GUARDED_BY(mu) = false;  // final and the callback ran; waiters may return
+  Status status HORA_GUARDED_BY(mu);
+  Callback callback HORA_GUARDED_BY(mu);  // taken out (and run) once final
   const double default_timeout_s;
   // Results; written by the background thread before complete(), read after wait().
   std::vector<uint8_t> output;
   std::vector<int64_t> output_shape;
   std::vector<int64_t> received_splits;
-  int join_result = -1;  // guarded by mu; set before the join's completion
+  int join_result HORA_GUARDED_BY(mu) = -1;  // guarded by mu; set before the join's completion
 };
 
 }  // namespace detail

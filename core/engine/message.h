@@ -91,6 +91,10 @@ struct ResponseList {
   std::vector<Response> responses;
   bool shutdown = false;  // some rank shut down: every rank stops after this list
   std::string fatal;      // non-empty: every rank stops and fails everything with this
+  // Set by the round from its reduction (not encoded): who asked to shut down ("rank 2",
+  // "3 ranks"), and whether every rank asked to park its engine after this list.
+  std::string shutdown_by;
+  bool pause = false;
 };
 
 void encode_request(const Request& r, Writer& w);

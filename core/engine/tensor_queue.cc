@@ -7,7 +7,7 @@ namespace engine {
 
 Status TensorQueue::enqueue(std::vector<Entry> entries) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_)
       return Status(closed_why_.code(),
                     "tensor '" + (entries.empty() ? std::string() : entries[0].request.name) +
@@ -32,55 +32,66 @@ Status TensorQueue::enqueue(std::vector<Entry> entries) {
 }
 
 bool TensorQueue::wait_for_work(Clock::time_point until) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, until, [&] { return !fresh_.empty() || shutdown_requested_; });
-  return !fresh_.empty() || shutdown_requested_;
+  MutexLock lock(&mu_);
+  while (fresh_.empty() && !shutdown_requested_ && !woken_ && Clock::now() < until)
+    cv_.wait_until(mu_, until);
+  const bool woken = woken_;
+  woken_ = false;
+  return !fresh_.empty() || shutdown_requested_ || woken;
+}
+
+void TensorQueue::wake() {
+  {
+    MutexLock lock(&mu_);
+    woken_ = true;
+  }
+  cv_.notify_one();
 }
 
 std::vector<Request> TensorQueue::take_new() {
   std::vector<Request> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   out.swap(fresh_);
   return out;
 }
 
 size_t TensorQueue::fresh_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return fresh_.size();
 }
 
 Entry* TensorQueue::find(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = table_.find(name);
   return it == table_.end() ? nullptr : &it->second;
 }
 
 void TensorQueue::remove(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   table_.erase(name);
 }
 
 size_t TensorQueue::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return table_.size();
 }
 
 void TensorQueue::request_shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     shutdown_requested_ = true;
   }
   cv_.notify_one();
 }
 
 bool TensorQueue::shutdown_requested() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return shutdown_requested_;
 }
 
 std::vector<Entry> TensorQueue::close(Status why) {
   std::vector<Entry> left;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   closed_ = true;
   closed_why_ = std::move(why);
   for (auto& kv : table_) left.push_back(std::move(kv.second));

@@ -11,14 +11,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/base/mutex.h"
 #include "core/base/status.h"
+#include "core/base/thread_annotations.h"
 #include "core/base/tensor_view.h"
 #include "core/engine/handle_state.h"
 #include "core/engine/message.h"
@@ -46,9 +46,13 @@ class TensorQueue {
   // twice in the batch), or after close(), naming the tensor.
   Status enqueue(std::vector<Entry> entries);
 
-  // Background thread: blocks until new requests arrive, shutdown is requested, or `until`.
-  // Returns true when there is something new (requests or a shutdown request).
+  // Background thread: blocks until new requests arrive, shutdown is requested, wake() is
+  // called, or `until`. Returns true when there is something new (requests, a shutdown
+  // request or a wake-up, which it consumes).
   bool wait_for_work(Clock::time_point until);
+  // Makes the background thread's wait_for_work return now (the engine has something to ask
+  // of the other ranks in its next round).
+  void wake();
   // The requests enqueued since the last call, in enqueue order.
   std::vector<Request> take_new();
   // How many requests take_new() would return now.
@@ -67,13 +71,14 @@ class TensorQueue {
   std::vector<Entry> close(Status why);
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::unordered_map<std::string, Entry> table_;
-  std::vector<Request> fresh_;
-  bool shutdown_requested_ = false;
-  bool closed_ = false;
-  Status closed_why_;
+  mutable Mutex mu_;  // guards everything below; never held while calling out
+  CondVar cv_;        // fresh_, shutdown_requested_, woken_ changes
+  std::unordered_map<std::string, Entry> table_ HORA_GUARDED_BY(mu_);
+  std::vector<Request> fresh_ HORA_GUARDED_BY(mu_);
+  bool shutdown_requested_ HORA_GUARDED_BY(mu_) = false;
+  bool woken_ HORA_GUARDED_BY(mu_) = false;
+  bool closed_ HORA_GUARDED_BY(mu_) = false;
+  Status closed_why_ HORA_GUARDED_BY(mu_);
 };
 
 }  // namespace engine

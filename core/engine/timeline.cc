@@ -86,7 +86,7 @@ void Timeline::mark(const std::string& tensor, std::string label, TimePoint at) 
 void Timeline::push(Record r) {
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     pending_.push_back(std::move(r));
     wake = pending_.size() >= kBatchRecords;
   }
@@ -95,16 +95,22 @@ void Timeline::push(Record r) {
 
 void Timeline::writer_loop() {
   std::vector<Record> batch;
-  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait_for(lock, kFlushInterval, [&] { return stop_ || pending_.size() >= kBatchRecords; });
-    batch.swap(pending_);
-    const bool stopping = stop_;
-    lock.unlock();
+    bool stopping = false;
+    {
+      MutexLock lock(&mu_);
+      const auto until = std::chrono::steady_clock::now() + kFlushInterval;
+      while (!stop_ && pending_.size() < kBatchRecords && std::chrono::steady_clock::now() < until)
+        cv_.wait_until(mu_, until);
+      batch.swap(pending_);
+      stopping = stop_;
+    }
     if (!batch.empty()) write_batch(batch);
     batch.clear();
-    lock.lock();
-    if (stopping && pending_.empty()) return;
+    if (stopping) {
+      MutexLock lock(&mu_);
+      if (pending_.empty()) return;
+    }
   }
 }
 
@@ -157,7 +163,7 @@ void Timeline::write_batch(const std::vector<Record>& batch) {
 void Timeline::close() {
   if (writer_.joinable()) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stop_ = true;
     }
     cv_.notify_one();

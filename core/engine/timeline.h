@@ -23,16 +23,16 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/base/mutex.h"
 #include "core/base/status.h"
+#include "core/base/thread_annotations.h"
 
 namespace hora {
 namespace engine {
@@ -84,10 +84,10 @@ class Timeline {
   bool failed_ = false;  // a write failed: later batches are dropped (writer thread)
   std::unordered_map<std::string, int> rows_;  // writer thread only
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Record> pending_;
-  bool stop_ = false;
+  Mutex mu_;    // guards pending_ and stop_; never held while writing the file
+  CondVar cv_;  // pending_ grew to a batch, or stop_
+  std::vector<Record> pending_ HORA_GUARDED_BY(mu_);
+  bool stop_ HORA_GUARDED_BY(mu_) = false;
   std::thread writer_;
 };
 

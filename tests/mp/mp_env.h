@@ -10,7 +10,10 @@
 namespace hora {
 namespace mp {
 
-// The communicator hora::init created. REQUIRES: called from a test body (after init).
+// The communicator hora::init created. The first call parks the engine on every rank (a
+// collective call: every rank's first call must come in the same test) until shutdown, so a
+// binary uses either this communicator or hora's collectives API, not both. REQUIRES: called
+// from a test body (after init).
 collectives::Communicator& mp_communicator();
 
 // A deadline for test waits: generous, so a slow oversubscribed machine never flakes, and

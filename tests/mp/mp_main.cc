@@ -3,6 +3,7 @@
 // Exit status: 0 when every test passed on this rank; 1 when a test failed or init/shutdown
 // failed (the message is printed); 77 (CTest's SKIP_RETURN_CODE for these tests) when
 // HORA_BACKEND names a backend this build lacks, so a missing backend is a visible skip.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,6 +24,17 @@ collectives::Communicator& mp_communicator() {
   if (context == nullptr) {
     std::fprintf(stderr, "mp_communicator() called before hora::init\n");
     std::abort();
+  }
+  // The engine answers rounds over this communicator from init on: park it (every rank
+  // reaches its first mp_communicator() call in the same test) until shutdown.
+  static bool paused = false;
+  if (!paused) {
+    Status s = detail::pause_engine(std::chrono::seconds(120));
+    if (!s.is_ok()) {
+      std::fprintf(stderr, "mp_communicator(): pausing the engine: %s\n", s.to_string().c_str());
+      std::abort();
+    }
+    paused = true;
   }
   return context->communicator();
 }

@@ -90,6 +90,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "peer_kill_probe: hora::init failed: %s\n", status.to_string().c_str());
     return 1;
   }
+  // This probe drives the job's communicator itself: park the engine first.
+  status = hora::detail::pause_engine(std::chrono::seconds(60));
+  if (!status.is_ok()) {
+    std::fprintf(stderr, "peer_kill_probe: pausing the engine: %s\n", status.to_string().c_str());
+    return 1;
+  }
   Communicator& comm = hora::detail::context()->communicator();
   const int me = comm.rank();
   const int victim = comm.size() / 2;

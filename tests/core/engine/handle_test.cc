@@ -124,7 +124,7 @@ TEST(HandleLastJoined, MinusOneUntilKnownAndSeenByTheCompletionCallback) {
   int in_callback = -1;
   h.on_complete([&](const Status&) { in_callback = h.last_joined(); });
   {
-    std::lock_guard<std::mutex> lock(state->mu);
+    MutexLock lock(&state->mu);
     state->join_result = 2;  // as the executor sets it, before completing
   }
   state->complete(Status::ok());

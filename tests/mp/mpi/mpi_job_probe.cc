@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
   }
   hora::Status status = hora::init();
   if (!status.is_ok()) return fail("hora::init failed", status);
+  // The probe drives the job's communicator itself: park the engine first.
+  status = hora::detail::pause_engine(std::chrono::seconds(60));
+  if (!status.is_ok()) return fail("pausing the engine", status);
   hora::collectives::Communicator& comm = hora::detail::context()->communicator();
   status = allreduce_once(comm, 0);
   if (!status.is_ok()) return fail("allreduce failed", status);
