@@ -2,11 +2,12 @@
 // enqueue them to the engine, return the handle. No communication happens here.
 #include <atomic>
 #include <cmath>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/base/mutex.h"
+#include "core/base/thread_annotations.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_access.h"
 #include "core/engine/handle_state.h"
@@ -374,9 +375,9 @@ Handle control_request(CollectiveType type, const std::string& name) {
 // enqueueing another one that no other rank would match. It belongs to the engine that runs
 // it: after shutdown and init it is forgotten.
 struct PendingControl {
-  std::mutex mu;
-  std::weak_ptr<engine::Engine> engine;  // guarded by mu
-  Handle handle;                         // guarded by mu; invalid when none is pending
+  Mutex mu;
+  std::weak_ptr<engine::Engine> engine HORA_GUARDED_BY(mu);
+  Handle handle HORA_GUARDED_BY(mu);  // invalid when none is pending
 };
 
 PendingControl& pending_of(CollectiveType type) {
@@ -391,7 +392,7 @@ Handle take_or_request(CollectiveType type) {
   auto eng = detail::engine();
   PendingControl& p = pending_of(type);
   {
-    std::lock_guard<std::mutex> lock(p.mu);
+    MutexLock lock(&p.mu);
     Handle pending = std::move(p.handle);
     p.handle = Handle();
     if (pending.valid() && eng && p.engine.lock() == eng) return pending;
@@ -409,7 +410,7 @@ Status wait_or_keep(CollectiveType type, Handle& h, std::chrono::milliseconds ti
   if (h.poll()) return h.wait(std::chrono::milliseconds(0));
   PendingControl& p = pending_of(type);
   {
-    std::lock_guard<std::mutex> lock(p.mu);
+    MutexLock lock(&p.mu);
     p.engine = detail::engine();
     p.handle = h;
   }

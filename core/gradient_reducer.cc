@@ -104,7 +104,7 @@ GradientReducer::~GradientReducer() {
   // Buffers must not disappear under the engine: wait for whatever is still in flight.
   std::vector<InFlight> left;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     left.swap(in_flight_);
   }
   for (InFlight& f : left) (void)f.handle.wait();
@@ -139,7 +139,7 @@ Status GradientReducer::gradient_ready(const std::string& name, const TensorView
 
 Status GradientReducer::gradient_ready(size_t index, const TensorView& grad) {
   HORA_RETURN_IF_ERROR(check_gradient(index, grad));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Slot& slot = slots_[index];
   const int k = options_.backward_passes_per_step;
   if (slot.passes >= k)
@@ -159,7 +159,7 @@ Status GradientReducer::gradient_ready(size_t index, const TensorView& grad) {
 }
 
 std::vector<size_t> GradientReducer::unreported() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<size_t> out;
   for (size_t i = 0; i < slots_.size(); ++i)
     if (!slots_[i].enqueued) out.push_back(i);
@@ -168,7 +168,7 @@ std::vector<size_t> GradientReducer::unreported() const {
 
 Status GradientReducer::flush(size_t index, const TensorView& grad) {
   HORA_RETURN_IF_ERROR(check_gradient(index, grad));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Slot& slot = slots_[index];
   if (slot.enqueued) return Status::ok();
   slot.grad = grad;
@@ -274,7 +274,7 @@ Status GradientReducer::synchronize(std::chrono::milliseconds timeout) {
 Status GradientReducer::wait_step(const std::chrono::milliseconds* timeout) {
   std::vector<Handle> handles;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     enqueue_leftovers_locked();
     for (const InFlight& f : in_flight_) handles.push_back(f.handle);
   }
@@ -294,7 +294,7 @@ Status GradientReducer::wait_step(const std::chrono::milliseconds* timeout) {
     }
     if (!h.poll() && timed_out.is_ok()) timed_out = s;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   retire_completed_locked();
   if (in_flight_.empty()) {
     // The step is over: every gradient buffer holds its reduced value (or the error says why
@@ -324,7 +324,7 @@ Status GradientReducer::wait_step(const std::chrono::milliseconds* timeout) {
 }
 
 bool GradientReducer::has_pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!in_flight_.empty()) return true;
   for (const Slot& slot : slots_)
     if (slot.passes > 0 || slot.ready || slot.enqueued) return true;

@@ -39,14 +39,15 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/base/compression.h"
+#include "core/base/mutex.h"
 #include "core/base/reduce_op.h"
 #include "core/base/status.h"
 #include "core/base/tensor_view.h"
+#include "core/base/thread_annotations.h"
 #include "core/hora.h"
 
 namespace hora {
@@ -122,13 +123,13 @@ class GradientReducer {
   GradientReducer(std::vector<std::string> names, GradientReducerOptions options);
   Status check_gradient(size_t index, const TensorView& grad) const;
   // Marks `index` ready; enqueues it, or its group once every member is ready.
-  Status ready_locked(size_t index);  // REQUIRES: mu_ held
+  Status ready_locked(size_t index) HORA_REQUIRES(mu_);
   // One allreduce over `members` (a grouped one when they belong to a group).
-  Status enqueue_locked(const std::vector<size_t>& members);  // REQUIRES: mu_ held
+  Status enqueue_locked(const std::vector<size_t>& members) HORA_REQUIRES(mu_);
   // Enqueues what gradient_ready saw or flush() marked but nothing enqueued yet.
-  void enqueue_leftovers_locked();  // REQUIRES: mu_ held
+  void enqueue_leftovers_locked() HORA_REQUIRES(mu_);
   // Takes the completed handles out of in_flight_, keeping the first error.
-  void retire_completed_locked();  // REQUIRES: mu_ held
+  void retire_completed_locked() HORA_REQUIRES(mu_);
   Status wait_step(const std::chrono::milliseconds* timeout);
 
   const std::vector<std::string> names_;
@@ -139,10 +140,10 @@ class GradientReducer {
   double postscale_ = 1.0;
   // Guards slots_, in_flight_ and first_error_. Held while enqueueing (a short critical
   // section of the engine's queue), never while waiting on a handle.
-  mutable std::mutex mu_;
-  std::vector<Slot> slots_;
-  std::vector<InFlight> in_flight_;
-  Status first_error_;  // the step's first failed allreduce
+  mutable Mutex mu_;
+  std::vector<Slot> slots_ HORA_GUARDED_BY(mu_);
+  std::vector<InFlight> in_flight_ HORA_GUARDED_BY(mu_);
+  Status first_error_ HORA_GUARDED_BY(mu_);  // the step's first failed allreduce
 };
 
 }  // namespace hora

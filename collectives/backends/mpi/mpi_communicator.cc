@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "collectives/backends/mpi/mpi_request.h"
 #include "collectives/backends/mpi/mpi_status.h"
 #include "core/base/logging.h"
+#include "core/base/mutex.h"
+#include "core/base/thread_annotations.h"
 
 namespace hora {
 namespace collectives {
@@ -24,10 +25,10 @@ constexpr int kRequiredLevel = MPI_THREAD_SERIALIZED;
 // Process-wide: whether hora initialised MPI, how many MPI communicators are alive, and
 // whether one ended broken (then MPI_Finalize, which synchronises with the peers, is skipped).
 struct MpiRuntime {
-  std::mutex mu;
-  int live = 0;
-  bool hora_initialised = false;
-  bool any_broken = false;
+  Mutex mu;
+  int live HORA_GUARDED_BY(mu) = 0;
+  bool hora_initialised HORA_GUARDED_BY(mu) = false;
+  bool any_broken HORA_GUARDED_BY(mu) = false;
 };
 
 MpiRuntime& runtime() {
@@ -41,7 +42,7 @@ MpiRuntime& runtime() {
 // error and mpirun tears the job down).
 void finalize_at_exit() {
   MpiRuntime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mu);
+  MutexLock lock(&rt.mu);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!rt.hora_initialised || finalized) return;
@@ -136,44 +137,47 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(const MpiOpti
                                     std::to_string(options.max_count_per_call) +
                                     " is outside [1, INT_MAX]");
   MpiRuntime& rt = runtime();
-  std::unique_lock<std::mutex> lock(rt.mu);
-  bool initialised_here = false;
-  HORA_RETURN_IF_ERROR(ensure_mpi_initialised(&initialised_here));
-  if (initialised_here) rt.hora_initialised = true;
+  std::unique_ptr<MpiCommunicator> comm;
+  Status status;
+  {
+    MutexLock lock(&rt.mu);
+    bool initialised_here = false;
+    HORA_RETURN_IF_ERROR(ensure_mpi_initialised(&initialised_here));
+    if (initialised_here) rt.hora_initialised = true;
 
-  std::unique_ptr<MpiCommunicator> comm(new MpiCommunicator());
-  comm->options_ = options;
-  comm->initialised_mpi_ = rt.hora_initialised;
-  // MPI_Comm_dup is collective over MPI_COMM_WORLD; its own errors use the world's handler.
-  Status status = mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm_), "MPI_Comm_dup(WORLD)");
-  if (status.is_ok())
-    status = mpi_status(MPI_Comm_set_errhandler(comm->comm_, MPI_ERRORS_RETURN),
-                        "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN)");
-  if (status.is_ok())
-    status = mpi_status(MPI_Comm_rank(comm->comm_, &comm->rank_), "MPI_Comm_rank");
-  if (status.is_ok())
-    status = mpi_status(MPI_Comm_size(comm->comm_, &comm->size_), "MPI_Comm_size");
-  if (status.is_ok()) {
-    void* value = nullptr;
-    int flag = 0;
-    status = mpi_status(MPI_Comm_get_attr(comm->comm_, MPI_TAG_UB, &value, &flag),
-                        "MPI_Comm_get_attr(MPI_TAG_UB)");
-    if (status.is_ok() && flag) comm->tag_ub_ = *static_cast<int*>(value);
+    comm.reset(new MpiCommunicator());
+    comm->options_ = options;
+    comm->initialised_mpi_ = rt.hora_initialised;
+    // MPI_Comm_dup is collective over MPI_COMM_WORLD; its own errors use the world's handler.
+    status = mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm_), "MPI_Comm_dup(WORLD)");
+    if (status.is_ok())
+      status = mpi_status(MPI_Comm_set_errhandler(comm->comm_, MPI_ERRORS_RETURN),
+                          "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN)");
+    if (status.is_ok())
+      status = mpi_status(MPI_Comm_rank(comm->comm_, &comm->rank_), "MPI_Comm_rank");
+    if (status.is_ok())
+      status = mpi_status(MPI_Comm_size(comm->comm_, &comm->size_), "MPI_Comm_size");
+    if (status.is_ok()) {
+      void* value = nullptr;
+      int flag = 0;
+      status = mpi_status(MPI_Comm_get_attr(comm->comm_, MPI_TAG_UB, &value, &flag),
+                          "MPI_Comm_get_attr(MPI_TAG_UB)");
+      if (status.is_ok() && flag) comm->tag_ub_ = *static_cast<int*>(value);
+    }
+    // hora's tags are 32-bit; MPI's stop at MPI_TAG_UB (2^31 - 1 in Open MPI). Tags above it go
+    // on a second duplicate as tag - (MPI_TAG_UB + 1), which covers every uint32_t tag when
+    // MPI_TAG_UB is 2^31 - 1. Collective like the first dup.
+    if (status.is_ok())
+      status =
+          mpi_status(MPI_Comm_dup(comm->comm_, &comm->high_tag_comm_), "MPI_Comm_dup (high tags)");
+    if (status.is_ok())
+      status = mpi_status(MPI_Comm_set_errhandler(comm->high_tag_comm_, MPI_ERRORS_RETURN),
+                          "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN) (high tags)");
+    if (status.is_ok()) status = comm->types_.init();
+    ++rt.live;  // the destructor (run on failure too) decrements
   }
-  // hora's tags are 32-bit; MPI's stop at MPI_TAG_UB (2^31 - 1 in Open MPI). Tags above it go
-  // on a second duplicate as tag - (MPI_TAG_UB + 1), which covers every uint32_t tag when
-  // MPI_TAG_UB is 2^31 - 1. Collective like the first dup.
-  if (status.is_ok())
-    status =
-        mpi_status(MPI_Comm_dup(comm->comm_, &comm->high_tag_comm_), "MPI_Comm_dup (high tags)");
-  if (status.is_ok())
-    status = mpi_status(MPI_Comm_set_errhandler(comm->high_tag_comm_, MPI_ERRORS_RETURN),
-                        "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN) (high tags)");
-  if (status.is_ok()) status = comm->types_.init();
-  ++rt.live;  // the destructor (run on failure too) decrements
   if (!status.is_ok()) {
-    lock.unlock();  // the destructor takes the lock
-    comm.reset();
+    comm.reset();  // after the lock is released: the destructor takes it
     return status;
   }
   return comm;
@@ -181,7 +185,7 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(const MpiOpti
 
 MpiCommunicator::~MpiCommunicator() {
   MpiRuntime& rt = runtime();
-  std::lock_guard<std::mutex> lock(rt.mu);
+  MutexLock lock(&rt.mu);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
