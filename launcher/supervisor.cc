@@ -211,6 +211,9 @@ void Supervisor::begin_teardown(int sig) {
   teardown_started_s_ =
       std::chrono::duration<double>(Deadline::Clock::now().time_since_epoch()).count();
   signal_everyone(sig);
+  // A stopped rank (SIGSTOP, a debugger's stop) holds the signal pending until it runs again:
+  // let it run, so it ends now rather than at SIGKILL after the grace period.
+  signal_everyone(SIGCONT);
 }
 
 void Supervisor::on_rank_exit(Rank* r, int wait_status) {

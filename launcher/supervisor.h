@@ -7,7 +7,8 @@
 //     stderr (and raw to DIR/rank.R.stdout|stderr with an output dir).
 //  2. The first rank that exits non-zero or is killed is reported as one line,
 //     "horarun: rank R (host H) exited with code C" or "... was killed by signal SIGKILL", and
-//     teardown begins: SIGTERM to every rank's process group.
+//     teardown begins: SIGTERM to every rank's process group, then SIGCONT (a stopped rank
+//     would otherwise hold the SIGTERM pending until SIGKILL).
 //  3. SIGINT/SIGTERM/SIGHUP to horarun: the same signal goes to every group, teardown begins;
 //     a second one escalates to SIGKILL at once.
 //  4. Teardown: grace_s after it began, SIGKILL to every group that is left, and to every
