@@ -33,6 +33,9 @@ std::string fresh_name() {
 
 Bytes to_bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
+// What the creator publishes instead of a name when it could not create the segment.
+constexpr const char* kCreateFailed = "failed: ";
+
 }  // namespace
 
 StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::create(const std::string& name, size_t bytes) {
@@ -43,7 +46,12 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::create(const std::string& name
   int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   if (rc != 0) {
     errno = rc;
-    Status st = errno_status("posix_fallocate(" + std::to_string(bytes) + " bytes)", name);
+    Status st = errno_status("posix_fallocate(" + std::to_string(bytes) + " bytes)", name)
+                    .with_context(rc == ENOSPC ? std::string(
+                                                     "(/dev/shm is full or too small: free "
+                                                     "space there, or set HORA_SHM=0 to connect "
+                                                     "the ranks of this host over TCP)")
+                                               : std::string());
     close(fd);
     shm_unlink(name.c_str());
     return st;
@@ -96,7 +104,13 @@ StatusOr<std::unique_ptr<ShmSegment>> establish_shm_segment(
   std::string name;
   if (creator) {
     name = fresh_name();
-    HORA_ASSIGN_OR_RETURN(segment, ShmSegment::create(name, bytes));
+    auto created = ShmSegment::create(name, bytes);
+    if (!created.is_ok()) {
+      // Tell the other local ranks now rather than let them wait out their deadline.
+      store.set(name_key, to_bytes(kCreateFailed + created.status().message()));
+      return created.status();
+    }
+    segment = std::move(created).value();
     if (init != nullptr) init(segment->data(), bytes, init_arg);
     Status st = store.set(name_key, to_bytes(name));
     if (!st.is_ok()) {
@@ -106,6 +120,9 @@ StatusOr<std::unique_ptr<ShmSegment>> establish_shm_segment(
   } else {
     HORA_ASSIGN_OR_RETURN(Bytes value, store.get(name_key, deadline));
     name.assign(value.begin(), value.end());
+    if (name.rfind(kCreateFailed, 0) == 0)
+      return Status::remote("the local rank that creates the shared-memory segment failed: " +
+                            name.substr(std::strlen(kCreateFailed)));
     if (name.rfind(kShmNamePrefix, 0) != 0) {
       return Status::io("store key " + name_key + " holds '" + name +
                         "', not a hora shared-memory segment name");

@@ -53,7 +53,9 @@ class ShmSegment {
 // Creates (when `creator`) or opens the segment of one group of local ranks, exchanging its
 // name through `store` under `key_prefix`, and unlinks it once all `local_size` ranks have
 // mapped it. `init` runs on the creator's zeroed memory before the name is published.
-// Every rank returns only after the name is unlinked. Errors name the key or segment.
+// Every rank returns only after the name is unlinked. Errors name the key or segment; when
+// the creator cannot create the segment (a full /dev/shm), it publishes its error instead of
+// a name, so the other local ranks fail at once with it (kRemote) instead of at `deadline`.
 StatusOr<std::unique_ptr<ShmSegment>> establish_shm_segment(
     Store& store, const std::string& key_prefix, bool creator, int local_size, size_t bytes,
     void (*init)(void* memory, size_t bytes, void* arg), void* init_arg, Deadline deadline);
