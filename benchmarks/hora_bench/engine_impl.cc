@@ -20,6 +20,7 @@ class EngineImplementation : public Implementation {
  public:
   const std::string& name() const override { return name_; }
   bool is_hora() const override { return true; }
+  bool uses_engine() const override { return true; }
 
   Status supports(const Call& call) const override {
     if (call.collective != Collective::kAllreduce)

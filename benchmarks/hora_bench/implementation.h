@@ -52,6 +52,9 @@ class Implementation {
   virtual bool is_hora() const = 0;
   // A bound rather than a competitor (the "wire" column): left out of the ratio, not checked.
   virtual bool is_reference() const { return false; }
+  // Runs through hora's engine (the engine column): the engine must run while it is timed.
+  // Every other implementation is timed with the engine parked (runner.h).
+  virtual bool uses_engine() const { return false; }
   // OK when this implementation can run `call`'s collective, dtype, op and placement;
   // otherwise why not (the table then shows "n/a"). The answer is the same on every rank.
   virtual Status supports(const Call& call) const = 0;

@@ -5,6 +5,7 @@
 // Exit codes: 0 all good; 1 a run error (a collective failed, a file could not be written);
 // 2 bad arguments (one line and a usage hint on rank 0; every rank parses the same argv, so
 // every rank exits 2 together, after hora::init so the message is printed once); 3 #wrong > 0.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -72,16 +73,7 @@ int run(int argc, char** argv) {
     return kExitOk;
   }
   StatusOr<Options> parsed = parse_options(argc, argv);
-  // MPI_Allreduce runs on this thread while hora's engine thread may use its own MPI
-  // communicator for idle heartbeat rounds; MPI_THREAD_SERIALIZED forbids the overlap, so a
-  // run that compares with MPI keeps the engine idle (no heartbeat within the run).
-  hora::InitOptions init_options;
-  if (parsed.is_ok()) {
-    for (const std::string& name : parsed.value().compare) {
-      if (name == "mpi") init_options.settings.emplace_back("HORA_HEARTBEAT_MS", "600000");
-    }
-  }
-  Status init = hora::init(init_options);
+  Status init = hora::init();
   if (!init.is_ok()) {
     print_error("hora::init failed: " + init.to_string(), false);
     return kExitRunError;
@@ -98,6 +90,25 @@ int run(int argc, char** argv) {
   }
   Options options = parsed.value();
   Context* context = detail::context();
+  // Nothing of hora runs beside a baseline: the engine (it answers a negotiation round every
+  // heartbeat from init on) stays parked except while the engine column is timed. Parking is
+  // agreed by every rank, and every rank runs the same sweep. It also keeps MPI_Allreduce on
+  // this thread apart from the engine's own MPI calls (MPI_THREAD_SERIALIZED).
+  const auto engine_wait = std::chrono::milliseconds(
+      static_cast<int64_t>(context->config().timeout_s * 1000.0));
+  auto set_engine = [engine_wait](bool engine_needed) -> Status {
+    if (engine_needed) {
+      detail::resume_engine();
+      return Status::ok();
+    }
+    return detail::pause_engine(engine_wait);
+  };
+  Status parked = set_engine(false);
+  if (!parked.is_ok()) {
+    print_error("parking hora's engine: " + parked.to_string(), false);
+    hora::shutdown();
+    return kExitRunError;
+  }
   // --device cuda without an index: this rank's GPU, from its local rank.
   auto device = resolve_device(options.device, context->layout().local_rank);
   if (!device.is_ok()) {
@@ -151,6 +162,7 @@ int run(int argc, char** argv) {
   settings.ranks = ranks;
   settings.run_in_place = !reporter.is_compare();
   settings.timeout_s = context->config().timeout_s;
+  settings.set_engine = set_engine;
   auto results = run_sweep(settings, impls.value(), *control.value(),
                            [&](const std::vector<Measurement>& row) {
                              const std::string line = reporter.add_row(row);

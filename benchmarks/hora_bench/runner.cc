@@ -125,6 +125,7 @@ StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size
     }
     return st;
   };
+  if (s.set_engine) HORA_RETURN_IF_ERROR(s.set_engine(impl.uses_engine()));
   HORA_RETURN_IF_ERROR(fill(s, call, memory));
   HORA_RETURN_IF_ERROR(collectives::dissemination_barrier(control, control_options(s.timeout_s)));
   for (int i = 0; i < o.warmup; ++i) HORA_RETURN_IF_ERROR(run_once());

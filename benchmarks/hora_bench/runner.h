@@ -8,6 +8,8 @@
 // implementation, so no implementation pays first touches inside its timed loop; on the GPU
 // with --device cuda (sweep_memory.h: inputs are written and outputs checked through host
 // copies, outside the timed calls).
+// Fairness: while an implementation is timed, no other one has a thread running in this
+// process (hora's engine is parked through SweepSettings::set_engine).
 // One thread; every call is collective (all ranks run the same sweep).
 #pragma once
 
@@ -50,6 +52,10 @@ struct SweepSettings {
   int ranks = 1;
   bool run_in_place = true;  // false in --compare runs (out of place only)
   double timeout_s = 300;    // deadline of each call
+  // Called on every rank before each measurement with whether the implementation runs
+  // through hora's engine (Implementation::uses_engine): hora-bench lets the engine run then
+  // and parks it otherwise, so no hora thread runs beside a baseline. Empty: not called.
+  std::function<Status(bool engine_needed)> set_engine;
 };
 
 // Runs the sweep. `control` (a communicator of its own) carries the barriers and the
