@@ -51,8 +51,14 @@ struct Math {
     }
   }
   static R mul(R a, R b) {
-    if constexpr (std::is_integral_v<C>) {
-      using U = RegT<std::make_unsigned_t<C>, kLanes>;
+    if constexpr (std::is_integral_v<C> && kLanes == 1) {
+      // One lane is a plain integer: a type narrower than int is promoted to (signed) int
+      // before multiplying, and 65535 * 65535 overflows it. Multiply as unsigned int.
+      using U = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned,
+                                   std::make_unsigned_t<C>>;
+      return static_cast<R>(static_cast<U>(a) * static_cast<U>(b));
+    } else if constexpr (std::is_integral_v<C>) {
+      using U = RegT<std::make_unsigned_t<C>, kLanes>;  // vector lanes are not promoted
       return (R)((U)a * (U)b);
     } else {
       return a * b;

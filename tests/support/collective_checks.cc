@@ -418,7 +418,7 @@ Status check_allreduce(collectives::Communicator& comm, const AllreduceFn& fn,
       if (!status.is_ok()) return status.with_context(" [" + what + "]");
       buf.swap(in_copy);
     } else {
-      std::memset(buf.data(), kPoison, bytes);
+      if (bytes > 0) std::memset(buf.data(), kPoison, bytes);  // data() may be null at 0
       Status status = fn(comm, in_copy.data(), buf.data(), c.count, c.dtype, c.op);
       if (!status.is_ok()) return status.with_context(" [" + what + "]");
       if (in_copy != input) {

@@ -153,6 +153,7 @@ StatusOr<size_t> ShmLink::write_some(const ConstSpan* spans, int count) {
   size_t budget = std::min(room, chunk_);
   size_t written = 0;
   for (int i = 0; i < count && budget > 0; ++i) {
+    if (spans[i].bytes == 0) continue;  // its data may be null: nothing to copy
     const auto* src = static_cast<const uint8_t*>(spans[i].data);
     size_t n = std::min(budget, spans[i].bytes);
     size_t pos = tx_head_ & mask_;

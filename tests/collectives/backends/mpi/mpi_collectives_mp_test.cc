@@ -260,7 +260,8 @@ TEST_F(MpiCollectivesTest, BroadcastFromEveryRoot) {
     for (int root = 0; root < size_; ++root) {
       std::vector<char> buf(257 * data_type_bytes(dtype), 0);
       for (size_t i = 0; i < 257; ++i)
-        set_element(buf.data(), i, dtype, rank_ == root ? root + (i % 50) : -1);
+        set_element(buf.data(), i, dtype,
+                    rank_ == root ? root + static_cast<double>(i % 50) : -1.0);
       ASSERT_TRUE(comm_->broadcast(buf.data(), 257, dtype, root, test_deadline()).is_ok());
       for (size_t i = 0; i < 257; ++i)
         ASSERT_EQ(get_element(buf.data(), i, dtype), root + static_cast<double>(i % 50))
