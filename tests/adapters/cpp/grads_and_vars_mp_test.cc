@@ -102,7 +102,7 @@ Mlp train_distributed(Kind kind, int64_t global_batch, int steps, DistributedOpt
       std::vector<GradAndVar> list = dist->compute_gradients();
       if (separate) {
         for (size_t i = 0; i < list.size(); ++i) {
-          const Parameter& p = model.parameters()[i];
+          const Parameter p = model.parameters()[i];  // a copy: parameters() returns by value
           own[i].assign(p.grad, p.grad + p.count);
           std::fill(p.grad, p.grad + p.count, -1.0f);  // must be overwritten by the step
           list[i].grad = own[i].data();

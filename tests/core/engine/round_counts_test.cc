@@ -47,7 +47,7 @@ TEST(RoundCounts, MixedCountsAtTheLargestJob) {
   // Every rank ready, every third holding, the last one alone invalidating.
   const int64_t sum = sum_over_ranks(
       n, [](int) { return true; }, [](int r) { return r % 3 == 0; },
-      [n](int r) { return r == n - 1; });
+      [](int r) { return r == kMaxRanks - 1; });
   const auto c = decode_position(sum, n);
   EXPECT_EQ(c.ready, n);
   EXPECT_EQ(c.held, (n + 2) / 3);

@@ -292,7 +292,7 @@ TEST(ShmAllreduceFailure, DeadPeerIsNamedByEverySurvivor) {
   std::vector<std::string> left;
   auto results = run_processes(
       n,
-      [n](int rank, Store& store) -> Status {
+      [](int rank, Store& store) -> Status {
         HORA_ASSIGN_OR_RETURN(auto comm,
                               make_builtin_communicator(rank, n, store, exchange_options()));
         std::vector<float> buf(5 * kSlotBytes / 4, 1.0f);
