@@ -35,24 +35,41 @@ class HORA_CAPABILITY("mutex") Mutex {
   std::mutex mu_;
 };
 
-// A std::timed_mutex that the analysis knows (a lock that waits at most until a deadline).
+// A mutex whose lock can give up at a deadline. Built from Mutex and a condition variable
+// rather than std::timed_mutex, whose timed lock (pthread_mutex_clocklock) ThreadSanitizer
+// does not see.
 class HORA_CAPABILITY("mutex") TimedMutex {
  public:
   TimedMutex() = default;
   TimedMutex(const TimedMutex&) = delete;
   TimedMutex& operator=(const TimedMutex&) = delete;
 
-  void lock() HORA_ACQUIRE() { mu_.lock(); }
-  void unlock() HORA_RELEASE() { mu_.unlock(); }
+  void lock() HORA_ACQUIRE() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !held_; });
+    held_ = true;
+  }
+  void unlock() HORA_RELEASE() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_ = false;
+    }
+    cv_.notify_one();
+  }
   // True with the mutex held; false (not held) once `at` passed.
   template <typename Clock, typename Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& at)
       HORA_TRY_ACQUIRE(true) {
-    return mu_.try_lock_until(at);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_until(lock, at, [this] { return !held_; })) return false;
+    held_ = true;
+    return true;
   }
 
  private:
-  std::timed_mutex mu_;
+  std::mutex mu_;               // guards held_ (plain std types: this is a capability itself)
+  std::condition_variable cv_;  // held_ became false
+  bool held_ = false;
 };
 
 // Holds `mu` for its lifetime.

@@ -56,7 +56,10 @@ Status Timeline::open(const std::string& path) {
   failed_ = false;
   rows_.clear();
   origin_ = std::chrono::steady_clock::now();
-  stop_ = false;
+  {
+    MutexLock lock(&mu_);
+    stop_ = false;
+  }
   writer_ = std::thread([this] { writer_loop(); });
   return Status::ok();
 }
