@@ -101,7 +101,7 @@ double cpu_seconds() {
 
 int main(int argc, char** argv) {
   const int tensors = argc > 1 ? std::atoi(argv[1]) : 200;
-  const size_t bytes_each = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 16 * 1024;
+  const size_t bytes_each = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 16ULL * 1024;
   const int steps = argc > 3 ? std::atoi(argv[3]) : 20;
   if (tensors <= 0 || bytes_each < 4 || steps <= 0) {
     std::fprintf(stderr, "usage: engine_fusion_bench [tensors>0] [bytes_each>=4] [steps>0]\n");

@@ -197,6 +197,7 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
     if (!s.is_ok()) return fail(label_of(names[0], CollectiveType::kAllreduce) + "#group", s);
   }
   std::vector<std::string> resolved;
+  resolved.reserve(names.size());
   for (const std::string& n : names) resolved.push_back(resolve_name(n, CollectiveType::kAllreduce));
   const std::string key = resolved[0] + "#group";
   auto handle = std::make_shared<detail::HandleState>(key, static_cast<int>(names.size()),

@@ -47,6 +47,7 @@ std::vector<int> missing_ranks(collectives::Store& store, const std::string& pre
 
 std::vector<std::string> rank_keys(const std::string& prefix, int size) {
   std::vector<std::string> keys;
+  keys.reserve(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) keys.push_back(prefix + std::to_string(r));
   return keys;
 }

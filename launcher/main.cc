@@ -82,6 +82,7 @@ int hand_off_to_mpirun(const LauncherOptions& o, const std::vector<HostSlots>& h
   if (o.verbose) std::fprintf(stderr, "horarun: exec %s\n", join(cmd).c_str());
   std::fflush(stderr);
   std::vector<char*> argv;
+  argv.reserve(cmd.size() + 1);
   for (std::string& w : cmd) argv.push_back(w.data());
   argv.push_back(nullptr);
   ::execv(mpirun.value().c_str(), argv.data());

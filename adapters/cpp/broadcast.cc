@@ -51,6 +51,7 @@ Status broadcast_state_tensors(const std::vector<StateTensor>& tensors, const st
 
 Status broadcast_parameters(const std::vector<Parameter>& params, int root) {
   std::vector<StateTensor> values;
+  values.reserve(params.size());
   for (const Parameter& p : params) values.push_back({p.name, p.value, p.count});
   return broadcast_state_tensors(values, "broadcast/param/", root);
 }

@@ -57,6 +57,7 @@ StatusOr<GradientReducer*> GradsAndVarsOptimizer::reducer_for(const std::vector<
   if (it != reducers_.end()) return it->second.get();
   const std::vector<Parameter>& params = inner_.parameters();
   std::vector<std::string> names;
+  names.reserve(members.size());
   for (size_t m : members) names.push_back(params[m].name);
   GradientReducerOptions o;
   o.op = options_.op;
@@ -102,6 +103,7 @@ Status GradsAndVarsOptimizer::apply_gradients(const std::vector<GradAndVar>& gra
   passes_ = 0;
 
   std::vector<size_t> members;
+  members.reserve(pairs.size());
   for (const auto& pair : pairs) members.push_back(pair.first);
   if (!members.empty()) {
     HORA_ASSIGN_OR_RETURN(GradientReducer * reducer, reducer_for(members));

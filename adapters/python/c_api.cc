@@ -90,13 +90,18 @@ void finish_on_complete(const Handle& h, HoraDoneFn done, void* ctx) {
 }
 
 // The callback reads the results from the handle's state: they are written before
-// completion, but Handle::last_joined() answers only once the callback ran (-1 inside it).
-// The state itself is alive while its callback runs.
+// completion (the join result under the state's mutex). The state itself is alive while its
+// callback runs.
 void finish_with_results_on_complete(const Handle& h, HoraDoneFn done, void* ctx) {
   const detail::HandleState* state = h.state().get();
   h.on_complete([state, done, ctx](const Status& s) {
     const bool ok = s.is_ok() && state != nullptr;
-    finish(done, ctx, s, ok ? state->join_result : -1, ok ? &state->received_splits : nullptr);
+    int joined = -1;
+    if (ok) {
+      MutexLock lock(&state->mu);
+      joined = state->join_result;
+    }
+    finish(done, ctx, s, joined, ok ? &state->received_splits : nullptr);
   });
 }
 
@@ -217,7 +222,7 @@ int32_t c_reducer_gradient_ready(int64_t reducer_id, int32_t index, const HoraTe
   }();
   if (s.is_ok()) return 0;
   if (message != nullptr && message_bytes > 0) {
-    const std::string text = s.message();
+    const std::string& text = s.message();
     const size_t n = std::min(text.size(), static_cast<size_t>(message_bytes - 1));
     std::memcpy(message, text.data(), n);
     message[n] = '\0';
@@ -229,7 +234,7 @@ void c_reducer_synchronize(int64_t reducer_id, HoraDoneFn done, void* done_ctx) 
   StatusOr<std::shared_ptr<GradientReducer>> reducer = c_api_reducers().find(reducer_id);
   if (!reducer.is_ok()) return finish(done, done_ctx, reducer.status());
   c_api_reducers().synchronize_later(std::move(reducer).value(),
-                                     [done, done_ctx](Status s) { finish(done, done_ctx, s); });
+                                     [done, done_ctx](const Status& s) { finish(done, done_ctx, s); });
 }
 
 const HoraCApi kTable = {

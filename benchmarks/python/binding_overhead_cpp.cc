@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::string> names;
+  names.reserve(static_cast<size_t>(tensors));
   for (int i = 0; i < tensors; ++i) names.push_back("layer" + std::to_string(i));
   auto reducer = hora::GradientReducer::create(names, {}).value();
   const size_t elems = static_cast<size_t>(bytes_each) / 4;

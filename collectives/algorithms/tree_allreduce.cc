@@ -78,7 +78,7 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
     auto request = comm.irecv(children[c], child_slots[c] + (j % 2) * seg_bytes,
                               seg_elems_of(j) * elem, options.tag);
     if (!request.is_ok()) return request.status().with_context(where("reduce", j, children[c]));
-    child_recvs[c * 2 + j % 2] = std::move(request).value();
+    child_recvs[static_cast<size_t>(c) * 2 + j % 2] = std::move(request).value();
     return Status::ok();
   };
   for (int c = 0; c < num_children; ++c) {
@@ -91,7 +91,7 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
     const size_t elems = seg_elems_of(j);
     const uint8_t* result = in_bytes + off;
     for (int c = 0; c < num_children; ++c) {
-      Status status = child_recvs[c * 2 + j % 2]->wait(options.deadline);
+      Status status = child_recvs[static_cast<size_t>(c) * 2 + j % 2]->wait(options.deadline);
       if (!status.is_ok()) return status.with_context(where("reduce", j, children[c]));
       const uint8_t* slot = child_slots[c] + (j % 2) * seg_bytes;
       status = c == 0 ? detail::reduce3(comm, out_bytes + off, in_bytes + off, slot, elems,

@@ -89,7 +89,8 @@ void Executor::complete(const std::string& name, Status status) {
 }
 
 void Executor::record(const std::vector<Response>& responses, const Bucket& bucket,
-                      const char* phase, Clock::time_point start, Timeline::Args args) {
+                      const char* phase, Clock::time_point start,
+                      const Timeline::Args& args) {
   if (!timeline_.enabled()) return;
   const auto end = Clock::now();
   for (int i : bucket.members) timeline_.event(responses[i].name, phase, start, end, args);

@@ -70,7 +70,7 @@ class Executor {
                        const std::vector<Response>& responses, const Bucket& bucket);
   // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
   void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
-              std::chrono::steady_clock::time_point start, Timeline::Args args = {});
+              std::chrono::steady_clock::time_point start, const Timeline::Args& args = {});
   void complete(const std::string& name, Status status);
   collectives::AlgorithmOptions algorithm_options();
 

@@ -2,6 +2,7 @@
 #include "examples/trainer/progress_bar.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace hora {
@@ -10,7 +11,7 @@ namespace trainer {
 std::string render_progress(const std::string& label, int64_t done, int64_t total, double loss,
                             double samples_per_s, double eta_s, int width) {
   const double fraction = total > 0 ? std::min(1.0, static_cast<double>(done) / total) : 1.0;
-  const int filled = static_cast<int>(fraction * width + 0.5);
+  const int filled = static_cast<int>(std::lround(fraction * width));
   std::string bar(filled, '#');
   bar.append(width - filled, '-');
   char text[256];

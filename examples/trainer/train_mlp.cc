@@ -204,7 +204,7 @@ Status run(const Flags& flags) {
     if (is_root) {
       bar.finish(loss, steps * global_batch * flags.backward_passes);
       std::printf("epoch %lld/%d: loss %.4f, held-out accuracy %.2f%%, %.2f s, %.0f samples/s\n",
-                  static_cast<long long>(epoch + 1), flags.epochs, loss, 100.0 * final_accuracy,
+                  static_cast<long long>(epoch) + 1, flags.epochs, loss, 100.0 * final_accuracy,
                   epoch_seconds, steps * global_batch * flags.backward_passes / epoch_seconds);
       if (!flags.checkpoint.empty())
         HORA_RETURN_IF_ERROR(

@@ -45,7 +45,7 @@ namespace builtin {
 namespace {
 
 // Reduce block size: two of these (the accumulator and one source line) stay in L1.
-constexpr size_t kBlockBytes = 16 * 1024;
+constexpr size_t kBlockBytes = size_t{16} * 1024;
 
 // dst = srcs[0] op srcs[1] op ... op srcs[n-1] for `count` elements, in that order, through
 // L1-sized blocks; then scaled by `factor` (1: none). Writes `dst` and, unless null, `dst2`.
