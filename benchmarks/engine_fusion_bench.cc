@@ -58,8 +58,10 @@ StepTimes engine_step_us(int n, size_t elems, int steps) {
     const auto t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
       auto v = hora::TensorView::flat(grads[i].data(), hora::DataType::kFloat32,
-                                      static_cast<int64_t>(elems)).value();
-      handles[i] = hora::allreduce_async("grad." + std::to_string(i), v, v, hora::ReduceOp::kAverage);
+                                      static_cast<int64_t>(elems))
+                   .value();
+      handles[i] =
+          hora::allreduce_async("grad." + std::to_string(i), v, v, hora::ReduceOp::kAverage);
     }
     const double enqueue = us_since(t0);
     for (auto& h : handles)
@@ -130,8 +132,9 @@ int main(int argc, char** argv) {
   check(hora::shutdown(), "shutdown");
 
   if (root) {
-    std::printf("engine_fusion_bench: %d ranks, %d float32 tensors x %zu B per step, median of %d steps\n",
-                ranks, tensors, bytes_each, steps);
+    std::printf(
+        "engine_fusion_bench: %d ranks, %d float32 tensors x %zu B per step, median of %d steps\n",
+        ranks, tensors, bytes_each, steps);
     std::printf("  raw allreduce of %zu B      %10.1f us\n", elems * tensors * 4, raw);
     std::printf("  engine step, fused           %10.1f us  (%.2fx raw)\n", fused.step_us,
                 fused.step_us / raw);

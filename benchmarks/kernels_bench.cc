@@ -114,7 +114,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 };
 
 std::string reduce_name(DataType dtype, Isa isa, const char* prefix = "reduce_sum") {
-  return std::string(prefix) + "/" + hora::data_type_name(dtype) + "/" + hora::kernels::isa_name(isa);
+  return std::string(prefix) + "/" + hora::data_type_name(dtype) + "/" +
+         hora::kernels::isa_name(isa);
 }
 
 void print_summary(const std::map<std::string, double>& rates, const std::vector<Isa>& isas) {
@@ -124,8 +125,9 @@ void print_summary(const std::map<std::string, double>& rates, const std::vector
   };
   const double memcpy_rate = find("memcpy");
   const double scalar_f32 = find(reduce_name(DataType::kFloat32, Isa::kScalar));
-  std::printf("\nSummary (GB/s = 1e9 bytes/s, bytes = one buffer per iteration: 64 MiB, or 128 KiB "
-              "for _l2; the console's G/s is 2^30 bytes/s; memcpy moves 2x the buffer, reduce 3x):\n");
+  std::printf(
+      "\nSummary (GB/s = 1e9 bytes/s, bytes = one buffer per iteration: 64 MiB, or 128 KiB "
+      "for _l2; the console's G/s is 2^30 bytes/s; memcpy moves 2x the buffer, reduce 3x):\n");
   std::printf("%-28s %9s %10s %12s\n", "kernel", "GB/s", "x memcpy", "x scalar");
   std::printf("%-28s %9.2f %10.2f %12s\n", "memcpy", memcpy_rate / 1e9, 1.0, "");
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
@@ -134,7 +136,8 @@ void print_summary(const std::map<std::string, double>& rates, const std::vector
       const double rate = find(reduce_name(dtype, isa));
       if (rate == 0) continue;
       char vs_scalar[32] = "";
-      if (isa != Isa::kScalar && scalar > 0) std::snprintf(vs_scalar, sizeof vs_scalar, "%.2f", rate / scalar);
+      if (isa != Isa::kScalar && scalar > 0)
+        std::snprintf(vs_scalar, sizeof vs_scalar, "%.2f", rate / scalar);
       std::printf("%-28s %9.2f %10.2f %12s\n", reduce_name(dtype, isa).c_str(), rate / 1e9,
                   memcpy_rate > 0 ? rate / memcpy_rate : 0.0, vs_scalar);
     }
@@ -145,13 +148,16 @@ void print_summary(const std::map<std::string, double>& rates, const std::vector
     const double rate = find(reduce_name(DataType::kFloat32, isa, kCachedPrefix));
     if (rate == 0) continue;
     char vs_scalar[32] = "";
-    if (isa != Isa::kScalar && scalar_l2 > 0) std::snprintf(vs_scalar, sizeof vs_scalar, "%.2f", rate / scalar_l2);
-    std::printf("%-28s %9.2f %10s %12s\n", reduce_name(DataType::kFloat32, isa, kCachedPrefix).c_str(),
-                rate / 1e9, "-", vs_scalar);
+    if (isa != Isa::kScalar && scalar_l2 > 0)
+      std::snprintf(vs_scalar, sizeof vs_scalar, "%.2f", rate / scalar_l2);
+    std::printf("%-28s %9.2f %10s %12s\n",
+                reduce_name(DataType::kFloat32, isa, kCachedPrefix).c_str(), rate / 1e9, "-",
+                vs_scalar);
   }
-  std::printf("Targets: float32 sum >= 0.80x memcpy; float16/bfloat16 sum >= 0.50x memcpy; "
-              "float32 vector >= 4x scalar%s.\n",
-              scalar_f32 > 0 ? "" : " (scalar not run)");
+  std::printf(
+      "Targets: float32 sum >= 0.80x memcpy; float16/bfloat16 sum >= 0.50x memcpy; "
+      "float32 vector >= 4x scalar%s.\n",
+      scalar_f32 > 0 ? "" : " (scalar not run)");
 }
 
 }  // namespace
@@ -159,20 +165,24 @@ void print_summary(const std::map<std::string, double>& rates, const std::vector
 int main(int argc, char** argv) {
   std::vector<Isa> isas;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-    if (hora::kernels::isa_supported(isa)) isas.push_back(isa);
-    else std::printf("note: this CPU lacks %s; its benchmarks are not registered\n", hora::kernels::isa_name(isa));
+    if (hora::kernels::isa_supported(isa))
+      isas.push_back(isa);
+    else
+      std::printf("note: this CPU lacks %s; its benchmarks are not registered\n",
+                  hora::kernels::isa_name(isa));
   }
   benchmark::RegisterBenchmark("memcpy", bm_memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
     for (Isa isa : isas) {
-      benchmark::RegisterBenchmark(reduce_name(dtype, isa).c_str(), bm_reduce_sum, dtype, isa, kBufferBytes)
+      benchmark::RegisterBenchmark(reduce_name(dtype, isa).c_str(), bm_reduce_sum, dtype, isa,
+                                   kBufferBytes)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }
   }
   for (Isa isa : isas) {
-    benchmark::RegisterBenchmark(reduce_name(DataType::kFloat32, isa, kCachedPrefix).c_str(), bm_reduce_sum,
-                                 DataType::kFloat32, isa, kCachedBytes)
+    benchmark::RegisterBenchmark(reduce_name(DataType::kFloat32, isa, kCachedPrefix).c_str(),
+                                 bm_reduce_sum, DataType::kFloat32, isa, kCachedBytes)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
   }

@@ -46,8 +46,10 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 Status run(const Flags& flags) {
   HORA_RETURN_IF_ERROR(init());
   if (flags.plain && size() != 1)
-    return Status::invalid_argument("--plain is the single-process baseline: run it on 1 rank, "
-                                    "not " + std::to_string(size()));
+    return Status::invalid_argument(
+        "--plain is the single-process baseline: run it on 1 rank, "
+        "not " +
+        std::to_string(size()));
   trainer::set_blas_threads(flags.blas_threads);
   trainer::DatasetSpec spec;
   spec.input_dim = flags.inputs;

@@ -7,8 +7,8 @@ namespace collectives {
 namespace {
 
 Status lacks(const Communicator& comm, const char* what) {
-  return Status::unimplemented(std::string("backend '") + comm.backend_name() +
-                               "' has no native " + what +
+  return Status::unimplemented(std::string("backend '") + comm.backend_name() + "' has no native " +
+                               what +
                                ": use one of hora's algorithms (HORA_ALLREDUCE_ALGO=ring|tree|rd)");
 }
 

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include "collectives/algorithms/buffer_access.h"
 #include "collectives/algorithms/hierarchical.h"
 #include "core/base/logging.h"
-#include "collectives/algorithms/buffer_access.h"
 
 namespace hora {
 namespace collectives {
@@ -71,10 +71,9 @@ const BackendCosts kCosts[] = {
     {"mpi", true, 1.3, 1.0 / (3.0 * kGBs), 1.0 / (6.0 * kGBs), true, 2.0, 1.7 * kGBs, 4u << 20,
      0.2 * kGBs},
     {"builtin", true, 68.0, 1.0 / (1.16 * kGBs), 1.0 / (1.16 * kGBs), false, 0, 0, 0, 0},
-    {"builtin-shm", true, 68.0, 1.0 / (1.16 * kGBs), 1.0 / (1.16 * kGBs), true, 0.1,
-     2.5 * kGBs, 0, 0},
-    {"nccl", true, 30.0, 1.0 / (20.0 * kGBs), 1.0 / (1000.0 * kGBs), true, 8.0, 100.0 * kGBs,
-     0, 0},
+    {"builtin-shm", true, 68.0, 1.0 / (1.16 * kGBs), 1.0 / (1.16 * kGBs), true, 0.1, 2.5 * kGBs, 0,
+     0},
+    {"nccl", true, 30.0, 1.0 / (20.0 * kGBs), 1.0 / (1000.0 * kGBs), true, 8.0, 100.0 * kGBs, 0, 0},
     // Any other backend (e.g. the tests' in-process one): gloo's point-to-point costs and no
     // native allreduce assumed.
     {"", true, 207.0, 1.0 / (0.75 * kGBs), 1.0 / (1.16 * kGBs), false, 0, 0, 0, 0},
@@ -125,8 +124,7 @@ double flat_us(Algorithm algorithm, const Link& link, double gamma_us_per_byte, 
       return (rounds + fold) * (link.alpha_us + b * link.beta_us_per_byte) +
              (rounds + fold / 2) * b * gamma_us_per_byte;
     }
-    default:
-      return -1;
+    default: return -1;
   }
 }
 
@@ -157,18 +155,12 @@ double hierarchical_us(const BackendCosts& c, const Link& intra, const Link& cro
 
 const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kTree:
-      return "tree";
-    case Algorithm::kRecursiveDoubling:
-      return "rd";
-    case Algorithm::kNative:
-      return "native";
-    case Algorithm::kHierarchical:
-      return "hierarchical";
+    case Algorithm::kAuto: return "auto";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kTree: return "tree";
+    case Algorithm::kRecursiveDoubling: return "rd";
+    case Algorithm::kNative: return "native";
+    case Algorithm::kHierarchical: return "hierarchical";
   }
   return "unknown";
 }
@@ -227,8 +219,7 @@ double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, si
     double busbw = (c.native_collapse_bytes != 0 && bytes >= c.native_collapse_bytes)
                        ? c.native_collapsed_busbw_bytes_per_us
                        : c.native_busbw_bytes_per_us;
-    return c.native_alpha_us +
-           2 * (n - 1) / n * b * std::max(1.0 / busbw, cross.beta_us_per_byte);
+    return c.native_alpha_us + 2 * (n - 1) / n * b * std::max(1.0 / busbw, cross.beta_us_per_byte);
   }
   if (!c.has_hora_algorithms) return -1;
   if (bytes == 0) return 0;
@@ -252,8 +243,8 @@ std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::str
   return all;
 }
 
-Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
-                           Algorithm requested, const Topology* topology) {
+Selection select_allreduce(size_t bytes, int ranks, const std::string& backend, Algorithm requested,
+                           const Topology* topology) {
   Selection best;
   if (requested != Algorithm::kAuto) {
     best.algorithm = requested;
@@ -289,14 +280,13 @@ Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, vo
                     .algorithm;
   }
   switch (algorithm) {
-    case Algorithm::kRing:
-      return ring_allreduce(comm, in, out, count, dtype, op, options);
-    case Algorithm::kTree:
-      return tree_allreduce(comm, in, out, count, dtype, op, options);
+    case Algorithm::kRing: return ring_allreduce(comm, in, out, count, dtype, op, options);
+    case Algorithm::kTree: return tree_allreduce(comm, in, out, count, dtype, op, options);
     case Algorithm::kRecursiveDoubling:
       return recursive_doubling_allreduce(comm, in, out, count, dtype, op, options);
     case Algorithm::kHierarchical:
-      if (options.topology == nullptr) return ring_allreduce(comm, in, out, count, dtype, op, options);
+      if (options.topology == nullptr)
+        return ring_allreduce(comm, in, out, count, dtype, op, options);
       return hierarchical_allreduce(comm, *options.topology, in, out, count, dtype, op, options);
     case Algorithm::kNative: {
       const bool average = op == ReduceOp::kAverage;
@@ -307,8 +297,7 @@ Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, vo
       }
       return detail::finish(comm, options.deadline);
     }
-    case Algorithm::kAuto:
-      break;
+    case Algorithm::kAuto: break;
   }
   return Status::internal("run_allreduce: no algorithm");
 }

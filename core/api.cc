@@ -45,8 +45,7 @@ Status check_tensor(const std::string& name, const char* what, const TensorView&
                                     t.device().to_string() +
                                     " but this hora build has no GPU backend (CPU tensors only)");
   if (needs_rows && t.shape().empty())
-    return Status::invalid_argument("tensor '" + name + "': " +
-                                    engine::collective_name(type) +
+    return Status::invalid_argument("tensor '" + name + "': " + engine::collective_name(type) +
                                     " needs at least one dimension (it splits or joins along the "
                                     "first), got a scalar");
   return Status::ok();
@@ -123,10 +122,9 @@ Status check_options(const std::string& name, DataType dtype, const AllreduceOpt
   StatusOr<Compression> c = compression_from_int(static_cast<int>(options.compression));
   if (!c.is_ok()) return c.status().with_context("tensor '" + name + "'");
   if (options.compression != Compression::kNone && dtype != DataType::kFloat32)
-    return Status::invalid_argument("tensor '" + name + "': compression " +
-                                    compression_name(options.compression) +
-                                    " applies to float32 tensors only, got " +
-                                    data_type_name(dtype));
+    return Status::invalid_argument(
+        "tensor '" + name + "': compression " + compression_name(options.compression) +
+        " applies to float32 tensors only, got " + data_type_name(dtype));
   return Status::ok();
 }
 
@@ -146,7 +144,8 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   const double prescale = options.prescale, postscale = options.postscale;
   std::string name = label_of(given, CollectiveType::kAllreduce);
   auto eng = detail::engine();
-  if (!eng) return fail(name, Status::failed_precondition("allreduce of '" + name + "'" + kNotInit));
+  if (!eng)
+    return fail(name, Status::failed_precondition("allreduce of '" + name + "'" + kNotInit));
   Status s = check_allreduce(name, in, out);
   if (s.is_ok()) s = check_options(name, in.dtype(), options);
   if (s.is_ok()) s = check_scales(name, prescale, postscale);
@@ -165,8 +164,8 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
 
 Handle grouped_allreduce_async(const std::vector<std::string>& names,
                                const std::vector<TensorView>& ins,
-                               const std::vector<TensorView>& outs, ReduceOp op,
-                               double prescale, double postscale) {
+                               const std::vector<TensorView>& outs, ReduceOp op, double prescale,
+                               double postscale) {
   return grouped_allreduce_async(names, ins, outs,
                                  AllreduceOptions{op, prescale, postscale, Compression::kNone});
 }
@@ -179,13 +178,14 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   const double prescale = options.prescale, postscale = options.postscale;
   const std::string label = names.empty() ? "<empty group>" : names[0];
   auto eng = detail::engine();
-  if (!eng) return fail(label, Status::failed_precondition("grouped allreduce" + std::string(kNotInit)));
+  if (!eng)
+    return fail(label, Status::failed_precondition("grouped allreduce" + std::string(kNotInit)));
   if (names.empty() || names.size() != ins.size() || names.size() != outs.size())
     return fail(label, Status::invalid_argument(
                            "grouped allreduce needs as many names as inputs and outputs, at "
-                           "least one; got " + std::to_string(names.size()) + " names, " +
-                           std::to_string(ins.size()) + " inputs, " +
-                           std::to_string(outs.size()) + " outputs"));
+                           "least one; got " +
+                           std::to_string(names.size()) + " names, " + std::to_string(ins.size()) +
+                           " inputs, " + std::to_string(outs.size()) + " outputs"));
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string label = label_of(names[i], CollectiveType::kAllreduce);
     Status s = check_allreduce(label, ins[i], outs[i]);
@@ -198,10 +198,11 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   }
   std::vector<std::string> resolved;
   resolved.reserve(names.size());
-  for (const std::string& n : names) resolved.push_back(resolve_name(n, CollectiveType::kAllreduce));
+  for (const std::string& n : names)
+    resolved.push_back(resolve_name(n, CollectiveType::kAllreduce));
   const std::string key = resolved[0] + "#group";
-  auto handle = std::make_shared<detail::HandleState>(key, static_cast<int>(names.size()),
-                                                      eng->timeout_s());
+  auto handle =
+      std::make_shared<detail::HandleState>(key, static_cast<int>(names.size()), eng->timeout_s());
   std::vector<Entry> entries;
   for (size_t i = 0; i < resolved.size(); ++i) {
     Entry e = make_entry(resolved[i], CollectiveType::kAllreduce, ins[i], outs[i], handle);
@@ -216,11 +217,11 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   return submit(*eng, std::move(entries), std::move(handle));
 }
 
-Handle allgather_async(const std::string& given, const TensorView& in,
-                       OutputAllocator allocate) {
+Handle allgather_async(const std::string& given, const TensorView& in, OutputAllocator allocate) {
   std::string name = label_of(given, CollectiveType::kAllgather);
   auto eng = detail::engine();
-  if (!eng) return fail(name, Status::failed_precondition("allgather of '" + name + "'" + kNotInit));
+  if (!eng)
+    return fail(name, Status::failed_precondition("allgather of '" + name + "'" + kNotInit));
   Status s = check_tensor(name, "input", in, CollectiveType::kAllgather, true);
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kAllgather);
@@ -233,7 +234,8 @@ Handle allgather_async(const std::string& given, const TensorView& in,
 Handle broadcast_async(const std::string& given, const TensorView& tensor, int root) {
   std::string name = label_of(given, CollectiveType::kBroadcast);
   auto eng = detail::engine();
-  if (!eng) return fail(name, Status::failed_precondition("broadcast of '" + name + "'" + kNotInit));
+  if (!eng)
+    return fail(name, Status::failed_precondition("broadcast of '" + name + "'" + kNotInit));
   Status s = check_tensor(name, "tensor", tensor, CollectiveType::kBroadcast, false);
   if (s.is_ok() && (root < 0 || root >= eng->size()))
     s = Status::invalid_argument("tensor '" + name + "': broadcast root " + std::to_string(root) +
@@ -259,10 +261,12 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
   std::vector<int64_t> resolved = splits;
   if (resolved.empty()) {
     if (rows % size != 0)
-      return fail(name, Status::invalid_argument(
-                            "tensor '" + name + "': alltoall without splits needs the first "
-                            "dimension " + std::to_string(rows) + " to divide evenly by the " +
-                            std::to_string(size) + " ranks; pass splits"));
+      return fail(name,
+                  Status::invalid_argument("tensor '" + name +
+                                           "': alltoall without splits needs the first "
+                                           "dimension " +
+                                           std::to_string(rows) + " to divide evenly by the " +
+                                           std::to_string(size) + " ranks; pass splits"));
     resolved.assign(size, rows / size);
   }
   int64_t sum = 0;
@@ -293,7 +297,8 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   if (!eng)
     return fail(name, Status::failed_precondition("reducescatter of '" + name + "'" + kNotInit));
   Status s = check_tensor(name, "input", in, CollectiveType::kReducescatter, true);
-  if (s.is_ok()) s = check_reduction(name, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
+  if (s.is_ok())
+    s = check_reduction(name, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kReducescatter);
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
@@ -303,8 +308,8 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   return submit_one(*eng, std::move(e));
 }
 
-Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
-                 ReduceOp op, double prescale, double postscale) {
+Status allreduce(const std::string& name, const TensorView& in, const TensorView& out, ReduceOp op,
+                 double prescale, double postscale) {
   return allreduce_async(name, in, out, op, prescale, postscale).wait();
 }
 
@@ -360,7 +365,9 @@ Status wait_while_alive(Handle& h, double timeout_s) {
 
 Handle control_request(CollectiveType type, const std::string& name) {
   auto eng = detail::engine();
-  if (!eng) return fail(name, Status::failed_precondition(std::string(engine::collective_name(type)) + kNotInit));
+  if (!eng)
+    return fail(name,
+                Status::failed_precondition(std::string(engine::collective_name(type)) + kNotInit));
   auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
   Entry e;
   e.request.name = name;

@@ -43,17 +43,19 @@ StatusOr<Enum> parse_choice(const char* var, const std::string& value,
                                   "' is not valid: expected one of " + names);
 }
 
-constexpr std::pair<const char*, BackendKind> kBackends[] = {
-    {"auto", BackendKind::kAuto}, {"builtin", BackendKind::kBuiltin},
-    {"gloo", BackendKind::kGloo}, {"mpi", BackendKind::kMpi},
-    {"nccl", BackendKind::kNccl}};
+constexpr std::pair<const char*, BackendKind> kBackends[] = {{"auto", BackendKind::kAuto},
+                                                             {"builtin", BackendKind::kBuiltin},
+                                                             {"gloo", BackendKind::kGloo},
+                                                             {"mpi", BackendKind::kMpi},
+                                                             {"nccl", BackendKind::kNccl}};
 constexpr std::pair<const char*, AllreduceAlgo> kAlgos[] = {
-    {"auto", AllreduceAlgo::kAuto}, {"ring", AllreduceAlgo::kRing},
-    {"tree", AllreduceAlgo::kTree}, {"rd", AllreduceAlgo::kRecursiveDoubling},
+    {"auto", AllreduceAlgo::kAuto},     {"ring", AllreduceAlgo::kRing},
+    {"tree", AllreduceAlgo::kTree},     {"rd", AllreduceAlgo::kRecursiveDoubling},
     {"native", AllreduceAlgo::kNative}, {"hierarchical", AllreduceAlgo::kHierarchical}};
-constexpr std::pair<const char*, CpuIsa> kIsas[] = {
-    {"best", CpuIsa::kBest}, {"scalar", CpuIsa::kScalar},
-    {"avx2", CpuIsa::kAvx2}, {"avx512", CpuIsa::kAvx512}};
+constexpr std::pair<const char*, CpuIsa> kIsas[] = {{"best", CpuIsa::kBest},
+                                                    {"scalar", CpuIsa::kScalar},
+                                                    {"avx2", CpuIsa::kAvx2},
+                                                    {"avx512", CpuIsa::kAvx512}};
 
 constexpr double kMaxSeconds = 7 * 24 * 3600.0;
 
@@ -198,8 +200,8 @@ class LayoutReader {
   const std::string& read() const { return read_; }
 
   Status error(const std::string& what) const {
-    return Status::invalid_argument("rank layout: " + what + " (variables read: " +
-                                    (read_.empty() ? "none" : read_) + ")");
+    return Status::invalid_argument("rank layout: " + what +
+                                    " (variables read: " + (read_.empty() ? "none" : read_) + ")");
   }
 
   // An integer variable in [min, max]; nullopt when unset.
@@ -215,8 +217,10 @@ class LayoutReader {
                   bool required) {
     HORA_ASSIGN_OR_RETURN(auto i, get_int(index_name, 0, kMaxRanks - 1));
     HORA_ASSIGN_OR_RETURN(auto n, get_int(count_name, 1, kMaxRanks));
-    if (i && !n) return error(std::string(index_name) + " is set but " + count_name + " is missing");
-    if (n && !i) return error(std::string(count_name) + " is set but " + index_name + " is missing");
+    if (i && !n)
+      return error(std::string(index_name) + " is set but " + count_name + " is missing");
+    if (n && !i)
+      return error(std::string(count_name) + " is set but " + index_name + " is missing");
     if (!i && required)
       return error(std::string(index_name) + " and " + count_name + " are missing");
     if (i) {

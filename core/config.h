@@ -35,23 +35,23 @@ const char* allreduce_algo_name(AllreduceAlgo algo);
 const char* cpu_isa_name(CpuIsa isa);
 
 struct Config {
-  BackendKind backend = BackendKind::kAuto;           // HORA_BACKEND
-  bool shm_enabled = true;                            // HORA_SHM
-  int64_t fusion_threshold_bytes = int64_t{64} << 20; // HORA_FUSION_THRESHOLD
-  double cycle_time_ms = 1.0;                         // HORA_CYCLE_TIME_MS
-  double heartbeat_ms = 100.0;                        // HORA_HEARTBEAT_MS
-  int64_t cache_capacity = 1024;                      // HORA_CACHE_CAPACITY
-  AllreduceAlgo allreduce_algo = AllreduceAlgo::kAuto;  // HORA_ALLREDUCE_ALGO
+  BackendKind backend = BackendKind::kAuto;                           // HORA_BACKEND
+  bool shm_enabled = true;                                            // HORA_SHM
+  int64_t fusion_threshold_bytes = int64_t{64} << 20;                 // HORA_FUSION_THRESHOLD
+  double cycle_time_ms = 1.0;                                         // HORA_CYCLE_TIME_MS
+  double heartbeat_ms = 100.0;                                        // HORA_HEARTBEAT_MS
+  int64_t cache_capacity = 1024;                                      // HORA_CACHE_CAPACITY
+  AllreduceAlgo allreduce_algo = AllreduceAlgo::kAuto;                // HORA_ALLREDUCE_ALGO
   HierarchicalMode hierarchical_allreduce = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLREDUCE
   HierarchicalMode hierarchical_allgather = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLGATHER
-  std::string timeline_path;                          // HORA_TIMELINE, empty = off
-  double stall_warning_s = 60.0;                      // HORA_STALL_WARNING_S
-  double stall_shutdown_s = 0.0;                      // HORA_STALL_SHUTDOWN_S, 0 = never
-  double timeout_s = 300.0;                           // HORA_TIMEOUT_S
-  double start_timeout_s = 30.0;                      // HORA_START_TIMEOUT_S
-  std::string gloo_iface;                             // HORA_GLOO_IFACE, empty = auto
-  CpuIsa cpu_isa = CpuIsa::kBest;                     // HORA_CPU_ISA
-  LogLevel log_level = LogLevel::kWarning;            // HORA_LOG_LEVEL
+  std::string timeline_path;                                          // HORA_TIMELINE, empty = off
+  double stall_warning_s = 60.0;                                      // HORA_STALL_WARNING_S
+  double stall_shutdown_s = 0.0;            // HORA_STALL_SHUTDOWN_S, 0 = never
+  double timeout_s = 300.0;                 // HORA_TIMEOUT_S
+  double start_timeout_s = 30.0;            // HORA_START_TIMEOUT_S
+  std::string gloo_iface;                   // HORA_GLOO_IFACE, empty = auto
+  CpuIsa cpu_isa = CpuIsa::kBest;           // HORA_CPU_ISA
+  LogLevel log_level = LogLevel::kWarning;  // HORA_LOG_LEVEL
 
   // Returns the value of an environment variable, or nullptr when unset.
   using Lookup = std::function<const char*(const char* name)>;

@@ -171,8 +171,8 @@ Status Context::start() {
     options.timeout_s = config_.timeout_s;
     options.shm_enabled = config_.shm_enabled;
     // The engine's fusion buffer in shared memory (single copy), up to kMaxSharedBuffer.
-    options.shared_buffer_bytes = static_cast<size_t>(
-        std::min<int64_t>(config_.fusion_threshold_bytes, kMaxSharedBuffer));
+    options.shared_buffer_bytes =
+        static_cast<size_t>(std::min<int64_t>(config_.fusion_threshold_bytes, kMaxSharedBuffer));
     options.secret = l.secret;
     options.local_rank = l.local_rank;
     auto communicator = collectives::make_communicator(backend, l.rank, l.size, rendezvous, options,
@@ -240,8 +240,8 @@ Status Context::start() {
     while (!client.is_ok() && client.status().code() == StatusCode::kRemote &&
            !start_deadline.expired()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      client =
-          collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret, start_deadline);
+      client = collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret,
+                                                    start_deadline);
     }
     if (!client.is_ok())
       return client.status().with_context(" (hora init: " + who + " connecting the store at " +
@@ -302,9 +302,8 @@ Status Context::discover_topology(Deadline deadline) {
     topology_ = collectives::Topology::single_host(0, 1);
     return Status::ok();
   }
-  auto topology =
-      collectives::exchange_topology(*store_, prefix + "host/", l.rank, l.size, host_identity(),
-                                     deadline);
+  auto topology = collectives::exchange_topology(*store_, prefix + "host/", l.rank, l.size,
+                                                 host_identity(), deadline);
   if (!topology.is_ok())
     return topology.status().with_context(" (hora init: exchanging host identities)");
   topology_ = std::move(topology).value();
@@ -323,8 +322,8 @@ Status Context::discover_topology(Deadline deadline) {
   const bool wants_links = config_.hierarchical_allreduce != HierarchicalMode::kOff ||
                            config_.hierarchical_allgather != HierarchicalMode::kOff;
   if (topology_.hosts() > 1 && wants_links) {
-    Status measured = collectives::measure_links(*communicator_, *store_, prefix, &topology_,
-                                                 deadline);
+    Status measured =
+        collectives::measure_links(*communicator_, *store_, prefix, &topology_, deadline);
     if (!measured.is_ok())
       return measured.with_context(" (hora init: measuring the links within and across hosts)");
     HORA_LOG(kDebug) << "hora init: " << topology_.hosts() << " hosts; link across hosts "
@@ -353,7 +352,8 @@ Status Context::shutdown() {
       // rank's exit key is in), so that an init right after this shutdown never reaches the
       // old server, which would vanish under it. A set whose answer the closing cut off made
       // it in (the host stops only after every key is there).
-      Status closed = store_->wait({prefix + "never"}, Deadline::after_seconds(config_.start_timeout_s));
+      Status closed =
+          store_->wait({prefix + "never"}, Deadline::after_seconds(config_.start_timeout_s));
       if (status.code() == StatusCode::kRemote && closed.code() == StatusCode::kRemote)
         status = Status::ok();
     }
@@ -361,11 +361,11 @@ Status Context::shutdown() {
       Status all = store_->wait(rank_keys(prefix, layout_.size),
                                 Deadline::after_seconds(config_.start_timeout_s));
       if (!all.is_ok()) {
-        status = Status::timeout("hora shutdown: the store host (rank " +
-                                 std::to_string(layout_.rank) + ") stopped waiting after " +
-                                 seconds_text(config_.start_timeout_s) +
-                                 " s; ranks that never reached shutdown: " +
-                                 join_ranks(missing_ranks(*store_, prefix, layout_.size)));
+        status =
+            Status::timeout("hora shutdown: the store host (rank " + std::to_string(layout_.rank) +
+                            ") stopped waiting after " + seconds_text(config_.start_timeout_s) +
+                            " s; ranks that never reached shutdown: " +
+                            join_ranks(missing_ranks(*store_, prefix, layout_.size)));
       }
     }
   }

@@ -48,8 +48,7 @@ class Context {
   // config.start_timeout_s (kTimeout naming missing ranks or store keys). `generation`
   // counts inits in this process (every rank inits the same number of times), so a second
   // init after shutdown never sees the first one's keys.
-  static StatusOr<std::unique_ptr<Context>> create(const Config& config,
-                                                   const RankLayout& layout,
+  static StatusOr<std::unique_ptr<Context>> create(const Config& config, const RankLayout& layout,
                                                    int generation = 0);
   ~Context();
   Context(const Context&) = delete;

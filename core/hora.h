@@ -3,7 +3,8 @@
 //   hora::Status s = hora::init();     // reads HORA_* (or mpirun/Slurm/torchrun) variables
 //   if (!s.is_ok()) { std::cerr << s.to_string() << "\n"; return 1; }
 //   auto grad = hora::TensorView::flat(g.data(), hora::DataType::kFloat32, g.size()).value();
-//   hora::Handle h = hora::allreduce_async("grad/fc1.weight", grad, grad, hora::ReduceOp::kAverage);
+//   hora::Handle h = hora::allreduce_async("grad/fc1.weight", grad, grad,
+//   hora::ReduceOp::kAverage);
 //   ... more work, more enqueues ...
 //   s = h.wait();                       // the average of every rank's `grad` is in `grad`
 //   hora::shutdown();
@@ -71,9 +72,9 @@ bool is_initialized();
 // The layout of the job. REQUIRES: is_initialized(); each returns -1 otherwise.
 int rank();
 int size();
-int local_rank();   // among the ranks on this host
+int local_rank();  // among the ranks on this host
 int local_size();
-int cross_rank();   // index of this host among the job's hosts
+int cross_rank();  // index of this host among the job's hosts
 int cross_size();
 
 // The completion of one enqueued collective. Copyable (copies share the state); a
@@ -103,9 +104,9 @@ class Handle {
   // the handle is already complete, else on the engine thread right after completion (before
   // wait() returns to other threads). The callback must be short and must not call into hora at
   // all (it runs on the thread that completes handles, and during shutdown under the runtime's
-  // lock: a call to rank(), an enqueue or a wait from it would deadlock). One callback per handle: a second
-  // call replaces a callback that has not run yet. An invalid handle's callback runs at once
-  // with kFailedPrecondition.
+  // lock: a call to rank(), an enqueue or a wait from it would deadlock). One callback per handle:
+  // a second call replaces a callback that has not run yet. An invalid handle's callback runs at
+  // once with kFailedPrecondition.
   void on_complete(std::function<void(const Status&)> callback) const;
 
   // Results the engine allocates (allgather, alltoall, reducescatter), valid once wait()
@@ -216,13 +217,13 @@ Handle join_async();
 
 // Counters of this process's engine, for tests and benchmarks.
 struct EngineStats {
-  int64_t rounds = 0;            // negotiation rounds run
-  int64_t cache_hits = 0;        // tensors agreed through the response cache bit vector
-  int64_t coordinated = 0;       // tensors agreed through the coordinator
-  int64_t buckets = 0;           // allreduce buckets executed (a fused group counts once)
-  int64_t fused_tensors = 0;     // allreduce tensors executed in buckets of two or more
+  int64_t rounds = 0;         // negotiation rounds run
+  int64_t cache_hits = 0;     // tensors agreed through the response cache bit vector
+  int64_t coordinated = 0;    // tensors agreed through the coordinator
+  int64_t buckets = 0;        // allreduce buckets executed (a fused group counts once)
+  int64_t fused_tensors = 0;  // allreduce tensors executed in buckets of two or more
   int64_t cache_evictions = 0;
-  int64_t errors = 0;            // tensors completed with an error response
+  int64_t errors = 0;  // tensors completed with an error response
 };
 // REQUIRES: is_initialized(); zeros otherwise.
 EngineStats engine_stats();

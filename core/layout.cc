@@ -15,18 +15,17 @@ const char* layout_source_name(LayoutSource source) {
 
 Status validate_layout(const RankLayout& l) {
   auto bad = [&](const std::string& what) {
-    return Status::invalid_argument(std::string("rank layout from ") +
-                                    layout_source_name(l.source) + " is invalid: " + what +
-                                    " (variables read: " +
-                                    (l.variables_read.empty() ? "none" : l.variables_read) + ")");
+    return Status::invalid_argument(
+        std::string("rank layout from ") + layout_source_name(l.source) + " is invalid: " + what +
+        " (variables read: " + (l.variables_read.empty() ? "none" : l.variables_read) + ")");
   };
   if (l.size < 1) return bad("size " + std::to_string(l.size) + " < 1");
   if (l.size > kMaxRanks)
     return bad("size " + std::to_string(l.size) + " exceeds hora's limit of " +
                std::to_string(kMaxRanks) + " ranks");
   if (l.rank < 0 || l.rank >= l.size)
-    return bad("rank " + std::to_string(l.rank) + " is not in [0, size " +
-               std::to_string(l.size) + ")");
+    return bad("rank " + std::to_string(l.rank) + " is not in [0, size " + std::to_string(l.size) +
+               ")");
   if (l.local_size < 1 || l.local_size > l.size)
     return bad("local size " + std::to_string(l.local_size) + " is not in [1, size " +
                std::to_string(l.size) + "]");

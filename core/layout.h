@@ -38,17 +38,17 @@ struct RankLayout {
   LayoutSource source = LayoutSource::kSingle;
   int rank = 0;
   int size = 1;
-  int local_rank = 0;   // rank among the ranks of this host
+  int local_rank = 0;  // rank among the ranks of this host
   int local_size = 1;
-  int cross_rank = 0;   // index of this host among the job's hosts
+  int cross_rank = 0;  // index of this host among the job's hosts
   int cross_size = 1;
   std::string hostname;  // HORA_HOSTNAME or empty
 
   // Rendezvous. Empty store_addr: no store (single process, or a backend that needs none).
   std::string store_addr;
   int store_port = 0;
-  bool hosts_store = false;   // true on the rank that must start the TcpStoreServer
-  std::string secret;         // HORA_SECRET (or the documented torchrun fallback)
+  bool hosts_store = false;  // true on the rank that must start the TcpStoreServer
+  std::string secret;        // HORA_SECRET (or the documented torchrun fallback)
   bool secret_is_fallback = false;
 
   // The environment variables this layout was read from ("HORA_RANK=1 HORA_SIZE=2 ..."),
@@ -58,8 +58,8 @@ struct RankLayout {
   bool has_store() const { return !store_addr.empty(); }
 };
 
-// Checks the invariants: 1 <= size <= kMaxRanks, 0 <= rank < size, 0 <= local_rank < local_size <= size,
-// 0 <= cross_rank < cross_size <= size, a store port in [1, 65535] when a store address is
+// Checks the invariants: 1 <= size <= kMaxRanks, 0 <= rank < size, 0 <= local_rank < local_size <=
+// size, 0 <= cross_rank < cross_size <= size, a store port in [1, 65535] when a store address is
 // given. The message names the source and the variables read.
 Status validate_layout(const RankLayout& layout);
 

@@ -152,8 +152,8 @@ StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
     if (!o.backend.empty() && o.backend != "mpi" && o.backend != "auto")
       return Status::invalid_argument("--backend " + o.backend +
                                       " cannot be used with --mpi: under mpirun hora runs on "
-                                      "the mpi backend (drop --mpi to run " + o.backend +
-                                      " under horarun)");
+                                      "the mpi backend (drop --mpi to run " +
+                                      o.backend + " under horarun)");
   }
   return o;
 }

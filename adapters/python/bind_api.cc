@@ -94,26 +94,31 @@ void bind_api(py::module_& m) {
   m.def("local_size", [] { return layout(&hora::local_size, "local_size"); });
   m.def("cross_rank", [] { return layout(&hora::cross_rank, "cross_rank"); });
   m.def("cross_size", [] { return layout(&hora::cross_size, "cross_size"); });
-  m.def("backend", [] {
-    Context* context = detail::context();
-    if (context == nullptr)
-      throw_status(Status::failed_precondition(
-          "hora.backend() called before hora.init() or after hora.shutdown()"));
-    return std::string(context->communicator().backend_name());
-  }, "The backend of the running job.");
+  m.def(
+      "backend",
+      [] {
+        Context* context = detail::context();
+        if (context == nullptr)
+          throw_status(Status::failed_precondition(
+              "hora.backend() called before hora.init() or after hora.shutdown()"));
+        return std::string(context->communicator().backend_name());
+      },
+      "The backend of the running job.");
   m.def("engine_stats", &engine_stats, "Counters of this process's engine.");
   m.def("available_backends", &collectives::available_backends,
         "The backends built into this hora, in preference order.");
   m.def(
       "describe",
       [](py::handle tensor, const std::string& name) {
-        ImportedTensor t = check(import_tensor(tensor, name.empty() ? "<unnamed>" : name,
-                                               "input", false));
+        ImportedTensor t =
+            check(import_tensor(tensor, name.empty() ? "<unnamed>" : name, "input", false));
         return py::make_tuple(data_type_name(t.view.dtype()), py::tuple(py::cast(t.view.shape())),
                               t.view.device().to_string());
       },
-      py::arg("tensor"), py::arg("name") = "", "(dtype name, shape, device) of a tensor as hora reads it.");
-  m.def("drain", [] { drain(); }, "Releases the buffers of completed collectives.");
+      py::arg("tensor"), py::arg("name") = "",
+      "(dtype name, shape, device) of a tensor as hora reads it.");
+  m.def(
+      "drain", [] { drain(); }, "Releases the buffers of completed collectives.");
   m.def("tracked_count", &tracked_count,
         "Collectives whose buffers hora still holds (completed ones until the next drain).");
 }

@@ -39,9 +39,8 @@ std::shared_ptr<Flight> new_flight(const char* kind) {
   return flight;
 }
 
-PyHandle allreduce_async(py::handle tensor, py::handle output, const std::string& name,
-                         ReduceOp op, double prescale, double postscale,
-                         Compression compression) {
+PyHandle allreduce_async(py::handle tensor, py::handle output, const std::string& name, ReduceOp op,
+                         double prescale, double postscale, Compression compression) {
   auto flight = new_flight("allreduce");
   const std::string label = label_of(name, "allreduce");
   const bool in_place = output.is_none() || output.is(tensor);
@@ -68,8 +67,7 @@ PyHandle grouped_allreduce_async(const std::vector<py::object>& tensors,
     const std::string label = label_of(names[i], "allreduce");
     const bool in_place = outputs[i].is_none() || outputs[i].is(tensors[i]);
     ins.push_back(import_into(flight, tensors[i], label, "input", in_place));
-    outs.push_back(in_place ? ins.back()
-                            : import_into(flight, outputs[i], label, "output", true));
+    outs.push_back(in_place ? ins.back() : import_into(flight, outputs[i], label, "output", true));
     results.append(in_place ? tensors[i] : outputs[i]);
   }
   flight->result = results;
@@ -95,8 +93,8 @@ PyHandle broadcast_async(py::handle tensor, int root, const std::string& name) {
   return make_handle(hora::broadcast_async(name, t, root), flight);
 }
 
-PyHandle alltoall_async(py::handle tensor, const std::vector<int64_t>& splits,
-                        py::object allocator, const std::string& name) {
+PyHandle alltoall_async(py::handle tensor, const std::vector<int64_t>& splits, py::object allocator,
+                        const std::string& name) {
   auto flight = new_flight("alltoall");
   const std::string label = label_of(name, "alltoall");
   TensorView in = import_into(flight, tensor, label, "input", false);
@@ -111,34 +109,31 @@ PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std:
   const std::string label = label_of(name, "reducescatter");
   TensorView in = import_into(flight, tensor, label, "input", false);
   flight->allocator = std::move(allocator);
-  return make_handle(
-      hora::reducescatter_async(name, in, op, python_allocator(flight, label)), flight);
+  return make_handle(hora::reducescatter_async(name, in, op, python_allocator(flight, label)),
+                     flight);
 }
 
 }  // namespace
 
 void bind_collectives(py::module_& m) {
-  m.def("allreduce_async", &allreduce_async, py::arg("tensor"), py::arg("output"),
-        py::arg("name"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-        py::arg("compression"),
+  m.def("allreduce_async", &allreduce_async, py::arg("tensor"), py::arg("output"), py::arg("name"),
+        py::arg("op"), py::arg("prescale"), py::arg("postscale"), py::arg("compression"),
         "Enqueues output = postscale * op(prescale * tensor) over ranks; output None or the "
         "tensor itself means in place.");
-  m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("tensors"),
-        py::arg("outputs"), py::arg("names"), py::arg("op"), py::arg("prescale"),
-        py::arg("postscale"), py::arg("compression"),
-        "Enqueues a list of allreduces as one unit (fused together).");
+  m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("tensors"), py::arg("outputs"),
+        py::arg("names"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
+        py::arg("compression"), "Enqueues a list of allreduces as one unit (fused together).");
   m.def("allgather_async", &allgather_async, py::arg("tensor"), py::arg("allocator"),
         py::arg("name"),
         "Enqueues an allgather along the first dimension; allocator(dtype_name, shape) makes "
         "the output once its shape is known.");
-  m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root"),
-        py::arg("name"), "Enqueues an in-place broadcast of root's tensor.");
+  m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root"), py::arg("name"),
+        "Enqueues an in-place broadcast of root's tensor.");
   m.def("alltoall_async", &alltoall_async, py::arg("tensor"), py::arg("splits"),
         py::arg("allocator"), py::arg("name"),
         "Enqueues an alltoall; splits[p] first-dimension rows go to rank p (empty: even).");
   m.def("reducescatter_async", &reducescatter_async, py::arg("tensor"), py::arg("allocator"),
-        py::arg("name"), py::arg("op"),
-        "Enqueues a reducescatter along the first dimension.");
+        py::arg("name"), py::arg("op"), "Enqueues a reducescatter along the first dimension.");
   m.def("barrier_async", [] {
     auto flight = new_flight("barrier");
     return make_handle(hora::barrier_async(), flight);

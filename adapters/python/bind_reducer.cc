@@ -44,9 +44,9 @@ class PyGradientReducer {
 
   void synchronize() {
     GradientReducer* r = reducer_.get();
-    Status s = wait_sliced([r](std::chrono::milliseconds t) { return r->synchronize(t); },
-                           [r] { return r->has_pending(); }, job_timeout_s(),
-                           "the gradients' allreduces");
+    Status s =
+        wait_sliced([r](std::chrono::milliseconds t) { return r->synchronize(t); },
+                    [r] { return r->has_pending(); }, job_timeout_s(), "the gradients' allreduces");
     if (!reducer_->has_pending()) owners_.clear();
     check(s);
   }
@@ -59,9 +59,8 @@ class PyGradientReducer {
       throw_status(Status::invalid_argument(
           "GradientReducer: parameter index " + std::to_string(index) + " is out of range (" +
           std::to_string(reducer_->parameter_count()) + " parameters)"));
-    ImportedTensor t = check(import_tensor(tensor, reducer_->options().name_prefix +
-                                                       reducer_->name(index),
-                                           "gradient", true));
+    ImportedTensor t = check(import_tensor(
+        tensor, reducer_->options().name_prefix + reducer_->name(index), "gradient", true));
     owners_.push_back(std::move(t.owner));
     return t.view;
   }
@@ -104,17 +103,15 @@ void bind_reducer(py::module_& m) {
            "its allreduce starts (in place in `tensor`).")
       .def("flush", &PyGradientReducer::flush, py::arg("index"), py::arg("tensor"),
            "Starts parameter `index`'s allreduce now (an unused parameter).")
-      .def("unreported",
-           [](PyGradientReducer& r) { return r.reducer().unreported(); },
-           "Parameters whose allreduce has not started in this step.")
+      .def(
+          "unreported", [](PyGradientReducer& r) { return r.reducer().unreported(); },
+          "Parameters whose allreduce has not started in this step.")
       .def("synchronize", &PyGradientReducer::synchronize,
            "Starts what is left and waits for every allreduce of the step; raises the step's "
            "first error.")
       .def("has_pending", [](PyGradientReducer& r) { return r.reducer().has_pending(); })
-      .def("index_of",
-           [](PyGradientReducer& r, const std::string& name) {
-             return check(r.reducer().index_of(name));
-           })
+      .def("index_of", [](PyGradientReducer& r,
+                          const std::string& name) { return check(r.reducer().index_of(name)); })
       .def_property_readonly("parameter_count",
                              [](PyGradientReducer& r) { return r.reducer().parameter_count(); });
 }

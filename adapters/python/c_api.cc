@@ -233,8 +233,8 @@ int32_t c_reducer_gradient_ready(int64_t reducer_id, int32_t index, const HoraTe
 void c_reducer_synchronize(int64_t reducer_id, HoraDoneFn done, void* done_ctx) {
   StatusOr<std::shared_ptr<GradientReducer>> reducer = c_api_reducers().find(reducer_id);
   if (!reducer.is_ok()) return finish(done, done_ctx, reducer.status());
-  c_api_reducers().synchronize_later(std::move(reducer).value(),
-                                     [done, done_ctx](const Status& s) { finish(done, done_ctx, s); });
+  c_api_reducers().synchronize_later(
+      std::move(reducer).value(), [done, done_ctx](const Status& s) { finish(done, done_ctx, s); });
 }
 
 const HoraCApi kTable = {

@@ -109,9 +109,8 @@ typedef struct HoraCApi {
                     void* done_ctx);
   /* `count` allreduces enqueued atomically and fused as a unit; one done for the group. */
   void (*grouped_allreduce)(int32_t count, const char* const* names, const HoraTensor* ins,
-                            const HoraTensor* outs, int32_t op, double prescale,
-                            double postscale, int32_t compression, HoraDoneFn done,
-                            void* done_ctx);
+                            const HoraTensor* outs, int32_t op, double prescale, double postscale,
+                            int32_t compression, HoraDoneFn done, void* done_ctx);
   /* Concatenation of every rank's `in` along the first dimension, into alloc's memory. */
   void (*allgather)(const char* name, const HoraTensor* in, HoraAllocFn alloc, void* alloc_ctx,
                     HoraDoneFn done, void* done_ctx);

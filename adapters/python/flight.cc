@@ -44,8 +44,10 @@ OutputAllocator python_allocator(const std::shared_ptr<Flight>& flight, const st
   std::weak_ptr<Flight> weak = flight;
   return [weak, label](DataType dtype, const std::vector<int64_t>& shape) -> StatusOr<TensorView> {
     std::shared_ptr<Flight> f = weak.lock();
-    if (!f) return Status::internal("tensor '" + label + "': its output allocator ran after the "
-                                    "collective was released");
+    if (!f)
+      return Status::internal("tensor '" + label +
+                              "': its output allocator ran after the "
+                              "collective was released");
     py::gil_scoped_acquire gil;
     try {
       py::object out = f->allocator(data_type_name(dtype), py::tuple(py::cast(shape)));

@@ -25,9 +25,9 @@ namespace hora {
 namespace python {
 
 struct Flight {
-  std::string kind;                     // "allreduce", "allgather", ...
-  std::vector<pybind11::object> keep;   // owners of every buffer the engine reads or writes
-  pybind11::object result;              // what synchronize returns, when known at enqueue
+  std::string kind;                    // "allreduce", "allgather", ...
+  std::vector<pybind11::object> keep;  // owners of every buffer the engine reads or writes
+  pybind11::object result;             // what synchronize returns, when known at enqueue
   // Outputs allocated once negotiation told their shape (allgather, alltoall, reducescatter):
   // the caller's allocator, and what it returned (set on the engine thread under the GIL).
   pybind11::object allocator;

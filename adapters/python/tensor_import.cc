@@ -42,8 +42,7 @@ StatusOr<DataType> dtype_of(const DLDataType& t, const std::string& where) {
       case dlpack::kDLBool:
         if (t.bits == 8) return DataType::kBool;
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return Status::invalid_argument(
@@ -56,11 +55,9 @@ StatusOr<DataType> dtype_of(const DLDataType& t, const std::string& where) {
 StatusOr<Device> device_of(const dlpack::DLDevice& d, const std::string& where) {
   switch (d.device_type) {
     case dlpack::kDLCPU:
-    case dlpack::kDLCUDAHost:
-      return Device::cpu();
+    case dlpack::kDLCUDAHost: return Device::cpu();
     case dlpack::kDLCUDA:
-    case dlpack::kDLCUDAManaged:
-      return Device::cuda(d.device_id);
+    case dlpack::kDLCUDAManaged: return Device::cuda(d.device_id);
     default:
       return Status::invalid_argument(where + "lives on DLPack device type " +
                                       std::to_string(d.device_type) +
@@ -90,8 +87,7 @@ std::string strides_string(const int64_t* strides, size_t n) {
 StatusOr<ImportedTensor> from_dltensor(const DLTensor& t, py::object owner,
                                        const std::string& label, const char* what) {
   const std::string where = prefix(label, what);
-  if (t.ndim < 0)
-    return Status::invalid_argument(where + "has ndim " + std::to_string(t.ndim));
+  if (t.ndim < 0) return Status::invalid_argument(where + "has ndim " + std::to_string(t.ndim));
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
   if (!is_contiguous(shape, t.strides))
     return Status::invalid_argument(
@@ -127,11 +123,11 @@ StatusOr<ImportedTensor> from_capsule(py::object capsule, const std::string& lab
     auto* m = static_cast<dlpack::DLManagedTensorVersioned*>(
         PyCapsule_GetPointer(c, "dltensor_versioned"));
     if (m->version.major > 1)
-      return Status::invalid_argument(where + "came as DLPack " +
-                                      std::to_string(m->version.major) +
+      return Status::invalid_argument(where + "came as DLPack " + std::to_string(m->version.major) +
                                       ".x, newer than the 1.x hora reads");
     if (writable && (m->flags & dlpack::kDLFlagBitmaskReadOnly))
-      return Status::invalid_argument(where + "is read-only, but the collective writes its "
+      return Status::invalid_argument(where +
+                                      "is read-only, but the collective writes its "
                                       "result into it");
     return from_dltensor(m->dl_tensor, std::move(capsule), label, what);
   }
@@ -139,7 +135,8 @@ StatusOr<ImportedTensor> from_capsule(py::object capsule, const std::string& lab
     auto* m = static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
     return from_dltensor(m->dl_tensor, std::move(capsule), label, what);
   }
-  return Status::invalid_argument(where + "is a capsule that is not an unused DLPack tensor "
+  return Status::invalid_argument(where +
+                                  "is a capsule that is not an unused DLPack tensor "
                                   "(a DLPack capsule can be consumed only once)");
 }
 
@@ -157,12 +154,13 @@ StatusOr<DataType> dtype_of_buffer(const py::buffer_info& info, const std::strin
     case 'B': return DataType::kUint8;
     case 'h': return DataType::kInt16;
     case 'H': return DataType::kUint16;
-    case 'i': case 'l': case 'q':
+    case 'i':
+    case 'l':
+    case 'q':
       if (bytes == 4) return DataType::kInt32;
       if (bytes == 8) return DataType::kInt64;
       break;
-    default:
-      break;
+    default: break;
   }
   return Status::invalid_argument(where + "has buffer format '" + info.format + "' (" +
                                   std::to_string(bytes) +
@@ -176,7 +174,8 @@ StatusOr<ImportedTensor> from_buffer(py::handle obj, const std::string& label, c
   if (!mv) throw py::error_already_set();
   py::buffer_info info = py::reinterpret_borrow<py::buffer>(mv).request(false);
   if (writable && info.readonly)
-    return Status::invalid_argument(where + "is a read-only buffer, but the collective writes "
+    return Status::invalid_argument(where +
+                                    "is a read-only buffer, but the collective writes "
                                     "its result into it");
   HORA_ASSIGN_OR_RETURN(DataType dtype, dtype_of_buffer(info, where));
   std::vector<int64_t> shape(info.shape.begin(), info.shape.end());
@@ -199,8 +198,8 @@ StatusOr<ImportedTensor> from_buffer(py::handle obj, const std::string& label, c
 bool is_numpy_bfloat16(py::handle obj) {
   if (!py::hasattr(obj, "dtype") || !py::hasattr(obj, "view")) return false;
   py::object dtype = obj.attr("dtype");
-  return py::hasattr(dtype, "name") && py::str(dtype.attr("name")).cast<std::string>() ==
-                                           "bfloat16" &&
+  return py::hasattr(dtype, "name") &&
+         py::str(dtype.attr("name")).cast<std::string>() == "bfloat16" &&
          py::hasattr(dtype, "itemsize") && dtype.attr("itemsize").cast<int>() == 2;
 }
 
@@ -208,8 +207,8 @@ StatusOr<ImportedTensor> from_numpy_bfloat16(py::handle obj, const std::string& 
                                              const char* what, bool writable) {
   HORA_ASSIGN_OR_RETURN(ImportedTensor t,
                         from_buffer(obj.attr("view")("uint16"), label, what, writable));
-  HORA_ASSIGN_OR_RETURN(t.view, TensorView::make(t.view.data(), DataType::kBFloat16,
-                                                 t.view.shape(), t.view.device()));
+  HORA_ASSIGN_OR_RETURN(t.view, TensorView::make(t.view.data(), DataType::kBFloat16, t.view.shape(),
+                                                 t.view.device()));
   return t;
 }
 
@@ -228,8 +227,10 @@ StatusOr<ImportedTensor> import_tensor(py::handle obj, const std::string& label,
     } catch (py::error_already_set& e) {
       // Checked only on this slow path: reading a NumPy dtype's name costs microseconds.
       if (is_numpy_bfloat16(obj)) return from_numpy_bfloat16(obj, label, what, writable);
-      return Status::invalid_argument(prefix(label, what) + "could not be exported through "
-                                      "DLPack: " + e.what());
+      return Status::invalid_argument(prefix(label, what) +
+                                      "could not be exported through "
+                                      "DLPack: " +
+                                      e.what());
     }
     return from_capsule(std::move(capsule), label, what, writable);
   }

@@ -22,8 +22,7 @@ Status wait_interruptibly(const Handle& handle, double timeout_s);
 // The same loop over any sliced wait: `slice(timeout)` returns kTimeout while work is still
 // pending (then `pending()` is true) and anything else once finished.
 Status wait_sliced(const std::function<Status(std::chrono::milliseconds)>& slice,
-                   const std::function<bool()>& pending, double timeout_s,
-                   const std::string& what);
+                   const std::function<bool()>& pending, double timeout_s, const std::string& what);
 
 // HORA_TIMEOUT_S of the running job (300 before init).
 double job_timeout_s();

@@ -24,39 +24,17 @@ absl::Status connected_api(const HoraCApi** api_out) {
 
 absl::Status to_hora_dtype(tf::DataType dtype, const std::string& what, int32_t* out) {
   switch (dtype) {
-    case tf::DT_UINT8:
-      *out = HORA_C_UINT8;
-      return absl::OkStatus();
-    case tf::DT_INT8:
-      *out = HORA_C_INT8;
-      return absl::OkStatus();
-    case tf::DT_UINT16:
-      *out = HORA_C_UINT16;
-      return absl::OkStatus();
-    case tf::DT_INT16:
-      *out = HORA_C_INT16;
-      return absl::OkStatus();
-    case tf::DT_INT32:
-      *out = HORA_C_INT32;
-      return absl::OkStatus();
-    case tf::DT_INT64:
-      *out = HORA_C_INT64;
-      return absl::OkStatus();
-    case tf::DT_HALF:
-      *out = HORA_C_FLOAT16;
-      return absl::OkStatus();
-    case tf::DT_BFLOAT16:
-      *out = HORA_C_BFLOAT16;
-      return absl::OkStatus();
-    case tf::DT_FLOAT:
-      *out = HORA_C_FLOAT32;
-      return absl::OkStatus();
-    case tf::DT_DOUBLE:
-      *out = HORA_C_FLOAT64;
-      return absl::OkStatus();
-    case tf::DT_BOOL:
-      *out = HORA_C_BOOL;
-      return absl::OkStatus();
+    case tf::DT_UINT8: *out = HORA_C_UINT8; return absl::OkStatus();
+    case tf::DT_INT8: *out = HORA_C_INT8; return absl::OkStatus();
+    case tf::DT_UINT16: *out = HORA_C_UINT16; return absl::OkStatus();
+    case tf::DT_INT16: *out = HORA_C_INT16; return absl::OkStatus();
+    case tf::DT_INT32: *out = HORA_C_INT32; return absl::OkStatus();
+    case tf::DT_INT64: *out = HORA_C_INT64; return absl::OkStatus();
+    case tf::DT_HALF: *out = HORA_C_FLOAT16; return absl::OkStatus();
+    case tf::DT_BFLOAT16: *out = HORA_C_BFLOAT16; return absl::OkStatus();
+    case tf::DT_FLOAT: *out = HORA_C_FLOAT32; return absl::OkStatus();
+    case tf::DT_DOUBLE: *out = HORA_C_FLOAT64; return absl::OkStatus();
+    case tf::DT_BOOL: *out = HORA_C_BOOL; return absl::OkStatus();
     default:
       return absl::InvalidArgumentError("hora.InvalidArgumentError: " + what + " has dtype " +
                                         tf::DataTypeString(dtype) + ", which hora does not take");
@@ -82,18 +60,13 @@ absl::Status status_of(const HoraResult& r) {
       return absl::InvalidArgumentError("hora.InvalidArgumentError: " + message);
     case HORA_C_FAILED_PRECONDITION:
       return absl::FailedPreconditionError("hora.FailedPreconditionError: " + message);
-    case HORA_C_MISMATCH:
-      return absl::FailedPreconditionError("hora.MismatchError: " + message);
-    case HORA_C_TIMEOUT:
-      return absl::DeadlineExceededError("hora.HoraTimeoutError: " + message);
-    case HORA_C_REMOTE:
-      return absl::AbortedError("hora.RemoteError: " + message);
-    case HORA_C_IO:
-      return absl::UnavailableError("hora.HoraIOError: " + message);
+    case HORA_C_MISMATCH: return absl::FailedPreconditionError("hora.MismatchError: " + message);
+    case HORA_C_TIMEOUT: return absl::DeadlineExceededError("hora.HoraTimeoutError: " + message);
+    case HORA_C_REMOTE: return absl::AbortedError("hora.RemoteError: " + message);
+    case HORA_C_IO: return absl::UnavailableError("hora.HoraIOError: " + message);
     case HORA_C_UNIMPLEMENTED:
       return absl::UnimplementedError("hora.UnimplementedError: " + message);
-    default:
-      return absl::InternalError("hora.InternalError: " + message);
+    default: return absl::InternalError("hora.InternalError: " + message);
   }
 }
 

@@ -75,7 +75,8 @@ class ReducerSynchronizeOp : public tf::AsyncOpKernel {
 
 }  // namespace
 
-REGISTER_KERNEL_BUILDER(Name("HoraReducerGradientReady").Device(tf::DEVICE_CPU), ReducerGradientReadyOp);
+REGISTER_KERNEL_BUILDER(Name("HoraReducerGradientReady").Device(tf::DEVICE_CPU),
+                        ReducerGradientReadyOp);
 REGISTER_KERNEL_BUILDER(Name("HoraReducerSynchronize").Device(tf::DEVICE_CPU),
                         ReducerSynchronizeOp);
 

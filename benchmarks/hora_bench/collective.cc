@@ -8,16 +8,11 @@ namespace bench {
 
 const char* collective_name(Collective collective) {
   switch (collective) {
-    case Collective::kAllreduce:
-      return "allreduce";
-    case Collective::kAllgather:
-      return "allgather";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReducescatter:
-      return "reducescatter";
-    case Collective::kAlltoall:
-      return "alltoall";
+    case Collective::kAllreduce: return "allreduce";
+    case Collective::kAllgather: return "allgather";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kReducescatter: return "reducescatter";
+    case Collective::kAlltoall: return "alltoall";
   }
   return "unknown";
 }
@@ -35,14 +30,11 @@ StatusOr<Collective> parse_collective(const std::string& text) {
 double busbw_factor(Collective collective, int ranks) {
   const double n = ranks;
   switch (collective) {
-    case Collective::kAllreduce:
-      return 2.0 * (n - 1) / n;
+    case Collective::kAllreduce: return 2.0 * (n - 1) / n;
     case Collective::kAllgather:
     case Collective::kReducescatter:
-    case Collective::kAlltoall:
-      return (n - 1) / n;
-    case Collective::kBroadcast:
-      return 1.0;
+    case Collective::kAlltoall: return (n - 1) / n;
+    case Collective::kBroadcast: return 1.0;
   }
   return 1.0;
 }
@@ -76,20 +68,16 @@ size_t size_for_count(Collective collective, size_t count, DataType dtype, int r
 size_t input_elements(Collective collective, size_t count, int ranks) {
   switch (collective) {
     case Collective::kReducescatter:
-    case Collective::kAlltoall:
-      return count * static_cast<size_t>(ranks);
-    default:
-      return count;
+    case Collective::kAlltoall: return count * static_cast<size_t>(ranks);
+    default: return count;
   }
 }
 
 size_t output_elements(Collective collective, size_t count, int ranks) {
   switch (collective) {
     case Collective::kAllgather:
-    case Collective::kAlltoall:
-      return count * static_cast<size_t>(ranks);
-    default:
-      return count;
+    case Collective::kAlltoall: return count * static_cast<size_t>(ranks);
+    default: return count;
   }
 }
 

@@ -38,8 +38,7 @@ class EngineImplementation : public Implementation {
       const size_t n = base + (p < extra ? 1 : 0);
       auto* in = const_cast<uint8_t*>(static_cast<const uint8_t*>(c.in)) + offset * elem;
       auto* out = static_cast<uint8_t*>(c.out) + offset * elem;
-      HORA_ASSIGN_OR_RETURN(TensorView vin,
-                            TensorView::flat(in, c.dtype, static_cast<int64_t>(n)));
+      HORA_ASSIGN_OR_RETURN(TensorView vin, TensorView::flat(in, c.dtype, static_cast<int64_t>(n)));
       HORA_ASSIGN_OR_RETURN(TensorView vout,
                             TensorView::flat(out, c.dtype, static_cast<int64_t>(n)));
       const std::string name = "bench." + std::to_string(c.count) + "." + std::to_string(p);

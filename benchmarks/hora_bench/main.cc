@@ -94,8 +94,8 @@ int run(int argc, char** argv) {
   // heartbeat from init on) stays parked except while the engine column is timed. Parking is
   // agreed by every rank, and every rank runs the same sweep. It also keeps MPI_Allreduce on
   // this thread apart from the engine's own MPI calls (MPI_THREAD_SERIALIZED).
-  const auto engine_wait = std::chrono::milliseconds(
-      static_cast<int64_t>(context->config().timeout_s * 1000.0));
+  const auto engine_wait =
+      std::chrono::milliseconds(static_cast<int64_t>(context->config().timeout_s * 1000.0));
   auto set_engine = [engine_wait](bool engine_needed) -> Status {
     if (engine_needed) {
       detail::resume_engine();

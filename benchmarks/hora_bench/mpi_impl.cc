@@ -148,8 +148,7 @@ StatusOr<std::unique_ptr<Implementation>> make_mpi_implementation(const Implemen
     if (provided < MPI_THREAD_FUNNELED) {
       MPI_Finalize();
       return Status::failed_precondition("--compare mpi: MPI granted thread level " +
-                                         std::to_string(provided) +
-                                         ", below MPI_THREAD_FUNNELED");
+                                         std::to_string(provided) + ", below MPI_THREAD_FUNNELED");
     }
   }
   int size = 0;

@@ -188,8 +188,9 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
                                       ": on the GPU only hora and nccl compare");
     }
     if (name == "wire" && o.collective != Collective::kAllreduce) {
-      return Status::invalid_argument(std::string("--compare wire applies to allreduce only, not ") +
-                                      collective_name(o.collective));
+      return Status::invalid_argument(
+          std::string("--compare wire applies to allreduce only, not ") +
+          collective_name(o.collective));
     }
     o.compare.push_back(name);
   }

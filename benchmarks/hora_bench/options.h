@@ -40,7 +40,7 @@ struct Options {
   int warmup = 5;                       // -w
   bool check = true;                    // -c
   collectives::Algorithm algo = collectives::Algorithm::kAuto;  // --algo
-  std::string backend;          // --backend: hora's algorithms over it; empty = job's
+  std::string backend;  // --backend: hora's algorithms over it; empty = job's
   // --device: where the sweep's buffers live. cuda index -1 = this rank's GPU (local rank
   // modulo the GPUs). On a GPU hora runs over nccl (backend "nccl") and only hora and nccl
   // compare (no gloo, mpi, wire or --through-engine).

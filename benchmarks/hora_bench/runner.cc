@@ -193,8 +193,7 @@ StatusOr<std::vector<Measurement>> run_sweep(
       if (in_place && !s.run_in_place) continue;
       std::vector<Measurement> row;
       for (auto& impl : impls) {
-        HORA_ASSIGN_OR_RETURN(Measurement m,
-                              measure(s, *impl, count, in_place, *memory, control));
+        HORA_ASSIGN_OR_RETURN(Measurement m, measure(s, *impl, count, in_place, *memory, control));
         row.push_back(m);
       }
       on_row(row);

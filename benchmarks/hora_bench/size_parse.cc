@@ -29,20 +29,11 @@ StatusOr<size_t> parse_size(const std::string& text, const std::string& what) {
   int shift = 0;
   if (!suffix.empty()) {
     switch (suffix[0]) {
-      case 'K':
-        shift = 10;
-        break;
-      case 'M':
-        shift = 20;
-        break;
-      case 'G':
-        shift = 30;
-        break;
-      case 'B':
-        shift = 0;
-        break;
-      default:
-        return bad("unknown suffix '" + text.substr(pos) + "'");
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      case 'B': shift = 0; break;
+      default: return bad("unknown suffix '" + text.substr(pos) + "'");
     }
     const std::string rest = suffix.substr(1);
     const bool is_unit =

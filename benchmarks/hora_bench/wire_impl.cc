@@ -47,7 +47,8 @@ class WireImplementation : public Implementation {
     const uint8_t* mine = out + offset * data_type_bytes(c.dtype);
     // Round one stands for the reduce-scatter phase, round two for the allgather phase.
     for (int round = 0; round < 2; ++round)
-      HORA_RETURN_IF_ERROR(collectives::ring_allgatherv(*comm_, mine, out, counts, c.dtype, options));
+      HORA_RETURN_IF_ERROR(
+          collectives::ring_allgatherv(*comm_, mine, out, counts, c.dtype, options));
     return Status::ok();
   }
 

@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
   const int bytes_each = argc > 3 ? std::atoi(argv[3]) : 16384;
   const int steps = argc > 4 ? std::atoi(argv[4]) : 50;
   if (iters < 1 || tensors < 1 || bytes_each < 4 || steps < 1) {
-    std::fprintf(stderr, "usage: binding_overhead_cpp [iters>=1] [tensors>=1] "
-                         "[bytes_each>=4] [steps>=1]\n");
+    std::fprintf(stderr,
+                 "usage: binding_overhead_cpp [iters>=1] [tensors>=1] "
+                 "[bytes_each>=4] [steps>=1]\n");
     return 2;
   }
   hora::Status s = hora::init();
@@ -69,7 +70,8 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     for (int i = 0; i < tensors; ++i) {
       auto v = hora::TensorView::flat(grads[i].data(), hora::DataType::kFloat32,
-                                      static_cast<int64_t>(elems)).value();
+                                      static_cast<int64_t>(elems))
+                   .value();
       s = reducer->gradient_ready(static_cast<size_t>(i), v);
       if (!s.is_ok()) return fail(s, "gradient_ready");
     }

@@ -41,8 +41,8 @@ Status pairwise_alltoallv(Communicator& comm, const void* in,
   const auto* in_bytes = static_cast<const uint8_t*>(in);
   auto* out_bytes = static_cast<uint8_t*>(out);
   HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in_bytes + send_offsets[r] * elem,
-                                                 out_bytes + recv_offsets[r] * elem,
-                                                 send_counts[r], dtype));
+                                                out_bytes + recv_offsets[r] * elem, send_counts[r],
+                                                dtype));
   for (int s = 1; s < n; ++s) {
     const int to = (r + s) % n;
     const int from = (r - s + n) % n;

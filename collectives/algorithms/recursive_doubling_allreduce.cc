@@ -58,7 +58,7 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
   ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
   const int r = comm.rank();
   const size_t bytes = count * data_type_bytes(dtype);
-  HORA_ASSIGN_OR_RETURN(uint8_t* other, detail::acquire(comm, pool, 0, bytes));
+  HORA_ASSIGN_OR_RETURN(uint8_t * other, detail::acquire(comm, pool, 0, bytes));
 
   int p = 1;
   while (p * 2 <= n) p *= 2;

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <string>
 
-
 namespace hora {
 namespace collectives {
 namespace detail {
@@ -86,7 +85,7 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
 
   // Receive window: kWindow segments in flight, each into its own scratch slot.
   constexpr size_t kWindow = 4;
-  HORA_ASSIGN_OR_RETURN(uint8_t* slots, acquire(comm, pool, 0, kWindow * seg_bytes));
+  HORA_ASSIGN_OR_RETURN(uint8_t * slots, acquire(comm, pool, 0, kWindow * seg_bytes));
   std::array<std::unique_ptr<Request>, kWindow> recvs;
   auto& sends = pool.requests(0);
 
@@ -134,8 +133,8 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
     uint8_t* dst = (is_final && phase.final_out != nullptr)
                        ? phase.final_out + current.elem_offset() * elem
                        : phase.work + elem_off * elem;
-    status = reduce3(comm, dst, phase.in + elem_off * elem, slots + slot_index * seg_bytes,
-                     elems, phase.dtype, phase.op);
+    status = reduce3(comm, dst, phase.in + elem_off * elem, slots + slot_index * seg_bytes, elems,
+                     phase.dtype, phase.op);
     if (!status.is_ok()) return status.with_context(where("reduce-scatter", s, prev));
     ++done_units;
     // The slot is free again: keep the window full before sending, so the next segment's

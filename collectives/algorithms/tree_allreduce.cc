@@ -94,10 +94,9 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
       Status status = child_recvs[static_cast<size_t>(c) * 2 + j % 2]->wait(options.deadline);
       if (!status.is_ok()) return status.with_context(where("reduce", j, children[c]));
       const uint8_t* slot = child_slots[c] + (j % 2) * seg_bytes;
-      status = c == 0 ? detail::reduce3(comm, out_bytes + off, in_bytes + off, slot, elems,
-                                        dtype, op)
-                      : detail::reduce3(comm, out_bytes + off, out_bytes + off, slot, elems,
-                                        dtype, op);
+      status =
+          c == 0 ? detail::reduce3(comm, out_bytes + off, in_bytes + off, slot, elems, dtype, op)
+                 : detail::reduce3(comm, out_bytes + off, out_bytes + off, slot, elems, dtype, op);
       if (!status.is_ok()) return status.with_context(where("reduce", j, children[c]));
       result = out_bytes + off;
       if (j + 2 < segments) HORA_RETURN_IF_ERROR(post_child(c, j + 2));

@@ -100,16 +100,15 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
     return Status::invalid_argument("HORA_BACKEND='" + name + "' is not a backend: expected " +
                                     known_names());
   if (!known->built)
-    return Status::unimplemented("backend '" + resolved + "' is not built into this hora: " +
-                                 known->how_to_enable);
+    return Status::unimplemented("backend '" + resolved +
+                                 "' is not built into this hora: " + known->how_to_enable);
   if (resolved == "builtin") {
     BuiltinOptions builtin;
     builtin.shm_enabled = options.shm_enabled;
     builtin.secret = options.secret;
     builtin.shm_shared_bytes = options.shared_buffer_bytes;
-    builtin.timeout_s = std::max(0.001, std::chrono::duration<double>(deadline.at() -
-                                                                        Deadline::Clock::now())
-                                            .count());
+    builtin.timeout_s = std::max(
+        0.001, std::chrono::duration<double>(deadline.at() - Deadline::Clock::now()).count());
     return make_builtin_communicator(rank, size, store, builtin);
   }
 #if HORA_HAVE_MPI

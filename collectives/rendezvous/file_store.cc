@@ -34,7 +34,8 @@ std::string hex(const std::string& key) {
 // RAII lock file held with flock(LOCK_EX).
 class FileLock {
  public:
-  explicit FileLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
+  explicit FileLock(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)) {
     if (fd_ >= 0) ::flock(fd_, LOCK_EX);
   }
   ~FileLock() {
@@ -59,9 +60,7 @@ StatusOr<std::unique_ptr<FileStore>> FileStore::open(const std::string& director
   return std::unique_ptr<FileStore>(new FileStore(directory));
 }
 
-std::string FileStore::path_of(const std::string& key) const {
-  return directory_ + "/" + hex(key);
-}
+std::string FileStore::path_of(const std::string& key) const { return directory_ + "/" + hex(key); }
 
 StatusOr<Bytes> FileStore::read(const std::string& key) const {
   std::ifstream in(path_of(key), std::ios::binary);
@@ -72,11 +71,12 @@ StatusOr<Bytes> FileStore::read(const std::string& key) const {
 Status FileStore::set(const std::string& key, const Bytes& value) {
   static std::atomic<uint64_t> counter{0};
   const std::string path = path_of(key);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(counter.fetch_add(1));
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(value.data()), static_cast<std::streamsize>(value.size()));
+    out.write(reinterpret_cast<const char*>(value.data()),
+              static_cast<std::streamsize>(value.size()));
     if (!out) return io_error("cannot write", tmp);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) return io_error("cannot rename into", path);
@@ -86,7 +86,8 @@ Status FileStore::set(const std::string& key, const Bytes& value) {
 StatusOr<Bytes> FileStore::get(const std::string& key, Deadline deadline) {
   HORA_RETURN_IF_ERROR(wait({key}, deadline));
   auto value = read(key);
-  if (!value.is_ok()) return Status::remote("file store key '" + key + "' vanished after it appeared");
+  if (!value.is_ok())
+    return Status::remote("file store key '" + key + "' vanished after it appeared");
   return value;
 }
 

@@ -23,8 +23,8 @@ Bytes auth_proof(const std::string& secret, const Bytes& nonce) {
   message.insert(message.end(), kTag, kTag + sizeof(kTag) - 1);
   Bytes proof(EVP_MAX_MD_SIZE);
   unsigned int length = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), message.data(),
-       message.size(), proof.data(), &length);
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), message.data(), message.size(),
+       proof.data(), &length);
   proof.resize(length);
   return proof;
 }

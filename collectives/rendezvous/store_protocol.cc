@@ -167,9 +167,7 @@ Bytes encode_request(const StoreRequest& request) {
       for (const auto& k : request.keys) put_string(k, &out);
       if (request.type == RequestType::kWait) put_i64(request.timeout_ms, &out);
       break;
-    case RequestType::kRemove:
-      put_string(key, &out);
-      break;
+    case RequestType::kRemove: put_string(key, &out); break;
   }
   return out;
 }
@@ -194,18 +192,13 @@ StatusOr<StoreRequest> decode_request(const uint8_t* payload, size_t bytes) {
       request.keys.resize(1);
       ok = in.string(&request.keys[0]) && in.i64(&request.delta);
       break;
-    case RequestType::kCheck:
-      ok = in.keys(&request.keys);
-      break;
-    case RequestType::kWait:
-      ok = in.keys(&request.keys) && in.i64(&request.timeout_ms);
-      break;
+    case RequestType::kCheck: ok = in.keys(&request.keys); break;
+    case RequestType::kWait: ok = in.keys(&request.keys) && in.i64(&request.timeout_ms); break;
     case RequestType::kRemove:
       request.keys.resize(1);
       ok = in.string(&request.keys[0]);
       break;
-    default:
-      return Status::invalid_argument("unknown store request type " + std::to_string(type));
+    default: return Status::invalid_argument("unknown store request type " + std::to_string(type));
   }
   if (!ok) {
     return Status::invalid_argument(std::string("truncated store ") +

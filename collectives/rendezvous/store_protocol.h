@@ -88,7 +88,7 @@ class FrameParser {
 
  private:
   size_t max_frame_bytes_;
-  Bytes buffer_;       // unconsumed input starts at offset_
+  Bytes buffer_;  // unconsumed input starts at offset_
   size_t offset_ = 0;
   Status status_;
 };

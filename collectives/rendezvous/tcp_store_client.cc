@@ -28,7 +28,8 @@ constexpr auto kCallTimeout = std::chrono::minutes(5);
 
 class Client : public TcpStoreClient {
  public:
-  Client(int fd, std::string where) : fd_(fd), where_(std::move(where)), parser_(kMaxResponseBytes) {}
+  Client(int fd, std::string where)
+      : fd_(fd), where_(std::move(where)), parser_(kMaxResponseBytes) {}
   ~Client() override { ::close(fd_); }
 
   Status authenticate(const std::string& secret, Deadline deadline) {
@@ -95,8 +96,7 @@ class Client : public TcpStoreClient {
     StoreRequest r;
     r.type = RequestType::kCheck;
     r.keys = keys;
-    HORA_ASSIGN_OR_RETURN(StoreResponse response,
-                          call(r, deadline, std::chrono::milliseconds(0)));
+    HORA_ASSIGN_OR_RETURN(StoreResponse response, call(r, deadline, std::chrono::milliseconds(0)));
     return response.number != 0;
   }
   StatusOr<bool> remove(const std::string& key) override {
@@ -134,10 +134,10 @@ class Client : public TcpStoreClient {
       // A response may still arrive later and would be taken for the next one: the
       // connection can no longer be trusted.
       broken_ = payload.status();
-      return Status(payload.status().code(),
-                    std::string("store ") + request_type_name(request.type) + " of " +
-                        join_keys(request.keys) + " at " + where_ + ": " +
-                        payload.status().message());
+      return Status(payload.status().code(), std::string("store ") +
+                                                 request_type_name(request.type) + " of " +
+                                                 join_keys(request.keys) + " at " + where_ + ": " +
+                                                 payload.status().message());
     }
     HORA_ASSIGN_OR_RETURN(StoreResponse response, decode_response(payload.value()));
     if (response.code != StatusCode::kOk) return Status(response.code, response.message);
@@ -217,8 +217,7 @@ StatusOr<int> dial(const std::string& host, int port) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std::string& host,
-                                                                  int port,
+StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std::string& host, int port,
                                                                   const std::string& secret,
                                                                   Deadline deadline) {
   if (port <= 0 || port > 65535)

@@ -53,7 +53,9 @@ class Server : public TcpStoreServer {
       : listen_fd_(listen_fd), wake_fd_(wake_fd), port_(port), options_(std::move(options)) {}
   ~Server() override { stop(); }
 
-  void run_in_thread() { thread_ = std::thread([this] { loop(); }); }
+  void run_in_thread() {
+    thread_ = std::thread([this] { loop(); });
+  }
   int port() const override { return port_; }
   void stop() override {
     if (stopping_.exchange(true)) {
@@ -254,25 +256,22 @@ class Server : public TcpStoreServer {
           }
         }
         if (ok) {
-          r.number = static_cast<int64_t>(static_cast<uint64_t>(current) +
-                                          static_cast<uint64_t>(q.delta));
+          r.number =
+              static_cast<int64_t>(static_cast<uint64_t>(current) + static_cast<uint64_t>(q.delta));
           data_[q.keys[0]] = format_counter(r.number);
           *wrote = true;
         }
         break;
       }
-      case RequestType::kCheck:
-        r.number = missing(q.keys).empty() ? 1 : 0;
-        break;
-      case RequestType::kRemove:
-        r.number = data_.erase(q.keys[0]) > 0 ? 1 : 0;
-        break;
+      case RequestType::kCheck: r.number = missing(q.keys).empty() ? 1 : 0; break;
+      case RequestType::kRemove: r.number = data_.erase(q.keys[0]) > 0 ? 1 : 0; break;
       case RequestType::kGet:
       case RequestType::kWait: {
         std::vector<std::string> absent = missing(q.keys);
         if (!absent.empty()) {
           if (!c.parked_until)
-            c.parked_until = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, q.timeout_ms));
+            c.parked_until =
+                Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, q.timeout_ms));
           if (Clock::now() < *c.parked_until) return false;
           r.code = StatusCode::kTimeout;
           r.message = std::string("store ") + request_type_name(q.type) +
@@ -341,7 +340,8 @@ StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const Options& o
   if (fd < 0) return Status::io(std::string("socket: ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 1024) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, 1024) != 0) {
     Status s = Status::io("store cannot listen on " + options.bind_address + ":" +
                           std::to_string(options.port) + ": " + std::strerror(errno));
     ::close(fd);

@@ -11,7 +11,9 @@ class Deadline {
   using Clock = std::chrono::steady_clock;
 
   explicit Deadline(Clock::time_point at) : at_(at) {}
-  static Deadline after(std::chrono::milliseconds timeout) { return Deadline(Clock::now() + timeout); }
+  static Deadline after(std::chrono::milliseconds timeout) {
+    return Deadline(Clock::now() + timeout);
+  }
   static Deadline after_seconds(double seconds) {
     return Deadline(Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(seconds)));

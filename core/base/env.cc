@@ -31,18 +31,24 @@ StatusOr<int64_t> parse_bytes(const std::string& var, const std::string& value) 
   if (!suffix.empty()) {
     const char unit = suffix[0];
     std::string rest = suffix.substr(1);
-    if (unit == 'k') multiplier = int64_t{1} << 10;
-    else if (unit == 'm') multiplier = int64_t{1} << 20;
-    else if (unit == 'g') multiplier = int64_t{1} << 30;
-    else if (unit == 'b' && rest.empty()) multiplier = 1;
-    else return bad(var, value, kForm);
-    if (unit != 'b' && !(rest.empty() || rest == "b" || rest == "ib")) return bad(var, value, kForm);
+    if (unit == 'k')
+      multiplier = int64_t{1} << 10;
+    else if (unit == 'm')
+      multiplier = int64_t{1} << 20;
+    else if (unit == 'g')
+      multiplier = int64_t{1} << 30;
+    else if (unit == 'b' && rest.empty())
+      multiplier = 1;
+    else
+      return bad(var, value, kForm);
+    if (unit != 'b' && !(rest.empty() || rest == "b" || rest == "ib"))
+      return bad(var, value, kForm);
   }
   errno = 0;
   char* end = nullptr;
   unsigned long long n = std::strtoull(digits.c_str(), &end, 10);
-  if (errno == ERANGE || n > static_cast<unsigned long long>(std::numeric_limits<int64_t>::max() /
-                                                             multiplier))
+  if (errno == ERANGE ||
+      n > static_cast<unsigned long long>(std::numeric_limits<int64_t>::max() / multiplier))
     return bad(var, value, std::string(kForm) + " (this one overflows int64)");
   return static_cast<int64_t>(n) * multiplier;
 }
@@ -70,8 +76,7 @@ StatusOr<int64_t> parse_int(const std::string& var, const std::string& value, in
 
 StatusOr<double> parse_double(const std::string& var, const std::string& value, double min,
                               double max) {
-  const std::string form =
-      "a number in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  const std::string form = "a number in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
   if (value.empty() || std::isspace(static_cast<unsigned char>(value[0])))
     return bad(var, value, form);
   errno = 0;

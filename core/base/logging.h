@@ -54,21 +54,20 @@ class CheckFailure {
 }  // namespace detail
 }  // namespace hora
 
-#define HORA_LOG(level)                                         \
-  if (!::hora::log_enabled(::hora::LogLevel::level)) {          \
-  } else                                                        \
+#define HORA_LOG(level)                                \
+  if (!::hora::log_enabled(::hora::LogLevel::level)) { \
+  } else                                               \
     ::hora::detail::LogLine(::hora::LogLevel::level, __FILE__, __LINE__).stream()
 
-#define HORA_CHECK(cond)                                                     \
-  if (cond) {                                                                \
-  } else                                                                     \
+#define HORA_CHECK(cond) \
+  if (cond) {            \
+  } else                 \
     ::hora::detail::CheckFailure(__FILE__, __LINE__, "HORA_CHECK(" #cond ")").stream()
 
-#define HORA_CHECK_OP(a, b, op)                                                               \
-  if ((a)op(b)) {                                                                             \
-  } else                                                                                      \
-    ::hora::detail::CheckFailure(__FILE__, __LINE__, "HORA_CHECK(" #a " " #op " " #b ")")   \
-            .stream()                                                                         \
+#define HORA_CHECK_OP(a, b, op)                                                                    \
+  if ((a)op(b)) {                                                                                  \
+  } else                                                                                           \
+    ::hora::detail::CheckFailure(__FILE__, __LINE__, "HORA_CHECK(" #a " " #op " " #b ")").stream() \
         << "(" << (a) << " vs " << (b) << ") "
 
 #define HORA_CHECK_EQ(a, b) HORA_CHECK_OP(a, b, ==)

@@ -58,8 +58,7 @@ class HORA_CAPABILITY("mutex") TimedMutex {
   }
   // True with the mutex held; false (not held) once `at` passed.
   template <typename Clock, typename Duration>
-  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& at)
-      HORA_TRY_ACQUIRE(true) {
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& at) HORA_TRY_ACQUIRE(true) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!cv_.wait_until(lock, at, [this] { return !held_; })) return false;
     held_ = true;
@@ -101,8 +100,7 @@ class CondVar {
   }
   // The same, returning false once `at` passed (true on a notification or spuriously).
   template <typename Clock, typename Duration>
-  bool wait_until(Mutex& mu, const std::chrono::time_point<Clock, Duration>& at)
-      HORA_REQUIRES(mu) {
+  bool wait_until(Mutex& mu, const std::chrono::time_point<Clock, Duration>& at) HORA_REQUIRES(mu) {
     std::unique_lock<std::mutex> lock(mu.mu_, std::adopt_lock);
     const bool woken = cv_.wait_until(lock, at) == std::cv_status::no_timeout;
     lock.release();

@@ -131,10 +131,10 @@ T&& StatusOr<T>::value() && {
 #define HORA_STATUS_CONCAT(a, b) HORA_STATUS_CONCAT_INNER(a, b)
 
 // Evaluates `expr` (a Status); if it failed, returns it with " (at file:line)" appended.
-#define HORA_RETURN_IF_ERROR(expr)                                                      \
-  do {                                                                                  \
-    ::hora::Status hora_status_ = (expr);                                               \
-    if (!hora_status_.is_ok())                                                          \
+#define HORA_RETURN_IF_ERROR(expr)                                                           \
+  do {                                                                                       \
+    ::hora::Status hora_status_ = (expr);                                                    \
+    if (!hora_status_.is_ok())                                                               \
       return hora_status_.with_context(::hora::detail::source_location(__FILE__, __LINE__)); \
   } while (0)
 
@@ -142,8 +142,8 @@ T&& StatusOr<T>::value() && {
 // else moves the value into the declaration.
 #define HORA_ASSIGN_OR_RETURN(decl, expr) \
   HORA_ASSIGN_OR_RETURN_IMPL(HORA_STATUS_CONCAT(hora_statusor_, __LINE__), decl, expr)
-#define HORA_ASSIGN_OR_RETURN_IMPL(tmp, decl, expr)                                   \
-  auto tmp = (expr);                                                                  \
-  if (!tmp.is_ok())                                                                   \
+#define HORA_ASSIGN_OR_RETURN_IMPL(tmp, decl, expr)                                        \
+  auto tmp = (expr);                                                                       \
+  if (!tmp.is_ok())                                                                        \
     return tmp.status().with_context(::hora::detail::source_location(__FILE__, __LINE__)); \
   decl = std::move(tmp).value()

@@ -27,8 +27,8 @@ Controller::Controller(collectives::Communicator& comm, const ControllerOptions&
     : comm_(comm), options_(options), cache_(options.cache_capacity) {
   if (comm_.rank() == 0) {
     coordinator_ = std::make_unique<Coordinator>(comm_.size());
-    inspector_ = std::make_unique<StallInspector>(options.stall_warning_s,
-                                                  options.stall_shutdown_s, comm_.size());
+    inspector_ = std::make_unique<StallInspector>(options.stall_warning_s, options.stall_shutdown_s,
+                                                  comm_.size());
   }
 }
 
@@ -233,8 +233,8 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
     ao.deadline = deadline;
     ao.tag = kControlTag;
     uint64_t length = payload.size();
-    HORA_RETURN_IF_ERROR(collectives::pipelined_broadcast(comm_, &length, &length, 1,
-                                                          DataType::kInt64, 0, ao));
+    HORA_RETURN_IF_ERROR(
+        collectives::pipelined_broadcast(comm_, &length, &length, 1, DataType::kInt64, 0, ao));
     if (length > (uint64_t{1} << 30))
       return Status::internal("corrupted response list header: " + std::to_string(length) +
                               " bytes");

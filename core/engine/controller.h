@@ -48,7 +48,7 @@ namespace hora {
 namespace engine {
 
 struct ControllerOptions {
-  double timeout_s = 300;        // every wait of a round
+  double timeout_s = 300;  // every wait of a round
   double stall_warning_s = 60;
   double stall_shutdown_s = 0;
   int64_t cache_capacity = 1024;
@@ -96,20 +96,20 @@ class Controller {
   // Rank 0: a timeline mark "rank R ready" on each tensor R asked for.
   void mark_ready(int rank, const std::vector<Request>& requests,
                   std::chrono::steady_clock::time_point at);
-  Status exchange(const std::vector<Request>& outgoing, const std::string& fatal,
-                  Deadline deadline, ResponseList* list);
+  Status exchange(const std::vector<Request>& outgoing, const std::string& fatal, Deadline deadline,
+                  ResponseList* list);
 
   collectives::Communicator& comm_;
   const ControllerOptions options_;
   collectives::ScratchPool scratch_;
   ResponseCache cache_;
-  std::unique_ptr<Coordinator> coordinator_;     // rank 0 only
-  std::unique_ptr<StallInspector> inspector_;    // rank 0 only
-  std::map<int, Waiting> cached_;                // cache position -> request waiting there
-  std::vector<Request> resubmit_;                // for the coordinator next round
-  std::unordered_set<std::string> sent_;         // names at the coordinator, not yet answered
+  std::unique_ptr<Coordinator> coordinator_;   // rank 0 only
+  std::unique_ptr<StallInspector> inspector_;  // rank 0 only
+  std::map<int, Waiting> cached_;              // cache position -> request waiting there
+  std::vector<Request> resubmit_;              // for the coordinator next round
+  std::unordered_set<std::string> sent_;       // names at the coordinator, not yet answered
   bool joined_ = false;
-  std::vector<int64_t> vector_;                  // the round's reduction buffer
+  std::vector<int64_t> vector_;  // the round's reduction buffer
   ControllerStats stats_;
 };
 

@@ -111,9 +111,9 @@ std::vector<Response> Coordinator::collect() {
   for (const auto& kv : table_) {
     if (!ready(kv.second)) continue;
     ready_by_seq[kv.second.seq] = &kv.first;
-    const Request& any = kv.second.requests[std::find(kv.second.present.begin(),
-                                                      kv.second.present.end(), true) -
-                                            kv.second.present.begin()];
+    const Request& any =
+        kv.second.requests[std::find(kv.second.present.begin(), kv.second.present.end(), true) -
+                           kv.second.present.begin()];
     if (any.group_size > 0) ++group_ready[any.group_key];
   }
   std::vector<std::string> done;
@@ -149,8 +149,9 @@ std::vector<StalledTensor> Coordinator::pending() const {
       if (kv.second.present[r]) t.ready_ranks.push_back(r);
     out.push_back(std::move(t));
   }
-  std::sort(out.begin(), out.end(),
-            [](const StalledTensor& a, const StalledTensor& b) { return a.first_seen < b.first_seen; });
+  std::sort(out.begin(), out.end(), [](const StalledTensor& a, const StalledTensor& b) {
+    return a.first_seen < b.first_seen;
+  });
   return out;
 }
 

@@ -60,9 +60,8 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
   if (config.hierarchical_allreduce != HierarchicalMode::kOff) eo.topology = topology;
   // Allgather: on (1), or auto when the link across hosts was measured slower per byte than
   // the one within a host.
-  const bool slower_across =
-      hosts && topology->cross.measured && topology->intra.measured &&
-      topology->cross.beta_us_per_byte > topology->intra.beta_us_per_byte;
+  const bool slower_across = hosts && topology->cross.measured && topology->intra.measured &&
+                             topology->cross.beta_us_per_byte > topology->intra.beta_us_per_byte;
   if (hosts && (config.hierarchical_allgather == HierarchicalMode::kOn ||
                 (config.hierarchical_allgather == HierarchicalMode::kAuto && slower_across)))
     eo.allgather_topology = topology;
@@ -102,7 +101,7 @@ Status Engine::enqueue(std::vector<Entry> entries) {
 
 Status Engine::ended_status() const {
   return fatal_.is_ok() ? Status::failed_precondition("hora's engine has stopped on rank " +
-                                                       std::to_string(comm_.rank()))
+                                                      std::to_string(comm_.rank()))
                         : fatal_;
 }
 
@@ -195,8 +194,7 @@ void Engine::loop() {
     StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asks);
     Status status = list.status();
     if (status.is_ok()) status = executor_->execute(*list);
-    if (status.is_ok() && !list->fatal.empty())
-      status = Status(StatusCode::kTimeout, list->fatal);
+    if (status.is_ok() && !list->fatal.empty()) status = Status(StatusCode::kTimeout, list->fatal);
 
     if (!status.is_ok()) {
       // Post before aborting (a neighbour blocked on this rank fails once it aborts and then

@@ -44,8 +44,8 @@ Status check_allocated(const std::string& name, const StatusOr<TensorView>& view
                                     " but the result is on the host");
   if (static_cast<size_t>(v.byte_count()) != bytes || (bytes > 0 && v.data() == nullptr))
     return Status::invalid_argument(who + "returned " + std::to_string(v.byte_count()) +
-                                    " bytes at " + (v.data() ? "a buffer" : "null") + ", expected " +
-                                    std::to_string(bytes) + " bytes");
+                                    " bytes at " + (v.data() ? "a buffer" : "null") +
+                                    ", expected " + std::to_string(bytes) + " bytes");
   return Status::ok();
 }
 
@@ -89,21 +89,18 @@ void Executor::complete(const std::string& name, Status status) {
 }
 
 void Executor::record(const std::vector<Response>& responses, const Bucket& bucket,
-                      const char* phase, Clock::time_point start,
-                      const Timeline::Args& args) {
+                      const char* phase, Clock::time_point start, const Timeline::Args& args) {
   if (!timeline_.enabled()) return;
   const auto end = Clock::now();
   for (int i : bucket.members) timeline_.event(responses[i].name, phase, start, end, args);
 }
 
-Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType dtype,
-                               ReduceOp op, const std::vector<Response>& responses,
-                               const Bucket& bucket) {
+Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
+                               const std::vector<Response>& responses, const Bucket& bucket) {
   const std::string& first_name = responses[bucket.members.front()].name;
   const size_t bytes = count * data_type_bytes(dtype);
-  collectives::Selection sel =
-      collectives::select_allreduce(bytes, comm_.size(), comm_.cost_model(), options_.algorithm,
-                                    options_.topology);
+  collectives::Selection sel = collectives::select_allreduce(
+      bytes, comm_.size(), comm_.cost_model(), options_.algorithm, options_.topology);
   const auto start = Clock::now();
   Status s = collectives::run_allreduce(sel.algorithm, comm_, in, out, count, dtype, op,
                                         algorithm_options());
@@ -136,8 +133,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
 
   // Every rank must run the algorithm with the same op: `direct` depends on the response only
   // (a joined rank, which has no entry, reduces its zeros with that op too).
-  const bool direct = bucket.members.size() == 1 && head.prescale == 1.0 &&
-                      head.postscale == 1.0 && !compressed;
+  const bool direct =
+      bucket.members.size() == 1 && head.prescale == 1.0 && head.postscale == 1.0 && !compressed;
   if (direct) {
     op = head.op;
     postscale = 1.0;
@@ -191,8 +188,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     const size_t count = static_cast<size_t>(r.element_count());
     Entry* e = queue_.find(r.name);
     if (e != nullptr && compressed) {
-      pack_compressed(fusion + offset, static_cast<const float*>(e->in.data()), count,
-                      compression, r.prescale);
+      pack_compressed(fusion + offset, static_cast<const float*>(e->in.data()), count, compression,
+                      r.prescale);
     } else if (e != nullptr) {
       kernels::scale_copy(fusion + offset, e->in.data(), count, dtype, r.prescale);
     } else {
@@ -242,8 +239,10 @@ Status Executor::run_single(const Response& r) {
     return Status::ok();
   }
   if (e == nullptr)
-    return Status::internal("tensor '" + r.name + "': agreed by every rank but not in flight "
-                            "on rank " + std::to_string(comm_.rank()));
+    return Status::internal("tensor '" + r.name +
+                            "': agreed by every rank but not in flight "
+                            "on rank " +
+                            std::to_string(comm_.rank()));
   const DataType dtype = r.dtype;
   const size_t elem = data_type_bytes(dtype);
   const int size = comm_.size();
@@ -296,8 +295,8 @@ Status Executor::run_single(const Response& r) {
       break;
     }
     case CollectiveType::kReducescatter: {
-      const std::vector<size_t> rows = collectives::even_split(
-          static_cast<size_t>(r.shape.at(0)), size);
+      const std::vector<size_t> rows =
+          collectives::even_split(static_cast<size_t>(r.shape.at(0)), size);
       std::vector<size_t> counts(size);
       for (int p = 0; p < size; ++p) counts[p] = rows[p] * row;
       std::vector<int64_t> shape = r.shape;

@@ -3,14 +3,14 @@
 //
 // Allreduce buckets: a lone tensor without scale factors goes straight through the algorithm
 // (in -> out, an average's 1/size applied in the algorithm's last pass); one with scale factors
-// is reduced in place in its output (copied there first with the prescale); a fused bucket is packed into the fusion buffer with the
-// prescale applied while copying (kernels::scale_copy), reduced once, and unpacked with the
-// postscale. kAverage runs as kSum with postscale x 1/size. A compressed bucket (float32 sent
-// as float16/bfloat16) is always packed, alone too: the cast to the half type happens while
-// packing (after the prescale), the algorithm reduces the half type, and the cast back while
-// unpacking (then the postscale, in float32; compressed_copy.h). The algorithm comes from
-// the selector (HORA_ALLREDUCE_ALGO or the cost model). A rank that has joined and lacks the
-// tensor contributes zeros. Other collectives run hora's algorithms (allgatherv, broadcast,
+// is reduced in place in its output (copied there first with the prescale); a fused bucket is
+// packed into the fusion buffer with the prescale applied while copying (kernels::scale_copy),
+// reduced once, and unpacked with the postscale. kAverage runs as kSum with postscale x 1/size. A
+// compressed bucket (float32 sent as float16/bfloat16) is always packed, alone too: the cast to the
+// half type happens while packing (after the prescale), the algorithm reduces the half type, and
+// the cast back while unpacking (then the postscale, in float32; compressed_copy.h). The algorithm
+// comes from the selector (HORA_ALLREDUCE_ALGO or the cost model). A rank that has joined and lacks
+// the tensor contributes zeros. Other collectives run hora's algorithms (allgatherv, broadcast,
 // alltoallv, reducescatter); their outputs go where the entry's OutputAllocator says, else
 // into the handle. An allocator that fails does not stop this rank's part: the result goes
 // to engine-owned memory and the handle completes with the allocator's error. Error

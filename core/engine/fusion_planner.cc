@@ -10,9 +10,8 @@ namespace {
 bool fusible(const Response& r) { return r.type == CollectiveType::kAllreduce && !r.is_error(); }
 
 bool compatible(const Response& a, const Response& b) {
-  return a.dtype == b.dtype && a.device == b.device && a.op == b.op &&
-         a.prescale == b.prescale && a.postscale == b.postscale &&
-         a.compression == b.compression;
+  return a.dtype == b.dtype && a.device == b.device && a.op == b.op && a.prescale == b.prescale &&
+         a.postscale == b.postscale && a.compression == b.compression;
 }
 
 struct Unit {
@@ -62,8 +61,7 @@ int64_t response_bytes(const Response& r) {
          static_cast<int64_t>(data_type_bytes(wire_data_type(r.dtype, r.compression)));
 }
 
-std::vector<Bucket> plan_buckets(const std::vector<Response>& responses,
-                                 int64_t threshold_bytes) {
+std::vector<Bucket> plan_buckets(const std::vector<Response>& responses, int64_t threshold_bytes) {
   std::vector<Unit> units = make_units(responses);
   std::vector<bool> used(units.size(), false);
   std::vector<Bucket> buckets;

@@ -1,14 +1,14 @@
 // FusionPlanner: turns a ResponseList into the buckets the Executor runs, in order.
 //
 // Consecutive compatible allreduce responses (same dtype, device, op, scale factors and
-// compression, no error) are packed into one bucket while the total stays within HORA_FUSION_THRESHOLD bytes;
-// the first compatible response that does not fit starts the next bucket, so planning is
-// linear in the length of the list.
-// The scan looks past one incompatible response (mixed precision interleaves float16 and
-// float32 gradients) and stops at the second in a row. The members of a grouped allreduce form
-// one unit that is never split (a group larger than the threshold gets a bucket of its own).
-// Every other response (errors, other collectives) is a bucket of one, at its place.
-// A pure function of the list and the threshold, so every rank plans the same buckets.
+// compression, no error) are packed into one bucket while the total stays within
+// HORA_FUSION_THRESHOLD bytes; the first compatible response that does not fit starts the next
+// bucket, so planning is linear in the length of the list. The scan looks past one incompatible
+// response (mixed precision interleaves float16 and float32 gradients) and stops at the second in a
+// row. The members of a grouped allreduce form one unit that is never split (a group larger than
+// the threshold gets a bucket of its own). Every other response (errors, other collectives) is a
+// bucket of one, at its place. A pure function of the list and the threshold, so every rank plans
+// the same buckets.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +24,7 @@ struct Bucket {
   int64_t bytes = 0;         // allreduce payload of the bucket
 };
 
-std::vector<Bucket> plan_buckets(const std::vector<Response>& responses,
-                                 int64_t threshold_bytes);
+std::vector<Bucket> plan_buckets(const std::vector<Response>& responses, int64_t threshold_bytes);
 
 // Bytes of one rank's contribution to an allreduce response in the fusion buffer: in the
 // wire type, so a compressed float32 tensor counts two bytes per element.

@@ -64,9 +64,7 @@ int Handle::last_joined() const {
   return state_->join_result;
 }
 
-const std::vector<uint8_t>& Handle::output() const {
-  return state_ ? state_->output : kNoBytes;
-}
+const std::vector<uint8_t>& Handle::output() const { return state_ ? state_->output : kNoBytes; }
 const std::vector<int64_t>& Handle::output_shape() const {
   return state_ ? state_->output_shape : kNoInts;
 }

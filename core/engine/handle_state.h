@@ -78,7 +78,7 @@ struct HandleState {
   CondVar cv;        // done changes
   int remaining HORA_GUARDED_BY(mu);
   bool is_final HORA_GUARDED_BY(mu) = false;  // the status will not change any more
-  bool done HORA_GUARDED_BY(mu) = false;  // final and the callback ran; waiters may return
+  bool done HORA_GUARDED_BY(mu) = false;      // final and the callback ran; waiters may return
   Status status HORA_GUARDED_BY(mu);
   Callback callback HORA_GUARDED_BY(mu);  // taken out (and run) once final
   const double default_timeout_s;

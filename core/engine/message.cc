@@ -23,8 +23,8 @@ bool uses_op(CollectiveType t) {
   return t == CollectiveType::kAllreduce || t == CollectiveType::kReducescatter;
 }
 
-std::string on_ranks(const std::string& what, const std::string& va, int ra,
-                     const std::string& vb, int rb) {
+std::string on_ranks(const std::string& what, const std::string& va, int ra, const std::string& vb,
+                     int rb) {
   return what + " " + va + " on rank " + std::to_string(ra) + " but " + vb + " on rank " +
          std::to_string(rb);
 }
@@ -40,8 +40,7 @@ std::string format_double(double v) {
 std::string field_mismatch(const Request& a, const Request& b) {
   const char* c = collective_name(a.type);
   if (a.type != b.type)
-    return on_ranks("collective", collective_name(a.type), a.rank, collective_name(b.type),
-                    b.rank);
+    return on_ranks("collective", collective_name(a.type), a.rank, collective_name(b.type), b.rank);
   if (a.dtype != b.dtype)
     return on_ranks(std::string(c) + " dtype", data_type_name(a.dtype), a.rank,
                     data_type_name(b.dtype), b.rank);
@@ -53,8 +52,8 @@ std::string field_mismatch(const Request& a, const Request& b) {
     return m;
   }
   if (a.device.kind != b.device.kind)
-    return on_ranks(std::string(c) + " device", a.device.to_string(), a.rank,
-                    b.device.to_string(), b.rank);
+    return on_ranks(std::string(c) + " device", a.device.to_string(), a.rank, b.device.to_string(),
+                    b.rank);
   if (uses_op(a.type) && a.op != b.op)
     return on_ranks(std::string(c) + " op", reduce_op_name(a.op), a.rank, reduce_op_name(b.op),
                     b.rank);
@@ -129,8 +128,8 @@ int64_t Response::element_count() const {
 
 namespace {
 
-Status decode_enums(uint8_t type, uint8_t dtype, uint8_t device, uint8_t op,
-                    uint8_t compression, const char* what) {
+Status decode_enums(uint8_t type, uint8_t dtype, uint8_t device, uint8_t op, uint8_t compression,
+                    const char* what) {
   if (type >= kNumCollectiveTypes)
     return Status::internal(std::string("corrupted control message: ") + what +
                             " collective type " + std::to_string(type));
@@ -144,8 +143,8 @@ Status decode_enums(uint8_t type, uint8_t dtype, uint8_t device, uint8_t op,
     return Status::internal(std::string("corrupted control message: ") + what + " op " +
                             std::to_string(op));
   if (compression >= kNumCompressions)
-    return Status::internal(std::string("corrupted control message: ") + what +
-                            " compression " + std::to_string(compression));
+    return Status::internal(std::string("corrupted control message: ") + what + " compression " +
+                            std::to_string(compression));
   return Status::ok();
 }
 
@@ -252,9 +251,9 @@ StatusOr<std::vector<Request>> decode_requests(const std::vector<uint8_t>& bytes
     out.push_back(std::move(req));
   }
   if (!r.done())
-    return Status::internal("corrupted control message: " +
-                            std::to_string(bytes.size() - r.position()) +
-                            " trailing bytes after the requests");
+    return Status::internal(
+        "corrupted control message: " + std::to_string(bytes.size() - r.position()) +
+        " trailing bytes after the requests");
   return out;
 }
 
@@ -284,9 +283,9 @@ StatusOr<ResponseList> decode_response_list(const std::vector<uint8_t>& bytes) {
     list.responses.push_back(std::move(resp));
   }
   if (!r.done())
-    return Status::internal("corrupted control message: " +
-                            std::to_string(bytes.size() - r.position()) +
-                            " trailing bytes after the responses");
+    return Status::internal(
+        "corrupted control message: " + std::to_string(bytes.size() - r.position()) +
+        " trailing bytes after the responses");
   return list;
 }
 

@@ -20,10 +20,10 @@ namespace engine {
 namespace round_counts {
 
 enum HeaderWord : int {
-  kHasUncached = 0,   // some rank sends requests to the coordinator (or must be heard)
-  kShutdownCount,     // ranks asking every rank to stop after this round
-  kShutdownRankSum,   // the sum of their ranks: names the rank when only one asked
-  kPauseCount,        // ranks asking to park their engines after this round
+  kHasUncached = 0,  // some rank sends requests to the coordinator (or must be heard)
+  kShutdownCount,    // ranks asking every rank to stop after this round
+  kShutdownRankSum,  // the sum of their ranks: names the rank when only one asked
+  kPauseCount,       // ranks asking to park their engines after this round
   kHeaderWords,
 };
 

@@ -67,8 +67,8 @@ std::string StallInspector::check(const std::vector<StalledTensor>& pending,
     last_warning_ = now;
     ++warnings_;
     HORA_LOG(kWarning) << "stall: " << stalled.size() << " tensor(s) waiting more than "
-                       << warning_s_ << " s for other ranks to submit them: "
-                       << describe(stalled, size_, kShown)
+                       << warning_s_
+                       << " s for other ranks to submit them: " << describe(stalled, size_, kShown)
                        << ". A rank that skips a collective, or submits it under another "
                           "name, hangs the job; set HORA_STALL_SHUTDOWN_S to turn this into "
                           "an error.";

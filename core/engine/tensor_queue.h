@@ -18,8 +18,8 @@
 
 #include "core/base/mutex.h"
 #include "core/base/status.h"
-#include "core/base/thread_annotations.h"
 #include "core/base/tensor_view.h"
+#include "core/base/thread_annotations.h"
 #include "core/engine/handle_state.h"
 #include "core/engine/message.h"
 #include "core/hora.h"

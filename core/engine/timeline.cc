@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "core/base/logging.h"
@@ -23,8 +22,8 @@ constexpr size_t kClosingBytes = sizeof(kClosing) - 1;
 bool pwrite_all(int fd, const std::string& text, off_t offset) {
   size_t done = 0;
   while (done < text.size()) {
-    const ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done,
-                               offset + static_cast<off_t>(done));
+    const ssize_t n =
+        ::pwrite(fd, text.data() + done, text.size() - done, offset + static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -41,8 +40,8 @@ Status Timeline::open(const std::string& path) {
   if (path.empty()) return Status::ok();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return Status::io("HORA_TIMELINE='" + path + "': cannot create the file: " +
-                      std::strerror(errno));
+    return Status::io("HORA_TIMELINE='" + path +
+                      "': cannot create the file: " + std::strerror(errno));
   const std::string empty = std::string("[") + kClosing;
   if (!pwrite_all(fd, empty, 0)) {
     const int err = errno;
@@ -122,8 +121,8 @@ int Timeline::row_of(const std::string& tensor, std::string* text) {
   if (it != rows_.end()) return it->second;
   const int row = static_cast<int>(rows_.size()) + 1;
   rows_.emplace(tensor, row);
-  nlohmann::json meta = {{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", row},
-                         {"args", {{"name", tensor}}}};
+  nlohmann::json meta = {
+      {"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", row}, {"args", {{"name", tensor}}}};
   *text += (empty_ ? "\n" : ",\n") + meta.dump();
   empty_ = false;
   return row;

@@ -79,8 +79,8 @@ class Timeline {
   int fd_ = -1;
   std::string path_;
   TimePoint origin_;
-  off_t end_ = 0;      // where the closing "\n]\n" starts
-  bool empty_ = true;  // no event written yet
+  off_t end_ = 0;        // where the closing "\n]\n" starts
+  bool empty_ = true;    // no event written yet
   bool failed_ = false;  // a write failed: later batches are dropped (writer thread)
   std::unordered_map<std::string, int> rows_;  // writer thread only
 

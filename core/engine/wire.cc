@@ -74,8 +74,7 @@ Status Reader::str(std::string* s, const char* what) {
   HORA_RETURN_IF_ERROR(u32(&n, what));
   if (n > kMaxWireString)
     return Status::internal(std::string("corrupted control message: ") + what + " of " +
-                            std::to_string(n) + " bytes exceeds " +
-                            std::to_string(kMaxWireString));
+                            std::to_string(n) + " bytes exceeds " + std::to_string(kMaxWireString));
   HORA_RETURN_IF_ERROR(need(n, what));
   s->assign(reinterpret_cast<const char*>(data_ + pos_), n);
   pos_ += n;

@@ -50,12 +50,11 @@ bool cpu_has_f16c() {
 bool cpu_has(Isa isa) {
 #if defined(HORA_KERNELS_X86)
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+  const bool avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   switch (isa) {
-    case Isa::kScalar:
-      return true;
-    case Isa::kAvx2:
-      return avx2;
+    case Isa::kScalar: return true;
+    case Isa::kAvx2: return avx2;
     case Isa::kAvx512:
       return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
@@ -71,12 +70,9 @@ bool cpu_has(Isa isa) {
 const KernelTable& active_table() {
 #if defined(HORA_KERNELS_X86)
   switch (current_isa()) {
-    case Isa::kAvx512:
-      return avx512_table();
-    case Isa::kAvx2:
-      return avx2_table();
-    case Isa::kScalar:
-      break;
+    case Isa::kAvx512: return avx512_table();
+    case Isa::kAvx2: return avx2_table();
+    case Isa::kScalar: break;
   }
 #endif
   return scalar_table();
@@ -86,12 +82,9 @@ const KernelTable& active_table() {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::kScalar:
-      return "scalar";
-    case Isa::kAvx2:
-      return "avx2";
-    case Isa::kAvx512:
-      return "avx512";
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
   }
   return "unknown";
 }

@@ -21,22 +21,26 @@ using F64Reg = RegT<double, 4>;
 struct F32Lanes : VecLanes<float, kBytes> {
   static F32Reg min(F32Reg a, F32Reg b) {
     const __m256 m = _mm256_min_ps((__m256)a, (__m256)b);
-    return (F32Reg)_mm256_blendv_ps(m, (__m256)a, _mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q));
+    return (F32Reg)_mm256_blendv_ps(m, (__m256)a,
+                                    _mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q));
   }
   static F32Reg max(F32Reg a, F32Reg b) {
     const __m256 m = _mm256_max_ps((__m256)a, (__m256)b);
-    return (F32Reg)_mm256_blendv_ps(m, (__m256)a, _mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q));
+    return (F32Reg)_mm256_blendv_ps(m, (__m256)a,
+                                    _mm256_cmp_ps((__m256)a, (__m256)a, _CMP_UNORD_Q));
   }
 };
 
 struct F64Lanes : VecLanes<double, kBytes> {
   static F64Reg min(F64Reg a, F64Reg b) {
     const __m256d m = _mm256_min_pd((__m256d)a, (__m256d)b);
-    return (F64Reg)_mm256_blendv_pd(m, (__m256d)a, _mm256_cmp_pd((__m256d)a, (__m256d)a, _CMP_UNORD_Q));
+    return (F64Reg)_mm256_blendv_pd(m, (__m256d)a,
+                                    _mm256_cmp_pd((__m256d)a, (__m256d)a, _CMP_UNORD_Q));
   }
   static F64Reg max(F64Reg a, F64Reg b) {
     const __m256d m = _mm256_max_pd((__m256d)a, (__m256d)b);
-    return (F64Reg)_mm256_blendv_pd(m, (__m256d)a, _mm256_cmp_pd((__m256d)a, (__m256d)a, _CMP_UNORD_Q));
+    return (F64Reg)_mm256_blendv_pd(m, (__m256d)a,
+                                    _mm256_cmp_pd((__m256d)a, (__m256d)a, _CMP_UNORD_Q));
   }
 };
 
@@ -46,7 +50,8 @@ struct F16Lanes : F32Lanes {
     return (F32Reg)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   static void store(char* p, F32Reg r) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph((__m256)r, _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm256_cvtps_ph((__m256)r, _MM_FROUND_TO_NEAREST_INT));
   }
 };
 
@@ -54,15 +59,16 @@ struct F16Lanes : F32Lanes {
 // integer arithmetic (add 0x7fff plus the kept lsb), NaN quieted as in half.h.
 struct BF16Lanes : F32Lanes {
   static F32Reg load(const char* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return (F32Reg)_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
   static void store(char* p, F32Reg r) {
     const __m256i x = _mm256_castps_si256((__m256)r);
     const __m256i high = _mm256_srli_epi32(x, 16);
     const __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
-    const __m256i rounded =
-        _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
     const __m256i quiet = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
     const __m256 is_nan = _mm256_cmp_ps((__m256)r, (__m256)r, _CMP_UNORD_Q);
     const __m256i out = _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(is_nan));

@@ -29,22 +29,26 @@ using F64Reg = RegT<double, 8>;
 struct F32Lanes : VecLanes<float, kBytes> {
   static F32Reg min(F32Reg a, F32Reg b) {
     const __m512 x = (__m512)a;
-    return (F32Reg)_mm512_mask_mov_ps(_mm512_min_ps(x, (__m512)b), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+    return (F32Reg)_mm512_mask_mov_ps(_mm512_min_ps(x, (__m512)b),
+                                      _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
   }
   static F32Reg max(F32Reg a, F32Reg b) {
     const __m512 x = (__m512)a;
-    return (F32Reg)_mm512_mask_mov_ps(_mm512_max_ps(x, (__m512)b), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+    return (F32Reg)_mm512_mask_mov_ps(_mm512_max_ps(x, (__m512)b),
+                                      _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
   }
 };
 
 struct F64Lanes : VecLanes<double, kBytes> {
   static F64Reg min(F64Reg a, F64Reg b) {
     const __m512d x = (__m512d)a;
-    return (F64Reg)_mm512_mask_mov_pd(_mm512_min_pd(x, (__m512d)b), _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q), x);
+    return (F64Reg)_mm512_mask_mov_pd(_mm512_min_pd(x, (__m512d)b),
+                                      _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q), x);
   }
   static F64Reg max(F64Reg a, F64Reg b) {
     const __m512d x = (__m512d)a;
-    return (F64Reg)_mm512_mask_mov_pd(_mm512_max_pd(x, (__m512d)b), _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q), x);
+    return (F64Reg)_mm512_mask_mov_pd(_mm512_max_pd(x, (__m512d)b),
+                                      _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q), x);
   }
 };
 
@@ -63,15 +67,16 @@ struct F16Lanes : F32Lanes {
 // integer arithmetic (add 0x7fff plus the kept lsb), NaN quieted as in half.h.
 struct BF16Lanes : F32Lanes {
   static F32Reg load(const char* p) {
-    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i wide =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return (F32Reg)_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
   }
   static void store(char* p, F32Reg r) {
     const __m512i x = _mm512_castps_si512((__m512)r);
     const __m512i high = _mm512_srli_epi32(x, 16);
     const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
-    const __m512i rounded =
-        _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
     const __m512i quiet = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
     const __mmask16 is_nan = _mm512_cmp_ps_mask((__m512)r, (__m512)r, _CMP_UNORD_Q);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),

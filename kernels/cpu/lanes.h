@@ -54,8 +54,8 @@ struct Math {
     if constexpr (std::is_integral_v<C> && kLanes == 1) {
       // One lane is a plain integer: a type narrower than int is promoted to (signed) int
       // before multiplying, and 65535 * 65535 overflows it. Multiply as unsigned int.
-      using U = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned,
-                                   std::make_unsigned_t<C>>;
+      using U =
+          std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
       return static_cast<R>(static_cast<U>(a) * static_cast<U>(b));
     } else if constexpr (std::is_integral_v<C>) {
       using U = RegT<std::make_unsigned_t<C>, kLanes>;  // vector lanes are not promoted
@@ -68,13 +68,17 @@ struct Math {
   // min/max instructions followed by a NaN fix-up, so every ISA returns the same bits).
   static R min(R a, R b) {
     const R m = a < b ? a : b;
-    if constexpr (std::is_integral_v<C>) return m;
-    else return a != a ? a : m;
+    if constexpr (std::is_integral_v<C>)
+      return m;
+    else
+      return a != a ? a : m;
   }
   static R max(R a, R b) {
     const R m = a > b ? a : b;
-    if constexpr (std::is_integral_v<C>) return m;
-    else return a != a ? a : m;
+    if constexpr (std::is_integral_v<C>)
+      return m;
+    else
+      return a != a ? a : m;
   }
 };
 
@@ -85,8 +89,10 @@ template <typename C, typename R>
 struct BoolMath {
   // 1 in every lane whose byte is non-zero, else 0.
   static R truth(R x) {
-    if constexpr (std::is_same_v<R, C>) return static_cast<R>(x != 0);
-    else return (R)(x != 0) & (R{} + 1);
+    if constexpr (std::is_same_v<R, C>)
+      return static_cast<R>(x != 0);
+    else
+      return (R)(x != 0) & (R{} + 1);
   }
   static R min(R a, R b) { return (R)(truth(a) & truth(b)); }
   static R max(R a, R b) { return (R)(truth(a) | truth(b)); }
@@ -98,17 +104,61 @@ using MathFor = std::conditional_t<kDt == kDtBool, BoolMath<C, R>, Math<C, R>>;
 
 template <int kDt>
 struct DtypeTraits;
-template <> struct DtypeTraits<kDtUint8> { using Elem = uint8_t; using Compute = uint8_t; };
-template <> struct DtypeTraits<kDtInt8> { using Elem = int8_t; using Compute = int8_t; };
-template <> struct DtypeTraits<kDtInt32> { using Elem = int32_t; using Compute = int32_t; };
-template <> struct DtypeTraits<kDtInt64> { using Elem = int64_t; using Compute = int64_t; };
-template <> struct DtypeTraits<kDtFloat16> { using Elem = uint16_t; using Compute = float; };
-template <> struct DtypeTraits<kDtBFloat16> { using Elem = uint16_t; using Compute = float; };
-template <> struct DtypeTraits<kDtFloat32> { using Elem = float; using Compute = float; };
-template <> struct DtypeTraits<kDtFloat64> { using Elem = double; using Compute = double; };
-template <> struct DtypeTraits<kDtInt16> { using Elem = int16_t; using Compute = int16_t; };
-template <> struct DtypeTraits<kDtUint16> { using Elem = uint16_t; using Compute = uint16_t; };
-template <> struct DtypeTraits<kDtBool> { using Elem = uint8_t; using Compute = uint8_t; };
+template <>
+struct DtypeTraits<kDtUint8> {
+  using Elem = uint8_t;
+  using Compute = uint8_t;
+};
+template <>
+struct DtypeTraits<kDtInt8> {
+  using Elem = int8_t;
+  using Compute = int8_t;
+};
+template <>
+struct DtypeTraits<kDtInt32> {
+  using Elem = int32_t;
+  using Compute = int32_t;
+};
+template <>
+struct DtypeTraits<kDtInt64> {
+  using Elem = int64_t;
+  using Compute = int64_t;
+};
+template <>
+struct DtypeTraits<kDtFloat16> {
+  using Elem = uint16_t;
+  using Compute = float;
+};
+template <>
+struct DtypeTraits<kDtBFloat16> {
+  using Elem = uint16_t;
+  using Compute = float;
+};
+template <>
+struct DtypeTraits<kDtFloat32> {
+  using Elem = float;
+  using Compute = float;
+};
+template <>
+struct DtypeTraits<kDtFloat64> {
+  using Elem = double;
+  using Compute = double;
+};
+template <>
+struct DtypeTraits<kDtInt16> {
+  using Elem = int16_t;
+  using Compute = int16_t;
+};
+template <>
+struct DtypeTraits<kDtUint16> {
+  using Elem = uint16_t;
+  using Compute = uint16_t;
+};
+template <>
+struct DtypeTraits<kDtBool> {
+  using Elem = uint8_t;
+  using Compute = uint8_t;
+};
 
 // One element at a time; the scalar ISA and the tails of the vector loops.
 template <int kDt>
@@ -123,15 +173,21 @@ struct ScalarLanes
   static Reg load(const char* p) {
     Elem e;
     memcpy(&e, p, sizeof e);
-    if constexpr (kDt == kDtFloat16) return half_to_float(e);
-    else if constexpr (kDt == kDtBFloat16) return bhalf_to_float(e);
-    else return e;
+    if constexpr (kDt == kDtFloat16)
+      return half_to_float(e);
+    else if constexpr (kDt == kDtBFloat16)
+      return bhalf_to_float(e);
+    else
+      return e;
   }
   static void store(char* p, Reg r) {
     Elem e;
-    if constexpr (kDt == kDtFloat16) e = half_from_float(r);
-    else if constexpr (kDt == kDtBFloat16) e = bhalf_from_float(r);
-    else e = r;
+    if constexpr (kDt == kDtFloat16)
+      e = half_from_float(r);
+    else if constexpr (kDt == kDtBFloat16)
+      e = bhalf_from_float(r);
+    else
+      e = r;
     memcpy(p, &e, sizeof e);
   }
 };
@@ -165,8 +221,7 @@ using PickLanes = std::conditional_t<
     std::conditional_t<
         kDt == kDtBFloat16, BF16L,
         std::conditional_t<kDt == kDtFloat32, F32L,
-                           std::conditional_t<kDt == kDtFloat64, F64L,
-                                              IntLanes<kDt, kBytes>>>>>;
+                           std::conditional_t<kDt == kDtFloat64, F64L, IntLanes<kDt, kBytes>>>>>;
 
 }  // namespace
 }  // namespace detail

@@ -22,10 +22,14 @@ inline constexpr int kUnroll = 4;
 
 template <class L, int kOp>
 inline typename L::Reg combine(typename L::Reg a, typename L::Reg b) {
-  if constexpr (kOp == kOpSum || kOp == kOpAverage) return L::add(a, b);
-  else if constexpr (kOp == kOpProduct) return L::mul(a, b);
-  else if constexpr (kOp == kOpMin) return L::min(a, b);
-  else return L::max(a, b);
+  if constexpr (kOp == kOpSum || kOp == kOpAverage)
+    return L::add(a, b);
+  else if constexpr (kOp == kOpProduct)
+    return L::mul(a, b);
+  else if constexpr (kOp == kOpMin)
+    return L::min(a, b);
+  else
+    return L::max(a, b);
 }
 
 // Runs body.run<L, kRegs>(element_index) over [0, count) in the schedule above: VL covers
@@ -69,7 +73,8 @@ struct ScaleBody {
   void run(size_t i) const {
     const typename L::Reg f = L::splat(factor);
     typename L::Reg r[kRegs];
-    for (int k = 0; k < kRegs; ++k) r[k] = L::mul(L::load(src + (i + k * L::kWidth) * kElemBytes), f);
+    for (int k = 0; k < kRegs; ++k)
+      r[k] = L::mul(L::load(src + (i + k * L::kWidth) * kElemBytes), f);
     for (int k = 0; k < kRegs; ++k) L::store(dst + (i + k * L::kWidth) * kElemBytes, r[k]);
   }
 };
@@ -86,9 +91,8 @@ template <class VL, int kDt>
 void float_scale_kernel(void* dst, const void* src, size_t count, double factor) {
   using SL = ScalarLanes<kDt>;
   using Compute = typename SL::Compute;
-  const ScaleBody<SL::kElemBytes, Compute> body{static_cast<char*>(dst),
-                                                static_cast<const char*>(src),
-                                                static_cast<Compute>(factor)};
+  const ScaleBody<SL::kElemBytes, Compute> body{
+      static_cast<char*>(dst), static_cast<const char*>(src), static_cast<Compute>(factor)};
   for_each_block<VL, SL>(count, body);
 }
 
@@ -102,7 +106,8 @@ void int_scale_kernel(void* dst, const void* src, size_t count, double factor) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   for (size_t i = 0; i < count; ++i) {
-    const long long rounded = ::llround(static_cast<double>(SL::load(s + i * sizeof(Elem))) * factor);
+    const long long rounded =
+        ::llround(static_cast<double>(SL::load(s + i * sizeof(Elem))) * factor);
     SL::store(d + i * sizeof(Elem),
               static_cast<Elem>(static_cast<Unsigned>(static_cast<unsigned long long>(rounded))));
   }

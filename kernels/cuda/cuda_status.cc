@@ -19,14 +19,11 @@ Status cuda_status(int error, const std::string& what) {
     case cudaErrorDevicesUnavailable:
     case cudaErrorNoKernelImageForDevice:
     case cudaErrorSystemDriverMismatch:
-    case cudaErrorCompatNotSupportedOnDevice:
-      return Status::failed_precondition(text);
+    case cudaErrorCompatNotSupportedOnDevice: return Status::failed_precondition(text);
     case cudaErrorInvalidValue:
     case cudaErrorInvalidDevicePointer:
-    case cudaErrorInvalidDevice:
-      return Status::invalid_argument(text);
-    default:
-      return Status::internal(text);
+    case cudaErrorInvalidDevice: return Status::invalid_argument(text);
+    default: return Status::internal(text);
   }
 }
 

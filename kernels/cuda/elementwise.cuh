@@ -126,30 +126,18 @@ struct DtypeTag {
 template <class F>
 Status for_dtype(DataType dtype, F&& f) {
   switch (dtype) {
-    case DataType::kUint8:
-      return f(DtypeTag<DataType::kUint8>{});
-    case DataType::kInt8:
-      return f(DtypeTag<DataType::kInt8>{});
-    case DataType::kInt16:
-      return f(DtypeTag<DataType::kInt16>{});
-    case DataType::kUint16:
-      return f(DtypeTag<DataType::kUint16>{});
-    case DataType::kInt32:
-      return f(DtypeTag<DataType::kInt32>{});
-    case DataType::kInt64:
-      return f(DtypeTag<DataType::kInt64>{});
-    case DataType::kFloat16:
-      return f(DtypeTag<DataType::kFloat16>{});
-    case DataType::kBFloat16:
-      return f(DtypeTag<DataType::kBFloat16>{});
-    case DataType::kFloat32:
-      return f(DtypeTag<DataType::kFloat32>{});
-    case DataType::kFloat64:
-      return f(DtypeTag<DataType::kFloat64>{});
-    case DataType::kBool:
-      return f(DtypeTag<DataType::kBool>{});
-    default:
-      break;
+    case DataType::kUint8: return f(DtypeTag<DataType::kUint8>{});
+    case DataType::kInt8: return f(DtypeTag<DataType::kInt8>{});
+    case DataType::kInt16: return f(DtypeTag<DataType::kInt16>{});
+    case DataType::kUint16: return f(DtypeTag<DataType::kUint16>{});
+    case DataType::kInt32: return f(DtypeTag<DataType::kInt32>{});
+    case DataType::kInt64: return f(DtypeTag<DataType::kInt64>{});
+    case DataType::kFloat16: return f(DtypeTag<DataType::kFloat16>{});
+    case DataType::kBFloat16: return f(DtypeTag<DataType::kBFloat16>{});
+    case DataType::kFloat32: return f(DtypeTag<DataType::kFloat32>{});
+    case DataType::kFloat64: return f(DtypeTag<DataType::kFloat64>{});
+    case DataType::kBool: return f(DtypeTag<DataType::kBool>{});
+    default: break;
   }
   return Status::invalid_argument("cuda kernels: no kernel for dtype value " +
                                   std::to_string(static_cast<int>(dtype)));

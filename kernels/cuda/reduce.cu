@@ -42,12 +42,8 @@ Status reduce3(void* dst, const void* a, const void* b, size_t count, DataType d
         if constexpr (!detail::Traits<kDt>::kIsBool)
           detail::launch_binary<kDt, Op::kSum>(dst, a, b, count, stream);
         break;
-      case ReduceOp::kMin:
-        detail::launch_binary<kDt, Op::kMin>(dst, a, b, count, stream);
-        break;
-      case ReduceOp::kMax:
-        detail::launch_binary<kDt, Op::kMax>(dst, a, b, count, stream);
-        break;
+      case ReduceOp::kMin: detail::launch_binary<kDt, Op::kMin>(dst, a, b, count, stream); break;
+      case ReduceOp::kMax: detail::launch_binary<kDt, Op::kMax>(dst, a, b, count, stream); break;
       case ReduceOp::kProduct:
         detail::launch_binary<kDt, Op::kProduct>(dst, a, b, count, stream);
         break;

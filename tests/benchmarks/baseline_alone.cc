@@ -77,12 +77,13 @@ int main(int argc, char** argv) {
   settings.ranks = env.size;
   settings.run_in_place = false;
   settings.timeout_s = config.value().timeout_s;
-  auto results = run_sweep(settings, impls, *control.value(), [&](const std::vector<Measurement>& row) {
-    if (env.rank != 0) return;
-    for (const Measurement& m : row)
-      std::printf("baseline_alone: %s %zu %.3f\n", m.impl.c_str(), m.size_bytes, m.median_us);
-    std::fflush(stdout);
-  });
+  auto results =
+      run_sweep(settings, impls, *control.value(), [&](const std::vector<Measurement>& row) {
+        if (env.rank != 0) return;
+        for (const Measurement& m : row)
+          std::printf("baseline_alone: %s %zu %.3f\n", m.impl.c_str(), m.size_bytes, m.median_us);
+        std::fflush(stdout);
+      });
   if (!results.is_ok()) return fail("sweep", results.status());
   impls.clear();
   control.value().reset();

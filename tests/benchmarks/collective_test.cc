@@ -89,10 +89,11 @@ TEST(CheckTest, ClosedFormMatchesASimulatedReduction) {
 TEST(CheckTest, BoolAndInt16AllreduceMatchTheKernels) {
   const int ranks = 3;
   const size_t count = 23;
-  const std::pair<DataType, ReduceOp> cases[] = {
-      {DataType::kBool, ReduceOp::kMin},    {DataType::kBool, ReduceOp::kMax},
-      {DataType::kBool, ReduceOp::kProduct}, {DataType::kInt16, ReduceOp::kSum},
-      {DataType::kUint16, ReduceOp::kMax}};
+  const std::pair<DataType, ReduceOp> cases[] = {{DataType::kBool, ReduceOp::kMin},
+                                                 {DataType::kBool, ReduceOp::kMax},
+                                                 {DataType::kBool, ReduceOp::kProduct},
+                                                 {DataType::kInt16, ReduceOp::kSum},
+                                                 {DataType::kUint16, ReduceOp::kMax}};
   for (const auto& [dtype, op] : cases) {
     CheckCall c;
     c.collective = Collective::kAllreduce;

@@ -64,14 +64,22 @@ bool parse(int argc, char** argv, Args* a) {
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const char* v = argv[i + 1];
-    if (flag == "--bytes") a->bytes = std::strtoull(v, nullptr, 10);
-    else if (flag == "--steps") a->steps = std::strtol(v, nullptr, 10);
-    else if (flag == "--victim") a->victim = std::atoi(v);
-    else if (flag == "--fault") a->fault = v;
-    else if (flag == "--after") a->after = std::strtol(v, nullptr, 10);
-    else if (flag == "--sleep-ms") a->sleep_ms = std::strtol(v, nullptr, 10);
-    else if (flag == "--pace-ms") a->pace_ms = std::strtol(v, nullptr, 10);
-    else return false;
+    if (flag == "--bytes")
+      a->bytes = std::strtoull(v, nullptr, 10);
+    else if (flag == "--steps")
+      a->steps = std::strtol(v, nullptr, 10);
+    else if (flag == "--victim")
+      a->victim = std::atoi(v);
+    else if (flag == "--fault")
+      a->fault = v;
+    else if (flag == "--after")
+      a->after = std::strtol(v, nullptr, 10);
+    else if (flag == "--sleep-ms")
+      a->sleep_ms = std::strtol(v, nullptr, 10);
+    else if (flag == "--pace-ms")
+      a->pace_ms = std::strtol(v, nullptr, 10);
+    else
+      return false;
   }
   return a->collective == "allreduce" || a->collective == "broadcast" ||
          a->collective == "allgather" || a->collective == "negotiation";
@@ -96,8 +104,7 @@ void say(const std::string& line) {
 }
 
 hora::TensorView view(std::vector<float>& v) {
-  return hora::TensorView::flat(v.data(), hora::DataType::kFloat32,
-                                static_cast<int64_t>(v.size()))
+  return hora::TensorView::flat(v.data(), hora::DataType::kFloat32, static_cast<int64_t>(v.size()))
       .value();
 }
 
@@ -107,8 +114,8 @@ hora::Status run_one(const Args& a, long step, int part, std::vector<float>& buf
   const std::string suffix = part == 0 ? "" : ".b";
   if (a.collective == "allreduce") {
     std::fill(buf.begin(), buf.end(), static_cast<float>(me + 1));
-    hora::Status s = hora::allreduce("chaos.allreduce" + suffix, view(buf), view(buf),
-                                     hora::ReduceOp::kSum);
+    hora::Status s =
+        hora::allreduce("chaos.allreduce" + suffix, view(buf), view(buf), hora::ReduceOp::kSum);
     const float want = static_cast<float>(n * (n + 1) / 2);
     if (s.is_ok() && (buf.front() != want || buf.back() != want))
       return hora::Status::internal("allreduce result " + std::to_string(buf.front()) +
@@ -133,8 +140,8 @@ hora::Status run_one(const Args& a, long step, int part, std::vector<float>& buf
   }
   // negotiation: a name never seen before, so the coordinator decides every step.
   std::vector<float> one(1, 1.0f);
-  return hora::allreduce("chaos.negotiation." + std::to_string(step) + suffix, view(one),
-                         view(one), hora::ReduceOp::kSum);
+  return hora::allreduce("chaos.negotiation." + std::to_string(step) + suffix, view(one), view(one),
+                         hora::ReduceOp::kSum);
 }
 
 int fail(long step, const hora::Status& s) {
@@ -155,10 +162,11 @@ int fail(long step, const hora::Status& s) {
 int main(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) {
-    std::fprintf(stderr,
-                 "usage: chaos_probe allreduce|broadcast|allgather|negotiation [--bytes B] "
-                 "[--steps N] [--pace-ms P] [--victim R --fault exit0|shutdown0|slow|late|hang_first "
-                 "[--after K] [--sleep-ms MS]]\n");
+    std::fprintf(
+        stderr,
+        "usage: chaos_probe allreduce|broadcast|allgather|negotiation [--bytes B] "
+        "[--steps N] [--pace-ms P] [--victim R --fault exit0|shutdown0|slow|late|hang_first "
+        "[--after K] [--sleep-ms MS]]\n");
     return 2;
   }
   std::signal(SIGTERM, SIG_IGN);

@@ -90,22 +90,22 @@ TEST(ConfigTest, HeartbeatMustBeWellBelowTheTimeout) {
   auto c = parse({{"HORA_HEARTBEAT_MS", "600000"}});
   ASSERT_FALSE(c.is_ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(c.status().message().find("HORA_HEARTBEAT_MS=600000 is too long for HORA_TIMEOUT_S=300"),
-            std::string::npos)
+  EXPECT_NE(
+      c.status().message().find("HORA_HEARTBEAT_MS=600000 is too long for HORA_TIMEOUT_S=300"),
+      std::string::npos)
       << c.status().to_string();
   EXPECT_TRUE(parse({{"HORA_HEARTBEAT_MS", "5000"}, {"HORA_TIMEOUT_S", "10"}}).is_ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(
     All, ConfigBadValueTest,
-    testing::Values(BadCase{"HORA_FUSION_THRESHOLD", "abc"},
-                    BadCase{"HORA_FUSION_THRESHOLD", "-5"}, BadCase{"HORA_LOG_LEVEL", "loud"},
-                    BadCase{"HORA_TIMEOUT_S", "0"}, BadCase{"HORA_START_TIMEOUT_S", "0"},
-                    BadCase{"HORA_TIMEOUT_S", "-1"}, BadCase{"HORA_BACKEND", "tcp"},
-                    BadCase{"HORA_SHM", "2"}, BadCase{"HORA_ALLREDUCE_ALGO", "butterfly"},
-                    BadCase{"HORA_CPU_ISA", "neon"}, BadCase{"HORA_CACHE_CAPACITY", "-1"},
-                    BadCase{"HORA_CYCLE_TIME_MS", "fast"}, BadCase{"HORA_HEARTBEAT_MS", "0"},
-                    BadCase{"HORA_STALL_WARNING_S", "x"},
+    testing::Values(BadCase{"HORA_FUSION_THRESHOLD", "abc"}, BadCase{"HORA_FUSION_THRESHOLD", "-5"},
+                    BadCase{"HORA_LOG_LEVEL", "loud"}, BadCase{"HORA_TIMEOUT_S", "0"},
+                    BadCase{"HORA_START_TIMEOUT_S", "0"}, BadCase{"HORA_TIMEOUT_S", "-1"},
+                    BadCase{"HORA_BACKEND", "tcp"}, BadCase{"HORA_SHM", "2"},
+                    BadCase{"HORA_ALLREDUCE_ALGO", "butterfly"}, BadCase{"HORA_CPU_ISA", "neon"},
+                    BadCase{"HORA_CACHE_CAPACITY", "-1"}, BadCase{"HORA_CYCLE_TIME_MS", "fast"},
+                    BadCase{"HORA_HEARTBEAT_MS", "0"}, BadCase{"HORA_STALL_WARNING_S", "x"},
                     BadCase{"HORA_STALL_SHUTDOWN_S", "-3"}),
     [](const testing::TestParamInfo<BadCase>& info) {
       return std::string(info.param.var).substr(5) + "_" + std::to_string(info.index);

@@ -1,14 +1,15 @@
 // Context in one process: a single-process job (no store), a job of threads over a real
 // TcpStoreServer (horarun-style and rank-0-hosted layouts), the missing-rank timeout and the
 // configuration errors init must report.
+#include "core/context.h"
+
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "collectives/rendezvous/tcp_store_server.h"
-#include "core/context.h"
 
 namespace hora {
 namespace {
@@ -40,9 +41,9 @@ TEST(Context, SingleProcessNeedsNoStore) {
   auto& comm = ctx.value()->communicator();
   EXPECT_EQ(comm.size(), 1);
   float x[3] = {1, 2, 3};
-  ASSERT_TRUE(comm.allreduce(x, x, 3, DataType::kFloat32, ReduceOp::kSum,
-                             Deadline::after_seconds(5))
-                  .is_ok());
+  ASSERT_TRUE(
+      comm.allreduce(x, x, 3, DataType::kFloat32, ReduceOp::kSum, Deadline::after_seconds(5))
+          .is_ok());
   EXPECT_EQ(x[2], 3.0f);
   EXPECT_TRUE(ctx.value()->shutdown().is_ok());
   EXPECT_TRUE(ctx.value()->shutdown().is_ok()) << "shutdown is idempotent";
@@ -85,9 +86,10 @@ std::vector<Status> run_job(int n, const std::function<RankLayout(int)>& layout_
       }
       auto& comm = ctx.value()->communicator();
       int32_t v = r;
-      Status s = comm.allreduce(&v, &v, 1, DataType::kInt32, ReduceOp::kSum,
-                                Deadline::after_seconds(20));
-      if (s.is_ok() && v != n * (n - 1) / 2) s = Status::internal("allreduce gave " + std::to_string(v));
+      Status s =
+          comm.allreduce(&v, &v, 1, DataType::kInt32, ReduceOp::kSum, Deadline::after_seconds(20));
+      if (s.is_ok() && v != n * (n - 1) / 2)
+        s = Status::internal("allreduce gave " + std::to_string(v));
       Status d = ctx.value()->shutdown();
       results[r] = s.is_ok() ? d : s;
     });
@@ -135,7 +137,8 @@ TEST(Context, MissingRankTimesOutNamingIt) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 2; ++i) {
     threads.emplace_back([&, i] {
-      auto ctx = Context::create(gloo_config(0.5), horarun_layout(i * 2, 3, server.value()->port()));
+      auto ctx =
+          Context::create(gloo_config(0.5), horarun_layout(i * 2, 3, server.value()->port()));
       results[i] = ctx.is_ok() ? Status::ok() : ctx.status();
     });
   }

@@ -1,12 +1,13 @@
 // Rank layout reading (core/config.cc read_rank_layout) and validation (core/layout.cc), fed
 // through a lookup map: every launcher's variables, precedence, conflicts, incomplete sets.
-#include <map>
-#include <string>
+#include "core/layout.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "core/config.h"
-#include "core/layout.h"
 
 namespace hora {
 namespace {
@@ -30,11 +31,16 @@ void expect_error(const Env& env, const std::string& needle1, const std::string&
   }
 }
 
-const Env kHorarun = {{"HORA_RANK", "1"},          {"HORA_SIZE", "4"},
-                      {"HORA_LOCAL_RANK", "1"},    {"HORA_LOCAL_SIZE", "2"},
-                      {"HORA_CROSS_RANK", "0"},    {"HORA_CROSS_SIZE", "2"},
-                      {"HORA_HOSTNAME", "node1"},  {"HORA_RENDEZVOUS_ADDR", "127.0.0.1"},
-                      {"HORA_RENDEZVOUS_PORT", "4242"}, {"HORA_SECRET", "s3cret"}};
+const Env kHorarun = {{"HORA_RANK", "1"},
+                      {"HORA_SIZE", "4"},
+                      {"HORA_LOCAL_RANK", "1"},
+                      {"HORA_LOCAL_SIZE", "2"},
+                      {"HORA_CROSS_RANK", "0"},
+                      {"HORA_CROSS_SIZE", "2"},
+                      {"HORA_HOSTNAME", "node1"},
+                      {"HORA_RENDEZVOUS_ADDR", "127.0.0.1"},
+                      {"HORA_RENDEZVOUS_PORT", "4242"},
+                      {"HORA_SECRET", "s3cret"}};
 
 TEST(RankLayout, NothingSetIsASingleProcess) {
   auto l = read({});
@@ -102,8 +108,10 @@ TEST(RankLayout, HorarunConflictingWithMpirunNamesBoth) {
 }
 
 TEST(RankLayout, Mpirun) {
-  auto l = read({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  auto l = read({{"OMPI_COMM_WORLD_RANK", "5"},
+                 {"OMPI_COMM_WORLD_SIZE", "8"},
+                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
   ASSERT_TRUE(l.is_ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kMpirun);
   EXPECT_EQ(l->rank, 5);
@@ -115,8 +123,10 @@ TEST(RankLayout, Mpirun) {
 }
 
 TEST(RankLayout, MpirunWithSelfHostedStore) {
-  auto l = read({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                 {"HORA_RENDEZVOUS_ADDR", "10.0.0.1"}, {"HORA_RENDEZVOUS_PORT", "5555"},
+  auto l = read({{"OMPI_COMM_WORLD_RANK", "0"},
+                 {"OMPI_COMM_WORLD_SIZE", "2"},
+                 {"HORA_RENDEZVOUS_ADDR", "10.0.0.1"},
+                 {"HORA_RENDEZVOUS_PORT", "5555"},
                  {"HORA_SECRET", "k"}});
   ASSERT_TRUE(l.is_ok()) << l.status().to_string();
   EXPECT_TRUE(l->hosts_store);
@@ -126,10 +136,15 @@ TEST(RankLayout, MpirunWithSelfHostedStore) {
 }
 
 TEST(RankLayout, Slurm) {
-  auto l = read({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "5"}, {"SLURM_LOCALID", "0"},
-                 {"SLURM_NODEID", "1"}, {"SLURM_NNODES", "2"},
-                 {"SLURM_TASKS_PER_NODE", "3,2"}, {"SLURM_JOB_ID", "77"},
-                 {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  auto l = read({{"SLURM_PROCID", "3"},
+                 {"SLURM_NTASKS", "5"},
+                 {"SLURM_LOCALID", "0"},
+                 {"SLURM_NODEID", "1"},
+                 {"SLURM_NNODES", "2"},
+                 {"SLURM_TASKS_PER_NODE", "3,2"},
+                 {"SLURM_JOB_ID", "77"},
+                 {"MASTER_ADDR", "node0"},
+                 {"MASTER_PORT", "29500"}});
   ASSERT_TRUE(l.is_ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kSlurm);
   EXPECT_EQ(l->rank, 3);
@@ -140,8 +155,11 @@ TEST(RankLayout, Slurm) {
   EXPECT_FALSE(l->hosts_store);
   EXPECT_TRUE(l->secret_is_fallback);
   EXPECT_NE(l->secret.find("77"), std::string::npos);
-  auto packed = read({{"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
-                      {"SLURM_NODEID", "3"}, {"SLURM_NNODES", "4"},
+  auto packed = read({{"SLURM_PROCID", "7"},
+                      {"SLURM_NTASKS", "8"},
+                      {"SLURM_LOCALID", "1"},
+                      {"SLURM_NODEID", "3"},
+                      {"SLURM_NNODES", "4"},
                       {"SLURM_TASKS_PER_NODE", "2(x4)"}});
   ASSERT_TRUE(packed.is_ok()) << packed.status().to_string();
   EXPECT_EQ(packed->local_size, 2);
@@ -152,17 +170,25 @@ TEST(RankLayout, Slurm) {
 }
 
 TEST(RankLayout, Torchrun) {
-  auto l = read({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"},
-                 {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "0"}, {"GROUP_WORLD_SIZE", "2"},
-                 {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}});
+  auto l = read({{"RANK", "0"},
+                 {"WORLD_SIZE", "4"},
+                 {"LOCAL_RANK", "0"},
+                 {"LOCAL_WORLD_SIZE", "2"},
+                 {"GROUP_RANK", "0"},
+                 {"GROUP_WORLD_SIZE", "2"},
+                 {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", "29500"}});
   ASSERT_TRUE(l.is_ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kTorchrun);
   EXPECT_TRUE(l->hosts_store);
   EXPECT_EQ(l->store_port, 29500);
   EXPECT_EQ(l->cross_size, 2);
   // Under torchrun's agent store, hora's store takes the next port.
-  auto agent = read({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-                     {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  auto agent = read({{"RANK", "1"},
+                     {"WORLD_SIZE", "2"},
+                     {"MASTER_ADDR", "127.0.0.1"},
+                     {"MASTER_PORT", "29500"},
+                     {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
   ASSERT_TRUE(agent.is_ok()) << agent.status().to_string();
   EXPECT_EQ(agent->store_port, 29501);
   EXPECT_FALSE(agent->hosts_store);

@@ -41,10 +41,18 @@ struct Format {
   void (*cast_to_float)(float*, const uint16_t*, size_t);
   const char* name;
 };
-const Format kF16{kF16Format, kernels::f32_to_f16, kernels::f16_to_f32, kernels::cast_f32_to_f16,
-                  kernels::cast_f16_to_f32, "float16"};
-const Format kBF16{kBF16Format, kernels::f32_to_bf16, kernels::bf16_to_f32,
-                   kernels::cast_f32_to_bf16, kernels::cast_bf16_to_f32, "bfloat16"};
+const Format kF16{kF16Format,
+                  kernels::f32_to_f16,
+                  kernels::f16_to_f32,
+                  kernels::cast_f32_to_f16,
+                  kernels::cast_f16_to_f32,
+                  "float16"};
+const Format kBF16{kBF16Format,
+                   kernels::f32_to_bf16,
+                   kernels::bf16_to_f32,
+                   kernels::cast_f32_to_bf16,
+                   kernels::cast_bf16_to_f32,
+                   "bfloat16"};
 
 // float32 inputs that exercise rounding: a dense stride through all 2^32 patterns, every
 // midpoint between neighbouring non-negative 16-bit values (exact ties) and the float32
@@ -80,7 +88,8 @@ class CastTest : public IsaTest {
     for (uint32_t h = 0; h < 65536; ++h) {
       const float want = ref_half_to_float(format.ref, uint16_t(h));
       ASSERT_TRUE(same_float(want, format.to_float(uint16_t(h))))
-          << format.name << " scalar decode of 0x" << std::hex << h << " gave " << format.to_float(uint16_t(h));
+          << format.name << " scalar decode of 0x" << std::hex << h << " gave "
+          << format.to_float(uint16_t(h));
       ASSERT_TRUE(same_float(want, out[h + 1]))
           << format.name << " array decode of 0x" << std::hex << h << " gave " << out[h + 1];
     }
@@ -135,10 +144,12 @@ TEST_P(CastTest, ArrayLengths) {
     for (size_t i = 0; i < count; ++i) src[i] = 0.1f * float(i) - 3.f;
     std::vector<uint16_t> half(count + 1, 0xabcd);
     kernels::cast_f32_to_f16(half.data(), src.data(), count);
-    for (size_t i = 0; i < count; ++i) ASSERT_EQ(half[i], kernels::f32_to_f16(src[i])) << count << " " << i;
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_EQ(half[i], kernels::f32_to_f16(src[i])) << count << " " << i;
     ASSERT_EQ(half[count], 0xabcd) << "wrote past count " << count;
     kernels::cast_f32_to_bf16(half.data(), src.data(), count);
-    for (size_t i = 0; i < count; ++i) ASSERT_EQ(half[i], kernels::f32_to_bf16(src[i])) << count << " " << i;
+    for (size_t i = 0; i < count; ++i)
+      ASSERT_EQ(half[i], kernels::f32_to_bf16(src[i])) << count << " " << i;
     ASSERT_EQ(half[count], 0xabcd) << "wrote past count " << count;
   }
 }
@@ -148,15 +159,15 @@ INSTANTIATE_TEST_SUITE_P(AllPaths, CastTest, ::testing::ValuesIn(kAllIsas), isa_
 // Named ties and edges, independent of any ISA.
 TEST(ScalarCastTest, Float16NamedValues) {
   EXPECT_EQ(kernels::f32_to_f16(1.0f), 0x3c00);
-  EXPECT_EQ(kernels::f32_to_f16(1.0f + 0x1p-11f), 0x3c00);        // Tie, to even.
-  EXPECT_EQ(kernels::f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);    // Tie, to even (up).
+  EXPECT_EQ(kernels::f32_to_f16(1.0f + 0x1p-11f), 0x3c00);      // Tie, to even.
+  EXPECT_EQ(kernels::f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);  // Tie, to even (up).
   EXPECT_EQ(kernels::f32_to_f16(65504.f), 0x7bff);
   EXPECT_EQ(kernels::f32_to_f16(65519.996f), 0x7bff);
-  EXPECT_EQ(kernels::f32_to_f16(65520.f), 0x7c00);                // Tie above max: infinity.
+  EXPECT_EQ(kernels::f32_to_f16(65520.f), 0x7c00);  // Tie above max: infinity.
   EXPECT_EQ(kernels::f32_to_f16(-1e10f), 0xfc00);
-  EXPECT_EQ(kernels::f32_to_f16(0x1p-25f), 0x0000);               // Half the smallest subnormal.
+  EXPECT_EQ(kernels::f32_to_f16(0x1p-25f), 0x0000);  // Half the smallest subnormal.
   EXPECT_EQ(kernels::f32_to_f16(std::nextafter(0x1p-25f, 1.f)), 0x0001);
-  EXPECT_EQ(kernels::f32_to_f16(0x1.8p-24f), 0x0002);             // Tie 1.5 ulp, to even.
+  EXPECT_EQ(kernels::f32_to_f16(0x1.8p-24f), 0x0002);  // Tie 1.5 ulp, to even.
   EXPECT_EQ(kernels::f32_to_f16(-0.0f), 0x8000);
   EXPECT_EQ(kernels::f32_to_f16(0x1p-14f), 0x0400);
   EXPECT_TRUE(std::isnan(kernels::f16_to_f32(kernels::f32_to_f16(NAN))));

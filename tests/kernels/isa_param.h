@@ -26,11 +26,11 @@ inline const kernels::Isa kAllIsas[] = {kernels::Isa::kScalar, kernels::Isa::kAv
                                         kernels::Isa::kAvx512};
 
 // Selects `isa` for the current test; returns false (after GTEST_SKIP) when unsupported.
-#define HORA_SELECT_ISA_OR_SKIP(isa)                                                     \
-  do {                                                                                   \
-    if (!::hora::kernels::select_isa(isa)) {                                             \
+#define HORA_SELECT_ISA_OR_SKIP(isa)                                                      \
+  do {                                                                                    \
+    if (!::hora::kernels::select_isa(isa)) {                                              \
       GTEST_SKIP() << "this CPU lacks " << ::hora::kernels::isa_name(isa) << ": skipped"; \
-    }                                                                                    \
+    }                                                                                     \
   } while (0)
 
 class IsaTest : public ::testing::TestWithParam<kernels::Isa> {

@@ -26,10 +26,10 @@ HalfTable make_table(HalfFormat format) {
     const uint32_t exponent = bits >> format.mantissa_bits;
     if (exponent == max_exponent) break;
     const uint32_t mantissa = bits & ((1u << format.mantissa_bits) - 1);
-    const double value =
-        exponent == 0 ? std::ldexp(double(mantissa), 1 - bias - format.mantissa_bits)
-                      : std::ldexp(double(mantissa + (1u << format.mantissa_bits)),
-                                   int(exponent) - bias - format.mantissa_bits);
+    const double value = exponent == 0
+                             ? std::ldexp(double(mantissa), 1 - bias - format.mantissa_bits)
+                             : std::ldexp(double(mantissa + (1u << format.mantissa_bits)),
+                                          int(exponent) - bias - format.mantissa_bits);
     table.values.push_back(value);
   }
   const double next_power = std::ldexp(1.0, int(max_exponent) - bias);
@@ -63,10 +63,8 @@ T ref_op_int(ReduceOp op, T a, T b) {
       return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
     case ReduceOp::kProduct:
       return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-    case ReduceOp::kMin:
-      return a < b ? a : b;
-    case ReduceOp::kMax:
-      return a > b ? a : b;
+    case ReduceOp::kMin: return a < b ? a : b;
+    case ReduceOp::kMax: return a > b ? a : b;
   }
   return 0;
 }
@@ -76,14 +74,10 @@ F ref_op_float(ReduceOp op, F a, F b) {
   if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<F>::quiet_NaN();
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage:
-      return a + b;
-    case ReduceOp::kProduct:
-      return a * b;
-    case ReduceOp::kMin:
-      return a < b ? a : b;
-    case ReduceOp::kMax:
-      return a > b ? a : b;
+    case ReduceOp::kAverage: return a + b;
+    case ReduceOp::kProduct: return a * b;
+    case ReduceOp::kMin: return a < b ? a : b;
+    case ReduceOp::kMax: return a > b ? a : b;
   }
   return 0;
 }
@@ -99,13 +93,10 @@ void combine_bool(ReduceOp op, const void* a, const void* b, void* out) {
   const bool x = load<uint8_t>(a) != 0, y = load<uint8_t>(b) != 0;
   switch (op) {
     case ReduceOp::kMin:
-    case ReduceOp::kProduct:
-      return store<uint8_t>(out, x && y ? 1 : 0);
-    case ReduceOp::kMax:
-      return store<uint8_t>(out, x || y ? 1 : 0);
+    case ReduceOp::kProduct: return store<uint8_t>(out, x && y ? 1 : 0);
+    case ReduceOp::kMax: return store<uint8_t>(out, x || y ? 1 : 0);
     case ReduceOp::kSum:
-    case ReduceOp::kAverage:
-      break;
+    case ReduceOp::kAverage: break;
   }
   store<uint8_t>(out, 0xff);
 }
@@ -135,8 +126,10 @@ float ref_half_to_float(HalfFormat format, uint16_t bits) {
   const bool negative = (bits & 0x8000) != 0;
   double value;
   if (magnitude > table.infinity_bits) return std::numeric_limits<float>::quiet_NaN();
-  if (magnitude == table.infinity_bits) value = HUGE_VAL;
-  else value = table.values[magnitude];
+  if (magnitude == table.infinity_bits)
+    value = HUGE_VAL;
+  else
+    value = table.values[magnitude];
   return static_cast<float>(negative ? -value : value);
 }
 
@@ -161,56 +154,41 @@ uint16_t ref_float_to_half(HalfFormat format, float value) {
 
 void ref_combine(DataType dtype, ReduceOp op, const void* a, const void* b, void* out) {
   switch (dtype) {
-    case DataType::kUint8:
-      return combine_int<uint8_t>(op, a, b, out);
-    case DataType::kInt8:
-      return combine_int<int8_t>(op, a, b, out);
-    case DataType::kInt32:
-      return combine_int<int32_t>(op, a, b, out);
-    case DataType::kInt64:
-      return combine_int<int64_t>(op, a, b, out);
-    case DataType::kFloat16:
-      return combine_half(kF16Format, op, a, b, out);
-    case DataType::kBFloat16:
-      return combine_half(kBF16Format, op, a, b, out);
+    case DataType::kUint8: return combine_int<uint8_t>(op, a, b, out);
+    case DataType::kInt8: return combine_int<int8_t>(op, a, b, out);
+    case DataType::kInt32: return combine_int<int32_t>(op, a, b, out);
+    case DataType::kInt64: return combine_int<int64_t>(op, a, b, out);
+    case DataType::kFloat16: return combine_half(kF16Format, op, a, b, out);
+    case DataType::kBFloat16: return combine_half(kBF16Format, op, a, b, out);
     case DataType::kFloat32:
       return store<float>(out, ref_op_float<float>(op, load<float>(a), load<float>(b)));
     case DataType::kFloat64:
       return store<double>(out, ref_op_float<double>(op, load<double>(a), load<double>(b)));
-    case DataType::kInt16:
-      return combine_int<int16_t>(op, a, b, out);
-    case DataType::kUint16:
-      return combine_int<uint16_t>(op, a, b, out);
-    case DataType::kBool:
-      return combine_bool(op, a, b, out);
+    case DataType::kInt16: return combine_int<int16_t>(op, a, b, out);
+    case DataType::kUint16: return combine_int<uint16_t>(op, a, b, out);
+    case DataType::kBool: return combine_bool(op, a, b, out);
   }
 }
 
 void ref_scale(DataType dtype, double factor, const void* in, void* out) {
   const float f32 = static_cast<float>(factor);
   switch (dtype) {
-    case DataType::kUint8:
-      return scale_int<uint8_t>(factor, in, out);
-    case DataType::kInt8:
-      return scale_int<int8_t>(factor, in, out);
-    case DataType::kInt32:
-      return scale_int<int32_t>(factor, in, out);
-    case DataType::kInt64:
-      return scale_int<int64_t>(factor, in, out);
+    case DataType::kUint8: return scale_int<uint8_t>(factor, in, out);
+    case DataType::kInt8: return scale_int<int8_t>(factor, in, out);
+    case DataType::kInt32: return scale_int<int32_t>(factor, in, out);
+    case DataType::kInt64: return scale_int<int64_t>(factor, in, out);
     case DataType::kFloat16:
       return store<uint16_t>(
-          out, ref_float_to_half(kF16Format, ref_half_to_float(kF16Format, load<uint16_t>(in)) * f32));
+          out,
+          ref_float_to_half(kF16Format, ref_half_to_float(kF16Format, load<uint16_t>(in)) * f32));
     case DataType::kBFloat16:
       return store<uint16_t>(
-          out, ref_float_to_half(kBF16Format, ref_half_to_float(kBF16Format, load<uint16_t>(in)) * f32));
-    case DataType::kFloat32:
-      return store<float>(out, load<float>(in) * f32);
-    case DataType::kFloat64:
-      return store<double>(out, load<double>(in) * factor);
-    case DataType::kInt16:
-      return scale_int<int16_t>(factor, in, out);
-    case DataType::kUint16:
-      return scale_int<uint16_t>(factor, in, out);
+          out,
+          ref_float_to_half(kBF16Format, ref_half_to_float(kBF16Format, load<uint16_t>(in)) * f32));
+    case DataType::kFloat32: return store<float>(out, load<float>(in) * f32);
+    case DataType::kFloat64: return store<double>(out, load<double>(in) * factor);
+    case DataType::kInt16: return scale_int<int16_t>(factor, in, out);
+    case DataType::kUint16: return scale_int<uint16_t>(factor, in, out);
     case DataType::kBool:  // Undefined (kernels.h): 0xff, a byte the kernels never write.
       return store<uint8_t>(out, 0xff);
   }
@@ -219,10 +197,12 @@ void ref_scale(DataType dtype, double factor, const void* in, void* out) {
 bool same_element(DataType dtype, const void* x, const void* y) {
   switch (dtype) {
     case DataType::kFloat16:
-      if (ref_half_is_nan(kF16Format, load<uint16_t>(x))) return ref_half_is_nan(kF16Format, load<uint16_t>(y));
+      if (ref_half_is_nan(kF16Format, load<uint16_t>(x)))
+        return ref_half_is_nan(kF16Format, load<uint16_t>(y));
       break;
     case DataType::kBFloat16:
-      if (ref_half_is_nan(kBF16Format, load<uint16_t>(x))) return ref_half_is_nan(kBF16Format, load<uint16_t>(y));
+      if (ref_half_is_nan(kBF16Format, load<uint16_t>(x)))
+        return ref_half_is_nan(kBF16Format, load<uint16_t>(y));
       break;
     case DataType::kFloat32:
       if (std::isnan(load<float>(x))) return std::isnan(load<float>(y));
@@ -230,8 +210,7 @@ bool same_element(DataType dtype, const void* x, const void* y) {
     case DataType::kFloat64:
       if (std::isnan(load<double>(x))) return std::isnan(load<double>(y));
       break;
-    default:
-      break;
+    default: break;
   }
   return std::memcmp(x, y, data_type_bytes(dtype)) == 0;
 }
@@ -239,23 +218,17 @@ bool same_element(DataType dtype, const void* x, const void* y) {
 std::string element_string(DataType dtype, const void* p) {
   std::ostringstream out;
   switch (dtype) {
-    case DataType::kUint8:
-      out << int(load<uint8_t>(p));
-      break;
-    case DataType::kInt8:
-      out << int(load<int8_t>(p));
-      break;
-    case DataType::kInt32:
-      out << load<int32_t>(p);
-      break;
-    case DataType::kInt64:
-      out << load<int64_t>(p);
-      break;
+    case DataType::kUint8: out << int(load<uint8_t>(p)); break;
+    case DataType::kInt8: out << int(load<int8_t>(p)); break;
+    case DataType::kInt32: out << load<int32_t>(p); break;
+    case DataType::kInt64: out << load<int64_t>(p); break;
     case DataType::kFloat16:
-      out << ref_half_to_float(kF16Format, load<uint16_t>(p)) << " (0x" << std::hex << load<uint16_t>(p) << ")";
+      out << ref_half_to_float(kF16Format, load<uint16_t>(p)) << " (0x" << std::hex
+          << load<uint16_t>(p) << ")";
       break;
     case DataType::kBFloat16:
-      out << ref_half_to_float(kBF16Format, load<uint16_t>(p)) << " (0x" << std::hex << load<uint16_t>(p) << ")";
+      out << ref_half_to_float(kBF16Format, load<uint16_t>(p)) << " (0x" << std::hex
+          << load<uint16_t>(p) << ")";
       break;
     case DataType::kFloat32:
       out << load<float>(p) << " (0x" << std::hex << load<uint32_t>(p) << ")";
@@ -263,15 +236,9 @@ std::string element_string(DataType dtype, const void* p) {
     case DataType::kFloat64:
       out << load<double>(p) << " (0x" << std::hex << load<uint64_t>(p) << ")";
       break;
-    case DataType::kInt16:
-      out << load<int16_t>(p);
-      break;
-    case DataType::kUint16:
-      out << load<uint16_t>(p);
-      break;
-    case DataType::kBool:
-      out << "bool byte " << int(load<uint8_t>(p));
-      break;
+    case DataType::kInt16: out << load<int16_t>(p); break;
+    case DataType::kUint16: out << load<uint16_t>(p); break;
+    case DataType::kBool: out << "bool byte " << int(load<uint8_t>(p)); break;
   }
   return out.str();
 }
@@ -285,20 +252,24 @@ void fill_random(DataType dtype, void* dst, size_t count, uint64_t seed) {
     const bool use_bits = (bits & 0xf) == 0;  // One in 16 is a raw bit pattern.
     switch (dtype) {
       case DataType::kFloat32:
-        if (use_bits) store<uint32_t>(out + 4 * i, static_cast<uint32_t>(bits >> 32));
-        else store<float>(out + 4 * i, static_cast<float>(moderate(rng)));
+        if (use_bits)
+          store<uint32_t>(out + 4 * i, static_cast<uint32_t>(bits >> 32));
+        else
+          store<float>(out + 4 * i, static_cast<float>(moderate(rng)));
         break;
       case DataType::kFloat64:
-        if (use_bits) store<uint64_t>(out + 8 * i, rng());
-        else store<double>(out + 8 * i, moderate(rng));
+        if (use_bits)
+          store<uint64_t>(out + 8 * i, rng());
+        else
+          store<double>(out + 8 * i, moderate(rng));
         break;
       case DataType::kBool:  // Half false; true mostly as 1, sometimes another non-zero byte.
-        if ((bits & 0x10) == 0) store<uint8_t>(out + i, 0);
-        else store<uint8_t>(out + i, use_bits ? static_cast<uint8_t>((bits >> 8) | 1) : 1);
+        if ((bits & 0x10) == 0)
+          store<uint8_t>(out + i, 0);
+        else
+          store<uint8_t>(out + i, use_bits ? static_cast<uint8_t>((bits >> 8) | 1) : 1);
         break;
-      default:
-        std::memcpy(out + i * data_type_bytes(dtype), &bits, data_type_bytes(dtype));
-        break;
+      default: std::memcpy(out + i * data_type_bytes(dtype), &bits, data_type_bytes(dtype)); break;
     }
   }
 }

@@ -51,7 +51,8 @@ void fill_random(DataType dtype, void* dst, size_t count, uint64_t seed);
 // A byte buffer whose data() is `offset_bytes` past a malloc'd (16-byte aligned) block.
 class Buffer {
  public:
-  Buffer(size_t bytes, size_t offset_bytes) : storage_(bytes + offset_bytes + 1), offset_(offset_bytes) {}
+  Buffer(size_t bytes, size_t offset_bytes)
+      : storage_(bytes + offset_bytes + 1), offset_(offset_bytes) {}
   uint8_t* data() { return storage_.data() + offset_; }
   const uint8_t* data() const { return storage_.data() + offset_; }
 

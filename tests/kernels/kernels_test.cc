@@ -1,6 +1,8 @@
 // reduce / reduce3 against the independent reference (kernel_reference.h), for every ISA
 // this CPU has x every dtype x every op defined on it: many lengths (around the register widths and
 // unroll blocks, and one over a million), misaligned pointers, and dst aliasing a source.
+#include "kernels/kernels.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,7 +10,6 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/kernels.h"
 #include "tests/kernels/isa_param.h"
 #include "tests/kernels/kernel_reference.h"
 
@@ -36,9 +37,9 @@ class ReduceTest : public ::testing::TestWithParam<std::tuple<Isa, DataType, Red
       ref_combine(dtype(), op(), a + i * elem(), b + i * elem(), want.data());
       if (!same_element(dtype(), want.data(), out + i * elem())) {
         ADD_FAILURE() << what << ": count " << count << ", element " << i << ": "
-                      << element_string(dtype(), a + i * elem()) << " "
-                      << reduce_op_name(op()) << " " << element_string(dtype(), b + i * elem())
-                      << " gave " << element_string(dtype(), out + i * elem()) << ", expected "
+                      << element_string(dtype(), a + i * elem()) << " " << reduce_op_name(op())
+                      << " " << element_string(dtype(), b + i * elem()) << " gave "
+                      << element_string(dtype(), out + i * elem()) << ", expected "
                       << element_string(dtype(), want.data());
         return;
       }
@@ -60,8 +61,9 @@ TEST_P(ReduceTest, ReduceMatchesReference) {
       fill_random(dtype(), src.data(), count, 17 + count);
       const std::vector<uint8_t> before(dst.data(), dst.data() + bytes);
       kernels::reduce(dst.data(), src.data(), count, dtype(), op());
-      expect_combined(dst.data(), before.data(), src.data(), count,
-                      "reduce, offsets " + std::to_string(offset[0]) + "/" + std::to_string(offset[1]));
+      expect_combined(
+          dst.data(), before.data(), src.data(), count,
+          "reduce, offsets " + std::to_string(offset[0]) + "/" + std::to_string(offset[1]));
       if (HasFailure()) return;
     }
   }

@@ -18,10 +18,10 @@ namespace kernels_test {
 namespace {
 
 // Every dtype scale is defined on (all but bool).
-constexpr DataType kScalableDtypes[] = {
-    DataType::kUint8,   DataType::kInt8,     DataType::kInt16,   DataType::kUint16,
-    DataType::kInt32,   DataType::kInt64,    DataType::kFloat16, DataType::kBFloat16,
-    DataType::kFloat32, DataType::kFloat64};
+constexpr DataType kScalableDtypes[] = {DataType::kUint8,   DataType::kInt8,     DataType::kInt16,
+                                        DataType::kUint16,  DataType::kInt32,    DataType::kInt64,
+                                        DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                        DataType::kFloat64};
 
 class ScaleTest : public IsaTest {};
 
@@ -33,8 +33,9 @@ std::vector<T> scaled(std::vector<T> values, DataType dtype, double factor) {
 
 TEST_P(ScaleTest, IntegersRoundHalfAwayFromZeroAndWrap) {
   using V32 = std::vector<int32_t>;
-  EXPECT_EQ(scaled(V32{5, -5, 3, -3, 7, 1, 0}, DataType::kInt32, 0.5), (V32{3, -3, 2, -2, 4, 1, 0}));
-  EXPECT_EQ(scaled(V32{10, -10, 1}, DataType::kInt32, 0.25), (V32{3, -3, 0}));  // 2.5, -2.5, 0.25
+  EXPECT_EQ(scaled(V32{5, -5, 3, -3, 7, 1, 0}, DataType::kInt32, 0.5),
+            (V32{3, -3, 2, -2, 4, 1, 0}));
+  EXPECT_EQ(scaled(V32{10, -10, 1}, DataType::kInt32, 0.25), (V32{3, -3, 0}));   // 2.5, -2.5, 0.25
   EXPECT_EQ(scaled(V32{2000000000}, DataType::kInt32, 2.0), (V32{-294967296}));  // 4e9 wraps.
   using VU8 = std::vector<uint8_t>;
   EXPECT_EQ(scaled(VU8{200, 3, 255}, DataType::kUint8, 2.0), (VU8{144, 6, 254}));
@@ -43,7 +44,8 @@ TEST_P(ScaleTest, IntegersRoundHalfAwayFromZeroAndWrap) {
   EXPECT_EQ(scaled(VI8{100, -100, 3}, DataType::kInt8, 2.0), (VI8{-56, 56, 6}));
   EXPECT_EQ(scaled(VI8{-100, 1}, DataType::kInt8, 1.5), (VI8{106, 2}));  // -150 wraps; 1.5 -> 2.
   using V64 = std::vector<int64_t>;
-  EXPECT_EQ(scaled(V64{int64_t{1} << 60, 3, -9}, DataType::kInt64, 0.5), (V64{int64_t{1} << 59, 2, -5}));
+  EXPECT_EQ(scaled(V64{int64_t{1} << 60, 3, -9}, DataType::kInt64, 0.5),
+            (V64{int64_t{1} << 59, 2, -5}));
   EXPECT_EQ(scaled(V64{3}, DataType::kInt64, 1.0 / 3.0), (V64{1}));
   // Through float64: 2^53 + 1 is not a double, so it scales as 2^53.
   EXPECT_EQ(scaled(V64{(int64_t{1} << 53) + 1}, DataType::kInt64, 2.0), (V64{int64_t{1} << 54}));

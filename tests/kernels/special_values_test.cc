@@ -45,7 +45,10 @@ TEST_P(IsaTest, NaNPropagatesFloat32AndFloat64) {
   const float nan32 = std::numeric_limits<float>::quiet_NaN();
   const double nan64 = std::numeric_limits<double>::quiet_NaN();
   for (ReduceOp op : kOps) {
-    const float r32 = op == ReduceOp::kProduct ? 2.f : op == ReduceOp::kMin ? 1.f : op == ReduceOp::kMax ? 2.f : 3.f;
+    const float r32 = op == ReduceOp::kProduct ? 2.f
+                      : op == ReduceOp::kMin   ? 1.f
+                      : op == ReduceOp::kMax   ? 2.f
+                                               : 3.f;
     auto is_nan32 = [](float v) { return std::isnan(v); };
     auto is_nan64 = [](double v) { return std::isnan(v); };
     at_every_position<float>(DataType::kFloat32, op, nan32, 5.f, 1.f, 2.f, r32, is_nan32);
@@ -59,7 +62,10 @@ TEST_P(IsaTest, NaNPropagatesFloat32AndFloat64) {
 TEST_P(IsaTest, NaNPropagatesFloat16AndBFloat16) {
   // float16: 1 = 0x3c00, 2 = 0x4000, NaN 0x7e00; bfloat16: 1 = 0x3f80, 2 = 0x4000, NaN 0x7fc0.
   for (ReduceOp op : kOps) {
-    const float r = op == ReduceOp::kProduct ? 2.f : op == ReduceOp::kMin ? 1.f : op == ReduceOp::kMax ? 2.f : 3.f;
+    const float r = op == ReduceOp::kProduct ? 2.f
+                    : op == ReduceOp::kMin   ? 1.f
+                    : op == ReduceOp::kMax   ? 2.f
+                                             : 3.f;
     auto f16_nan = [](uint16_t v) { return (v & 0x7fff) > 0x7c00; };
     auto bf16_nan = [](uint16_t v) { return (v & 0x7fff) > 0x7f80; };
     at_every_position<uint16_t>(DataType::kFloat16, op, 0x7e00, 0x4500, 0x3c00, 0x4000,
@@ -75,8 +81,10 @@ TEST_P(IsaTest, NaNPropagatesFloat16AndBFloat16) {
 
 TEST_P(IsaTest, InfinityMinusInfinityIsNaN) {
   auto is_nan = [](float v) { return std::isnan(v); };
-  at_every_position<float>(DataType::kFloat32, ReduceOp::kSum, INFINITY, -INFINITY, 1.f, 2.f, 3.f, is_nan);
-  at_every_position<float>(DataType::kFloat32, ReduceOp::kProduct, INFINITY, 0.f, 1.f, 2.f, 2.f, is_nan);
+  at_every_position<float>(DataType::kFloat32, ReduceOp::kSum, INFINITY, -INFINITY, 1.f, 2.f, 3.f,
+                           is_nan);
+  at_every_position<float>(DataType::kFloat32, ReduceOp::kProduct, INFINITY, 0.f, 1.f, 2.f, 2.f,
+                           is_nan);
 }
 
 template <typename T>
@@ -93,11 +101,13 @@ TEST_P(IsaTest, IntegersWrap) {
   expect_wraps<int8_t>(DataType::kInt8, prod, -128, -1, -128, 1, 2, 2);
   expect_wraps<int8_t>(DataType::kInt8, prod, 100, 3, 44, 1, 2, 2);  // 300 - 256
   const int32_t i32_max = std::numeric_limits<int32_t>::max();
-  expect_wraps<int32_t>(DataType::kInt32, sum, i32_max, 1, std::numeric_limits<int32_t>::min(), 1, 2, 3);
+  expect_wraps<int32_t>(DataType::kInt32, sum, i32_max, 1, std::numeric_limits<int32_t>::min(), 1,
+                        2, 3);
   expect_wraps<int32_t>(DataType::kInt32, prod, 65536, 65536, 0, 1, 2, 2);
   expect_wraps<int32_t>(DataType::kInt32, prod, 65537, 65537, 131073, 1, 2, 2);  // 2^32+2^17+1
   const int64_t i64_min = std::numeric_limits<int64_t>::min();
-  expect_wraps<int64_t>(DataType::kInt64, sum, i64_min, -1, std::numeric_limits<int64_t>::max(), 1, 2, 3);
+  expect_wraps<int64_t>(DataType::kInt64, sum, i64_min, -1, std::numeric_limits<int64_t>::max(), 1,
+                        2, 3);
   expect_wraps<int64_t>(DataType::kInt64, prod, int64_t{1} << 32, int64_t{1} << 32, 0, 1, 2, 2);
   // (2^32 + 3) * (2^32 + 5) = 2^64 + 8 * 2^32 + 15: keeps 8 * 2^32 + 15.
   expect_wraps<int64_t>(DataType::kInt64, prod, (int64_t{1} << 32) + 3, (int64_t{1} << 32) + 5,
@@ -116,7 +126,8 @@ TEST_P(IsaTest, SignedMinMax) {
   expect_wraps<int32_t>(DataType::kInt32, ReduceOp::kMax, -5, -7, -5, 1, 2, 2);
   expect_wraps<int64_t>(DataType::kInt64, ReduceOp::kMin, -(int64_t{1} << 40), int64_t{1} << 40,
                         -(int64_t{1} << 40), 1, 2, 1);
-  expect_wraps<int64_t>(DataType::kInt64, ReduceOp::kMax, int64_t{-1}, int64_t{-2}, int64_t{-1}, 1, 2, 2);
+  expect_wraps<int64_t>(DataType::kInt64, ReduceOp::kMax, int64_t{-1}, int64_t{-2}, int64_t{-1}, 1,
+                        2, 2);
   expect_wraps<int16_t>(DataType::kInt16, ReduceOp::kMin, -32768, 32767, -32768, 1, 2, 1);
   expect_wraps<int16_t>(DataType::kInt16, ReduceOp::kMax, -5, -7, -5, 1, 2, 2);
   // uint16 compares unsigned: 0x8000 is larger than 1, not negative.
@@ -149,10 +160,13 @@ TEST_P(IsaTest, Float16SubnormalsAndInfinities) {
   expect_wraps<uint16_t>(DataType::kFloat16, sum, 0x7bff, 0x7bff, 0x7c00, 0x3c00, 0x4000, 0x4200);
   expect_wraps<uint16_t>(DataType::kFloat16, sum, 0xfc00, 0x3c00, 0xfc00, 0x3c00, 0x4000, 0x4200);
   // 2^-14 * 2^-11 = 2^-25 is exactly half the smallest subnormal: ties to even (zero).
-  expect_wraps<uint16_t>(DataType::kFloat16, ReduceOp::kProduct, 0x0400, 0x1000, 0x0000, 0x3c00, 0x4000, 0x4000);
+  expect_wraps<uint16_t>(DataType::kFloat16, ReduceOp::kProduct, 0x0400, 0x1000, 0x0000, 0x3c00,
+                         0x4000, 0x4000);
   // 1.5 * 2^-14 * 2^-10 = 1.5 * 2^-24: a tie between 0x0001 and 0x0002, to the even 0x0002.
-  expect_wraps<uint16_t>(DataType::kFloat16, ReduceOp::kProduct, 0x0600, 0x1400, 0x0002, 0x3c00, 0x4000, 0x4000);
-  expect_wraps<uint16_t>(DataType::kFloat16, ReduceOp::kMin, 0x8001, 0x0001, 0x8001, 0x3c00, 0x4000, 0x3c00);
+  expect_wraps<uint16_t>(DataType::kFloat16, ReduceOp::kProduct, 0x0600, 0x1400, 0x0002, 0x3c00,
+                         0x4000, 0x4000);
+  expect_wraps<uint16_t>(DataType::kFloat16, ReduceOp::kMin, 0x8001, 0x0001, 0x8001, 0x3c00, 0x4000,
+                         0x3c00);
 }
 
 TEST_P(IsaTest, BFloat16RoundsTiesToEven) {

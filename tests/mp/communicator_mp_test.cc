@@ -1,11 +1,11 @@
 // The job's communicator across processes (whatever HORA_BACKEND gave, gloo first): point to
 // point, each native collective against closed-form values, and hora's own algorithms run
 // over the backend's send/recv, checked by tests/support/collective_checks.h.
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "collectives/algorithms/algorithms.h"
 #include "core/hora.h"
@@ -58,8 +58,7 @@ TEST(CommunicatorMp, NativeAllreduceClosedForm) {
   for (size_t i = 0; i < buf.size(); ++i)
     ASSERT_EQ(buf[i], static_cast<float>(n * i + n * (n - 1) / 2)) << i;
   std::vector<int64_t> mx(5, c.rank()), out(5);
-  ASSERT_TRUE(c.allreduce(mx.data(), out.data(), 5, DataType::kInt64, ReduceOp::kMax,
-                          mp_deadline())
+  ASSERT_TRUE(c.allreduce(mx.data(), out.data(), 5, DataType::kInt64, ReduceOp::kMax, mp_deadline())
                   .is_ok());
   for (int64_t v : out) EXPECT_EQ(v, n - 1);
 }

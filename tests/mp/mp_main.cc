@@ -3,12 +3,12 @@
 // Exit status: 0 when every test passed on this rank; 1 when a test failed or init/shutdown
 // failed (the message is printed); 77 (CTest's SKIP_RETURN_CODE for these tests) when
 // HORA_BACKEND names a backend this build lacks, so a missing backend is a visible skip.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "collectives/backends/registry.h"
 #include "core/context.h"

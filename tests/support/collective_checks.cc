@@ -20,38 +20,25 @@ bool is_integer(DataType dtype) { return !is_floating(dtype); }
 int64_t wrap(int64_t v, DataType dtype) {
   switch (dtype) {
     case DataType::kUint8:
-    case DataType::kBool:
-      return static_cast<uint8_t>(v);
-    case DataType::kInt8:
-      return static_cast<int8_t>(static_cast<uint8_t>(v));
-    case DataType::kInt16:
-      return static_cast<int16_t>(static_cast<uint16_t>(v));
-    case DataType::kUint16:
-      return static_cast<uint16_t>(v);
-    case DataType::kInt32:
-      return static_cast<int32_t>(static_cast<uint32_t>(v));
-    default:
-      return v;
+    case DataType::kBool: return static_cast<uint8_t>(v);
+    case DataType::kInt8: return static_cast<int8_t>(static_cast<uint8_t>(v));
+    case DataType::kInt16: return static_cast<int16_t>(static_cast<uint16_t>(v));
+    case DataType::kUint16: return static_cast<uint16_t>(v);
+    case DataType::kInt32: return static_cast<int32_t>(static_cast<uint32_t>(v));
+    default: return v;
   }
 }
 
 int64_t load_int(const void* buf, size_t i, DataType dtype) {
   switch (dtype) {
     case DataType::kUint8:
-    case DataType::kBool:
-      return static_cast<const uint8_t*>(buf)[i];
-    case DataType::kInt8:
-      return static_cast<const int8_t*>(buf)[i];
-    case DataType::kInt16:
-      return static_cast<const int16_t*>(buf)[i];
-    case DataType::kUint16:
-      return static_cast<const uint16_t*>(buf)[i];
-    case DataType::kInt32:
-      return static_cast<const int32_t*>(buf)[i];
-    case DataType::kInt64:
-      return static_cast<const int64_t*>(buf)[i];
-    default:
-      return 0;
+    case DataType::kBool: return static_cast<const uint8_t*>(buf)[i];
+    case DataType::kInt8: return static_cast<const int8_t*>(buf)[i];
+    case DataType::kInt16: return static_cast<const int16_t*>(buf)[i];
+    case DataType::kUint16: return static_cast<const uint16_t*>(buf)[i];
+    case DataType::kInt32: return static_cast<const int32_t*>(buf)[i];
+    case DataType::kInt64: return static_cast<const int64_t*>(buf)[i];
+    default: return 0;
   }
 }
 
@@ -83,14 +70,10 @@ int64_t input_int(int rank, size_t i, DataType dtype, ReduceOp op) {
 // Unit roundoff of the dtype's significand.
 double unit_roundoff(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat16:
-      return std::ldexp(1.0, -11);
-    case DataType::kBFloat16:
-      return std::ldexp(1.0, -8);
-    case DataType::kFloat32:
-      return std::ldexp(1.0, -24);
-    default:
-      return std::ldexp(1.0, -53);
+    case DataType::kFloat16: return std::ldexp(1.0, -11);
+    case DataType::kBFloat16: return std::ldexp(1.0, -8);
+    case DataType::kFloat32: return std::ldexp(1.0, -24);
+    default: return std::ldexp(1.0, -53);
   }
 }
 
@@ -122,25 +105,21 @@ Expected expected_reduce(int n, size_t i, DataType dtype, ReduceOp op) {
       // The smallest byte is non-zero exactly when every byte is (and); the largest when any
       // is (or). Results are 0 or 1, except on one rank, where nothing is combined and the
       // byte is copied as it is. Sum and average are not defined on bool.
-      if (n == 1) e.int_value = lo;
-      else e.int_value = op == ReduceOp::kMax ? (hi != 0) : (lo != 0);
+      if (n == 1)
+        e.int_value = lo;
+      else
+        e.int_value = op == ReduceOp::kMax ? (hi != 0) : (lo != 0);
       return e;
     }
     switch (op) {
-      case ReduceOp::kMin:
-        e.int_value = lo;
-        break;
-      case ReduceOp::kMax:
-        e.int_value = hi;
-        break;
+      case ReduceOp::kMin: e.int_value = lo; break;
+      case ReduceOp::kMax: e.int_value = hi; break;
       case ReduceOp::kAverage:
         // As kernels::scale: float64 multiply, llround, wrap. One rank: no scaling at all.
         e.int_value =
             n == 1 ? wrapped : wrap(std::llround(static_cast<double>(wrapped) * (1.0 / n)), dtype);
         break;
-      default:
-        e.int_value = wrapped;
-        break;
+      default: e.int_value = wrapped; break;
     }
     return e;
   }
@@ -165,15 +144,9 @@ Expected expected_reduce(int n, size_t i, DataType dtype, ReduceOp op) {
       e.value = sum / n;
       e.tolerance = (n + 1) * u * abs_sum / n + 2 * u * std::fabs(sum / n);
       break;
-    case ReduceOp::kMin:
-      e.value = lo;
-      break;
-    case ReduceOp::kMax:
-      e.value = hi;
-      break;
-    case ReduceOp::kProduct:
-      e.value = product;
-      break;  // powers of two: exact
+    case ReduceOp::kMin: e.value = lo; break;
+    case ReduceOp::kMax: e.value = hi; break;
+    case ReduceOp::kProduct: e.value = product; break;  // powers of two: exact
   }
   return e;
 }
@@ -253,24 +226,12 @@ void fill_input(void* buf, int rank, size_t first, size_t count, DataType dtype,
       int64_t v = input_int(rank, first + j, dtype, op);
       switch (dtype) {
         case DataType::kUint8:
-        case DataType::kBool:
-          static_cast<uint8_t*>(buf)[j] = static_cast<uint8_t>(v);
-          break;
-        case DataType::kInt8:
-          static_cast<int8_t*>(buf)[j] = static_cast<int8_t>(v);
-          break;
-        case DataType::kInt16:
-          static_cast<int16_t*>(buf)[j] = static_cast<int16_t>(v);
-          break;
-        case DataType::kUint16:
-          static_cast<uint16_t*>(buf)[j] = static_cast<uint16_t>(v);
-          break;
-        case DataType::kInt32:
-          static_cast<int32_t*>(buf)[j] = static_cast<int32_t>(v);
-          break;
-        default:
-          static_cast<int64_t*>(buf)[j] = v;
-          break;
+        case DataType::kBool: static_cast<uint8_t*>(buf)[j] = static_cast<uint8_t>(v); break;
+        case DataType::kInt8: static_cast<int8_t*>(buf)[j] = static_cast<int8_t>(v); break;
+        case DataType::kInt16: static_cast<int16_t*>(buf)[j] = static_cast<int16_t>(v); break;
+        case DataType::kUint16: static_cast<uint16_t*>(buf)[j] = static_cast<uint16_t>(v); break;
+        case DataType::kInt32: static_cast<int32_t*>(buf)[j] = static_cast<int32_t>(v); break;
+        default: static_cast<int64_t*>(buf)[j] = v; break;
       }
     } else {
       store_value(buf, j, dtype, input_value(rank, first + j, dtype, op));
@@ -280,16 +241,11 @@ void fill_input(void* buf, int rank, size_t first, size_t count, DataType dtype,
 
 double load_value(const void* buf, size_t i, DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat16:
-      return kernels::f16_to_f32(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kBFloat16:
-      return kernels::bf16_to_f32(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kFloat32:
-      return static_cast<const float*>(buf)[i];
-    case DataType::kFloat64:
-      return static_cast<const double*>(buf)[i];
-    default:
-      return static_cast<double>(load_int(buf, i, dtype));
+    case DataType::kFloat16: return kernels::f16_to_f32(static_cast<const uint16_t*>(buf)[i]);
+    case DataType::kBFloat16: return kernels::bf16_to_f32(static_cast<const uint16_t*>(buf)[i]);
+    case DataType::kFloat32: return static_cast<const float*>(buf)[i];
+    case DataType::kFloat64: return static_cast<const double*>(buf)[i];
+    default: return static_cast<double>(load_int(buf, i, dtype));
   }
 }
 
@@ -301,12 +257,8 @@ void store_value(void* buf, size_t i, DataType dtype, double v) {
     case DataType::kBFloat16:
       static_cast<uint16_t*>(buf)[i] = kernels::f32_to_bf16(static_cast<float>(v));
       break;
-    case DataType::kFloat32:
-      static_cast<float*>(buf)[i] = static_cast<float>(v);
-      break;
-    case DataType::kFloat64:
-      static_cast<double*>(buf)[i] = v;
-      break;
+    case DataType::kFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
+    case DataType::kFloat64: static_cast<double*>(buf)[i] = v; break;
     case DataType::kUint8:
       static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(wrap(static_cast<int64_t>(v), dtype));
       break;
@@ -316,9 +268,7 @@ void store_value(void* buf, size_t i, DataType dtype, double v) {
     case DataType::kInt32:
       static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(wrap(static_cast<int64_t>(v), dtype));
       break;
-    case DataType::kInt64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
-      break;
+    case DataType::kInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
     case DataType::kInt16:
       static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(wrap(static_cast<int64_t>(v), dtype));
       break;

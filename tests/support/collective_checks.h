@@ -5,8 +5,8 @@
 // Every check is collective: every rank calls it with the same arguments. Inputs are a
 // closed-form function of (rank, index), so each rank computes its expected output alone:
 // integers exactly (wrap-around included), bool exactly (logical and / or over raw bytes 0, 1,
-// 2 and 0x80, results 0 or 1 on more than one rank), floats within a tolerance derived from the dtype
-// and the rank count against a float64 reference over the dtype-rounded inputs (min, max and
+// 2 and 0x80, results 0 or 1 on more than one rank), floats within a tolerance derived from the
+// dtype and the rank count against a float64 reference over the dtype-rounded inputs (min, max and
 // product inputs are chosen so those results are exact). Every rank's output is also
 // compared bit for bit with rank 0's (64-bit FNV-1a hashes exchanged by send/recv on
 // kCheckTag). A check returns a Status naming the rank, the case and the first bad element;

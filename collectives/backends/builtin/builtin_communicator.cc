@@ -75,7 +75,8 @@ class BuiltinCommunicator;
 
 class BuiltinRequest : public Request {
  public:
-  BuiltinRequest(BuiltinCommunicator* comm, std::shared_ptr<Op> op) : comm_(comm), op_(std::move(op)) {}
+  BuiltinRequest(BuiltinCommunicator* comm, std::shared_ptr<Op> op)
+      : comm_(comm), op_(std::move(op)) {}
   Status wait(Deadline deadline) override;
 
  private:
@@ -218,7 +219,8 @@ Status BuiltinCommunicator::init(Store& store) {
   const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
   const std::string& prefix = options_.key_prefix;
   const std::string host = options_.host_id.empty() ? host_identity() : options_.host_id;
-  HORA_RETURN_IF_ERROR(store.set(prefix + "host/" + std::to_string(rank_), Bytes(host.begin(), host.end())));
+  HORA_RETURN_IF_ERROR(
+      store.set(prefix + "host/" + std::to_string(rank_), Bytes(host.begin(), host.end())));
   std::vector<std::string> hosts(size_);
   for (int r = 0; r < size_; ++r) {
     HORA_ASSIGN_OR_RETURN(Bytes v, store.get(prefix + "host/" + std::to_string(r), deadline));
@@ -238,11 +240,12 @@ Status BuiltinCommunicator::init(Store& store) {
                                       std::to_string(kShmMaxLocalRanks) + " ranks per host, got " +
                                       std::to_string(local_size) + " (set HORA_SHM=0)");
     const int me = static_cast<int>(std::find(local.begin(), local.end(), rank_) - local.begin());
-    ShmLayout layout = ShmLayout::make(local_size, options_.shm_ring_bytes, options_.shm_chunk_bytes);
-    HORA_ASSIGN_OR_RETURN(segment_, establish_shm_segment(
-                                        store, prefix + "shm/" + std::to_string(local[0]) + "/",
-                                        me == 0, local_size, layout.total_bytes, &init_segment,
-                                        &layout, deadline));
+    ShmLayout layout =
+        ShmLayout::make(local_size, options_.shm_ring_bytes, options_.shm_chunk_bytes);
+    HORA_ASSIGN_OR_RETURN(
+        segment_,
+        establish_shm_segment(store, prefix + "shm/" + std::to_string(local[0]) + "/", me == 0,
+                              local_size, layout.total_bytes, &init_segment, &layout, deadline));
     HORA_RETURN_IF_ERROR(attach_shm_segment(segment_->data(), layout, me));
     bell_ = std::make_unique<ShmDoorbell>(segment_->data(), layout, me);
     for (int i = 0; i < local_size; ++i) {
@@ -275,9 +278,11 @@ Status BuiltinCommunicator::init(Store& store) {
                              ? options_.tcp_advertise_host
                              : (one_host ? "127.0.0.1" : first_ipv4());
     tcp.socket_buffer_bytes = options_.tcp_buffer_bytes;
-    HORA_ASSIGN_OR_RETURN(auto links, connect_tcp_mesh(store, prefix, rank_, size_, tcp_peers, tcp, deadline));
+    HORA_ASSIGN_OR_RETURN(auto links,
+                          connect_tcp_mesh(store, prefix, rank_, size_, tcp_peers, tcp, deadline));
     for (int r : tcp_peers)
-      engines_[r] = std::make_unique<PeerEngine>(rank_, r, std::move(links[r]), options_.max_message_bytes);
+      engines_[r] =
+          std::make_unique<PeerEngine>(rank_, r, std::move(links[r]), options_.max_message_bytes);
   }
   engines_[rank_] = std::make_unique<PeerEngine>(rank_, rank_, std::make_unique<LoopbackLink>(),
                                                  options_.max_message_bytes);
@@ -301,8 +306,10 @@ StatusOr<std::unique_ptr<Request>> BuiltinCommunicator::post(bool is_send, int p
   op->peer = peer;
   op->tag = tag;
   op->bytes = bytes;
-  if (is_send) op->src = static_cast<const uint8_t*>(data);
-  else op->dst = static_cast<uint8_t*>(data);
+  if (is_send)
+    op->src = static_cast<const uint8_t*>(data);
+  else
+    op->dst = static_cast<uint8_t*>(data);
   if (aborted_.load()) {
     op->complete = true;
     op->status = Status::remote("communicator of rank " + std::to_string(rank_) + " was aborted");
@@ -377,7 +384,8 @@ Status BuiltinCommunicator::timeout_status(const Op& op, Clock::time_point start
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.3f",
                 std::chrono::duration<double>(Clock::now() - started).count());
-  size_t done = op.is_send ? (op.done > kFrameHeaderBytes ? op.done - kFrameHeaderBytes : 0) : op.done;
+  size_t done =
+      op.is_send ? (op.done > kFrameHeaderBytes ? op.done - kFrameHeaderBytes : 0) : op.done;
   return Status::timeout("rank " + std::to_string(rank_) + " timed out after " + secs +
                          " s waiting for rank " + std::to_string(op.peer) + ": " +
                          (op.is_send ? "send" : "recv") + " of " + std::to_string(op.bytes) +
@@ -452,7 +460,8 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
       }
       continue;
     }
-    sleep_until_activity(Deadline(std::min(deadline.at(), last_check + options_.liveness_interval)));
+    sleep_until_activity(
+        Deadline(std::min(deadline.at(), last_check + options_.liveness_interval)));
   }
 }
 
@@ -460,7 +469,7 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
 }  // namespace builtin
 
 StatusOr<std::unique_ptr<Communicator>> make_builtin_communicator(int rank, int size, Store& store,
-                                                                   const BuiltinOptions& options) {
+                                                                  const BuiltinOptions& options) {
   if (size < 1 || rank < 0 || rank >= size)
     return Status::invalid_argument("builtin communicator: rank " + std::to_string(rank) +
                                     " of size " + std::to_string(size) + " is out of range");

@@ -32,9 +32,9 @@ namespace hora {
 namespace collectives {
 
 struct BuiltinOptions {
-  bool shm_enabled = true;   // HORA_SHM
-  double timeout_s = 30.0;   // deadline of the set-up (HORA_START_TIMEOUT_S)
-  std::string secret;        // job secret (HORA_SECRET) for the TCP handshake
+  bool shm_enabled = true;  // HORA_SHM
+  double timeout_s = 30.0;  // deadline of the set-up (HORA_START_TIMEOUT_S)
+  std::string secret;       // job secret (HORA_SECRET) for the TCP handshake
   std::string key_prefix = "builtin/";
   // Identifies the host: peers with the same id use shared memory. Empty: host_identity()
   // (hostname, boot id and network namespace; core/base/host_identity.h).
@@ -47,7 +47,7 @@ struct BuiltinOptions {
   size_t shm_ring_bytes = 0;   // per ordered pair; 0: 2 MiB (less with many local ranks)
   size_t shm_chunk_bytes = 0;  // publish granularity; 0: 64 KiB
   uint64_t max_message_bytes = uint64_t{1} << 40;
-  std::chrono::microseconds spin{50};                 // busy-wait before sleeping
+  std::chrono::microseconds spin{50};                // busy-wait before sleeping
   std::chrono::milliseconds liveness_interval{100};  // how often a stuck wait checks peers
   // Single-copy collectives (shm_exchange.h, shm_allreduce.h): when every rank is on this host
   // and shm is enabled, allreduce, broadcast, allgatherv and reducescatter run natively through
@@ -63,7 +63,7 @@ struct BuiltinOptions {
 // Connects rank `rank` of `size` to every other rank through `store`. Blocks until every
 // link is up or options.timeout_s passes (kTimeout naming what is missing).
 StatusOr<std::unique_ptr<Communicator>> make_builtin_communicator(int rank, int size, Store& store,
-                                                                   const BuiltinOptions& options);
+                                                                  const BuiltinOptions& options);
 
 }  // namespace collectives
 }  // namespace hora

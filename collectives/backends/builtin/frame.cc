@@ -53,8 +53,8 @@ StatusOr<FrameHeader> parse_frame_header(const uint8_t* in, uint64_t max_bytes, 
   header.tag = get32(in + 4);
   header.bytes = get64(in + 8);
   if (get32(in + 16) != check_word(header.tag, header.bytes) || get32(in + 20) != 0) {
-    return Status::io(from + "check word mismatch (tag " + std::to_string(header.tag) +
-                      ", bytes " + std::to_string(header.bytes) + ")");
+    return Status::io(from + "check word mismatch (tag " + std::to_string(header.tag) + ", bytes " +
+                      std::to_string(header.bytes) + ")");
   }
   if (header.bytes > max_bytes) {
     return Status::io(from + "message of " + std::to_string(header.bytes) +

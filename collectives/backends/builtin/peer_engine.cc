@@ -44,8 +44,9 @@ void PeerEngine::post_recv(const std::shared_ptr<Op>& op) {
   // Messages that arrived whole before the link broke can still be received.
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (it->tag != op->tag || it->waiter) continue;
-    bool arrived = it->done == it->data.size() && !(into_unexpected_ && it == receiving_unexpected_ &&
-                                                    rx_state_ == RxState::kPayload);
+    bool arrived =
+        it->done == it->data.size() &&
+        !(into_unexpected_ && it == receiving_unexpected_ && rx_state_ == RxState::kPayload);
     if (!arrived) {
       it->waiter = op;
       ++waiters_;
@@ -91,8 +92,10 @@ void PeerEngine::fail(const Status& status) {
   for (auto it = unexpected_.begin(); it != unexpected_.end();) {
     bool partial = into_unexpected_ && it == receiving_unexpected_;
     if (it->waiter) complete(it->waiter, broken_);
-    if (it->waiter || partial) it = unexpected_.erase(it);
-    else ++it;
+    if (it->waiter || partial)
+      it = unexpected_.erase(it);
+    else
+      ++it;
   }
   waiters_ = 0;
   into_unexpected_ = false;
@@ -163,8 +166,9 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
         break;
       }
       case RxState::kMatch: {
-        auto it = std::find_if(recvs_.begin(), recvs_.end(),
-                               [&](const std::shared_ptr<Op>& op) { return op->tag == rx_frame_.tag; });
+        auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const std::shared_ptr<Op>& op) {
+          return op->tag == rx_frame_.tag;
+        });
         rx_done_ = 0;
         if (it != recvs_.end()) {
           std::shared_ptr<Op> op = *it;
@@ -179,7 +183,8 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
           into_unexpected_ = false;
         } else if (allow_unexpected) {
           moved = true;
-          unexpected_.push_back(Unexpected{rx_frame_.tag, std::vector<uint8_t>(rx_frame_.bytes), 0, nullptr});
+          unexpected_.push_back(
+              Unexpected{rx_frame_.tag, std::vector<uint8_t>(rx_frame_.bytes), 0, nullptr});
           receiving_unexpected_ = std::prev(unexpected_.end());
           into_unexpected_ = true;
         } else {
@@ -202,8 +207,10 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
           moved = true;
           rx_done_ += n.value();
           budget -= std::min(budget, n.value());
-          if (into_unexpected_) receiving_unexpected_->done = rx_done_;
-          else receiving_op_->done = rx_done_;
+          if (into_unexpected_)
+            receiving_unexpected_->done = rx_done_;
+          else
+            receiving_op_->done = rx_done_;
         }
         if (rx_done_ < total) break;
         moved = true;
@@ -220,7 +227,8 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
       case RxState::kDiscard: {
         if (discard_.empty()) discard_.resize(64 << 10);
         if (rx_done_ < rx_frame_.bytes) {
-          size_t want = static_cast<size_t>(std::min<uint64_t>(rx_frame_.bytes - rx_done_, discard_.size()));
+          size_t want =
+              static_cast<size_t>(std::min<uint64_t>(rx_frame_.bytes - rx_done_, discard_.size()));
           auto n = link_->read_some(discard_.data(), want);
           if (!n.is_ok()) {
             fail(n.status());

@@ -48,7 +48,9 @@ class PeerEngine {
   // completed.
   bool progress(bool allow_unexpected);
   // True while some posted operation is not complete.
-  bool pending() const { return !sends_.empty() || !recvs_.empty() || receiving_op_ || waiters_ > 0; }
+  bool pending() const {
+    return !sends_.empty() || !recvs_.empty() || receiving_op_ || waiters_ > 0;
+  }
   // True while a send has bytes not yet written (poll for POLLOUT).
   bool sending() const { return !sends_.empty(); }
   bool broken() const { return !broken_.is_ok(); }

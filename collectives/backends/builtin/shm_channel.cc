@@ -57,7 +57,8 @@ ShmLayout ShmLayout::make(int local_size, size_t ring_bytes, size_t chunk_bytes)
   if (ring_bytes == 0) {
     // 2 MiB per pair, shrinking so that the whole host stays under ~512 MiB, never below 256 KiB.
     ring_bytes = size_t{2} << 20;
-    while (pairs > 0 && ring_bytes > (size_t{256} << 10) && ring_bytes * pairs > (size_t{512} << 20))
+    while (pairs > 0 && ring_bytes > (size_t{256} << 10) &&
+           ring_bytes * pairs > (size_t{512} << 20))
       ring_bytes /= 2;
   }
   size_t pow2 = 4096;
@@ -65,8 +66,7 @@ ShmLayout ShmLayout::make(int local_size, size_t ring_bytes, size_t chunk_bytes)
   l.ring_bytes = pow2;
   l.chunk_bytes = std::min(l.ring_bytes / 2, chunk_bytes == 0 ? size_t{64} << 10 : chunk_bytes);
   l.doorbell_offset = 4096;
-  l.control_offset =
-      round_up(l.doorbell_offset + sizeof(ShmDoorbell::Word) * local_size, 4096);
+  l.control_offset = round_up(l.doorbell_offset + sizeof(ShmDoorbell::Word) * local_size, 4096);
   l.ring_offset = round_up(l.control_offset + sizeof(ShmLink::Control) * pairs, 4096);
   l.total_bytes = l.ring_offset + l.ring_bytes * pairs;
   return l;
@@ -84,11 +84,10 @@ Status attach_shm_segment(void* base, const ShmLayout& layout, int local_index) 
   Header* h = header_of(base);
   if (h->magic != kShmMagic || h->local_size != static_cast<uint32_t>(layout.local_size) ||
       h->ring_bytes != layout.ring_bytes) {
-    return Status::mismatch("shared-memory segment header disagrees: local_size " +
-                            std::to_string(h->local_size) + " vs " +
-                            std::to_string(layout.local_size) + ", ring_bytes " +
-                            std::to_string(h->ring_bytes) + " vs " +
-                            std::to_string(layout.ring_bytes));
+    return Status::mismatch(
+        "shared-memory segment header disagrees: local_size " + std::to_string(h->local_size) +
+        " vs " + std::to_string(layout.local_size) + ", ring_bytes " +
+        std::to_string(h->ring_bytes) + " vs " + std::to_string(layout.ring_bytes));
   }
   h->pids[local_index].store(static_cast<int32_t>(getpid()), std::memory_order_release);
   return Status::ok();

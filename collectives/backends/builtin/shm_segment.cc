@@ -46,12 +46,12 @@ StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::create(const std::string& name
   int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   if (rc != 0) {
     errno = rc;
-    Status st = errno_status("posix_fallocate(" + std::to_string(bytes) + " bytes)", name)
-                    .with_context(rc == ENOSPC ? std::string(
-                                                     "(/dev/shm is full or too small: free "
+    Status st =
+        errno_status("posix_fallocate(" + std::to_string(bytes) + " bytes)", name)
+            .with_context(rc == ENOSPC ? std::string("(/dev/shm is full or too small: free "
                                                      "space there, or set HORA_SHM=0 to connect "
                                                      "the ranks of this host over TCP)")
-                                               : std::string());
+                                       : std::string());
     close(fd);
     shm_unlink(name.c_str());
     return st;

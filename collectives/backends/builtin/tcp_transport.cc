@@ -80,7 +80,8 @@ Status io_exact(int fd, void* data, size_t bytes, bool reading, Deadline deadlin
       done += static_cast<size_t>(n);
       continue;
     }
-    if (n == 0 && reading) return Status::remote(who + " closed the connection during the handshake");
+    if (n == 0 && reading)
+      return Status::remote(who + " closed the connection during the handshake");
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return Status::io(who + ": " + (reading ? "recv" : "send") + " failed: " + errno_text(errno));
     if (deadline.expired()) return Status::timeout("handshake with " + who + " timed out");
@@ -109,8 +110,8 @@ uint32_t get32(const uint8_t* p) {
   return v;
 }
 
-Status connector_handshake(int fd, int rank, int peer, const std::string& secret,
-                           Deadline deadline, const std::string& who) {
+Status connector_handshake(int fd, int rank, int peer, const std::string& secret, Deadline deadline,
+                           const std::string& who) {
   uint8_t hello[kHelloBytes];
   put32(hello, kHelloMagic);
   put32(hello + 4, kVersion);
@@ -190,7 +191,8 @@ StatusOr<int> listen_on(const std::string& host, int buffer_bytes, int* port) {
 StatusOr<int> connect_to(const std::string& address, int buffer_bytes, Deadline deadline,
                          const std::string& who) {
   size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return Status::io(who + " published a bad address '" + address + "'");
+  if (colon == std::string::npos)
+    return Status::io(who + " published a bad address '" + address + "'");
   std::string host = address.substr(0, colon);
   std::string port = address.substr(colon + 1);
   addrinfo hints{};
@@ -207,8 +209,7 @@ StatusOr<int> connect_to(const std::string& address, int buffer_bytes, Deadline 
   FdGuard guard(fd);
   set_buffers(fd, buffer_bytes);
   set_nodelay(fd);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof target) != 0 &&
-      errno != EINPROGRESS)
+  if (connect(fd, reinterpret_cast<sockaddr*>(&target), sizeof target) != 0 && errno != EINPROGRESS)
     return Status::io("connecting to " + who + " failed: " + errno_text(errno));
   pollfd pfd{fd, POLLOUT, 0};
   int rc = poll(&pfd, 1, static_cast<int>(deadline.remaining().count()));
@@ -281,10 +282,12 @@ StatusOr<std::vector<std::unique_ptr<ByteLink>>> connect_tcp_mesh(
   std::vector<std::unique_ptr<ByteLink>> links(size);
   if (peers.empty()) return links;
   int port = 0;
-  HORA_ASSIGN_OR_RETURN(int listen_fd, listen_on(options.bind_host, options.socket_buffer_bytes, &port));
+  HORA_ASSIGN_OR_RETURN(int listen_fd,
+                        listen_on(options.bind_host, options.socket_buffer_bytes, &port));
   FdGuard listener(listen_fd);
   std::string address = options.advertise_host + ":" + std::to_string(port);
-  HORA_RETURN_IF_ERROR(store.set(tcp_address_key(key_prefix, rank), Bytes(address.begin(), address.end())));
+  HORA_RETURN_IF_ERROR(
+      store.set(tcp_address_key(key_prefix, rank), Bytes(address.begin(), address.end())));
 
   // Lower rank connects to higher: first every higher peer (their kernels queue the
   // connection even before they accept), then accept every lower one.
@@ -297,7 +300,8 @@ StatusOr<std::vector<std::unique_ptr<ByteLink>>> connect_tcp_mesh(
     HORA_ASSIGN_OR_RETURN(Bytes value, store.get(tcp_address_key(key_prefix, peer), deadline));
     std::string peer_address(value.begin(), value.end());
     std::string who = "rank " + std::to_string(peer) + " at " + peer_address;
-    HORA_ASSIGN_OR_RETURN(int fd, connect_to(peer_address, options.socket_buffer_bytes, deadline, who));
+    HORA_ASSIGN_OR_RETURN(int fd,
+                          connect_to(peer_address, options.socket_buffer_bytes, deadline, who));
     FdGuard guard(fd);
     HORA_RETURN_IF_ERROR(connector_handshake(fd, rank, peer, options.secret, deadline, who));
     links[peer] = std::make_unique<TcpLink>(guard.release(), peer);
@@ -306,7 +310,8 @@ StatusOr<std::vector<std::unique_ptr<ByteLink>>> connect_tcp_mesh(
     if (deadline.expired()) {
       std::string missing;
       for (int r : lower) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      return Status::timeout("rank " + std::to_string(rank) + " timed out waiting for TCP connections from rank(s) " + missing);
+      return Status::timeout("rank " + std::to_string(rank) +
+                             " timed out waiting for TCP connections from rank(s) " + missing);
     }
     pollfd pfd{listener.fd, POLLIN, 0};
     poll(&pfd, 1, static_cast<int>(std::min<int64_t>(deadline.remaining().count() + 1, 1000)));
@@ -315,7 +320,8 @@ StatusOr<std::vector<std::unique_ptr<ByteLink>>> connect_tcp_mesh(
     FdGuard guard(fd);
     set_nodelay(fd);
     std::string who = "connection from " + peer_name(fd);
-    Deadline hs_deadline(std::min(deadline.at(), Deadline::Clock::now() + options.handshake_timeout));
+    Deadline hs_deadline(
+        std::min(deadline.at(), Deadline::Clock::now() + options.handshake_timeout));
     auto from = acceptor_handshake(fd, rank, lower, options.secret, hs_deadline, who);
     if (!from.is_ok()) {
       HORA_LOG(kWarning) << "rank " << rank << " dropped a TCP " << who << ": "

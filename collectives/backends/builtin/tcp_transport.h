@@ -46,10 +46,10 @@ class TcpLink : public ByteLink {
 };
 
 struct TcpMeshOptions {
-  std::string secret;                         // the job secret (HMAC key)
-  std::string bind_host = "127.0.0.1";        // where to listen
-  std::string advertise_host = "127.0.0.1";   // what peers connect to
-  int socket_buffer_bytes = 4 << 20;          // SO_SNDBUF/SO_RCVBUF, capped by the kernel max
+  std::string secret;                        // the job secret (HMAC key)
+  std::string bind_host = "127.0.0.1";       // where to listen
+  std::string advertise_host = "127.0.0.1";  // what peers connect to
+  int socket_buffer_bytes = 4 << 20;         // SO_SNDBUF/SO_RCVBUF, capped by the kernel max
   std::chrono::milliseconds handshake_timeout{5000};  // per connection, against silent strangers
 };
 

@@ -40,11 +40,10 @@ StatusOr<std::string> local_address_toward(const std::string& host) {
     if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
       char text[INET6_ADDRSTRLEN] = {};
-      const void* src = local.ss_family == AF_INET
-                            ? static_cast<const void*>(
-                                  &reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-                            : static_cast<const void*>(
-                                  &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+      const void* src =
+          local.ss_family == AF_INET
+              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
       if (::inet_ntop(local.ss_family, src, text, sizeof(text)) != nullptr) result = text;
     } else {
       error = std::strerror(errno);

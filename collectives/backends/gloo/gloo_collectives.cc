@@ -1,15 +1,15 @@
 // The Gloo backend's native collectives: each one validates, maps hora's buffers onto gloo's
 // options-based collectives (reducescatter is gloo's allreduce, see there), and turns
 // exceptions into Status. Reductions call kernels::reduce3/reduce for every dtype (float16
-// and bfloat16 included), so gloo and hora's own algorithms combine elements identically; kAverage is a
-// gloo sum followed by kernels::scale(1/size) on every rank.
-#include <cstring>
-
+// and bfloat16 included), so gloo and hora's own algorithms combine elements identically; kAverage
+// is a gloo sum followed by kernels::scale(1/size) on every rank.
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
+
+#include <cstring>
 
 #include "collectives/backends/gloo/gloo_communicator_impl.h"
 #include "collectives/backends/gloo/gloo_errors.h"
@@ -35,8 +35,8 @@ Status check_counts(const GlooCommunicator& comm, const char* what,
                     const std::vector<size_t>& counts) {
   if (counts.size() != static_cast<size_t>(comm.size()))
     return Status::invalid_argument(std::string("gloo: ") + comm.describe() + ": " + what +
-                                    " got " + std::to_string(counts.size()) +
-                                    " counts for " + std::to_string(comm.size()) + " ranks");
+                                    " got " + std::to_string(counts.size()) + " counts for " +
+                                    std::to_string(comm.size()) + " ranks");
   return Status::ok();
 }
 
@@ -61,24 +61,26 @@ Status GlooCommunicator::allreduce(const void* in, void* out, size_t count, Data
   if (in != out && bytes > 0) std::memmove(out, in, bytes);
   if (count == 0 || size() == 1) return Status::ok();  // kAverage over 1 rank: x * 1 = x
   const uint32_t tag = next_collective_tag();
-  HORA_RETURN_IF_ERROR(run(*this, std::string("allreduce ") + data_type_name(dtype) + " " +
-                                      reduce_op_name(op) + " of " + std::to_string(count),
-                           [&] {
-    ::gloo::AllreduceOptions opts(context());
-    with_width(dtype, [&](auto t) {
-      using T = decltype(t);
-      opts.setOutput(static_cast<T*>(out), count);
-    });
-    const ReduceOp kop = kernel_op(op);
-    opts.setReduceFunction([dtype, kop](void* dst, const void* a, const void* b, size_t n) {
-      kernels::reduce3(dst, a, b, n, dtype, kop);
-    });
-    opts.setAlgorithm(options_.allreduce_bcube ? ::gloo::AllreduceOptions::Algorithm::BCUBE
-                                               : ::gloo::AllreduceOptions::Algorithm::RING);
-    opts.setTag(tag);
-    opts.setTimeout(timeout_for(deadline));
-    ::gloo::allreduce(opts);
-  }));
+  HORA_RETURN_IF_ERROR(
+      run(*this,
+          std::string("allreduce ") + data_type_name(dtype) + " " + reduce_op_name(op) + " of " +
+              std::to_string(count),
+          [&] {
+            ::gloo::AllreduceOptions opts(context());
+            with_width(dtype, [&](auto t) {
+              using T = decltype(t);
+              opts.setOutput(static_cast<T*>(out), count);
+            });
+            const ReduceOp kop = kernel_op(op);
+            opts.setReduceFunction([dtype, kop](void* dst, const void* a, const void* b, size_t n) {
+              kernels::reduce3(dst, a, b, n, dtype, kop);
+            });
+            opts.setAlgorithm(options_.allreduce_bcube ? ::gloo::AllreduceOptions::Algorithm::BCUBE
+                                                       : ::gloo::AllreduceOptions::Algorithm::RING);
+            opts.setTag(tag);
+            opts.setTimeout(timeout_for(deadline));
+            ::gloo::allreduce(opts);
+          }));
   if (op == ReduceOp::kAverage) kernels::scale(out, count, dtype, 1.0 / size());
   return Status::ok();
 }
@@ -123,8 +125,8 @@ Status GlooCommunicator::broadcast(void* buf, size_t count, DataType dtype, int 
   const size_t bytes = count * data_type_bytes(dtype);
   if (bytes == 0 || size() == 1) return Status::ok();
   const uint32_t tag = next_collective_tag();
-  return run(*this, "broadcast of " + std::to_string(bytes) + " bytes from root " +
-                        std::to_string(root),
+  return run(*this,
+             "broadcast of " + std::to_string(bytes) + " bytes from root " + std::to_string(root),
              [&] {
                ::gloo::BroadcastOptions opts(context());
                opts.setOutput(static_cast<uint8_t*>(buf), bytes);

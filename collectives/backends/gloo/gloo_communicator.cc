@@ -1,13 +1,12 @@
 #include "collectives/backends/gloo/gloo_communicator.h"
 
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <csignal>
 #include <utility>
-
-#include <gloo/rendezvous/context.h>
-#include <gloo/transport/tcp/device.h>
 
 #include "collectives/backends/gloo/gloo_communicator_impl.h"
 #include "collectives/backends/gloo/gloo_errors.h"
@@ -41,8 +40,11 @@ void ignore_sigpipe_unless_handled() {
 
 GlooCommunicator::GlooCommunicator(std::shared_ptr<::gloo::Context> context,
                                    const GlooOptions& options, Store& store)
-    : rank_(context->rank), size_(context->size), options_(options),
-      context_(std::move(context)), board_(&store, "gloo/", rank_, size_) {}
+    : rank_(context->rank),
+      size_(context->size),
+      options_(options),
+      context_(std::move(context)),
+      board_(&store, "gloo/", rank_, size_) {}
 
 GlooCommunicator::~GlooCommunicator() {
   // Requests hold a reference to this communicator; they must be gone by now (contract).
@@ -59,9 +61,9 @@ Status GlooCommunicator::check_usable(const char* what) const {
     return Status::remote("gloo: " + describe() + ": " + what + " after abort(): aborted");
   MutexLock lock(&mu_);
   if (!broken_.is_ok())
-    return Status(broken_.code(), "gloo: " + describe() + ": " + what +
-                                      " on a communicator broken by an earlier failure: " +
-                                      broken_.message());
+    return Status(broken_.code(),
+                  "gloo: " + describe() + ": " + what +
+                      " on a communicator broken by an earlier failure: " + broken_.message());
   return Status::ok();
 }
 
@@ -111,8 +113,8 @@ Status GlooCommunicator::validate_peer(int peer, const char* what) const {
   return check_usable(what);
 }
 
-StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void* data,
-                                                           size_t bytes, uint32_t tag) {
+StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void* data, size_t bytes,
+                                                           uint32_t tag) {
   HORA_RETURN_IF_ERROR(validate_peer(peer, "send to"));
   std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
   void* ptr = bytes == 0 ? empty_buffer() : const_cast<void*>(data);
@@ -121,9 +123,9 @@ StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void*
     buffer->send(peer, p2p_slot(tag), 0, bytes);
   });
   if (!status.is_ok()) {
-    Status named = Status(status.code(), describe() + ": send to rank " + std::to_string(peer) +
-                                             " (tag " + std::to_string(tag) + "): " +
-                                             status.message());
+    Status named =
+        Status(status.code(), describe() + ": send to rank " + std::to_string(peer) + " (tag " +
+                                  std::to_string(tag) + "): " + status.message());
     return mark_broken(named);
   }
   return std::unique_ptr<Request>(
@@ -140,9 +142,9 @@ StatusOr<std::unique_ptr<Request>> GlooCommunicator::irecv(int peer, void* data,
     buffer->recv(peer, p2p_slot(tag), 0, bytes);
   });
   if (!status.is_ok()) {
-    Status named = Status(status.code(), describe() + ": recv from rank " +
-                                             std::to_string(peer) + " (tag " +
-                                             std::to_string(tag) + "): " + status.message());
+    Status named =
+        Status(status.code(), describe() + ": recv from rank " + std::to_string(peer) + " (tag " +
+                                  std::to_string(tag) + "): " + status.message());
     return mark_broken(named);
   }
   return std::unique_ptr<Request>(
@@ -173,8 +175,8 @@ GlooRequest::~GlooRequest() {
 }
 
 std::string GlooRequest::describe() const {
-  return comm_.describe() + ": " + (kind_ == Kind::kSend ? "send to" : "recv from") +
-         " rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) + ", " +
+  return comm_.describe() + ": " + (kind_ == Kind::kSend ? "send to" : "recv from") + " rank " +
+         std::to_string(peer_) + " (tag " + std::to_string(tag_) + ", " +
          std::to_string(buffer_->size) + " bytes)";
 }
 
@@ -218,8 +220,7 @@ StatusOr<std::unique_ptr<Communicator>> create_gloo_communicator(int rank, int s
   HORA_ASSIGN_OR_RETURN(GlooBindAddress bind, choose_gloo_bind_address(options));
   const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(size) +
                             " connecting the full mesh (binding " +
-                            (bind.iface.empty() ? bind.hostname : "interface " + bind.iface) +
-                            ")";
+                            (bind.iface.empty() ? bind.hostname : "interface " + bind.iface) + ")";
   std::shared_ptr<::gloo::rendezvous::Context> context;
   Status status = gloo_backend::gloo_call(where, [&] {
     ::gloo::transport::tcp::attr attr;
@@ -227,9 +228,9 @@ StatusOr<std::unique_ptr<Communicator>> create_gloo_communicator(int rank, int s
     attr.hostname = bind.hostname;
     auto device = ::gloo::transport::tcp::CreateDevice(attr);
     context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
-    auto timeout = std::min(
-        deadline.remaining(),
-        std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000.0)));
+    auto timeout =
+        std::min(deadline.remaining(),
+                 std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000.0)));
     context->setTimeout(std::max(timeout, std::chrono::milliseconds(1)));
     gloo_backend::GlooStoreAdapter adapter(store, deadline);
     context->connectFullMesh(adapter, device);

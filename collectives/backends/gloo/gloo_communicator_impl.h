@@ -3,6 +3,9 @@
 // gloo_communicator.cc, the native collectives in gloo_collectives.cc.
 #pragma once
 
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -11,14 +14,10 @@
 #include <string>
 #include <vector>
 
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
-
+#include "collectives/backends/gloo/gloo_communicator.h"
 #include "collectives/rendezvous/failure_board.h"
 #include "core/base/mutex.h"
 #include "core/base/thread_annotations.h"
-
-#include "collectives/backends/gloo/gloo_communicator.h"
 
 namespace hora {
 namespace collectives {
@@ -88,10 +87,10 @@ class GlooCommunicator : public Communicator {
   std::atomic<bool> aborted_{false};
   mutable Mutex mu_;  // guards pending_ and broken_; never held while waiting
   std::set<GlooRequest*> pending_ HORA_GUARDED_BY(mu_);  // created, not yet completed
-  Status broken_ HORA_GUARDED_BY(mu_);  // first failure that poisoned the context
-  std::vector<uint8_t> scratch_;    // reducescatter working buffer (engine thread only)
+  Status broken_ HORA_GUARDED_BY(mu_);                   // first failure that poisoned the context
+  std::vector<uint8_t> scratch_;  // reducescatter working buffer (engine thread only)
   uint8_t empty_buffer_ = 0;
-  FailureBoard board_;              // in the rendezvous store, which outlives this communicator
+  FailureBoard board_;  // in the rendezvous store, which outlives this communicator
 };
 
 // An unbound-buffer send or receive in flight.

@@ -1,11 +1,11 @@
 #include "collectives/backends/gloo/gloo_errors.h"
 
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
-
-#include <gloo/common/error.h>
-#include <gloo/common/logging.h>
 
 namespace hora {
 namespace collectives {

@@ -37,7 +37,6 @@ Status gloo_call(const std::string& what, F&& f) noexcept {
   }
 }
 
-
 }  // namespace gloo_backend
 }  // namespace collectives
 }  // namespace hora

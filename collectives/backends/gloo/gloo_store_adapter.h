@@ -9,11 +9,11 @@
 // outlive it. Thread-safe when the store is.
 #pragma once
 
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gloo/rendezvous/store.h>
 
 #include "collectives/rendezvous/store.h"
 #include "core/base/deadline.h"

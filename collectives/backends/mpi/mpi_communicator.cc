@@ -257,12 +257,13 @@ StatusOr<std::unique_ptr<Request>> MpiCommunicator::post(bool is_recv, int peer,
                          : MPI_Isend(data, count, type, peer, mpi_tag, comm, &request);
   if (rc != MPI_SUCCESS) {
     if (owned != MPI_DATATYPE_NULL) MPI_Type_free(&owned);
-    return mpi_status(rc, describe() + (is_recv ? ": MPI_Irecv from rank " : ": MPI_Isend to rank ") +
+    return mpi_status(rc, describe() +
+                              (is_recv ? ": MPI_Irecv from rank " : ": MPI_Isend to rank ") +
                               std::to_string(peer) + " (tag " + std::to_string(tag) + ", " +
                               std::to_string(bytes) + " bytes)");
   }
-  return std::unique_ptr<Request>(new mpi_backend::MpiRequest(request, owned, is_recv, rank_, peer,
-                                                              tag, bytes, &aborted_));
+  return std::unique_ptr<Request>(
+      new mpi_backend::MpiRequest(request, owned, is_recv, rank_, peer, tag, bytes, &aborted_));
 }
 
 StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* data, size_t bytes,

@@ -29,10 +29,8 @@ Status mpi_status(int code, const std::string& what) {
     case MPI_ERR_TAG:
     case MPI_ERR_ROOT:
     case MPI_ERR_BUFFER:
-    case MPI_ERR_OP:
-      return Status::invalid_argument(message);
-    default:
-      return Status::io(message);
+    case MPI_ERR_OP: return Status::invalid_argument(message);
+    default: return Status::io(message);
   }
 }
 

@@ -28,12 +28,9 @@ UserFunction user_function(ReduceOp op) {
       } else {
         return &user_reduce<D, ReduceOp::kSum>;
       }
-    case ReduceOp::kMin:
-      return &user_reduce<D, ReduceOp::kMin>;
-    case ReduceOp::kMax:
-      return &user_reduce<D, ReduceOp::kMax>;
-    case ReduceOp::kProduct:
-      return &user_reduce<D, ReduceOp::kProduct>;
+    case ReduceOp::kMin: return &user_reduce<D, ReduceOp::kMin>;
+    case ReduceOp::kMax: return &user_reduce<D, ReduceOp::kMax>;
+    case ReduceOp::kProduct: return &user_reduce<D, ReduceOp::kProduct>;
   }
   return nullptr;
 }
@@ -59,26 +56,16 @@ bool needs_user_op(DataType dtype, ReduceOp op) {
 
 UserFunction user_function_for(DataType dtype, ReduceOp op) {
   switch (dtype) {
-    case DataType::kUint8:
-      return user_function<DataType::kUint8>(op);
-    case DataType::kInt8:
-      return user_function<DataType::kInt8>(op);
-    case DataType::kInt16:
-      return user_function<DataType::kInt16>(op);
-    case DataType::kUint16:
-      return user_function<DataType::kUint16>(op);
-    case DataType::kBool:
-      return user_function<DataType::kBool>(op);
-    case DataType::kFloat16:
-      return user_function<DataType::kFloat16>(op);
-    case DataType::kBFloat16:
-      return user_function<DataType::kBFloat16>(op);
-    case DataType::kFloat32:
-      return user_function<DataType::kFloat32>(op);
-    case DataType::kFloat64:
-      return user_function<DataType::kFloat64>(op);
-    default:
-      return nullptr;
+    case DataType::kUint8: return user_function<DataType::kUint8>(op);
+    case DataType::kInt8: return user_function<DataType::kInt8>(op);
+    case DataType::kInt16: return user_function<DataType::kInt16>(op);
+    case DataType::kUint16: return user_function<DataType::kUint16>(op);
+    case DataType::kBool: return user_function<DataType::kBool>(op);
+    case DataType::kFloat16: return user_function<DataType::kFloat16>(op);
+    case DataType::kBFloat16: return user_function<DataType::kBFloat16>(op);
+    case DataType::kFloat32: return user_function<DataType::kFloat32>(op);
+    case DataType::kFloat64: return user_function<DataType::kFloat64>(op);
+    default: return nullptr;
   }
 }
 
@@ -127,27 +114,18 @@ void MpiTypes::release() {
 
 MPI_Datatype standard_datatype(DataType dtype) {
   switch (dtype) {
-    case DataType::kUint8:
-      return MPI_UINT8_T;
-    case DataType::kInt8:
-      return MPI_INT8_T;
-    case DataType::kInt32:
-      return MPI_INT32_T;
-    case DataType::kInt64:
-      return MPI_INT64_T;
-    case DataType::kFloat32:
-      return MPI_FLOAT;
-    case DataType::kFloat64:
-      return MPI_DOUBLE;
-    case DataType::kInt16:
-      return MPI_INT16_T;
-    case DataType::kUint16:
-      return MPI_UINT16_T;
+    case DataType::kUint8: return MPI_UINT8_T;
+    case DataType::kInt8: return MPI_INT8_T;
+    case DataType::kInt32: return MPI_INT32_T;
+    case DataType::kInt64: return MPI_INT64_T;
+    case DataType::kFloat32: return MPI_FLOAT;
+    case DataType::kFloat64: return MPI_DOUBLE;
+    case DataType::kInt16: return MPI_INT16_T;
+    case DataType::kUint16: return MPI_UINT16_T;
     case DataType::kBool:
       return MPI_C_BOOL;  // One byte (checked in MpiTypes::init), like hora's bool.
     case DataType::kFloat16:
-    case DataType::kBFloat16:
-      break;
+    case DataType::kBFloat16: break;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -155,14 +133,10 @@ MPI_Datatype standard_datatype(DataType dtype) {
 MPI_Op standard_op(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage:
-      return MPI_SUM;
-    case ReduceOp::kMin:
-      return MPI_MIN;
-    case ReduceOp::kMax:
-      return MPI_MAX;
-    case ReduceOp::kProduct:
-      return MPI_PROD;
+    case ReduceOp::kAverage: return MPI_SUM;
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kProduct: return MPI_PROD;
   }
   return MPI_OP_NULL;
 }

@@ -18,7 +18,9 @@ const NcclLibrary* lib() { return nccl_library(); }
 class RealNcclApi final : public NcclApi {
  public:
   ncclResult_t get_version(int* version) override { return HORA_NCCL_CALL(get_version, version); }
-  ncclResult_t get_unique_id(ncclUniqueId* id) override { return HORA_NCCL_CALL(get_unique_id, id); }
+  ncclResult_t get_unique_id(ncclUniqueId* id) override {
+    return HORA_NCCL_CALL(get_unique_id, id);
+  }
   ncclResult_t comm_init_rank_config(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                      ncclConfig_t* config) override {
     return HORA_NCCL_CALL(comm_init_rank_config, comm, nranks, id, rank, config);
@@ -26,7 +28,9 @@ class RealNcclApi final : public NcclApi {
   ncclResult_t comm_get_async_error(ncclComm_t comm, ncclResult_t* error) override {
     return HORA_NCCL_CALL(comm_get_async_error, comm, error);
   }
-  ncclResult_t comm_finalize(ncclComm_t comm) override { return HORA_NCCL_CALL(comm_finalize, comm); }
+  ncclResult_t comm_finalize(ncclComm_t comm) override {
+    return HORA_NCCL_CALL(comm_finalize, comm);
+  }
   ncclResult_t comm_destroy(ncclComm_t comm) override { return HORA_NCCL_CALL(comm_destroy, comm); }
   ncclResult_t comm_abort(ncclComm_t comm) override { return HORA_NCCL_CALL(comm_abort, comm); }
   const char* get_error_string(ncclResult_t result) override {
@@ -92,12 +96,8 @@ class RealNcclApi final : public NcclApi {
     if (e != cudaSuccess) return e;
     *device = attributes.device;
     switch (attributes.type) {
-      case cudaMemoryTypeDevice:
-        *kind = MemoryKind::kDevice;
-        break;
-      case cudaMemoryTypeManaged:
-        *kind = MemoryKind::kManaged;
-        break;
+      case cudaMemoryTypeDevice: *kind = MemoryKind::kDevice; break;
+      case cudaMemoryTypeManaged: *kind = MemoryKind::kManaged; break;
       default:  // unregistered or page-locked host memory
         *kind = MemoryKind::kHost;
         break;

@@ -8,24 +8,15 @@ namespace nccl_backend {
 
 StatusOr<ncclDataType_t> nccl_reduce_type(DataType dtype) {
   switch (dtype) {
-    case DataType::kUint8:
-      return ncclUint8;
-    case DataType::kInt8:
-      return ncclInt8;
-    case DataType::kInt32:
-      return ncclInt32;
-    case DataType::kInt64:
-      return ncclInt64;
-    case DataType::kFloat16:
-      return ncclFloat16;
-    case DataType::kBFloat16:
-      return ncclBfloat16;
-    case DataType::kFloat32:
-      return ncclFloat32;
-    case DataType::kFloat64:
-      return ncclFloat64;
-    default:
-      break;
+    case DataType::kUint8: return ncclUint8;
+    case DataType::kInt8: return ncclInt8;
+    case DataType::kInt32: return ncclInt32;
+    case DataType::kInt64: return ncclInt64;
+    case DataType::kFloat16: return ncclFloat16;
+    case DataType::kBFloat16: return ncclBfloat16;
+    case DataType::kFloat32: return ncclFloat32;
+    case DataType::kFloat64: return ncclFloat64;
+    default: break;
   }
   return Status::unimplemented(std::string("nccl: NCCL cannot reduce ") + data_type_name(dtype) +
                                " natively; use one of hora's algorithms "
@@ -34,15 +25,11 @@ StatusOr<ncclDataType_t> nccl_reduce_type(DataType dtype) {
 
 ncclRedOp_t nccl_reduce_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kMin:
-      return ncclMin;
-    case ReduceOp::kMax:
-      return ncclMax;
-    case ReduceOp::kProduct:
-      return ncclProd;
+    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kMax: return ncclMax;
+    case ReduceOp::kProduct: return ncclProd;
     case ReduceOp::kSum:
-    case ReduceOp::kAverage:
-      break;
+    case ReduceOp::kAverage: break;
   }
   return ncclSum;
 }

@@ -312,8 +312,7 @@ TEST(DistributedOptimizerMp, CompressionRoundsToTheHalfType) {
         << what;
     // Average: the half type's n * (1/n) rounds back to exactly 1; float32's keeps the
     // value to within its last bits (the 1/n postscale may round), far from 1.
-    EXPECT_EQ(reduce(c.compression, ReduceOp::kAverage, c.value),
-              std::vector<float>(3, c.rounded))
+    EXPECT_EQ(reduce(c.compression, ReduceOp::kAverage, c.value), std::vector<float>(3, c.rounded))
         << what;
     for (float g : reduce(Compression::kNone, ReduceOp::kAverage, c.value))
       EXPECT_FLOAT_EQ(g, c.value) << what;

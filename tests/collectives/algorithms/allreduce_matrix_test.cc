@@ -1,7 +1,8 @@
 // The allreduce correctness matrix, in process: ranks {1, 2, 3, 4, 5, 7} x algorithm x dtype,
-// each instantiation running every op defined on the dtype (bool: min, max, product) x count {0, 1, ranks - 1, 1009} x in place / out of
-// place (and 1M + 3 for float32/sum) through tests/support/collective_checks, with tiny
-// segments so the many-segment paths run. Label "matrix".
+// each instantiation running every op defined on the dtype (bool: min, max, product) x count {0, 1,
+// ranks - 1, 1009} x in place / out of place (and 1M + 3 for float32/sum) through
+// tests/support/collective_checks, with tiny segments so the many-segment paths run. Label
+// "matrix".
 #include <gtest/gtest.h>
 
 #include <string>

@@ -123,9 +123,8 @@ TEST(ReducescatterTest, Int16Uint16BoolEveryDefinedOp) {
               return test_support::check_reducescatter(
                   comm,
                   [&](Communicator& c, const void* in, void* out, const std::vector<size_t>& cs,
-                      DataType dt, ReduceOp o) {
-                    return ring_reducescatter(c, in, out, cs, dt, o, options);
-                  },
+                      DataType dt,
+                      ReduceOp o) { return ring_reducescatter(c, in, out, cs, dt, o, options); },
                   counts, dtype, static_cast<ReduceOp>(op), in_place);
             });
             EXPECT_TRUE(status.is_ok()) << status.to_string();
@@ -309,7 +308,8 @@ TEST(ArgumentsTest, BoolSumAndAverageAreRefusedByEveryReduction) {
             run_allreduce(Algorithm::kNative, comm, flags, out, 4, DataType::kBool, op, options),
             run_allreduce(Algorithm::kAuto, comm, flags, flags, 4, DataType::kBool, op, options)};
         for (const Status& s : results) {
-          if (s.code() != StatusCode::kInvalidArgument || s.message().find(want) == std::string::npos)
+          if (s.code() != StatusCode::kInvalidArgument ||
+              s.message().find(want) == std::string::npos)
             return Status::internal("bool " + std::string(reduce_op_name(op)) + " gave " +
                                     s.to_string());
         }

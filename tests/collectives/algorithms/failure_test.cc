@@ -32,22 +32,14 @@ enum class Collective {
 
 const char* collective_name(Collective c) {
   switch (c) {
-    case Collective::kRingAllreduce:
-      return "ring_allreduce";
-    case Collective::kTreeAllreduce:
-      return "tree_allreduce";
-    case Collective::kRdAllreduce:
-      return "rd_allreduce";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kAllgatherv:
-      return "allgatherv";
-    case Collective::kReducescatter:
-      return "reducescatter";
-    case Collective::kAlltoallv:
-      return "alltoallv";
-    case Collective::kBarrier:
-      return "barrier";
+    case Collective::kRingAllreduce: return "ring_allreduce";
+    case Collective::kTreeAllreduce: return "tree_allreduce";
+    case Collective::kRdAllreduce: return "rd_allreduce";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kAllgatherv: return "allgatherv";
+    case Collective::kReducescatter: return "reducescatter";
+    case Collective::kAlltoallv: return "alltoallv";
+    case Collective::kBarrier: return "barrier";
   }
   return "?";
 }
@@ -80,8 +72,7 @@ Status run_collective(Collective c, Communicator& comm, const AlgorithmOptions& 
       return pairwise_alltoallv(comm, in.data(), each, out.data(), each, DataType::kFloat32,
                                 options);
     }
-    case Collective::kBarrier:
-      return dissemination_barrier(comm, options);
+    case Collective::kBarrier: return dissemination_barrier(comm, options);
   }
   return Status::internal("unknown collective");
 }
@@ -99,10 +90,8 @@ int ops_before_death(Collective c) {
     case Collective::kRingAllreduce:
     case Collective::kTreeAllreduce:
     case Collective::kAllgatherv:
-    case Collective::kReducescatter:
-      return 3;
-    default:
-      return 1;
+    case Collective::kReducescatter: return 3;
+    default: return 1;
   }
 }
 

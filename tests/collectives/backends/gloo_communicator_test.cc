@@ -2,6 +2,10 @@
 // Covers point to point (ring exchange, ordering, zero bytes), every native collective
 // against the shared correctness checks (tests/support/collective_checks.h), and the error
 // paths (bad peer, timeout, abort, a rank that never connects).
+#include "collectives/backends/gloo/gloo_communicator.h"
+
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -9,9 +13,6 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "collectives/backends/gloo/gloo_communicator.h"
 #include "collectives/backends/registry.h"
 #include "collectives/rendezvous/memory_store.h"
 #include "tests/support/collective_checks.h"
@@ -19,7 +20,6 @@
 namespace hora {
 namespace collectives {
 namespace {
-
 
 using RankBody = std::function<Status(Communicator&)>;
 
@@ -52,20 +52,21 @@ class GlooRanks : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooRanks, RingExchangeSendRecv) {
   const int n = GetParam();
-  ASSERT_TRUE(run_gloo(n, [](Communicator& c) -> Status {
-    if (c.size() == 1) return Status::ok();
-    const int next = (c.rank() + 1) % c.size(), prev = (c.rank() + c.size() - 1) % c.size();
-    std::vector<int32_t> out(1000), in(1000, -1);
-    for (int i = 0; i < 1000; ++i) out[i] = c.rank() * 100000 + i;
-    HORA_ASSIGN_OR_RETURN(auto rq, c.irecv(prev, in.data(), in.size() * 4, 7));
-    HORA_ASSIGN_OR_RETURN(auto sq, c.isend(next, out.data(), out.size() * 4, 7));
-    HORA_RETURN_IF_ERROR(sq->wait(soon()));
-    HORA_RETURN_IF_ERROR(rq->wait(soon()));
-    for (int i = 0; i < 1000; ++i)
-      if (in[i] != prev * 100000 + i)
-        return Status::internal("element " + std::to_string(i) + " = " + std::to_string(in[i]));
-    return Status::ok();
-  }).to_string() == "OK");
+  ASSERT_TRUE(
+      run_gloo(n, [](Communicator& c) -> Status {
+        if (c.size() == 1) return Status::ok();
+        const int next = (c.rank() + 1) % c.size(), prev = (c.rank() + c.size() - 1) % c.size();
+        std::vector<int32_t> out(1000), in(1000, -1);
+        for (int i = 0; i < 1000; ++i) out[i] = c.rank() * 100000 + i;
+        HORA_ASSIGN_OR_RETURN(auto rq, c.irecv(prev, in.data(), in.size() * 4, 7));
+        HORA_ASSIGN_OR_RETURN(auto sq, c.isend(next, out.data(), out.size() * 4, 7));
+        HORA_RETURN_IF_ERROR(sq->wait(soon()));
+        HORA_RETURN_IF_ERROR(rq->wait(soon()));
+        for (int i = 0; i < 1000; ++i)
+          if (in[i] != prev * 100000 + i)
+            return Status::internal("element " + std::to_string(i) + " = " + std::to_string(in[i]));
+        return Status::ok();
+      }).to_string() == "OK");
 }
 
 TEST_P(GlooRanks, SameTagMessagesArriveInOrderAndZeroBytesWork) {
@@ -81,8 +82,8 @@ TEST_P(GlooRanks, SameTagMessagesArriveInOrderAndZeroBytesWork) {
       for (uint32_t k = 0; k < 5; ++k) {
         uint32_t got = 99;
         HORA_RETURN_IF_ERROR(c.recv(0, &got, 4, 3, soon()));
-        if (got != k) return Status::internal("got " + std::to_string(got) + " for " +
-                                              std::to_string(k));
+        if (got != k)
+          return Status::internal("got " + std::to_string(got) + " for " + std::to_string(k));
       }
       HORA_RETURN_IF_ERROR(c.recv(0, nullptr, 0, 4, soon()));
     }
@@ -98,9 +99,9 @@ TEST_P(GlooRanks, NativeAllreduceMatrix) {
                                       DataType dtype, ReduceOp op) {
       return comm.allreduce(in, out, count, dtype, op, soon());
     };
-    for (DataType dtype : {DataType::kFloat32, DataType::kInt32, DataType::kBFloat16,
-                           DataType::kFloat16, DataType::kUint8, DataType::kFloat64,
-                           DataType::kInt16, DataType::kBool}) {
+    for (DataType dtype :
+         {DataType::kFloat32, DataType::kInt32, DataType::kBFloat16, DataType::kFloat16,
+          DataType::kUint8, DataType::kFloat64, DataType::kInt16, DataType::kBool}) {
       for (const auto& cs : test_support::allreduce_cases(c.size(), dtype, false))
         HORA_RETURN_IF_ERROR(test_support::check_allreduce(c, fn, cs));
     }
@@ -122,8 +123,8 @@ TEST_P(GlooRanks, NativeAllgathervBroadcastAlltoallv) {
                                        const std::vector<size_t>& counts, DataType dtype) {
       return comm.allgatherv(in, out, counts, dtype, soon());
     };
-    test_support::BroadcastFn bc = [](Communicator& comm, const void* in, void* out,
-                                      size_t count, DataType dtype, int root) {
+    test_support::BroadcastFn bc = [](Communicator& comm, const void* in, void* out, size_t count,
+                                      DataType dtype, int root) {
       if (in != out && comm.rank() == root) std::memcpy(out, in, count * data_type_bytes(dtype));
       return comm.broadcast(out, count, dtype, root, soon());
     };
@@ -140,8 +141,8 @@ TEST_P(GlooRanks, NativeAllgathervBroadcastAlltoallv) {
     count_sets.push_back(uneven);
     for (const auto& counts : count_sets)
       for (bool in_place : {false, true})
-        HORA_RETURN_IF_ERROR(test_support::check_allgatherv(c, ag, counts, DataType::kFloat32,
-                                                            in_place));
+        HORA_RETURN_IF_ERROR(
+            test_support::check_allgatherv(c, ag, counts, DataType::kFloat32, in_place));
     for (int root = 0; root < p; ++root)
       for (size_t count : {size_t{0}, size_t{1}, size_t{1009}})
         HORA_RETURN_IF_ERROR(
@@ -196,47 +197,54 @@ TEST(GlooCommunicatorErrors, BadPeerIsInvalidArgument) {
 }
 
 TEST(GlooCommunicatorErrors, RecvWithoutSenderTimesOutAndBreaksTheCommunicator) {
-  Status s = run_gloo(2, [](Communicator& c) -> Status {
-    if (c.rank() == 1) {
-      // Stay alive until rank 0 has seen its timeout.
-      char b = 0;
-      return c.recv(0, &b, 1, 9, soon());
-    }
-    char b = 0;
-    const auto start = std::chrono::steady_clock::now();
-    Status t = c.recv(1, &b, 1, 5, Deadline::after(std::chrono::milliseconds(200)));
-    const auto took = std::chrono::steady_clock::now() - start;
-    if (t.code() != StatusCode::kTimeout) return Status::internal("want kTimeout: " + t.to_string());
-    if (t.message().find("rank 1") == std::string::npos)
-      return Status::internal("timeout does not name the peer: " + t.to_string());
-    if (took > std::chrono::seconds(5)) return Status::internal("timeout took too long");
-    Status later = c.barrier(soon());
-    if (later.is_ok()) return Status::internal("a broken communicator accepted a barrier");
-    // Let rank 1 go: its recv fails too once the context is poisoned or closed.
-    return Status::ok();
-  }, /*timeout_s=*/3);
+  Status s = run_gloo(
+      2,
+      [](Communicator& c) -> Status {
+        if (c.rank() == 1) {
+          // Stay alive until rank 0 has seen its timeout.
+          char b = 0;
+          return c.recv(0, &b, 1, 9, soon());
+        }
+        char b = 0;
+        const auto start = std::chrono::steady_clock::now();
+        Status t = c.recv(1, &b, 1, 5, Deadline::after(std::chrono::milliseconds(200)));
+        const auto took = std::chrono::steady_clock::now() - start;
+        if (t.code() != StatusCode::kTimeout)
+          return Status::internal("want kTimeout: " + t.to_string());
+        if (t.message().find("rank 1") == std::string::npos)
+          return Status::internal("timeout does not name the peer: " + t.to_string());
+        if (took > std::chrono::seconds(5)) return Status::internal("timeout took too long");
+        Status later = c.barrier(soon());
+        if (later.is_ok()) return Status::internal("a broken communicator accepted a barrier");
+        // Let rank 1 go: its recv fails too once the context is poisoned or closed.
+        return Status::ok();
+      },
+      /*timeout_s=*/3);
   // Rank 1's recv ends with an error (rank 0 stopped), which is expected here.
   EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.to_string();
 }
 
 TEST(GlooCommunicatorErrors, AbortInterruptsAPendingRecv) {
-  Status s = run_gloo(2, [](Communicator& c) -> Status {
-    if (c.rank() == 1) return c.barrier(soon());
-    char b = 0;
-    HORA_ASSIGN_OR_RETURN(auto rq, c.irecv(1, &b, 1, 11));
-    // abort() may land before or during the wait; either way the wait must end at once.
-    std::thread aborter([&] { c.abort(); });
-    const auto start = std::chrono::steady_clock::now();
-    Status w = rq->wait(soon());
-    aborter.join();
-    if (w.code() != StatusCode::kRemote || w.message().find("abort") == std::string::npos)
-      return Status::internal("want kRemote aborted: " + w.to_string());
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(5))
-      return Status::internal("abort took too long");
-    Status after = c.barrier(soon());
-    if (after.is_ok()) return Status::internal("barrier after abort succeeded");
-    return Status::ok();
-  }, 3);
+  Status s = run_gloo(
+      2,
+      [](Communicator& c) -> Status {
+        if (c.rank() == 1) return c.barrier(soon());
+        char b = 0;
+        HORA_ASSIGN_OR_RETURN(auto rq, c.irecv(1, &b, 1, 11));
+        // abort() may land before or during the wait; either way the wait must end at once.
+        std::thread aborter([&] { c.abort(); });
+        const auto start = std::chrono::steady_clock::now();
+        Status w = rq->wait(soon());
+        aborter.join();
+        if (w.code() != StatusCode::kRemote || w.message().find("abort") == std::string::npos)
+          return Status::internal("want kRemote aborted: " + w.to_string());
+        if (std::chrono::steady_clock::now() - start > std::chrono::seconds(5))
+          return Status::internal("abort took too long");
+        Status after = c.barrier(soon());
+        if (after.is_ok()) return Status::internal("barrier after abort succeeded");
+        return Status::ok();
+      },
+      3);
   // Rank 1's barrier cannot complete without rank 0; it fails with a timeout or remote error.
   EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.to_string();
 }

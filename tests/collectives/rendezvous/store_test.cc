@@ -1,12 +1,11 @@
 // Tests of the stores: MemoryStore, PrefixStore, and TcpStoreServer/TcpStoreClient over
 // loopback, including authentication and malformed input.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
@@ -38,7 +37,8 @@ std::unique_ptr<TcpStoreServer> start_server(const std::string& secret = "s3cret
 
 std::unique_ptr<TcpStoreClient> connect_to(const TcpStoreServer& server,
                                            const std::string& secret = "s3cret") {
-  auto c = TcpStoreClient::connect("127.0.0.1", server.port(), secret, Deadline::after(milliseconds(5000)));
+  auto c = TcpStoreClient::connect("127.0.0.1", server.port(), secret,
+                                   Deadline::after(milliseconds(5000)));
   EXPECT_TRUE(c.is_ok()) << c.status().to_string();
   return std::move(c).value();
 }
@@ -222,7 +222,8 @@ TEST(TcpStoreTest, ClientDyingMidFrameDoesNotDisturbOthers) {
   const uint8_t half[] = {40, 0, 0, 0, 1, 2};
   ASSERT_GT(::send(fd, half, sizeof(half), MSG_NOSIGNAL), 0);
   ::close(fd);
-  std::thread waiter([&] { EXPECT_TRUE(good->wait({"w"}, Deadline::after(milliseconds(5000))).is_ok()); });
+  std::thread waiter(
+      [&] { EXPECT_TRUE(good->wait({"w"}, Deadline::after(milliseconds(5000))).is_ok()); });
   auto other = connect_to(*server);
   ASSERT_TRUE(other->set("w", b("1")).is_ok());
   waiter.join();
@@ -256,7 +257,8 @@ TEST(TcpStoreTest, ConnectRetriesUntilTheServerStarts) {
     o.port = port;
     late = TcpStoreServer::start(o).value();
   });
-  auto c = TcpStoreClient::connect("127.0.0.1", port, "s3cret", Deadline::after(milliseconds(10000)));
+  auto c =
+      TcpStoreClient::connect("127.0.0.1", port, "s3cret", Deadline::after(milliseconds(10000)));
   starter.join();
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_TRUE(c.value()->set("x", b("y")).is_ok());

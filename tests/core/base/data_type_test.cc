@@ -91,8 +91,8 @@ TEST(ReduceOpTest, BoolSumAndAverageAreNotDefined) {
     const DataType dtype = static_cast<DataType>(d);
     for (int o = 0; o < kNumReduceOps; ++o) {
       const ReduceOp op = static_cast<ReduceOp>(o);
-      const bool want = dtype != DataType::kBool || op == ReduceOp::kMin ||
-                        op == ReduceOp::kMax || op == ReduceOp::kProduct;
+      const bool want = dtype != DataType::kBool || op == ReduceOp::kMin || op == ReduceOp::kMax ||
+                        op == ReduceOp::kProduct;
       EXPECT_EQ(is_reduce_op_defined(op, dtype), want)
           << data_type_name(dtype) << " " << reduce_op_name(op);
       EXPECT_EQ(check_reduce_op(op, dtype, "allreduce").is_ok(), want);

@@ -13,8 +13,8 @@ TEST(EnvTest, Bytes) {
   EXPECT_EQ(parse_bytes("V", "64MiB").value(), int64_t{64} << 20);
   EXPECT_EQ(parse_bytes("V", "2g").value(), int64_t{2} << 30);
   EXPECT_EQ(parse_bytes("V", "100B").value(), 100);
-  for (const char* bad : {"", "abc", "-5", "5X", "64MB5", " 5", "99999999999999999999",
-                          "9000000000G"}) {
+  for (const char* bad :
+       {"", "abc", "-5", "5X", "64MB5", " 5", "99999999999999999999", "9000000000G"}) {
     auto r = parse_bytes("HORA_FUSION_THRESHOLD", bad);
     ASSERT_FALSE(r.is_ok()) << bad;
     EXPECT_NE(r.status().message().find("HORA_FUSION_THRESHOLD"), std::string::npos);

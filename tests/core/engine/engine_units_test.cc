@@ -1,10 +1,10 @@
 // The engine's pieces without communication: control-message encoding (and its refusal of
 // corrupted bytes), request validation messages, the response cache, the fusion planner, the
 // coordinator's decisions, the stall inspector, the tensor queue, InitOptions.
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/engine/coordinator.h"
 #include "core/engine/fusion_planner.h"
@@ -206,8 +206,9 @@ TEST(FusionPlanner, PacksUpToTheThresholdAndLooksPastOneIncompatible) {
   EXPECT_EQ(members(plan_buckets(mixed, 1 << 20)),
             (std::vector<std::vector<int>>{{0, 2, 4}, {1, 3, 5}}));
   // Two incompatible in a row end the scan.
-  std::vector<Response> stop = {allreduce_response("a", 1), allreduce_response("b", 1, DataType::kInt32),
-                                allreduce_response("c", 1, DataType::kInt64), allreduce_response("d", 1)};
+  std::vector<Response> stop = {
+      allreduce_response("a", 1), allreduce_response("b", 1, DataType::kInt32),
+      allreduce_response("c", 1, DataType::kInt64), allreduce_response("d", 1)};
   EXPECT_EQ(members(plan_buckets(stop, 1 << 20)),
             (std::vector<std::vector<int>>{{0}, {1}, {2}, {3}}));
   // A compatible tensor that does not fit closes the bucket, even if a later one would fit.
@@ -221,7 +222,8 @@ TEST(FusionPlanner, ManySmallTensorsUnderATinyThresholdEachGetABucket) {
   for (int i = 0; i < 20000; ++i) list.push_back(allreduce_response("t" + std::to_string(i), 1));
   std::vector<Bucket> b = plan_buckets(list, 0);
   ASSERT_EQ(b.size(), list.size());
-  for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(b[i].members, std::vector<int>{static_cast<int>(i)});
+  for (size_t i = 0; i < b.size(); ++i)
+    ASSERT_EQ(b[i].members, std::vector<int>{static_cast<int>(i)});
   EXPECT_EQ(plan_buckets(list, 64 * 1024 * 1024).size(), 1u);
 }
 
@@ -245,8 +247,9 @@ TEST(FusionPlanner, GroupsStayWholeAndOthersStandAlone) {
 TEST(FusionPlanner, AGroupOfSeveralDtypesBecomesOneBucketPerDtype) {
   // One bucket reduces one dtype: a group's float64 member must not ride in the float32
   // bucket of its first member.
-  std::vector<Response> list = {allreduce_response("a", 5), allreduce_response("b", 3, DataType::kFloat64),
-                                allreduce_response("c", 4, DataType::kInt32), allreduce_response("d", 2)};
+  std::vector<Response> list = {
+      allreduce_response("a", 5), allreduce_response("b", 3, DataType::kFloat64),
+      allreduce_response("c", 4, DataType::kInt32), allreduce_response("d", 2)};
   for (Response& r : list) {
     r.group_key = "a#group";
     r.group_size = 4;
@@ -280,8 +283,14 @@ TEST(Coordinator, JoinedRanksCountAndOnlySumTakesTheirZeros) {
   join.name = "hora.join";
   join.type = CollectiveType::kJoin;
   c.ingest(2, {join}, now);
-  c.ingest(0, {allreduce_request("s", 0), allreduce_request("m", 0, {4, 5}, DataType::kFloat32, ReduceOp::kMin)}, now);
-  c.ingest(1, {allreduce_request("s", 1), allreduce_request("m", 1, {4, 5}, DataType::kFloat32, ReduceOp::kMin)}, now);
+  c.ingest(0,
+           {allreduce_request("s", 0),
+            allreduce_request("m", 0, {4, 5}, DataType::kFloat32, ReduceOp::kMin)},
+           now);
+  c.ingest(1,
+           {allreduce_request("s", 1),
+            allreduce_request("m", 1, {4, 5}, DataType::kFloat32, ReduceOp::kMin)},
+           now);
   auto out = c.collect();
   ASSERT_EQ(out.size(), 2u);
   EXPECT_FALSE(out[0].is_error());

@@ -2,10 +2,10 @@
 // every rank of the largest job hora allows, as the round's sum-allreduce would.
 #include "core/engine/round_counts.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "core/layout.h"
 

@@ -55,8 +55,7 @@ bool is_nan(DataType dtype, const uint8_t* p) {
       std::memcpy(&b, p, 8);
       return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 

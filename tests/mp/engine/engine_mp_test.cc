@@ -2,6 +2,8 @@
 // different order on every rank, the response cache, fusion, every mismatch kind, duplicate
 // names, join, the other collectives, and shutdown / re-init. Every rank runs every test
 // (mp_main.cc initialises hora first).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -11,8 +13,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/hora.h"
 
@@ -106,8 +106,7 @@ TEST(EngineMp, GroupIsFusedIntoOneBucket) {
     EXPECT_EQ(after.buckets - before.buckets, 1) << "step " << step;
     EXPECT_EQ(after.fused_tensors - before.fused_tensors, 50) << "step " << step;
     for (int t = 0; t < 50; ++t)
-      for (size_t i = 0; i < outs[t].size(); ++i)
-        ASSERT_EQ(outs[t][i], expected_sum(t, i, size()));
+      for (size_t i = 0; i < outs[t].size(); ++i) ASSERT_EQ(outs[t][i], expected_sum(t, i, size()));
   }
 }
 
@@ -127,8 +126,10 @@ TEST(EngineMp, MismatchesFailOnEveryRankAndTheEngineGoesOn) {
   Status s = allreduce("mm.shape", view(a, {1, static_cast<int64_t>(a.size())}),
                        view(b, {1, static_cast<int64_t>(b.size())}), ReduceOp::kSum);
   EXPECT_EQ(s.code(), StatusCode::kMismatch) << s.to_string();
-  EXPECT_NE(s.message().find("tensor 'mm.shape': allreduce shape [1,5] on rank 0 but [1,6] on rank 1"),
-            std::string::npos) << s.message();
+  EXPECT_NE(
+      s.message().find("tensor 'mm.shape': allreduce shape [1,5] on rank 0 but [1,6] on rank 1"),
+      std::string::npos)
+      << s.message();
 
   std::vector<float> c(4, 1.f);
   s = allreduce("mm.op", view(c), view(c), r == 1 ? ReduceOp::kMax : ReduceOp::kSum);
@@ -153,11 +154,13 @@ TEST(EngineMp, MismatchesFailOnEveryRankAndTheEngineGoesOn) {
   EXPECT_NE(s.message().find("prescale 1 on rank 0 but 2 on rank 1"), std::string::npos)
       << s.message();
 
-  Handle h = r == 1 ? allgather_async("mm.kind", view(c)) : allreduce_async("mm.kind", view(c), view(c));
+  Handle h =
+      r == 1 ? allgather_async("mm.kind", view(c)) : allreduce_async("mm.kind", view(c), view(c));
   s = h.wait();
   EXPECT_EQ(s.code(), StatusCode::kMismatch);
   EXPECT_NE(s.message().find("collective allreduce on rank 0 but allgather on rank 1"),
-            std::string::npos) << s.message();
+            std::string::npos)
+      << s.message();
 
   // The engine still serves, and a cached name changed on one rank is caught too.
   std::vector<float> e(8, 1.f);
@@ -179,7 +182,9 @@ TEST(EngineMp, DuplicateNameInFlightFailsAtEnqueue) {
     Status s = allreduce_async("dup", view(b), view(b), ReduceOp::kSum).wait();
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_NE(s.message().find("tensor 'dup': allreduce enqueued while a collective of that name "
-                               "is still in flight"), std::string::npos) << s.message();
+                               "is still in flight"),
+              std::string::npos)
+        << s.message();
   }
   ASSERT_TRUE(barrier().is_ok());
   if (rank() != 0) first = allreduce_async("dup", view(a), view(a), ReduceOp::kSum);
@@ -421,8 +426,9 @@ TEST(EngineMp, Int16Uint16AndBoolThroughTheEngine) {
   for (int p = 0, k = 0; p < n; ++p)
     for (int i = 0; i <= p; ++i) ASSERT_EQ(gathered->data[k++], p % 2) << p;
 
-  const std::string alternatives = " is not defined for bool; use min (logical and) or max "
-                                   "(logical or)";
+  const std::string alternatives =
+      " is not defined for bool; use min (logical and) or max "
+      "(logical or)";
   std::vector<uint8_t> b = flags();
   Status s = allreduce("b.sum", bview(b), bview(b), ReduceOp::kSum);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
@@ -431,8 +437,7 @@ TEST(EngineMp, Int16Uint16AndBoolThroughTheEngine) {
   s = allreduce("b.avg", bview(b), bview(b), ReduceOp::kAverage);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("allreduce op average" + alternatives), std::string::npos);
-  s = grouped_allreduce({"g.sum.0", "g.sum.1"}, {v16, bview(b)}, {v16, bview(b)},
-                        ReduceOp::kSum);
+  s = grouped_allreduce({"g.sum.0", "g.sum.1"}, {v16, bview(b)}, {v16, bview(b)}, ReduceOp::kSum);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("tensor 'g.sum.1': allreduce op sum" + alternatives),
             std::string::npos)
@@ -447,8 +452,7 @@ TEST(EngineMp, Int16Uint16AndBoolThroughTheEngine) {
       << s.message();
   s = allreduce("b.scaled", bview(b), bview(b), ReduceOp::kMax, 0.5, 1.0);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("not defined for bool (only 1.0)"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("not defined for bool (only 1.0)"), std::string::npos) << s.message();
   // Nothing was enqueued: the engine goes on.
   ASSERT_TRUE(allreduce("b.after", bview(b), bview(b), ReduceOp::kMin).is_ok());
 }

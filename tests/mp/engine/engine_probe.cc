@@ -33,8 +33,7 @@ int report(const hora::Status& s) {
 }
 
 hora::TensorView view(std::vector<float>& v) {
-  return hora::TensorView::flat(v.data(), hora::DataType::kFloat32,
-                                static_cast<int64_t>(v.size()))
+  return hora::TensorView::flat(v.data(), hora::DataType::kFloat32, static_cast<int64_t>(v.size()))
       .value();
 }
 

@@ -28,15 +28,9 @@ double input(int rank, size_t i) { return (rank + 1) * static_cast<double>(i % 7
 
 void put(DataType dtype, uint8_t* p, double v) {
   switch (dtype) {
-    case DataType::kUint8:
-      *p = static_cast<uint8_t>(v);
-      break;
-    case DataType::kInt8:
-      *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(v);
-      break;
-    case DataType::kBool:
-      *p = v != 0 ? 1 : 0;
-      break;
+    case DataType::kUint8: *p = static_cast<uint8_t>(v); break;
+    case DataType::kInt8: *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(v); break;
+    case DataType::kBool: *p = v != 0 ? 1 : 0; break;
     case DataType::kInt16: {
       int16_t x = static_cast<int16_t>(v);
       std::memcpy(p, &x, 2);
@@ -72,19 +66,15 @@ void put(DataType dtype, uint8_t* p, double v) {
       std::memcpy(p, &x, 4);
       break;
     }
-    case DataType::kFloat64:
-      std::memcpy(p, &v, 8);
-      break;
+    case DataType::kFloat64: std::memcpy(p, &v, 8); break;
   }
 }
 
 double get(DataType dtype, const uint8_t* p) {
   switch (dtype) {
     case DataType::kUint8:
-    case DataType::kBool:
-      return *p;
-    case DataType::kInt8:
-      return *reinterpret_cast<const int8_t*>(p);
+    case DataType::kBool: return *p;
+    case DataType::kInt8: return *reinterpret_cast<const int8_t*>(p);
     case DataType::kInt16: {
       int16_t x;
       std::memcpy(&x, p, 2);
@@ -143,18 +133,10 @@ double reduced(ReduceOp op, DataType dtype, int n, size_t i) {
     const double x = input(r, i);
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAverage:
-        acc += x;
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, x);
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, x);
-        break;
-      case ReduceOp::kProduct:
-        acc *= x;
-        break;
+      case ReduceOp::kAverage: acc += x; break;
+      case ReduceOp::kMin: acc = std::min(acc, x); break;
+      case ReduceOp::kMax: acc = std::max(acc, x); break;
+      case ReduceOp::kProduct: acc *= x; break;
     }
   }
   if (dtype == DataType::kBool) return acc != 0 ? 1 : 0;

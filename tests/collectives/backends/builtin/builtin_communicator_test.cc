@@ -44,8 +44,9 @@ TEST_P(BuiltinTransport, SendRecvSizesAcrossRanks) {
       }
       for (auto& r : reqs) HORA_RETURN_IF_ERROR(r->wait(soon()));
       for (int p = 0; p < n; ++p)
-        HORA_RETURN_IF_ERROR(expect_pattern(in[p], p * 100 + me + bytes,
-                                            "from rank " + std::to_string(p) + ", " + std::to_string(bytes) + " B"));
+        HORA_RETURN_IF_ERROR(
+            expect_pattern(in[p], p * 100 + me + bytes,
+                           "from rank " + std::to_string(p) + ", " + std::to_string(bytes) + " B"));
     }
     if (n > 1) {
       const size_t big = size_t{16} << 20;
@@ -63,13 +64,12 @@ TEST_P(BuiltinTransport, SendRecvSizesAcrossRanks) {
   expect_all_ok(results);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    ShmAndTcp, BuiltinTransport,
-    ::testing::Combine(::testing::Bool(), ::testing::Values(1, 2, 3, 4, 5)),
-    [](const ::testing::TestParamInfo<std::tuple<bool, int>>& info) {
-      return std::string(std::get<0>(info.param) ? "shm" : "tcp") + "_" +
-             std::to_string(std::get<1>(info.param)) + "ranks";
-    });
+INSTANTIATE_TEST_SUITE_P(ShmAndTcp, BuiltinTransport,
+                         ::testing::Combine(::testing::Bool(), ::testing::Values(1, 2, 3, 4, 5)),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, int>>& info) {
+                           return std::string(std::get<0>(info.param) ? "shm" : "tcp") + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
 class BuiltinBothTransports : public ::testing::TestWithParam<bool> {};
 
@@ -119,7 +119,8 @@ TEST_P(BuiltinBothTransports, OverlappedExchangeBothDirections) {
         HORA_RETURN_IF_ERROR(sr->wait(soon()));
         HORA_RETURN_IF_ERROR(rr->wait(soon()));
       }
-      HORA_RETURN_IF_ERROR(expect_pattern(in, 50 + peer, "exchange round " + std::to_string(round)));
+      HORA_RETURN_IF_ERROR(
+          expect_pattern(in, 50 + peer, "exchange round " + std::to_string(round)));
     }
     // Blocking send before recv on both sides.
     HORA_RETURN_IF_ERROR(comm.send(peer, out.data(), big, 77, soon()));
@@ -134,8 +135,10 @@ TEST_P(BuiltinBothTransports, RecvDeadlineNamesThePeer) {
     uint8_t byte = 0;
     if (comm.rank() == 1) {
       Status st = comm.recv(0, &byte, 1, 5, Deadline::after(milliseconds(200)));
-      if (st.code() != StatusCode::kTimeout) return Status::internal("expected a timeout, got " + st.to_string());
-      if (st.message().find("rank 0") == std::string::npos || st.message().find("tag 5") == std::string::npos)
+      if (st.code() != StatusCode::kTimeout)
+        return Status::internal("expected a timeout, got " + st.to_string());
+      if (st.message().find("rank 0") == std::string::npos ||
+          st.message().find("tag 5") == std::string::npos)
         return Status::internal("timeout does not name rank 0 and tag 5: " + st.to_string());
     }
     // Both meet again so neither leaves early.

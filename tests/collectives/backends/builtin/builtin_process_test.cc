@@ -34,7 +34,8 @@ TEST_P(BuiltinProcesses, KilledPeerIsReportedBeforeTheDeadline) {
     return comm->recv(peer, &byte, 1, 4, Deadline::after(std::chrono::seconds(10)));
   });
   EXPECT_EQ(results[1].signal, SIGKILL);
-  for (int r : {0, 2}) EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
+  for (int r : {0, 2})
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
 }
 
 INSTANTIATE_TEST_SUITE_P(ShmAndTcp, BuiltinProcesses, ::testing::Bool(),
@@ -53,7 +54,8 @@ TEST(BuiltinShm, NothingLeftInDevShmAfterInitOrKill9) {
       n,
       [&](int rank, Store& store) -> Status {
         close(ready[0]);
-        HORA_ASSIGN_OR_RETURN(auto comm, make_builtin_communicator(rank, n, store, test_options(true)));
+        HORA_ASSIGN_OR_RETURN(auto comm,
+                              make_builtin_communicator(rank, n, store, test_options(true)));
         uint8_t byte = 1;
         if (write(ready[1], &byte, 1) != 1) return Status::io("pipe");
         // Wait for a message that never comes, until killed.
@@ -76,7 +78,8 @@ TEST(BuiltinShm, NothingLeftInDevShmAfterInitOrKill9) {
         after_kill = segments_of(pids);
       });
   close(ready[0]);
-  EXPECT_TRUE(after_init.empty()) << after_init.size() << " segment(s) left after init, e.g. " << after_init[0];
+  EXPECT_TRUE(after_init.empty()) << after_init.size() << " segment(s) left after init, e.g. "
+                                  << after_init[0];
   EXPECT_TRUE(after_kill.empty()) << after_kill.size() << " segment(s) left after kill -9";
   (void)results;  // reaped in the callback already
 }

@@ -38,7 +38,6 @@ inline std::vector<std::string> segments_of(const std::vector<pid_t>& pids) {
   return found;
 }
 
-
 inline BuiltinOptions test_options(bool shm) {
   BuiltinOptions o;
   o.shm_enabled = shm;
@@ -81,7 +80,7 @@ class TempDir {
 };
 
 struct ChildResult {
-  int exit_code = -1;   // -1 when killed by a signal
+  int exit_code = -1;  // -1 when killed by a signal
   int signal = 0;
   std::string message;  // the Status the rank wrote, "OK" on success
 };
@@ -90,8 +89,8 @@ using RankFn = std::function<Status(int rank, Store& store)>;
 
 // Forks n ranks; each runs fn(rank, DirStore) and writes its Status to dir/result_<rank>.
 // `started` (optional) runs in the parent with the children's pids right after forking.
-inline std::vector<ChildResult> run_processes(int n, const RankFn& fn,
-                                              const std::function<void(std::vector<pid_t>&)>& started = nullptr) {
+inline std::vector<ChildResult> run_processes(
+    int n, const RankFn& fn, const std::function<void(std::vector<pid_t>&)>& started = nullptr) {
   TempDir dir;
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
@@ -126,7 +125,8 @@ inline void fill_pattern(std::vector<uint8_t>& buf, uint32_t seed) {
   }
 }
 
-inline Status expect_pattern(const std::vector<uint8_t>& buf, uint32_t seed, const std::string& what) {
+inline Status expect_pattern(const std::vector<uint8_t>& buf, uint32_t seed,
+                             const std::string& what) {
   std::vector<uint8_t> want(buf.size());
   fill_pattern(want, seed);
   if (buf != want) return Status::internal(what + ": payload differs from what was sent");

@@ -1,5 +1,7 @@
 // The frame header parser (including a bounded fuzz loop) and the engine's handling of a
 // corrupted or oversized header arriving on a TCP stream.
+#include "collectives/backends/builtin/frame.h"
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -7,7 +9,6 @@
 #include <cstring>
 #include <random>
 
-#include "collectives/backends/builtin/frame.h"
 #include "collectives/backends/builtin/peer_engine.h"
 #include "collectives/backends/builtin/tcp_transport.h"
 
@@ -46,8 +47,10 @@ TEST(FrameHeader, FuzzRandomBytesAndBitFlips) {
     for (auto& b : buf) b = static_cast<uint8_t>(rng());
     if (i % 2 == 1) std::memcpy(buf, &kFrameMagic, 4);  // get past the magic half the time
     auto h = parse_frame_header(buf, uint64_t{1} << 40, 0);
-    if (h.is_ok()) ++accepted;
-    else EXPECT_NE(h.status().message().find("rank 0"), std::string::npos);
+    if (h.is_ok())
+      ++accepted;
+    else
+      EXPECT_NE(h.status().message().find("rank 0"), std::string::npos);
   }
   EXPECT_EQ(accepted, 0);
   for (int i = 0; i < 2000; ++i) {
@@ -88,7 +91,8 @@ TEST(FrameOnTcp, CorruptedHeaderEndsTheConnectionNamingThePeer) {
   std::vector<uint8_t> garbage(64, 0xab);
   Status st = recv_after_garbage(garbage, 1 << 20);
   EXPECT_EQ(st.code(), StatusCode::kIo);
-  EXPECT_NE(st.message().find("corrupted frame header from rank 7"), std::string::npos) << st.to_string();
+  EXPECT_NE(st.message().find("corrupted frame header from rank 7"), std::string::npos)
+      << st.to_string();
 }
 
 TEST(FrameOnTcp, OversizedHeaderEndsTheConnection) {

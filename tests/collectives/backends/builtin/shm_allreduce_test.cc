@@ -1,7 +1,8 @@
 // The builtin communicator's single-copy shared-memory allreduce, broadcast, allgatherv and
 // reducescatter (collectives/backends/builtin/shm_allreduce.h), across fork()ed processes on
 // this host:
-// - every dtype and op defined on it (bool: min, max, product), counts 0, 1, N-1, a prime and chunk multiples +/- 1, in place and out
+// - every dtype and op defined on it (bool: min, max, product), counts 0, 1, N-1, a prime and chunk
+// multiples +/- 1, in place and out
 //   of place, from private memory and from shared_buffer() (the skipped copy-in) on every rank
 //   or on some, for N = 1..5;
 //   results bitwise equal to a rank-order reference and across ranks; allgatherv and
@@ -56,9 +57,7 @@ double input_value(int rank, size_t i, DataType dtype, ReduceOp op) {
 void store_value(uint8_t* p, DataType dtype, double v) {
   switch (dtype) {
     case DataType::kUint8:
-    case DataType::kBool:
-      *p = static_cast<uint8_t>(v);
-      break;
+    case DataType::kBool: *p = static_cast<uint8_t>(v); break;
     case DataType::kInt16: {
       int16_t x = static_cast<int16_t>(v);
       std::memcpy(p, &x, 2);
@@ -69,9 +68,7 @@ void store_value(uint8_t* p, DataType dtype, double v) {
       std::memcpy(p, &x, 2);
       break;
     }
-    case DataType::kInt8:
-      *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(v);
-      break;
+    case DataType::kInt8: *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(v); break;
     case DataType::kInt32: {
       int32_t x = static_cast<int32_t>(v);
       std::memcpy(p, &x, 4);
@@ -97,9 +94,7 @@ void store_value(uint8_t* p, DataType dtype, double v) {
       std::memcpy(p, &x, 4);
       break;
     }
-    case DataType::kFloat64:
-      std::memcpy(p, &v, 8);
-      break;
+    case DataType::kFloat64: std::memcpy(p, &v, 8); break;
   }
 }
 
@@ -143,8 +138,8 @@ std::vector<size_t> counts_for(int n, DataType dtype) {
   return counts;
 }
 
-const DataType kDtypes[] = {DataType::kUint8,   DataType::kInt8,    DataType::kInt16,
-                            DataType::kUint16,  DataType::kInt32,   DataType::kInt64,
+const DataType kDtypes[] = {DataType::kUint8,   DataType::kInt8,     DataType::kInt16,
+                            DataType::kUint16,  DataType::kInt32,    DataType::kInt64,
                             DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                             DataType::kFloat64, DataType::kBool};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,

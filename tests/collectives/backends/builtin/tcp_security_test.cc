@@ -46,7 +46,9 @@ TEST(BuiltinTcpSecurity, StrangersAreDroppedAndTheJobContinues) {
   BuiltinOptions options = test_options(false);
   options.host_id = "test-host";
   // Rank 1 publishes its address once it knows every rank's host: stand in for rank 0's entry.
-  ASSERT_TRUE(store.set(options.key_prefix + "host/0", Bytes{'t', 'e', 's', 't', '-', 'h', 'o', 's', 't'}).is_ok());
+  ASSERT_TRUE(
+      store.set(options.key_prefix + "host/0", Bytes{'t', 'e', 's', 't', '-', 'h', 'o', 's', 't'})
+          .is_ok());
   Status rank1_status;
   std::thread rank1([&] {
     auto comm = make_builtin_communicator(1, 2, store, options);
@@ -58,7 +60,8 @@ TEST(BuiltinTcpSecurity, StrangersAreDroppedAndTheJobContinues) {
     rank1_status = comm.value()->recv(0, &b, 1, 1, Deadline::after(std::chrono::seconds(20)));
     if (rank1_status.is_ok() && b != 42) rank1_status = Status::internal("wrong byte");
   });
-  auto addr = store.get(builtin::tcp_address_key(options.key_prefix, 1), Deadline::after(std::chrono::seconds(20)));
+  auto addr = store.get(builtin::tcp_address_key(options.key_prefix, 1),
+                        Deadline::after(std::chrono::seconds(20)));
   ASSERT_TRUE(addr.is_ok()) << addr.status().to_string();
   std::string address(addr.value().begin(), addr.value().end());
 

@@ -76,7 +76,8 @@ class DirStore : public Store {
     std::string tmp = path(key) + ".tmp" + std::to_string(getpid());
     {
       std::ofstream f(tmp, std::ios::binary);
-      f.write(reinterpret_cast<const char*>(value.data()), static_cast<std::streamsize>(value.size()));
+      f.write(reinterpret_cast<const char*>(value.data()),
+              static_cast<std::streamsize>(value.size()));
     }
     if (rename(tmp.c_str(), path(key).c_str()) != 0) return Status::io("rename failed for " + key);
     return Status::ok();

@@ -20,7 +20,9 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 Deadline later() { return Deadline::after(std::chrono::seconds(120)); }
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 Status run(int rank, Store& store, bool shm) {
   BuiltinOptions o;
@@ -58,11 +60,15 @@ Status run(int rank, Store& store, bool shm) {
       int n = phase == 0 ? 1 : reps;
       auto t = Clock::now();
       for (int i = 0; i < n; ++i) {
-        if (rank == 0) HORA_RETURN_IF_ERROR(comm->send(peer, out.data(), bytes, 2, later()));
-        else HORA_RETURN_IF_ERROR(comm->recv(peer, in.data(), bytes, 2, later()));
+        if (rank == 0)
+          HORA_RETURN_IF_ERROR(comm->send(peer, out.data(), bytes, 2, later()));
+        else
+          HORA_RETURN_IF_ERROR(comm->recv(peer, in.data(), bytes, 2, later()));
       }
-      if (rank == 1) HORA_RETURN_IF_ERROR(comm->send(peer, small, 1, 3, later()));
-      else HORA_RETURN_IF_ERROR(comm->recv(peer, small, 1, 3, later()));
+      if (rank == 1)
+        HORA_RETURN_IF_ERROR(comm->send(peer, small, 1, 3, later()));
+      else
+        HORA_RETURN_IF_ERROR(comm->recv(peer, small, 1, 3, later()));
       uni = bytes * double(n) / since(t) / 1e9;
     }
     for (int phase = 0; phase < 2; ++phase) {

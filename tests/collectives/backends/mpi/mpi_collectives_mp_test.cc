@@ -39,18 +39,14 @@ double expected_reduction(int size, size_t i, ReduceOp op, DataType dtype) {
     product *= contribution(r, i, op);
   }
   switch (op) {
-    case ReduceOp::kSum:
-      return sum;
+    case ReduceOp::kSum: return sum;
     case ReduceOp::kAverage:
       // Integers: computed in double and rounded half away from zero (kernels::scale).
       return is_floating(dtype) ? sum / size
                                 : static_cast<double>(std::llround(sum * (1.0 / size)));
-    case ReduceOp::kMin:
-      return contribution(0, i, op);
-    case ReduceOp::kMax:
-      return contribution(size - 1, i, op);
-    case ReduceOp::kProduct:
-      return product;
+    case ReduceOp::kMin: return contribution(0, i, op);
+    case ReduceOp::kMax: return contribution(size - 1, i, op);
+    case ReduceOp::kProduct: return product;
   }
   return 0;
 }
@@ -136,10 +132,10 @@ TEST_F(MpiCollectivesTest, SixteenBitSumsWrapInsteadOfSaturating) {
                   ->allreduce(s.data(), s_out.data(), count, DataType::kInt16, ReduceOp::kSum,
                               test_deadline())
                   .is_ok());
-  ASSERT_TRUE(comm_
-                  ->allreduce(u.data(), u.data(), count, DataType::kUint16, ReduceOp::kSum,
-                              test_deadline())
-                  .is_ok());
+  ASSERT_TRUE(
+      comm_
+          ->allreduce(u.data(), u.data(), count, DataType::kUint16, ReduceOp::kSum, test_deadline())
+          .is_ok());
   for (size_t i = 0; i < count; ++i) {
     ASSERT_EQ(s_out[i], static_cast<int16_t>(static_cast<uint16_t>(size_ * (16384 + i % 50))))
         << "int16 element " << i;
@@ -175,13 +171,13 @@ TEST_F(MpiCollectivesTest, BoolIsLogicalAndSumIsRefused) {
   }
   std::vector<uint8_t> flags(4, 1), out(2 * size_, 0);
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
-    Status s = comm_->allreduce(flags.data(), flags.data(), 4, DataType::kBool, op,
-                                test_deadline());
+    Status s =
+        comm_->allreduce(flags.data(), flags.data(), 4, DataType::kBool, op, test_deadline());
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     EXPECT_THAT(s.message(), HasSubstr("is not defined for bool; use min (logical and)"));
     std::vector<uint8_t> all(2 * size_, 1);
-    s = comm_->reducescatter(all.data(), out.data(), std::vector<size_t>(size_, 2),
-                             DataType::kBool, op, test_deadline());
+    s = comm_->reducescatter(all.data(), out.data(), std::vector<size_t>(size_, 2), DataType::kBool,
+                             op, test_deadline());
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
   }
 }
