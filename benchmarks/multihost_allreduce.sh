@@ -91,17 +91,23 @@ if worst is not None:
     print("\nfrom 16 MiB: hora's choice / best flat (ring, MPI) >= %.2f (target 1.2): %s"
           % (worst, "met" if worst >= 1.2 else "NOT met"))
 EOF
-# The scale model against this run, with the links init measured (links.txt) and an assumed
-# reduction rate (GAMMA_GBS, the CPU's float32 sum; kernels_bench measures it).
+# The scale model against this run, with the links init measured (links.txt), an assumed
+# reduction rate (GAMMA_GBS, the CPU's float32 sum; kernels_bench measures it), and the CPU
+# bound: the namespace hosts share this machine's cores, and TCP's CPU cost per byte is measured
+# here (tcp_cpu_probe.py, loopback, after the run so that it does not compete with it).
 links=$(sed -nE 's/.*across hosts ([0-9.e+-]+) us \+ ([0-9.e+-]+) GB\/s, within a host ([0-9.e+-]+) us \+ ([0-9.e+-]+) GB\/s.*/\1 \2 \3 \4/p' \
   "$out/links.txt" 2>/dev/null || true)
 if [[ -n $links ]]; then
   read -r cross_us cross_gbs intra_us intra_gbs <<<"$links"
+  cores=$(nproc)
+  tcp_cpu=$(python3 "$root/benchmarks/tcp_cpu_probe.py" | awk '{print $2}')
   echo
   echo "# scale model vs this run (links measured at init: across $cross_us us + $cross_gbs GB/s," \
-    "within $intra_us us + $intra_gbs GB/s; reduction ${GAMMA_GBS:-5} GB/s assumed)"
+    "within $intra_us us + $intra_gbs GB/s; reduction ${GAMMA_GBS:-5} GB/s assumed;" \
+    "4 ranks on $cores cores, TCP $tcp_cpu GB/s per core-second)"
   python3 "$root/benchmarks/scale_model.py" validate --alpha-us "$cross_us" --link-gbs "$cross_gbs" \
     --intra-alpha-us "$intra_us" --intra-gbs "$intra_gbs" --gamma-gbs "${GAMMA_GBS:-5}" \
-    --ranks-per-host 2 "$out/allreduce.csv" | tee "$out/model_validation.txt"
+    --ranks-per-host 2 --cores "$cores" --tcp-cpu-gbs "$tcp_cpu" "$out/allreduce.csv" \
+    | tee "$out/model_validation.txt"
 fi
 echo "results: $out"
