@@ -151,16 +151,14 @@ Status Context::start() {
   const RankLayout& l = layout_;
   const Deadline start_deadline = Deadline::after_seconds(config_.start_timeout_s);
   const std::string who = "rank " + std::to_string(l.rank) + " of " + std::to_string(l.size);
-  const std::string backend = collectives::resolve_backend_name_for_job(
+  const std::string requested = collectives::resolve_backend_name_for_job(
       backend_name_of(config_), l.source == LayoutSource::kMpirun);
-  // The engine negotiates and moves host tensors over its one communicator; nccl moves GPU
-  // memory only, so it cannot be that communicator until the engine carries GPU tensors.
-  if (backend == "nccl")
-    return Status::unimplemented(
-        "hora init: " + who +
-        ": HORA_BACKEND=nccl: the engine does not carry GPU tensors yet (TODO(16)), and NCCL "
-        "cannot carry its host tensors; use builtin, gloo or mpi (NCCL communicators for GPU "
-        "buffers come from collectives::make_communicator)");
+  // NCCL moves GPU memory only: with HORA_BACKEND=nccl the engine negotiates and moves host
+  // tensors over auto's host backend, and GPU tensors over NCCL (step 7).
+  const std::string backend =
+      requested == "nccl" ? collectives::resolve_backend_name_for_job(
+                                "auto", l.source == LayoutSource::kMpirun)
+                          : requested;
 
   // The communicator (step 4, or step 0 for a backend that needs no store).
   auto create_communicator = [&](collectives::Store& rendezvous,
@@ -288,6 +286,11 @@ Status Context::start() {
                            seconds_text(config_.start_timeout_s) + " s (HORA_START_TIMEOUT_S)");
   }
   HORA_RETURN_IF_ERROR(discover_topology(start_deadline));
+  // 7. GPU tensors.
+  auto device = DeviceSetup::create(backend_name_of(config_), l.rank, l.size, l.local_rank,
+                                    generation_, config_.timeout_s, *store_, start_deadline);
+  if (!device.is_ok()) return device.status().with_context(" (hora init: " + who + ")");
+  device_ = std::move(device).value();
   HORA_LOG(kDebug) << "hora init: " << who << " ready (" << layout_source_name(l.source) << ", "
                    << communicator_->backend_name() << ", " << topology_.hosts() << " host"
                    << (topology_.hosts() > 1 ? "s" : "") << ")";
@@ -338,6 +341,7 @@ Status Context::discover_topology(Deadline deadline) {
 Status Context::shutdown() {
   if (shut_down_) return Status::ok();
   shut_down_ = true;
+  device_.reset();
   communicator_.reset();
   communicator_store_.reset();
   Status status;

@@ -22,6 +22,9 @@
 //      when the job spans hosts and a hierarchical mode is not 0, rank 0 measures the links
 //      within and across hosts (collectives::measure_links: a few ping-pongs, about 10 ms on a
 //      10 Gbit/s link) and shares the figures, so every rank's selector decides alike.
+//   7. tensors in GPU memory (core/device_setup.h): the GPU runtime and, when the job uses NCCL,
+//      the NCCL communicator beside the host one (HORA_BACKEND=nccl or auto: NCCL for GPU
+//      tensors, the host backend -- auto's choice -- for host tensors and negotiation).
 // Shutdown: when this process hosts the store, every rank sets "exit/<rank>" and the host
 // waits (bounded by HORA_START_TIMEOUT_S) for all of them before it stops serving, so no rank
 // loses the store while it still uses it.
@@ -38,6 +41,7 @@
 #include "collectives/topology.h"
 #include "core/base/status.h"
 #include "core/config.h"
+#include "core/device_setup.h"
 #include "core/layout.h"
 
 namespace hora {
@@ -68,6 +72,9 @@ class Context {
   // Which host each rank is on and the measured links (step 6 of start()). Read-only after
   // create.
   const collectives::Topology& topology() const { return topology_; }
+  // What the job has for GPU tensors (step 7), for the engine. REQUIRES: shutdown() not yet
+  // called.
+  const engine::DeviceResources& device_resources() const { return device_->resources(); }
 
  private:
   Context(const Config& config, const RankLayout& layout, int generation);
@@ -81,6 +88,7 @@ class Context {
   std::unique_ptr<collectives::Store> store_;               // the job's store
   std::unique_ptr<collectives::Store> communicator_store_;  // PrefixStore over store_
   std::unique_ptr<collectives::Communicator> communicator_;
+  std::unique_ptr<DeviceSetup> device_;  // step 7; released before the store
   collectives::Topology topology_;
   bool shut_down_ = false;
 };

@@ -13,6 +13,7 @@
 #endif
 #if HORA_HAVE_NCCL
 #include "collectives/backends/nccl/nccl_communicator.h"
+#include "kernels/cuda/cuda_device_runtime.h"
 #endif
 
 namespace hora {
@@ -137,6 +138,16 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
   (void)options;
   (void)deadline;
   return Status::internal("backend '" + resolved + "' is marked built but has no factory");
+}
+
+StatusOr<std::unique_ptr<DeviceRuntime>> make_device_runtime() {
+#if HORA_HAVE_NCCL
+  return kernels::cuda::make_cuda_device_runtime();
+#else
+  return Status::unimplemented(
+      "this hora was built without CUDA: configure with HORA_WITH_NCCL=ON with CUDA (nvcc) and "
+      "NCCL installed");
+#endif
 }
 
 }  // namespace collectives

@@ -12,6 +12,7 @@
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/store.h"
 #include "core/base/deadline.h"
+#include "core/base/device_runtime.h"
 #include "core/base/status.h"
 
 namespace hora {
@@ -62,6 +63,11 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
                                                           int size, Store& store,
                                                           const BackendOptions& options,
                                                           Deadline deadline);
+
+// The GPU runtime for tensors in device memory (core/base/device_runtime.h): CUDA where this
+// hora was built with it (HORA_WITH_NCCL), else kUnimplemented naming the CMake option. A
+// process without a usable GPU gets the runtime; its device_count() is then 0.
+StatusOr<std::unique_ptr<DeviceRuntime>> make_device_runtime();
 
 }  // namespace collectives
 }  // namespace hora

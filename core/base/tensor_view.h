@@ -1,5 +1,6 @@
 // TensorView: a non-owning view of a dense, contiguous tensor: data pointer, dtype, shape,
-// device. The memory belongs to the caller (a framework tensor, a test buffer); the view must
+// device, and for a device tensor the framework's stream whose work produces it (the engine
+// waits for that stream's work, and only that, before reading the tensor: device_executor.h). The memory belongs to the caller (a framework tensor, a test buffer); the view must
 // not outlive it. Element and byte counts are computed with overflow checks when the view is
 // made, so a view that exists is always consistent.
 #pragma once
@@ -32,6 +33,15 @@ class TensorView {
   const Device& device() const { return device_; }
   int64_t element_count() const { return element_count_; }
   int64_t byte_count() const { return byte_count_; }
+  // The framework's stream of a device tensor (cudaStream_t, opaque: device_runtime.h);
+  // nullptr: the device's default stream. Ignored for host tensors.
+  void* stream() const { return stream_; }
+  // This view with `stream` as its stream.
+  TensorView with_stream(void* stream) const {
+    TensorView v = *this;
+    v.stream_ = stream;
+    return v;
+  }
   // "[4,5]".
   std::string shape_string() const;
 
@@ -40,6 +50,7 @@ class TensorView {
   DataType dtype_ = DataType::kFloat32;
   std::vector<int64_t> shape_;
   Device device_;
+  void* stream_ = nullptr;
   int64_t element_count_ = 0;
   int64_t byte_count_ = 0;
 };

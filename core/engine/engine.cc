@@ -39,7 +39,8 @@ Clock::duration ms(double v) {
 }  // namespace
 
 Engine::Engine(collectives::Communicator& comm, const Config& config, collectives::Store* store,
-               const std::string& store_prefix, const collectives::Topology* topology)
+               const std::string& store_prefix, const collectives::Topology* topology,
+               const DeviceResources* device)
     : comm_(comm), config_(config), board_(store, store_prefix, comm.rank(), comm.size()) {
   ControllerOptions co;
   co.timeout_s = config.timeout_s;
@@ -65,6 +66,13 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
   if (hosts && (config.hierarchical_allgather == HierarchicalMode::kOn ||
                 (config.hierarchical_allgather == HierarchicalMode::kAuto && slower_across)))
     eo.allgather_topology = topology;
+  DeviceExecutorOptions deo;
+  deo.timeout_s = config.timeout_s;
+  deo.algorithm = eo.algorithm;
+  deo.topology = eo.topology;
+  device_executor_ = std::make_unique<DeviceExecutor>(device ? *device : DeviceResources{}, comm_,
+                                                      deo, queue_);
+  eo.device = device_executor_.get();
   executor_ = std::make_unique<Executor>(comm_, eo, queue_, timeline_);
 }
 
@@ -96,6 +104,7 @@ Status Engine::enqueue(std::vector<Entry> entries) {
           "': hora has been shut down on this rank");
     start_locked();
   }
+  HORA_RETURN_IF_ERROR(device_executor_->admit(entries));  // device tensors: route, ready event
   return queue_.enqueue(std::move(entries));
 }
 

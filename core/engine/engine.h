@@ -40,6 +40,7 @@
 #include "core/base/thread_annotations.h"
 #include "core/config.h"
 #include "core/engine/controller.h"
+#include "core/engine/device_executor.h"
 #include "core/engine/executor.h"
 #include "core/engine/tensor_queue.h"
 #include "core/engine/timeline.h"
@@ -54,8 +55,11 @@ class Engine {
   // null: one host assumed; borrowed, must outlive the engine) gives the hierarchical
   // collectives and the selector the hosts and links, as config's HORA_HIERARCHICAL_* allow.
   // Does not start the thread (start() or the first enqueue does).
+  // `device` (may be null: no GPU path; borrowed, must outlive the engine) is what the job has
+  // for tensors in GPU memory (DeviceExecutor).
   Engine(collectives::Communicator& comm, const Config& config, collectives::Store* store,
-         const std::string& store_prefix, const collectives::Topology* topology = nullptr);
+         const std::string& store_prefix, const collectives::Topology* topology = nullptr,
+         const DeviceResources* device = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -102,6 +106,7 @@ class Engine {
   Timeline timeline_;
   collectives::FailureBoard board_;
   std::unique_ptr<Controller> controller_;
+  std::unique_ptr<DeviceExecutor> device_executor_;  // before executor_, which borrows it
   std::unique_ptr<Executor> executor_;
 
   // mu_ guards the fields below it; never held while the loop runs a round, taken before

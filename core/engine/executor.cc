@@ -7,6 +7,7 @@
 #include "collectives/algorithms/hierarchical.h"
 #include "core/base/logging.h"
 #include "core/engine/compressed_copy.h"
+#include "core/engine/device_executor.h"
 #include "kernels/kernels.h"
 
 namespace hora {
@@ -336,7 +337,13 @@ Status Executor::execute(const ResponseList& list) {
   for (const Bucket& b : plan_buckets(list.responses, options_.fusion_threshold_bytes)) {
     record(list.responses, b, "QUEUE", agreed);
     const Response& head = list.responses[b.members.front()];
-    if (head.type == CollectiveType::kAllreduce && !head.is_error()) {
+    if (head.device.is_cuda() && !head.is_error() && options_.device != nullptr &&
+        (head.type == CollectiveType::kAllreduce || head.type == CollectiveType::kBroadcast)) {
+      auto done = [this](const std::string& name, Status s) { complete(name, std::move(s)); };
+      HORA_RETURN_IF_ERROR(head.type == CollectiveType::kAllreduce
+                               ? options_.device->run_allreduce(list.responses, b, done)
+                               : options_.device->run_broadcast(head, done));
+    } else if (head.type == CollectiveType::kAllreduce && !head.is_error()) {
       HORA_RETURN_IF_ERROR(run_allreduce(list.responses, b));
     } else {
       HORA_RETURN_IF_ERROR(run_single(head));

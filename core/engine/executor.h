@@ -16,6 +16,8 @@
 // to engine-owned memory and the handle completes with the allocator's error. Error
 // responses complete the handle with the error and the engine goes on.
 //
+// Buckets of tensors in GPU memory (Response::device cuda) go to the DeviceExecutor.
+//
 // A communication failure is returned: the engine then fails every pending handle with it.
 // Background thread only. The fusion buffer is reused and only grows.
 #pragma once
@@ -38,6 +40,8 @@
 namespace hora {
 namespace engine {
 
+class DeviceExecutor;
+
 struct ExecutorOptions {
   double timeout_s = 300;
   int64_t fusion_threshold_bytes = int64_t{64} << 20;
@@ -46,6 +50,8 @@ struct ExecutorOptions {
   const collectives::Topology* topology = nullptr;
   // Non-null: allgathers run hierarchical_allgatherv over it.
   const collectives::Topology* allgather_topology = nullptr;
+  // Runs the buckets whose tensors are on a GPU (device_executor.h); borrowed. Null: none.
+  DeviceExecutor* device = nullptr;
 };
 
 // Updated before the handles of a bucket complete, so a waiter that returns sees them.

@@ -1,0 +1,262 @@
+#include "core/engine/device_executor.h"
+
+#include <cstring>
+#include <utility>
+
+#include "collectives/algorithms/algorithms.h"
+
+namespace hora {
+namespace engine {
+namespace {
+
+Status with_tensor(const Status& s, const char* collective, const std::string& name) {
+  if (s.is_ok()) return s;
+  return Status(s.code(), std::string(collective) + " of tensor '" + name +
+                              "' on the device: " + s.message());
+}
+
+}  // namespace
+
+DeviceExecutor::DeviceExecutor(const DeviceResources& resources,
+                               collectives::Communicator& host_comm,
+                               const DeviceExecutorOptions& options, TensorQueue& queue)
+    : resources_(resources), host_comm_(host_comm), options_(options), queue_(queue) {}
+
+DeviceExecutor::~DeviceExecutor() {
+  DeviceRuntime* rt = resources_.runtime;
+  if (rt == nullptr) return;
+  for (auto& [device, d] : devices_) {
+    // Nothing may still run on the stream: every bucket ends with a host wait, or failed (the
+    // engine then stops; freeing under a stuck kernel is the CUDA runtime's to order).
+    rt->free_device(device, d.fusion);
+    rt->destroy_event(device, d.event);
+    rt->destroy_stream(device, d.stream);
+  }
+  rt->free_pinned(pinned_);
+}
+
+collectives::AlgorithmOptions DeviceExecutor::algorithm_options() {
+  collectives::AlgorithmOptions ao;
+  ao.deadline = Deadline::after_seconds(options_.timeout_s);
+  ao.scratch = &scratch_;
+  ao.topology = options_.topology;
+  return ao;
+}
+
+Status DeviceExecutor::admit(std::vector<Entry>& entries) {
+  for (Entry& e : entries) {
+    const std::string& name = e.request.name;
+    if (e.in.device().is_cpu() && e.out.device().is_cpu()) continue;
+    HORA_ASSIGN_OR_RETURN(DevicePath path,
+                          route_tensor(name, "input", e.in.device(), resources_.support));
+    (void)path;
+    const CollectiveType type = e.request.type;
+    if (type != CollectiveType::kAllreduce && type != CollectiveType::kBroadcast)
+      return Status::unimplemented("tensor '" + name + "': " + collective_name(type) + " of a " +
+                                   "tensor on " + e.in.device().to_string() +
+                                   " is not implemented yet (allreduce and broadcast are); copy "
+                                   "it to the host first (TODO(16))");
+    if (e.out.data() != nullptr && e.out.device() != e.in.device())
+      return Status::invalid_argument("tensor '" + name + "': input is on " +
+                                      e.in.device().to_string() + " but output is on " +
+                                      e.out.device().to_string() + " (both must be on one device)");
+    if (e.request.compression != Compression::kNone)
+      return Status::unimplemented("tensor '" + name + "': compression of a tensor on " +
+                                   e.in.device().to_string() +
+                                   " is not implemented yet (TODO(16)); use compression none");
+    // The framework's kernels that produce the input run on its stream: record where they end,
+    // so the engine's stream can wait for exactly that on the GPU.
+    DeviceRuntime* rt = resources_.runtime;
+    const int device = e.in.device().index;
+    HORA_ASSIGN_OR_RETURN(DeviceEvent event, rt->create_event(device));
+    std::shared_ptr<void> ready(event, [rt, device](void* ev) { rt->destroy_event(device, ev); });
+    Status s = rt->record_event(device, event, e.in.stream());
+    if (!s.is_ok())
+      return Status(s.code(), "tensor '" + name + "': recording its ready event: " + s.message());
+    MutexLock lock(&ready_mu_);
+    ready_[name] = std::move(ready);
+  }
+  return Status::ok();
+}
+
+std::shared_ptr<void> DeviceExecutor::take_ready(const std::string& name) {
+  MutexLock lock(&ready_mu_);
+  auto it = ready_.find(name);
+  if (it == ready_.end()) return nullptr;
+  std::shared_ptr<void> ready = std::move(it->second);
+  ready_.erase(it);
+  return ready;
+}
+
+StatusOr<DeviceExecutor::PerDevice*> DeviceExecutor::device_state(int device, size_t fusion_bytes) {
+  DeviceRuntime* rt = resources_.runtime;
+  auto it = devices_.find(device);
+  if (it == devices_.end()) {
+    PerDevice d;
+    HORA_ASSIGN_OR_RETURN(d.stream, rt->create_stream(device));
+    StatusOr<DeviceEvent> event = rt->create_event(device);
+    if (!event.is_ok()) {
+      rt->destroy_stream(device, d.stream);
+      return event.status();
+    }
+    d.event = event.value();
+    it = devices_.emplace(device, d).first;
+  }
+  PerDevice& d = it->second;
+  if (d.fusion_bytes < fusion_bytes) {
+    // The old buffer is idle: every bucket ended with a host wait on this stream.
+    rt->free_device(device, d.fusion);
+    d.fusion = nullptr;
+    d.fusion_bytes = 0;
+    HORA_ASSIGN_OR_RETURN(d.fusion, rt->alloc_device(device, fusion_bytes));
+    d.fusion_bytes = fusion_bytes;
+  }
+  return &d;
+}
+
+Status DeviceExecutor::ensure_pinned(size_t bytes) {
+  if (pinned_bytes_ >= bytes) return Status::ok();
+  DeviceRuntime* rt = resources_.runtime;
+  rt->free_pinned(pinned_);
+  pinned_ = nullptr;
+  pinned_bytes_ = 0;
+  HORA_ASSIGN_OR_RETURN(pinned_, rt->alloc_pinned(bytes));
+  pinned_bytes_ = bytes;
+  return Status::ok();
+}
+
+Status DeviceExecutor::host_wait(int device, PerDevice& d, const std::string& what) {
+  DeviceRuntime* rt = resources_.runtime;
+  HORA_RETURN_IF_ERROR(rt->record_event(device, d.event, d.stream));
+  return rt->wait_event(device, d.event, Deadline::after_seconds(options_.timeout_s), what);
+}
+
+Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, const Bucket& bucket,
+                                     const CompleteFn& complete) {
+  const Response& head = responses[bucket.members.front()];
+  const std::string& first = head.name;
+  const DeviceSupport& support = resources_.support;
+  if (support.mode == DeviceMode::kNone)  // admit() refused such tensors; a peer's joined zeros
+    return Status::failed_precondition("allreduce of tensor '" + first + "' on " +
+                                       head.device.to_string() +
+                                       ": this rank has no GPU path: " + support.why_none);
+  const DevicePath path =
+      support.mode == DeviceMode::kNative ? DevicePath::kNative : DevicePath::kStaged;
+  const DataType dtype = head.dtype;
+  const size_t elem = data_type_bytes(dtype);
+  ReduceOp op = head.op;
+  double postscale = head.postscale;
+  if (op == ReduceOp::kAverage) {
+    op = ReduceOp::kSum;
+    postscale *= 1.0 / host_comm_.size();
+  }
+  std::vector<size_t> counts;
+  std::vector<Entry*> entries;
+  for (int i : bucket.members) {
+    counts.push_back(static_cast<size_t>(responses[i].element_count()));
+    entries.push_back(queue_.find(responses[i].name));
+  }
+  const DeviceBucketPlan plan = plan_device_allreduce(path, counts, elem);
+  const size_t total = plan.total_bytes;
+  const int device = support.device;
+  HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, total));
+  DeviceRuntime* rt = resources_.runtime;
+  uint8_t* fusion = static_cast<uint8_t*>(d->fusion);
+
+  // 1-2. Wait for the inputs on the GPU, pack them (zeros for a joined rank's missing ones).
+  std::vector<DeviceCopyItem> in_items;
+  std::vector<std::shared_ptr<void>> ready_events;  // alive until the pack was enqueued
+  for (size_t m = 0; m < entries.size(); ++m) {
+    Entry* e = entries[m];
+    if (e == nullptr) {
+      HORA_RETURN_IF_ERROR(
+          rt->memset_zero_async(device, fusion + plan.offsets[m], counts[m] * elem, d->stream));
+      continue;
+    }
+    if (std::shared_ptr<void> ready = take_ready(responses[bucket.members[m]].name)) {
+      HORA_RETURN_IF_ERROR(rt->stream_wait_event(device, d->stream, ready.get()));
+      ready_events.push_back(std::move(ready));
+      ++stats_.ready_waits;
+    }
+    in_items.push_back({fusion + plan.offsets[m], e->in.data(), counts[m]});
+  }
+  HORA_RETURN_IF_ERROR(
+      with_tensor(rt->batched_scale_copy_async(device, in_items, dtype, head.prescale, d->stream),
+                  "allreduce (pack)", first));
+
+  // 3. The collective.
+  const size_t count = total / elem;
+  if (path == DevicePath::kNative) {
+    HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (pack)"));
+    HORA_RETURN_IF_ERROR(
+        with_tensor(resources_.device_comm->allreduce(fusion, fusion, count, dtype, op,
+                                                      Deadline::after_seconds(options_.timeout_s)),
+                    "allreduce", first));
+    ++stats_.native_buckets;
+  } else {
+    HORA_RETURN_IF_ERROR(ensure_pinned(total));
+    HORA_RETURN_IF_ERROR(rt->memcpy_async(device, pinned_, fusion, total, d->stream));
+    HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (copy to host)"));
+    const collectives::Selection sel = collectives::select_allreduce(
+        total, host_comm_.size(), host_comm_.cost_model(), options_.algorithm, options_.topology);
+    HORA_RETURN_IF_ERROR(
+        with_tensor(collectives::run_allreduce(sel.algorithm, host_comm_, pinned_, pinned_, count,
+                                               dtype, op, algorithm_options()),
+                    "allreduce (staged through host memory)", first));
+    HORA_RETURN_IF_ERROR(rt->memcpy_async(device, fusion, pinned_, total, d->stream));
+    ++stats_.staged_buckets;
+  }
+
+  // 4. Unpack, wait for it, complete.
+  std::vector<DeviceCopyItem> out_items;
+  for (size_t m = 0; m < entries.size(); ++m) {
+    if (entries[m] != nullptr)
+      out_items.push_back({entries[m]->out.data(), fusion + plan.offsets[m], counts[m]});
+  }
+  HORA_RETURN_IF_ERROR(
+      with_tensor(rt->batched_scale_copy_async(device, out_items, dtype, postscale, d->stream),
+                  "allreduce (unpack)", first));
+  HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (unpack)"));
+  for (int i : bucket.members) complete(responses[i].name, Status::ok());
+  return Status::ok();
+}
+
+Status DeviceExecutor::run_broadcast(const Response& r, const CompleteFn& complete) {
+  Entry* e = queue_.find(r.name);
+  if (e == nullptr)
+    return Status::internal("tensor '" + r.name + "': agreed by every rank but not in flight");
+  const DeviceSupport& support = resources_.support;
+  const int device = support.device;
+  DeviceRuntime* rt = resources_.runtime;
+  const size_t count = static_cast<size_t>(r.element_count());
+  const size_t bytes = count * data_type_bytes(r.dtype);
+  HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, 0));
+  if (std::shared_ptr<void> ready = take_ready(r.name)) {
+    HORA_RETURN_IF_ERROR(rt->stream_wait_event(device, d->stream, ready.get()));
+    ++stats_.ready_waits;
+  }
+  if (support.mode == DeviceMode::kNative) {
+    HORA_RETURN_IF_ERROR(host_wait(device, *d, "broadcast of '" + r.name + "' (ready)"));
+    HORA_RETURN_IF_ERROR(
+        with_tensor(resources_.device_comm->broadcast(e->out.data(), count, r.dtype, r.root,
+                                                      Deadline::after_seconds(options_.timeout_s)),
+                    "broadcast", r.name));
+    ++stats_.native_buckets;
+  } else {
+    HORA_RETURN_IF_ERROR(ensure_pinned(bytes));
+    HORA_RETURN_IF_ERROR(rt->memcpy_async(device, pinned_, e->out.data(), bytes, d->stream));
+    HORA_RETURN_IF_ERROR(host_wait(device, *d, "broadcast of '" + r.name + "' (copy to host)"));
+    HORA_RETURN_IF_ERROR(
+        with_tensor(collectives::pipelined_broadcast(host_comm_, pinned_, pinned_, count, r.dtype,
+                                                     r.root, algorithm_options()),
+                    "broadcast (staged through host memory)", r.name));
+    HORA_RETURN_IF_ERROR(rt->memcpy_async(device, e->out.data(), pinned_, bytes, d->stream));
+    HORA_RETURN_IF_ERROR(host_wait(device, *d, "broadcast of '" + r.name + "' (copy back)"));
+    ++stats_.staged_buckets;
+  }
+  complete(r.name, Status::ok());
+  return Status::ok();
+}
+
+}  // namespace engine
+}  // namespace hora

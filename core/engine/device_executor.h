@@ -1,0 +1,128 @@
+// DeviceExecutor: the engine's path for tensors in GPU memory (allreduce and broadcast), beside
+// the Executor, which hands it every bucket whose tensors are on a device. It reaches the GPU
+// only through DeviceRuntime (core/base/device_runtime.h), so it builds without CUDA.
+//
+// Per bucket (plan_device_allreduce in device_route.h gives the steps):
+//   1. the engine's own stream on the rank's GPU waits for each input's ready event, recorded
+//      on the framework's stream at enqueue (admit): the GPU orders the framework's kernels
+//      before the pack, and neither the host nor the rest of the device waits;
+//   2. one batched pack (kernels/cuda batched_scale_copy) of the inputs into this device's
+//      fusion buffer, with the prescale;
+//   3. the collective: kNative on the NCCL communicator (after the host waited for the pack's
+//      event: NCCL runs on its own stream; the communicator returns once done on the GPU), or
+//      kStaged over the host communicator on a pinned host copy of the fusion buffer;
+//   4. one batched unpack into the outputs with the postscale, an event recorded after it,
+//      and the handles complete once that event is reached (waited for with the deadline), so a
+//      completed handle's outputs are ready for any stream.
+// kAverage runs as kSum with postscale x 1/size. A rank that joined and lacks a tensor
+// contributes zeros. The fusion buffers (one per device) and the pinned buffer are reused and
+// only grow. Compression of device tensors is refused at enqueue (not implemented yet).
+//
+// Threads: admit() on the enqueuing thread (it only records an event on the caller's stream);
+// everything else on the engine's background thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "collectives/scratch_pool.h"
+#include "collectives/selector.h"
+#include "collectives/topology.h"
+#include "core/base/device_runtime.h"
+#include "core/base/mutex.h"
+#include "core/base/status.h"
+#include "core/base/thread_annotations.h"
+#include "core/engine/device_route.h"
+#include "core/engine/fusion_planner.h"
+#include "core/engine/message.h"
+#include "core/engine/tensor_queue.h"
+
+namespace hora {
+namespace engine {
+
+// What the job has for device tensors; owned by the caller (core/context.cc), borrowed here.
+struct DeviceResources {
+  DeviceRuntime* runtime = nullptr;                  // null unless support.mode != kNone
+  collectives::Communicator* device_comm = nullptr;  // the NCCL communicator (kNative)
+  DeviceSupport support;
+};
+
+struct DeviceExecutorOptions {
+  double timeout_s = 300;
+  collectives::Algorithm algorithm = collectives::Algorithm::kAuto;  // staged host allreduce
+  const collectives::Topology* topology = nullptr;
+};
+
+// Counters for tests and stats; background thread writes, any thread reads after a wait.
+struct DeviceExecutorStats {
+  std::atomic<int64_t> native_buckets{0};
+  std::atomic<int64_t> staged_buckets{0};
+  std::atomic<int64_t> ready_waits{0};  // inputs whose ready event the engine's stream waited on
+};
+
+class DeviceExecutor {
+ public:
+  using CompleteFn = std::function<void(const std::string& name, Status status)>;
+
+  DeviceExecutor(const DeviceResources& resources, collectives::Communicator& host_comm,
+                 const DeviceExecutorOptions& options, TensorQueue& queue);
+  ~DeviceExecutor();
+  DeviceExecutor(const DeviceExecutor&) = delete;
+  DeviceExecutor& operator=(const DeviceExecutor&) = delete;
+
+  const DeviceSupport& support() const { return resources_.support; }
+
+  // Enqueuing thread, before the entries enter the queue: routes each device entry
+  // (route_tensor: no GPU path, or another GPU than this rank's, fails naming the tensor),
+  // refuses collectives and options the device path lacks, and records each device input's
+  // ready event on its TensorView's stream. Host entries pass untouched.
+  Status admit(std::vector<Entry>& entries);
+
+  // Background thread. Runs an allreduce bucket / a broadcast whose tensors are on a device
+  // and completes their handles through `complete`. A communication or CUDA failure is returned
+  // (the engine then fails everything, as for host tensors).
+  Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket,
+                       const CompleteFn& complete);
+  Status run_broadcast(const Response& r, const CompleteFn& complete);
+
+  const DeviceExecutorStats& stats() const { return stats_; }
+
+ private:
+  struct PerDevice {
+    DeviceStream stream = nullptr;
+    DeviceEvent event = nullptr;  // reused: recorded, then waited on by the host
+    void* fusion = nullptr;
+    size_t fusion_bytes = 0;
+  };
+  StatusOr<PerDevice*> device_state(int device, size_t fusion_bytes);
+  Status ensure_pinned(size_t bytes);
+  Status host_wait(int device, PerDevice& d, const std::string& what);
+  // The ready event admit() recorded for `name` (removed from the table), or null.
+  std::shared_ptr<void> take_ready(const std::string& name) HORA_EXCLUDES(ready_mu_);
+  collectives::AlgorithmOptions algorithm_options();
+
+  const DeviceResources resources_;
+  collectives::Communicator& host_comm_;
+  const DeviceExecutorOptions options_;
+  TensorQueue& queue_;
+  collectives::ScratchPool scratch_;
+  std::map<int, PerDevice> devices_;
+  void* pinned_ = nullptr;
+  size_t pinned_bytes_ = 0;
+  DeviceExecutorStats stats_;
+  // Ready events by tensor name, from admit() (enqueuing threads) to the background thread. An
+  // event is a DeviceEvent owned by its shared_ptr (destroyed with it). A name enqueued again
+  // while in flight (refused by the queue) replaces the event with a later one on the same
+  // stream: waiting for it is later than needed, never too early.
+  Mutex ready_mu_;  // guards ready_; never held while calling the runtime
+  std::unordered_map<std::string, std::shared_ptr<void>> ready_ HORA_GUARDED_BY(ready_mu_);
+};
+
+}  // namespace engine
+}  // namespace hora

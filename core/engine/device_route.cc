@@ -1,0 +1,80 @@
+#include "core/engine/device_route.h"
+
+namespace hora {
+namespace engine {
+
+const char* device_mode_name(DeviceMode mode) {
+  switch (mode) {
+    case DeviceMode::kNone: return "none";
+    case DeviceMode::kNative: return "nccl";
+    case DeviceMode::kStaged: return "staged";
+  }
+  return "?";
+}
+
+const char* device_path_name(DevicePath path) {
+  switch (path) {
+    case DevicePath::kHost: return "host";
+    case DevicePath::kNative: return "nccl";
+    case DevicePath::kStaged: return "staged";
+  }
+  return "?";
+}
+
+const char* device_step_name(DeviceStep step) {
+  switch (step) {
+    case DeviceStep::kWaitReady: return "wait_ready";
+    case DeviceStep::kPack: return "pack";
+    case DeviceStep::kCopyToHost: return "copy_to_host";
+    case DeviceStep::kHostWait: return "host_wait";
+    case DeviceStep::kCollective: return "collective";
+    case DeviceStep::kCopyToDevice: return "copy_to_device";
+    case DeviceStep::kUnpack: return "unpack";
+  }
+  return "?";
+}
+
+StatusOr<DevicePath> route_tensor(const std::string& name, const char* what, const Device& device,
+                                  const DeviceSupport& support) {
+  if (device.is_cpu()) return DevicePath::kHost;
+  const std::string who = "tensor '" + name + "': " + what + " is on " + device.to_string();
+  switch (support.mode) {
+    case DeviceMode::kNone:
+      return Status::failed_precondition(who +
+                                         " but this job has no GPU path: " + support.why_none);
+    case DeviceMode::kNative:
+    case DeviceMode::kStaged:
+      if (device.index != support.device)
+        return Status::invalid_argument(
+            who + " but this rank's GPU is cuda:" + std::to_string(support.device) +
+            " (one GPU per rank: move the tensor there, or set CUDA_VISIBLE_DEVICES per rank)");
+      return support.mode == DeviceMode::kNative ? DevicePath::kNative : DevicePath::kStaged;
+  }
+  return Status::internal(who + ": unknown device mode");
+}
+
+DeviceBucketPlan plan_device_allreduce(DevicePath path, const std::vector<size_t>& counts,
+                                       size_t element_bytes) {
+  DeviceBucketPlan plan;
+  plan.path = path;
+  plan.offsets.reserve(counts.size());
+  for (size_t count : counts) {
+    plan.offsets.push_back(plan.total_bytes);
+    plan.total_bytes += count * element_bytes;
+  }
+  plan.steps = {DeviceStep::kWaitReady, DeviceStep::kPack};
+  if (path == DevicePath::kStaged) {
+    plan.steps.insert(plan.steps.end(),
+                      {DeviceStep::kCopyToHost, DeviceStep::kHostWait, DeviceStep::kCollective,
+                       DeviceStep::kCopyToDevice, DeviceStep::kUnpack, DeviceStep::kHostWait});
+  } else {
+    // The NCCL communicator runs on its own stream: the host waits for the pack first, and
+    // the communicator returns once its collective completed on the GPU.
+    plan.steps.insert(plan.steps.end(), {DeviceStep::kHostWait, DeviceStep::kCollective,
+                                         DeviceStep::kUnpack, DeviceStep::kHostWait});
+  }
+  return plan;
+}
+
+}  // namespace engine
+}  // namespace hora

@@ -1,0 +1,163 @@
+#include "tests/support/fake_device_runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace test_support {
+
+FakeDeviceRuntime::~FakeDeviceRuntime() {
+  MutexLock lock(&mu_);
+  for (Block& b : blocks_) std::free(b.data);
+}
+
+Status FakeDeviceRuntime::check_device(int device, const char* what) const {
+  if (device < 0 || device >= devices_)
+    return Status::invalid_argument(std::string(what) + ": no fake device " +
+                                    std::to_string(device));
+  return Status::ok();
+}
+
+void FakeDeviceRuntime::note(const std::string& op) {
+  MutexLock lock(&mu_);
+  log_.push_back(op);
+}
+
+StatusOr<DeviceStream> FakeDeviceRuntime::create_stream(int device) {
+  HORA_RETURN_IF_ERROR(check_device(device, "create_stream"));
+  note("create_stream");
+  MutexLock lock(&mu_);
+  return reinterpret_cast<DeviceStream>(next_handle_++ << 4);
+}
+
+void FakeDeviceRuntime::destroy_stream(int, DeviceStream) { note("destroy_stream"); }
+
+StatusOr<DeviceEvent> FakeDeviceRuntime::create_event(int device) {
+  HORA_RETURN_IF_ERROR(check_device(device, "create_event"));
+  MutexLock lock(&mu_);
+  ++live_events_;
+  return reinterpret_cast<DeviceEvent>(next_handle_++ << 4);
+}
+
+void FakeDeviceRuntime::destroy_event(int, DeviceEvent) {
+  MutexLock lock(&mu_);
+  --live_events_;
+}
+
+Status FakeDeviceRuntime::record_event(int device, DeviceEvent, DeviceStream) {
+  HORA_RETURN_IF_ERROR(check_device(device, "record_event"));
+  note("record_event");
+  return Status::ok();
+}
+
+Status FakeDeviceRuntime::stream_wait_event(int device, DeviceStream, DeviceEvent) {
+  HORA_RETURN_IF_ERROR(check_device(device, "stream_wait_event"));
+  note("stream_wait_event");
+  return Status::ok();
+}
+
+Status FakeDeviceRuntime::wait_event(int device, DeviceEvent, Deadline, const std::string&) {
+  HORA_RETURN_IF_ERROR(check_device(device, "wait_event"));
+  note("host_wait");
+  return Status::ok();
+}
+
+StatusOr<void*> FakeDeviceRuntime::alloc_device(int device, size_t bytes) {
+  HORA_RETURN_IF_ERROR(check_device(device, "alloc_device"));
+  if (bytes == 0) return static_cast<void*>(nullptr);
+  note("alloc_device");
+  return tensor_memory(bytes);
+}
+
+void FakeDeviceRuntime::free_device(int, void*) {}  // freed with the runtime
+
+StatusOr<void*> FakeDeviceRuntime::alloc_pinned(size_t bytes) {
+  if (bytes == 0) return static_cast<void*>(nullptr);
+  note("alloc_pinned");
+  auto* data = static_cast<uint8_t*>(std::calloc(bytes, 1));
+  MutexLock lock(&mu_);
+  blocks_.push_back({data, bytes, true});
+  return static_cast<void*>(data);
+}
+
+void FakeDeviceRuntime::free_pinned(void*) {}
+
+void* FakeDeviceRuntime::tensor_memory(size_t bytes) {
+  auto* data = static_cast<uint8_t*>(std::calloc(bytes == 0 ? 1 : bytes, 1));
+  MutexLock lock(&mu_);
+  blocks_.push_back({data, bytes == 0 ? 1 : bytes, false});
+  return data;
+}
+
+bool FakeDeviceRuntime::in_block_locked(const void* p, bool pinned) const {
+  const auto* q = static_cast<const uint8_t*>(p);
+  for (const Block& b : blocks_)
+    if (b.pinned == pinned && q >= b.data && q < b.data + b.bytes) return true;
+  return false;
+}
+
+bool FakeDeviceRuntime::is_device_memory(const void* p) const {
+  MutexLock lock(&mu_);
+  return in_block_locked(p, false);
+}
+
+bool FakeDeviceRuntime::is_pinned_memory(const void* p) const {
+  MutexLock lock(&mu_);
+  return in_block_locked(p, true);
+}
+
+Status FakeDeviceRuntime::memcpy_async(int device, void* dst, const void* src, size_t bytes,
+                                       DeviceStream) {
+  HORA_RETURN_IF_ERROR(check_device(device, "memcpy_async"));
+  {
+    MutexLock lock(&mu_);
+    const bool to_host = in_block_locked(dst, true), from_host = in_block_locked(src, true);
+    log_.push_back(to_host ? "copy_to_host" : from_host ? "copy_to_device" : "copy_on_device");
+  }
+  if (bytes > 0) std::memmove(dst, src, bytes);
+  return Status::ok();
+}
+
+Status FakeDeviceRuntime::batched_scale_copy_async(int device,
+                                                   const std::vector<DeviceCopyItem>& items,
+                                                   DataType dtype, double factor, DeviceStream) {
+  HORA_RETURN_IF_ERROR(check_device(device, "batched_scale_copy_async"));
+  if (items.empty()) return Status::ok();
+  note("batched_copy x" + std::to_string(items.size()));
+  for (const DeviceCopyItem& it : items) {
+    if (!is_device_memory(it.dst) || !is_device_memory(it.src))
+      return Status::invalid_argument("batched_scale_copy_async: an item is not device memory");
+    kernels::scale_copy(it.dst, it.src, it.count, dtype, factor);
+  }
+  return Status::ok();
+}
+
+Status FakeDeviceRuntime::memset_zero_async(int device, void* buf, size_t bytes, DeviceStream) {
+  HORA_RETURN_IF_ERROR(check_device(device, "memset_zero_async"));
+  note("memset_zero");
+  if (bytes > 0) std::memset(buf, 0, bytes);
+  return Status::ok();
+}
+
+std::vector<std::string> FakeDeviceRuntime::log() const {
+  MutexLock lock(&mu_);
+  return log_;
+}
+
+int64_t FakeDeviceRuntime::count(const std::string& op) const {
+  MutexLock lock(&mu_);
+  int64_t n = 0;
+  for (const std::string& s : log_)
+    if (s.compare(0, op.size(), op) == 0) ++n;
+  return n;
+}
+
+int64_t FakeDeviceRuntime::live_events() const {
+  MutexLock lock(&mu_);
+  return live_events_;
+}
+
+}  // namespace test_support
+}  // namespace hora
