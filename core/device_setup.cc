@@ -13,7 +13,7 @@ StatusOr<engine::DeviceSupport> decide_device_support(const DeviceDecisionInput&
   const bool required = in.requested_backend == "nccl";
   engine::DeviceSupport support;
   if (!in.runtime_error.empty()) {
-    if (required) return Status::failed_precondition("HORA_BACKEND=nccl: " + in.runtime_error);
+    if (required) return Status::unimplemented("HORA_BACKEND=nccl: " + in.runtime_error);
     support.why_none = in.runtime_error;
     return support;
   }

@@ -44,10 +44,10 @@ struct DeviceDecisionInput {
   int local_rank = -1;  // -1: use rank
 };
 
-// Step 2's decision, the same on every rank given the same counts. Fails (kFailedPrecondition
-// naming the rank without a GPU, or the missing CUDA build) only when HORA_BACKEND=nccl was
-// asked for explicitly; otherwise a job without GPUs everywhere gets DeviceMode::kNone with
-// why_none saying which rank lacks one.
+// Step 2's decision, the same on every rank given the same counts. Fails only when
+// HORA_BACKEND=nccl was asked for explicitly: kUnimplemented in a build without CUDA,
+// kFailedPrecondition naming the rank without a GPU. Otherwise a job without GPUs everywhere
+// gets DeviceMode::kNone with why_none saying which rank lacks one.
 StatusOr<engine::DeviceSupport> decide_device_support(const DeviceDecisionInput& in);
 
 class DeviceSetup {

@@ -64,10 +64,12 @@ TEST(Context, SeveralRanksWithoutAStoreIsAnError) {
 
 TEST(Context, BackendNotBuiltNamesHoraBackend) {
   Config c = gloo_config();
-  c.backend = BackendKind::kNccl;  // not built, or (built) not a backend the engine can use
+  c.backend = BackendKind::kNccl;  // not built (kUnimplemented), or built without a GPU here
   auto ctx = Context::create(c, RankLayout());
-  ASSERT_FALSE(ctx.is_ok());
-  EXPECT_EQ(ctx.status().code(), StatusCode::kUnimplemented) << ctx.status().to_string();
+  if (ctx.is_ok()) GTEST_SKIP() << "this process has a GPU: HORA_BACKEND=nccl initialises";
+  EXPECT_TRUE(ctx.status().code() == StatusCode::kUnimplemented ||
+              ctx.status().code() == StatusCode::kFailedPrecondition)
+      << ctx.status().to_string();
   EXPECT_NE(ctx.status().message().find("HORA_BACKEND=nccl"), std::string::npos)
       << ctx.status().to_string();
 }

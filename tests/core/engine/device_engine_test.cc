@@ -129,7 +129,9 @@ TEST(DeviceDecision, BuildWithoutCudaIsNoneOrAnErrorForExplicitNccl) {
   EXPECT_EQ(s->mode, DeviceMode::kNone);
   EXPECT_TRUE(contains(s->why_none, "without CUDA"));
   in.requested_backend = "nccl";
-  EXPECT_FALSE(decide_device_support(in).is_ok());
+  auto required = decide_device_support(in);
+  ASSERT_FALSE(required.is_ok());
+  EXPECT_EQ(required.status().code(), StatusCode::kUnimplemented);
 }
 
 // --- the staging plan ------------------------------------------------------------------------
