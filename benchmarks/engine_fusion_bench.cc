@@ -1,5 +1,5 @@
 // engine_fusion_bench: what fusion buys through the engine, run under horarun:
-//   horarun -np 2 build/benchmarks/engine_fusion_bench [tensors] [bytes_each] [steps]
+//   horarun -np 2 build/benchmarks/engine_fusion_bench [tensors] [bytes_each] [steps] [fused]
 // Rank 0 prints, from one run (ratios are what to read on a shared machine):
 //  - raw:   one allreduce of tensors x bytes_each straight on the communicator (the selector's
 //           algorithm, no engine): the floor;
@@ -8,7 +8,9 @@
 //  - unfused: the same step with HORA_FUSION_THRESHOLD=0 (re-initialised with InitOptions);
 //  - overhead: the same step with 4-byte tensors, i.e. the engine's cost per step itself;
 //  - idle CPU: the engine's CPU use over 3 s with nothing to do, in % of one core.
-// Times are medians over `steps` steps after warm-up.
+// Times are medians over `steps` steps after warm-up. With a fourth argument "fused" only the
+// fused steps run (for a profiler: HORA_FUSION_IN_PLACE=0/1 under callgrind compares the data
+// paths of the same steps), and rank 0 prints that line.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   const int tensors = argc > 1 ? std::atoi(argv[1]) : 200;
   const size_t bytes_each = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 16ULL * 1024;
   const int steps = argc > 3 ? std::atoi(argv[3]) : 20;
+  const bool fused_only = argc > 4 && std::string(argv[4]) == "fused";
   if (tensors <= 0 || bytes_each < 4 || steps <= 0) {
     std::fprintf(stderr, "usage: engine_fusion_bench [tensors>0] [bytes_each>=4] [steps>0]\n");
     return 2;
@@ -114,10 +117,20 @@ int main(int argc, char** argv) {
   const bool root = hora::rank() == 0;
   const int ranks = hora::size();
   // The raw communicator first, with the engine parked (it answers rounds from init on).
-  if (!check(hora::detail::pause_engine(std::chrono::seconds(60)), "pausing the engine")) return 1;
-  const double raw = raw_allreduce_us(elems * tensors, steps);
-  hora::detail::resume_engine();
+  double raw = 0;
+  if (!fused_only) {
+    if (!check(hora::detail::pause_engine(std::chrono::seconds(60)), "pausing the engine"))
+      return 1;
+    raw = raw_allreduce_us(elems * tensors, steps);
+    hora::detail::resume_engine();
+  }
   const StepTimes fused = engine_step_us(tensors, elems, steps);
+  if (fused_only) {
+    if (root)
+      std::printf("engine step, fused: %d ranks, %d x %zu B: %.1f us\n", ranks, tensors, bytes_each,
+                  fused.step_us);
+    return check(hora::shutdown(), "shutdown") ? 0 : 1;
+  }
   const StepTimes overhead = engine_step_us(tensors, 1, steps);
   const double cpu0 = cpu_seconds();
   std::this_thread::sleep_for(std::chrono::seconds(3));

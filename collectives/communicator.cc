@@ -28,6 +28,10 @@ Status Communicator::recv(int peer, void* data, size_t bytes, uint32_t tag, Dead
 Status Communicator::allreduce(const void*, void*, size_t, DataType, ReduceOp, Deadline) {
   return lacks(*this, "allreduce");
 }
+Status Communicator::allreduce_spans(const std::vector<ReduceSpan>&, DataType, ReduceOp, double,
+                                     double, Deadline) {
+  return lacks(*this, "gather-list allreduce");
+}
 Status Communicator::allgatherv(const void*, void*, const std::vector<size_t>&, DataType,
                                 Deadline) {
   return lacks(*this, "allgatherv");

@@ -23,6 +23,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/reduce_span.h"
 #include "core/base/data_type.h"
 #include "core/base/deadline.h"
 #include "core/base/reduce_op.h"
@@ -82,6 +83,18 @@ class Communicator {
   virtual Status reducescatter(const void* in, void* out, const std::vector<size_t>& recv_counts,
                                DataType dtype, ReduceOp op, Deadline deadline);
   virtual Status barrier(Deadline deadline);
+
+  // Gather-list allreduce (reduce_span.h): the native allreduce of the concatenation of this
+  // rank's `spans`, each read and written where it lies, without packing them into one buffer.
+  // Each contribution is multiplied by `prescale` as it is read (kernels::scale_copy) and each
+  // result element by `postscale` (kAverage: postscale * (1.0 / size)) after the reduction, so
+  // the bits equal packing with scale_copy(prescale), the native allreduce with kSum (or `op`)
+  // and unpacking with scale_copy(postscale). Every rank calls it together with the same op,
+  // dtype, scale factors and total count. The default returns kUnimplemented; a backend that
+  // implements it returns true from has_allreduce_spans() on every rank alike.
+  virtual bool has_allreduce_spans() const { return false; }
+  virtual Status allreduce_spans(const std::vector<ReduceSpan>& spans, DataType dtype, ReduceOp op,
+                                 double prescale, double postscale, Deadline deadline);
 
   // Memory of at least `bytes` that the backend's peers on this host can read directly (the
   // builtin backend's shared-memory exchange), or nullptr when the backend has none or not that

@@ -17,6 +17,7 @@ const char* const kKnown[] = {
     "HORA_CROSS_RANK",
     "HORA_CROSS_SIZE",
     "HORA_CYCLE_TIME_MS",
+    "HORA_FUSION_IN_PLACE",
     "HORA_FUSION_THRESHOLD",
     "HORA_GLOO_IFACE",
     "HORA_HEARTBEAT_MS",

@@ -52,6 +52,7 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
   ExecutorOptions eo;
   eo.timeout_s = config.timeout_s;
   eo.fusion_threshold_bytes = config.fusion_threshold_bytes;
+  eo.fusion_in_place = config.fusion_in_place;
   eo.algorithm = to_algorithm(config.allreduce_algo);
   const bool hosts = topology != nullptr && topology->hosts() > 1;
   if (hosts && config.hierarchical_allreduce == HierarchicalMode::kOn)

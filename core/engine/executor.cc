@@ -8,6 +8,7 @@
 #include "core/base/logging.h"
 #include "core/engine/compressed_copy.h"
 #include "core/engine/device_executor.h"
+#include "core/engine/fused_in_place.h"
 #include "kernels/kernels.h"
 
 namespace hora {
@@ -172,9 +173,39 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     return Status::ok();
   }
 
+  const size_t total = static_cast<size_t>(bucket.bytes);
+  // A fused bucket without compression, reduced where its tensors lie (fused_in_place.h): at
+  // one rank, or through the communicator's gather-list allreduce where the selector takes
+  // the native allreduce (a function of the response and the communicator: every rank agrees).
+  if (!compressed && comm_.size() == 1) {
+    const auto start = Clock::now();
+    local_allreduce_spans(bucket_spans(responses, bucket, queue_), dtype, head.prescale, postscale);
+    record(responses, bucket, "ALLREDUCE", start, {{"algorithm", "local"}});
+    for (int i : bucket.members) complete(responses[i].name, Status::ok());
+    return Status::ok();
+  }
+  if (!compressed && options_.fusion_in_place && comm_.has_allreduce_spans() &&
+      collectives::select_allreduce(total, comm_.size(), comm_.cost_model(), options_.algorithm,
+                                    options_.topology)
+              .algorithm == collectives::Algorithm::kNative) {
+    const auto start = Clock::now();
+    Status s =
+        comm_.allreduce_spans(bucket_spans(responses, bucket, queue_), dtype, op, head.prescale,
+                              postscale, Deadline::after_seconds(options_.timeout_s));
+    if (timeline_.enabled())
+      record(responses, bucket, "ALLREDUCE", start,
+             {{"algorithm", "native-in-place"},
+              {"backend", comm_.backend_name()},
+              {"bytes", std::to_string(total)},
+              {"tensors", std::to_string(bucket.members.size())}});
+    if (!s.is_ok())
+      return Status(s.code(), "allreduce of tensor '" + head.name + "': " + s.message());
+    for (int i : bucket.members) complete(responses[i].name, Status::ok());
+    return Status::ok();
+  }
+
   // A fused bucket, or a compressed tensor (alone too: the fusion buffer holds its half
   // type while the algorithm runs).
-  const size_t total = static_cast<size_t>(bucket.bytes);
   // The fusion buffer lives in the backend's shared memory when it offers enough (peers then
   // reduce straight from it: single copy), else in this process.
   uint8_t* fusion = static_cast<uint8_t*>(comm_.shared_buffer(total));

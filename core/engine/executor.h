@@ -3,18 +3,20 @@
 //
 // Allreduce buckets: a lone tensor without scale factors goes straight through the algorithm
 // (in -> out, an average's 1/size applied in the algorithm's last pass); one with scale factors
-// is reduced in place in its output (copied there first with the prescale); a fused bucket is
-// packed into the fusion buffer with the prescale applied while copying (kernels::scale_copy),
-// reduced once, and unpacked with the postscale. kAverage runs as kSum with postscale x 1/size. A
-// compressed bucket (float32 sent as float16/bfloat16) is always packed, alone too: the cast to the
-// half type happens while packing (after the prescale), the algorithm reduces the half type, and
-// the cast back while unpacking (then the postscale, in float32; compressed_copy.h). The algorithm
-// comes from the selector (HORA_ALLREDUCE_ALGO or the cost model). A rank that has joined and lacks
-// the tensor contributes zeros. Other collectives run hora's algorithms (allgatherv, broadcast,
-// alltoallv, reducescatter); their outputs go where the entry's OutputAllocator says, else
-// into the handle. An allocator that fails does not stop this rank's part: the result goes
-// to engine-owned memory and the handle completes with the allocator's error. Error
-// responses complete the handle with the error and the engine goes on.
+// is reduced in place in its output (copied there first with the prescale); a fused bucket
+// without compression is reduced where its tensors lie when it can (fused_in_place.h: at one
+// rank, or the communicator's gather-list allreduce where the selector takes native); any
+// other fused bucket is packed into the fusion buffer with the prescale applied while copying
+// (kernels::scale_copy), reduced once, and unpacked with the postscale. kAverage runs as kSum with
+// postscale x 1/size. A compressed bucket (float32 sent as float16/bfloat16) is always packed,
+// alone too: the cast to the half type happens while packing (after the prescale), the algorithm
+// reduces the half type, and the cast back while unpacking (then the postscale, in float32;
+// compressed_copy.h). The algorithm comes from the selector (HORA_ALLREDUCE_ALGO or the cost
+// model). A rank that has joined and lacks the tensor contributes zeros. Other collectives run
+// hora's algorithms (allgatherv, broadcast, alltoallv, reducescatter); their outputs go where the
+// entry's OutputAllocator says, else into the handle. An allocator that fails does not stop this
+// rank's part: the result goes to engine-owned memory and the handle completes with the allocator's
+// error. Error responses complete the handle with the error and the engine goes on.
 //
 // Buckets of tensors in GPU memory (Response::device cuda) go to the DeviceExecutor.
 //
@@ -45,6 +47,9 @@ class DeviceExecutor;
 struct ExecutorOptions {
   double timeout_s = 300;
   int64_t fusion_threshold_bytes = int64_t{64} << 20;
+  // Fused buckets reduced where their tensors lie (fused_in_place.h) when the communicator
+  // can (HORA_FUSION_IN_PLACE); false: always packed into the fusion buffer.
+  bool fusion_in_place = true;
   collectives::Algorithm algorithm = collectives::Algorithm::kAuto;
   // Hosts and links for the selector and hierarchical allreduce; null: flat algorithms only.
   const collectives::Topology* topology = nullptr;

@@ -21,6 +21,7 @@
 #include "collectives/backends/builtin/shm_channel.h"
 #include "collectives/backends/builtin/shm_exchange.h"
 #include "collectives/backends/builtin/shm_segment.h"
+#include "collectives/backends/builtin/shm_span_allreduce.h"
 #include "collectives/backends/builtin/tcp_transport.h"
 #include "core/base/host_identity.h"
 
@@ -126,6 +127,17 @@ class BuiltinCommunicator : public Communicator {
     if (!exchange_) return Communicator::allreduce(in, out, count, dtype, op, deadline);
     if (aborted_.load()) return aborted_status();
     return shm_allreduce(*exchange_, in, out, count, dtype, op, deadline, shm_options_);
+  }
+  // Gather-list allreduce: through the shm exchange when every rank is on this host
+  // (shm_span_allreduce.h), else kUnimplemented.
+  bool has_allreduce_spans() const override { return exchange_ != nullptr; }
+  Status allreduce_spans(const std::vector<ReduceSpan>& spans, DataType dtype, ReduceOp op,
+                         double prescale, double postscale, Deadline deadline) override {
+    if (!exchange_)
+      return Communicator::allreduce_spans(spans, dtype, op, prescale, postscale, deadline);
+    if (aborted_.load()) return aborted_status();
+    return shm_allreduce_spans(*exchange_, spans, dtype, op, prescale, postscale, deadline,
+                               shm_options_);
   }
   Status broadcast(void* buf, size_t count, DataType dtype, int root, Deadline deadline) override {
     if (size_ == 1 && root == 0) return Status::ok();

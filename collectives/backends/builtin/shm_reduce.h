@@ -1,0 +1,26 @@
+// The rank-ordered reduction of the shared-memory collectives (shm_allreduce.cc,
+// shm_span_allreduce.cc): every element is reduced as srcs[0] op srcs[1] op ... op srcs[n-1],
+// in that order, so whichever rank computes it gets the same bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/base/data_type.h"
+#include "core/base/reduce_op.h"
+
+namespace hora {
+namespace collectives {
+namespace builtin {
+
+// dst = srcs[0] op srcs[1] op ... op srcs[n-1] for `count` elements, in that order, through
+// L1-sized blocks; then scaled by `factor` (1: none; kernels::scale). Writes `dst` and, unless
+// null, `dst2`. dst and dst2 may alias any source only at the same element position (each block
+// is fully read before it is written). `op` must not be kAverage (pass kSum and the factor).
+void reduce_sources(const std::vector<const uint8_t*>& srcs, size_t count, DataType dtype,
+                    ReduceOp op, double factor, uint8_t* dst, uint8_t* dst2);
+
+}  // namespace builtin
+}  // namespace collectives
+}  // namespace hora

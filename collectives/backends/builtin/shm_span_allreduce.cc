@@ -1,0 +1,162 @@
+#include "collectives/backends/builtin/shm_span_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "collectives/backends/builtin/shm_reduce.h"
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace collectives {
+namespace builtin {
+namespace {
+
+// The spans as one logical vector of elements.
+class SpanVector {
+ public:
+  SpanVector(const std::vector<ReduceSpan>& spans, size_t esize) : spans_(spans), esize_(esize) {
+    starts_.reserve(spans.size() + 1);
+    size_t at = 0;
+    for (const ReduceSpan& s : spans) {
+      starts_.push_back(at);
+      at += s.count;
+    }
+    starts_.push_back(at);
+  }
+  size_t total() const { return starts_.back(); }
+
+  // Calls fn(span, first element within the span, its logical index, element count) for each
+  // non-empty piece of the logical range [lo, hi), in order.
+  template <typename Fn>
+  void for_each(size_t lo, size_t hi, Fn fn) const {
+    if (lo >= hi) return;
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), lo) -
+                                   starts_.begin()) -
+               1;
+    for (; i < spans_.size() && starts_[i] < hi; ++i) {
+      const size_t a = std::max(lo, starts_[i]), b = std::min(hi, starts_[i + 1]);
+      if (b > a) fn(spans_[i], a - starts_[i], a, b - a);
+    }
+  }
+
+  // Copies this rank's contribution to the logical range [lo, hi) to `to` (the range's first
+  // element there): prescaled, zeros for a span without input. With `indirect_only`, only the
+  // spans that the reduction cannot read in place (no input, or a prescale).
+  void copy_in(size_t lo, size_t hi, uint8_t* to, DataType dtype, double prescale,
+               bool indirect_only) const {
+    for_each(lo, hi, [&](const ReduceSpan& s, size_t at, size_t logical, size_t k) {
+      uint8_t* dst = to + (logical - lo) * esize_;
+      if (s.in == nullptr) {
+        std::memset(dst, 0, k * esize_);
+      } else if (!indirect_only || prescale != 1.0) {
+        kernels::scale_copy(dst, static_cast<const uint8_t*>(s.in) + at * esize_, k, dtype,
+                            prescale);
+      }
+    });
+  }
+
+  // Copies the logical range [lo, hi) of a result (`from`: the range's first element) to the
+  // spans' outputs.
+  void copy_out(size_t lo, size_t hi, const uint8_t* from) const {
+    for_each(lo, hi, [&](const ReduceSpan& s, size_t at, size_t logical, size_t k) {
+      if (s.out != nullptr)
+        std::memcpy(static_cast<uint8_t*>(s.out) + at * esize_, from + (logical - lo) * esize_,
+                    k * esize_);
+    });
+  }
+
+ private:
+  const std::vector<ReduceSpan>& spans_;
+  size_t esize_;
+  std::vector<size_t> starts_;  // spans_.size() + 1 logical offsets
+};
+
+}  // namespace
+
+Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans, DataType dtype,
+                           ReduceOp op, double prescale, double postscale, Deadline deadline,
+                           const ShmCollectiveOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm allreduce"));
+  if (!x.failure().is_ok()) return x.failure();
+  const int n = x.size();
+  const int r = x.rank();
+  const size_t esize = data_type_bytes(dtype);
+  const SpanVector v(spans, esize);
+  const size_t count = v.total();
+  if (count == 0) return Status::ok();
+  const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
+  const double factor = op == ReduceOp::kAverage ? postscale * (1.0 / n) : postscale;
+  std::vector<const uint8_t*> srcs(n);
+
+  if (n == 1) {
+    for (const ReduceSpan& s : spans) {
+      if (s.out == nullptr || s.count == 0) continue;
+      if (s.in == nullptr) {
+        std::memset(s.out, 0, s.count * esize);
+        continue;
+      }
+      kernels::scale_copy(s.out, s.in, s.count, dtype, prescale);
+      kernels::scale(s.out, s.count, dtype, factor);
+    }
+    return Status::ok();
+  }
+
+  if (count * esize <= options.small_bytes && count * esize <= x.slot_bytes()) {
+    const uint64_t step = x.next_step();
+    v.copy_in(0, count, x.slot(r, step), dtype, prescale, false);
+    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+    v.for_each(0, count, [&](const ReduceSpan& s, size_t at, size_t logical, size_t k) {
+      if (s.out == nullptr) return;
+      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step) + logical * esize;
+      reduce_sources(srcs, k, dtype, kernel_op, factor, static_cast<uint8_t*>(s.out) + at * esize,
+                     nullptr);
+    });
+    return Status::ok();
+  }
+
+  const size_t chunk_count = x.slot_bytes() / esize;
+  const size_t align = std::max<size_t>(1, 64 / esize);
+  for (size_t first = 0; first < count; first += chunk_count) {
+    const size_t m = std::min(chunk_count, count - first);
+    const uint64_t step = x.next_step();
+    const size_t slice = (m + n - 1) / n;
+    const size_t slice_count = (slice + align - 1) / align * align;
+    auto slice_lo = [&](int q) { return std::min(m, static_cast<size_t>(q) * slice_count); };
+    auto slice_hi = [&](int q) { return std::min(m, slice_lo(q) + slice_count); };
+    const size_t lo = slice_lo(r), hi = slice_hi(r);
+    uint8_t* mine = x.slot(r, step);
+    // 1. copy-in: all but slice r, which the reduction reads in place where it can.
+    v.copy_in(first, first + lo, mine, dtype, prescale, false);
+    v.copy_in(first + hi, first + m, mine + hi * esize, dtype, prescale, false);
+    v.copy_in(first + lo, first + hi, mine + lo * esize, dtype, prescale, true);
+    // 2. sync A
+    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+    // 3. reduce slice r into the outputs and into this rank's slot, for the peers.
+    v.for_each(first + lo, first + hi,
+               [&](const ReduceSpan& s, size_t at, size_t logical, size_t k) {
+                 const size_t off = (logical - first) * esize;
+                 for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step) + off;
+                 if (s.in != nullptr && prescale == 1.0)
+                   srcs[r] = static_cast<const uint8_t*>(s.in) + at * esize;
+                 if (s.out != nullptr) {
+                   reduce_sources(srcs, k, dtype, kernel_op, factor,
+                                  static_cast<uint8_t*>(s.out) + at * esize, mine + off);
+                 } else {
+                   reduce_sources(srcs, k, dtype, kernel_op, factor, mine + off, nullptr);
+                 }
+               });
+    // 4. sync B
+    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+    // 5. copy-out: every other slice from its owner's slot.
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      const size_t qlo = slice_lo(q), qhi = slice_hi(q);
+      v.copy_out(first + qlo, first + qhi, x.slot(q, step) + qlo * esize);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace builtin
+}  // namespace collectives
+}  // namespace hora

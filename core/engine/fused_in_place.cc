@@ -1,0 +1,42 @@
+#include "core/engine/fused_in_place.h"
+
+#include <cstring>
+
+#include "kernels/kernels.h"
+
+namespace hora {
+namespace engine {
+
+std::vector<collectives::ReduceSpan> bucket_spans(const std::vector<Response>& responses,
+                                                  const Bucket& bucket, TensorQueue& queue) {
+  std::vector<collectives::ReduceSpan> spans;
+  spans.reserve(bucket.members.size());
+  for (int i : bucket.members) {
+    const Response& r = responses[i];
+    collectives::ReduceSpan s;
+    s.count = static_cast<size_t>(r.element_count());
+    if (Entry* e = queue.find(r.name)) {
+      s.in = e->in.data();
+      s.out = e->out.data();
+    }
+    spans.push_back(s);
+  }
+  return spans;
+}
+
+void local_allreduce_spans(const std::vector<collectives::ReduceSpan>& spans, DataType dtype,
+                           double prescale, double postscale) {
+  const size_t esize = data_type_bytes(dtype);
+  for (const collectives::ReduceSpan& s : spans) {
+    if (s.out == nullptr || s.count == 0) continue;
+    if (s.in == nullptr) {
+      std::memset(s.out, 0, s.count * esize);
+      continue;
+    }
+    kernels::scale_copy(s.out, s.in, s.count, dtype, prescale);  // a no-op in place at 1
+    kernels::scale(s.out, s.count, dtype, postscale);
+  }
+}
+
+}  // namespace engine
+}  // namespace hora
