@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,12 @@ std::string label_of(const std::string& name, const char* kind) {
   return name.empty() ? std::string("<unnamed ") + kind + ">" : name;
 }
 
+// `stream`: a device tensor's stream (tensor_import.h), as the integer Python passes.
 TensorView import_into(const std::shared_ptr<Flight>& flight, py::handle obj,
-                       const std::string& label, const char* what, bool writable) {
-  ImportedTensor t = check(import_tensor(obj, label, what, writable));
+                       const std::string& label, const char* what, bool writable,
+                       uintptr_t stream = 0) {
+  ImportedTensor t =
+      check(import_tensor(obj, label, what, writable, reinterpret_cast<void*>(stream)));
   flight->keep.push_back(std::move(t.owner));
   return t.view;
 }
@@ -40,12 +44,13 @@ std::shared_ptr<Flight> new_flight(const char* kind) {
 }
 
 PyHandle allreduce_async(py::handle tensor, py::handle output, const std::string& name, ReduceOp op,
-                         double prescale, double postscale, Compression compression) {
+                         double prescale, double postscale, Compression compression,
+                         uintptr_t stream) {
   auto flight = new_flight("allreduce");
   const std::string label = label_of(name, "allreduce");
   const bool in_place = output.is_none() || output.is(tensor);
-  TensorView in = import_into(flight, tensor, label, "input", in_place);
-  TensorView out = in_place ? in : import_into(flight, output, label, "output", true);
+  TensorView in = import_into(flight, tensor, label, "input", in_place, stream);
+  TensorView out = in_place ? in : import_into(flight, output, label, "output", true, stream);
   flight->result = py::reinterpret_borrow<py::object>(in_place ? tensor : output);
   AllreduceOptions options{op, prescale, postscale, compression};
   return make_handle(hora::allreduce_async(name, in, out, options), flight);
@@ -54,7 +59,8 @@ PyHandle allreduce_async(py::handle tensor, py::handle output, const std::string
 PyHandle grouped_allreduce_async(const std::vector<py::object>& tensors,
                                  const std::vector<py::object>& outputs,
                                  const std::vector<std::string>& names, ReduceOp op,
-                                 double prescale, double postscale, Compression compression) {
+                                 double prescale, double postscale, Compression compression,
+                                 uintptr_t stream) {
   auto flight = new_flight("grouped_allreduce");
   if (tensors.size() != outputs.size() || tensors.size() != names.size())
     throw_status(Status::invalid_argument(
@@ -66,8 +72,9 @@ PyHandle grouped_allreduce_async(const std::vector<py::object>& tensors,
   for (size_t i = 0; i < tensors.size(); ++i) {
     const std::string label = label_of(names[i], "allreduce");
     const bool in_place = outputs[i].is_none() || outputs[i].is(tensors[i]);
-    ins.push_back(import_into(flight, tensors[i], label, "input", in_place));
-    outs.push_back(in_place ? ins.back() : import_into(flight, outputs[i], label, "output", true));
+    ins.push_back(import_into(flight, tensors[i], label, "input", in_place, stream));
+    outs.push_back(in_place ? ins.back()
+                            : import_into(flight, outputs[i], label, "output", true, stream));
     results.append(in_place ? tensors[i] : outputs[i]);
   }
   flight->result = results;
@@ -85,10 +92,10 @@ PyHandle allgather_async(py::handle tensor, py::object allocator, const std::str
   return make_handle(std::move(h), flight);
 }
 
-PyHandle broadcast_async(py::handle tensor, int root, const std::string& name) {
+PyHandle broadcast_async(py::handle tensor, int root, const std::string& name, uintptr_t stream) {
   auto flight = new_flight("broadcast");
   const std::string label = label_of(name, "broadcast");
-  TensorView t = import_into(flight, tensor, label, "tensor", true);
+  TensorView t = import_into(flight, tensor, label, "tensor", true, stream);
   flight->result = py::reinterpret_borrow<py::object>(tensor);
   return make_handle(hora::broadcast_async(name, t, root), flight);
 }
@@ -118,17 +125,19 @@ PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std:
 void bind_collectives(py::module_& m) {
   m.def("allreduce_async", &allreduce_async, py::arg("tensor"), py::arg("output"), py::arg("name"),
         py::arg("op"), py::arg("prescale"), py::arg("postscale"), py::arg("compression"),
+        py::arg("stream") = 0,
         "Enqueues output = postscale * op(prescale * tensor) over ranks; output None or the "
-        "tensor itself means in place.");
+        "tensor itself means in place. stream: a GPU tensor's stream (0: the default stream).");
   m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("tensors"), py::arg("outputs"),
         py::arg("names"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-        py::arg("compression"), "Enqueues a list of allreduces as one unit (fused together).");
+        py::arg("compression"), py::arg("stream") = 0,
+        "Enqueues a list of allreduces as one unit (fused together).");
   m.def("allgather_async", &allgather_async, py::arg("tensor"), py::arg("allocator"),
         py::arg("name"),
         "Enqueues an allgather along the first dimension; allocator(dtype_name, shape) makes "
         "the output once its shape is known.");
   m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root"), py::arg("name"),
-        "Enqueues an in-place broadcast of root's tensor.");
+        py::arg("stream") = 0, "Enqueues an in-place broadcast of root's tensor.");
   m.def("alltoall_async", &alltoall_async, py::arg("tensor"), py::arg("splits"),
         py::arg("allocator"), py::arg("name"),
         "Enqueues an alltoall; splits[p] first-dimension rows go to rank p (empty: even).");

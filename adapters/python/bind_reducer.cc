@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,13 +33,13 @@ class PyGradientReducer {
     reducer_.reset();
   }
 
-  void gradient_ready(size_t index, py::handle tensor) {
-    TensorView view = import(index, tensor);
+  void gradient_ready(size_t index, py::handle tensor, uintptr_t stream) {
+    TensorView view = import(index, tensor, stream);
     check(reducer_->gradient_ready(index, view));
   }
 
-  void flush(size_t index, py::handle tensor) {
-    TensorView view = import(index, tensor);
+  void flush(size_t index, py::handle tensor, uintptr_t stream) {
+    TensorView view = import(index, tensor, stream);
     check(reducer_->flush(index, view));
   }
 
@@ -54,13 +55,15 @@ class PyGradientReducer {
   GradientReducer& reducer() { return *reducer_; }
 
  private:
-  TensorView import(size_t index, py::handle tensor) {
+  // `stream`: a GPU gradient's stream (tensor_import.h).
+  TensorView import(size_t index, py::handle tensor, uintptr_t stream) {
     if (index >= reducer_->parameter_count())
       throw_status(Status::invalid_argument(
           "GradientReducer: parameter index " + std::to_string(index) + " is out of range (" +
           std::to_string(reducer_->parameter_count()) + " parameters)"));
-    ImportedTensor t = check(import_tensor(
-        tensor, reducer_->options().name_prefix + reducer_->name(index), "gradient", true));
+    ImportedTensor t =
+        check(import_tensor(tensor, reducer_->options().name_prefix + reducer_->name(index),
+                            "gradient", true, reinterpret_cast<void*>(stream)));
     owners_.push_back(std::move(t.owner));
     return t.view;
   }
@@ -98,11 +101,11 @@ void bind_reducer(py::module_& m) {
            py::arg("groups") = std::vector<std::vector<size_t>>{},
            py::arg("overlap_backward") = true)
       .def("gradient_ready", &PyGradientReducer::gradient_ready, py::arg("index"),
-           py::arg("tensor"),
+           py::arg("tensor"), py::arg("stream") = 0,
            "Parameter `index`'s gradient is complete for this backward pass; on the k-th pass "
-           "its allreduce starts (in place in `tensor`).")
+           "its allreduce starts (in place in `tensor`). stream: a GPU gradient's stream.")
       .def("flush", &PyGradientReducer::flush, py::arg("index"), py::arg("tensor"),
-           "Starts parameter `index`'s allreduce now (an unused parameter).")
+           py::arg("stream") = 0, "Starts parameter `index`'s allreduce now (an unused parameter).")
       .def(
           "unreported", [](PyGradientReducer& r) { return r.reducer().unreported(); },
           "Parameters whose allreduce has not started in this step.")

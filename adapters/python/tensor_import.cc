@@ -212,10 +212,8 @@ StatusOr<ImportedTensor> from_numpy_bfloat16(py::handle obj, const std::string& 
   return t;
 }
 
-}  // namespace
-
-StatusOr<ImportedTensor> import_tensor(py::handle obj, const std::string& label, const char* what,
-                                       bool writable) {
+StatusOr<ImportedTensor> import_any(py::handle obj, const std::string& label, const char* what,
+                                    bool writable) {
   if (obj.is_none())
     return Status::invalid_argument(prefix(label, what) + "is None; expected a tensor");
   if (PyCapsule_CheckExact(obj.ptr()))
@@ -238,6 +236,15 @@ StatusOr<ImportedTensor> import_tensor(py::handle obj, const std::string& label,
   return Status::invalid_argument(prefix(label, what) + "is a " +
                                   std::string(py::str(py::type::of(obj).attr("__name__"))) +
                                   ", which is not a tensor (no __dlpack__, no buffer protocol)");
+}
+
+}  // namespace
+
+StatusOr<ImportedTensor> import_tensor(py::handle obj, const std::string& label, const char* what,
+                                       bool writable, void* stream) {
+  HORA_ASSIGN_OR_RETURN(ImportedTensor t, import_any(obj, label, what, writable));
+  if (t.view.device().is_cuda()) t.view = t.view.with_stream(stream);
+  return t;
 }
 
 }  // namespace python

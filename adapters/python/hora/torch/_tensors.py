@@ -29,6 +29,15 @@ def allocator_like(tensor):
     return allocate
 
 
+def stream_of(tensor):
+    """The integer hora's binding takes as a CUDA tensor's stream: the current stream of its
+    device, whose work produced it (the engine waits for that work on the GPU before reading
+    the tensor, and a completed handle's outputs are ready for any stream). 0 for CPU tensors."""
+    if tensor.device.type != "cuda":
+        return 0
+    return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
 def plain(tensor, what="tensor"):
     """``tensor`` detached from autograd (same memory), for DLPack; refuses non-tensors."""
     if not isinstance(tensor, torch.Tensor):

@@ -62,7 +62,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     output = torch.empty_like(t, memory_format=torch.contiguous_format)
     return _core.allreduce_async(t, output, _name(name), _op(op, average),
                                  float(prescale_factor), float(postscale_factor),
-                                 _wire(t, compression))
+                                 _wire(t, compression), stream=_tensors.stream_of(t))
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -70,7 +70,8 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     """Starts an in-place allreduce of ``tensor``; returns a handle."""
     t = _tensors.in_place(tensor, name)
     return _core.allreduce_async(t, None, _name(name), _op(op, average), float(prescale_factor),
-                                 float(postscale_factor), _wire(t, compression))
+                                 float(postscale_factor), _wire(t, compression),
+                                 stream=_tensors.stream_of(t))
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -115,7 +116,8 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     wire = _wire(ts[0], compression) if ts and all(t.dtype == ts[0].dtype for t in ts) else \
         _core.Compression.none
     return _core.grouped_allreduce_async(ts, outs, names, _op(op, average),
-                                         float(prescale_factor), float(postscale_factor), wire)
+                                         float(prescale_factor), float(postscale_factor), wire,
+                                         stream=_tensors.stream_of(ts[0]) if ts else 0)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
@@ -133,7 +135,8 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     wire = _wire(ts[0], compression) if ts and all(t.dtype == ts[0].dtype for t in ts) else \
         _core.Compression.none
     return _core.grouped_allreduce_async(ts, [None] * len(ts), names, _op(op, average),
-                                         float(prescale_factor), float(postscale_factor), wire)
+                                         float(prescale_factor), float(postscale_factor), wire,
+                                         stream=_tensors.stream_of(ts[0]) if ts else 0)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, compression=Compression.none, op=None,
@@ -179,12 +182,14 @@ def allgather(tensor, name=None):
 def broadcast_async(tensor, root_rank, name=None):
     """Starts a broadcast of root's ``tensor`` into a new tensor; returns a handle."""
     output = _tensors.contiguous(tensor).clone(memory_format=torch.contiguous_format)
-    return _core.broadcast_async(output, int(root_rank), _name(name))
+    return _core.broadcast_async(output, int(root_rank), _name(name),
+                                 stream=_tensors.stream_of(output))
 
 
 def broadcast_async_(tensor, root_rank, name=None):
     """Starts an in-place broadcast; returns a handle."""
-    return _core.broadcast_async(_tensors.in_place(tensor, name), int(root_rank), _name(name))
+    t = _tensors.in_place(tensor, name)
+    return _core.broadcast_async(t, int(root_rank), _name(name), stream=_tensors.stream_of(t))
 
 
 def broadcast_(tensor, root_rank, name=None):

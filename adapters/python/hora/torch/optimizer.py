@@ -16,7 +16,7 @@ import hora
 from hora import _core
 from hora.compression import Compression
 from hora.errors import FailedPreconditionError
-from hora.torch import mpi_ops
+from hora.torch import _tensors, mpi_ops
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -122,7 +122,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     return
             if not g.is_contiguous():
                 p.grad = g = g.contiguous()
-            self._hora_reducer.gradient_ready(index, g)
+            self._hora_reducer.gradient_ready(index, g, stream=_tensors.stream_of(g))
         return hook
 
     def _hora_sparse_start(self, index, grad):
@@ -162,7 +162,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
             elif p.grad.is_sparse:
                 p.grad = p.grad.to_dense()
-            self._hora_reducer.flush(i, p.grad)
+            self._hora_reducer.flush(i, p.grad, stream=_tensors.stream_of(p.grad))
         self._hora_reducer.synchronize()
         self._hora_sparse_finish()
         self._hora_synchronized = True
