@@ -4,6 +4,7 @@
 
 #include "collectives/algorithms/buffer_access.h"
 #include "collectives/algorithms/hierarchical.h"
+#include "collectives/calibration.h"
 #include "core/base/logging.h"
 
 namespace hora {
@@ -231,6 +232,17 @@ std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::str
                                          const Topology* topology) {
   const bool hosts = topology != nullptr && topology->hosts() > 1;
   std::vector<Selection> all;
+  const AllreduceCalibration* cal = topology != nullptr ? topology->calibration.get() : nullptr;
+  if (cal != nullptr && cal->applies_to(backend) && ranks == topology->size()) {
+    // Measured on this job's communicator: its candidates, in the table's tie-break order.
+    for (Algorithm a : cal->algorithms) {
+      Selection s;
+      s.algorithm = a;
+      s.estimated_us = bytes == 0 ? 0 : cal->estimate_us(a, bytes);
+      all.push_back(s);
+    }
+    return all;
+  }
   for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling,
                       Algorithm::kNative, Algorithm::kHierarchical}) {
     if (a == Algorithm::kHierarchical && !hosts) continue;
@@ -266,7 +278,11 @@ Selection select_allreduce(size_t bytes, int ranks, const std::string& backend, 
   }
   HORA_LOG(kDebug) << "allreduce of " << bytes << " B on " << ranks << " ranks over " << backend
                    << ": " << algorithm_name(best.algorithm)
-                   << (best.is_override ? " (HORA_ALLREDUCE_ALGO)" : " (cost model)")
+                   << (best.is_override ? " (HORA_ALLREDUCE_ALGO)"
+                       : topology != nullptr && topology->calibration != nullptr &&
+                               topology->calibration->applies_to(backend)
+                           ? " (calibrated at init)"
+                           : " (cost model)")
                    << ", estimated " << best.estimated_us << " us";
   return best;
 }

@@ -7,6 +7,12 @@
 // one way, memcpy ~15 GB/s, Gloo's and MPI's built-in allreduce as measured there), to be
 // calibrated from hora-bench sweeps; the table says which numbers came from where.
 //
+// Calibration (calibration.h): when the topology passed in carries an AllreduceCalibration
+// measured on the same cost model, the candidates and their estimates are that calibration's
+// (this machine's figures, agreed on every rank) and the table is not consulted; the table
+// stays the fallback (one rank, HORA_CALIBRATE_MS=0, other backends such as nccl's GPU
+// communicator) and the override's estimate.
+//
 // core/ maps HORA_ALLREDUCE_ALGO onto Algorithm with parse_algorithm (collectives cannot
 // include core/config.h: core is the layer above). Pure functions, thread-safe.
 #pragma once
@@ -74,7 +80,8 @@ Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
                            const Topology* topology = nullptr);
 
 // Every candidate's estimate, for benchmarks and tests (unavailable ones have estimate < 0);
-// hierarchical is listed only with a topology of more than one host.
+// hierarchical is listed only with a topology of more than one host. With a calibration that
+// applies (see above), exactly its measured candidates, estimated from its figures.
 std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend,
                                          const Topology* topology = nullptr);
 

@@ -14,6 +14,7 @@
 // any thread. The member lists it returns stay valid as long as it does.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ namespace hora {
 namespace collectives {
 
 class Communicator;
+struct AllreduceCalibration;  // calibration.h
 
 // One link's alpha-beta cost: time(bytes) = alpha_us + bytes * beta_us_per_byte.
 struct LinkCosts {
@@ -60,6 +62,10 @@ class Topology {
   // The link between two ranks of one host, and between hosts (measure_links fills them).
   LinkCosts intra;
   LinkCosts cross;
+  // Every allreduce candidate timed on this job's communicator at init (calibration.h); when
+  // set and measured on the selector's cost model, the selector chooses from it instead of its
+  // table. Null: not calibrated (one rank, HORA_CALIBRATE_MS=0).
+  std::shared_ptr<const AllreduceCalibration> calibration;
 
  private:
   void build(int rank, const std::vector<int>& host_of);

@@ -115,6 +115,9 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
   if (auto v = env.get("HORA_ALLREDUCE_ALGO")) {
     HORA_ASSIGN_OR_RETURN(c.allreduce_algo, parse_choice("HORA_ALLREDUCE_ALGO", *v, kAlgos));
   }
+  if (auto v = env.get("HORA_CALIBRATE_MS")) {
+    HORA_ASSIGN_OR_RETURN(c.calibrate_ms, parse_double("HORA_CALIBRATE_MS", *v, 0, 60000));
+  }
   if (auto v = env.get("HORA_HIERARCHICAL_ALLREDUCE")) {
     HORA_ASSIGN_OR_RETURN(c.hierarchical_allreduce,
                           parse_hierarchical("HORA_HIERARCHICAL_ALLREDUCE", *v));

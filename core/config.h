@@ -43,6 +43,7 @@ struct Config {
   double heartbeat_ms = 100.0;                                        // HORA_HEARTBEAT_MS
   int64_t cache_capacity = 1024;                                      // HORA_CACHE_CAPACITY
   AllreduceAlgo allreduce_algo = AllreduceAlgo::kAuto;                // HORA_ALLREDUCE_ALGO
+  double calibrate_ms = 100.0;                                        // HORA_CALIBRATE_MS, 0 = off
   HierarchicalMode hierarchical_allreduce = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLREDUCE
   HierarchicalMode hierarchical_allgather = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLGATHER
   std::string timeline_path;                                          // HORA_TIMELINE, empty = off

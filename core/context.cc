@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/backends/registry.h"
+#include "collectives/calibration.h"
 #include "collectives/rendezvous/memory_store.h"
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/tcp_store_client.h"
@@ -335,6 +336,23 @@ Status Context::discover_topology(Deadline deadline) {
                      << " GB/s, within a host " << topology_.intra.alpha_us << " us + "
                      << 1e-3 / std::max(topology_.intra.beta_us_per_byte, 1e-12) << " GB/s";
   }
+  return calibrate_allreduce(deadline);
+}
+
+// Step 6, last part (see context.h): time the allreduce candidates on this communicator.
+Status Context::calibrate_allreduce(Deadline deadline) {
+  if (config_.calibrate_ms <= 0) return Status::ok();
+  collectives::CalibrationOptions co;
+  co.budget = std::chrono::milliseconds(static_cast<int64_t>(config_.calibrate_ms));
+  // A stopped or dead peer is named within HORA_TIMEOUT_S, as in any collective.
+  const Deadline bounded(std::min(deadline.at(), Deadline::after_seconds(config_.timeout_s).at()));
+  auto cal = collectives::calibrate_allreduce(*communicator_, &topology_, co, bounded);
+  if (!cal.is_ok()) return cal.status().with_context(" (hora init: calibrating allreduce)");
+  HORA_LOG(kDebug) << "hora init: allreduce calibrated in " << cal.value().took_ms << " ms on "
+                   << cal.value().cost_model << " (HORA_CALIBRATE_MS=" << config_.calibrate_ms
+                   << "; us per call, slowest rank): " << cal.value().describe();
+  topology_.calibration =
+      std::make_shared<const collectives::AllreduceCalibration>(std::move(cal).value());
   return Status::ok();
 }
 

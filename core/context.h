@@ -21,7 +21,10 @@
 //   6. the topology: every rank posts its host identity under "hora/topo/<generation>/";
 //      when the job spans hosts and a hierarchical mode is not 0, rank 0 measures the links
 //      within and across hosts (collectives::measure_links: a few ping-pongs, about 10 ms on a
-//      10 Gbit/s link) and shares the figures, so every rank's selector decides alike.
+//      10 Gbit/s link) and shares the figures, so every rank's selector decides alike; then
+//      (more than one rank, HORA_CALIBRATE_MS > 0) every allreduce candidate is timed at a few
+//      sizes on the communicator within that budget and the slowest rank's figures are agreed
+//      (collectives/calibration.h), so auto chooses from this machine's measurements;
 //   7. tensors in GPU memory (core/device_setup.h): the GPU runtime and, when the job uses NCCL,
 //      the NCCL communicator beside the host one (HORA_BACKEND=nccl or auto: NCCL for GPU
 //      tensors, the host backend -- auto's choice -- for host tensors and negotiation).
@@ -80,6 +83,8 @@ class Context {
   Context(const Config& config, const RankLayout& layout, int generation);
   Status start();
   Status discover_topology(Deadline deadline);
+  // Sets topology_.calibration (step 6's last part); a no-op when HORA_CALIBRATE_MS is 0.
+  Status calibrate_allreduce(Deadline deadline);
 
   const Config config_;
   RankLayout layout_;  // cross_rank/cross_size set by step 6 unless horarun gave them

@@ -13,6 +13,7 @@ const char* const kKnown[] = {
     "HORA_ALLREDUCE_ALGO",
     "HORA_BACKEND",
     "HORA_CACHE_CAPACITY",
+    "HORA_CALIBRATE_MS",
     "HORA_CPU_ISA",
     "HORA_CROSS_RANK",
     "HORA_CROSS_SIZE",

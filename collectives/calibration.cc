@@ -1,0 +1,148 @@
+// The calibration's probe loop (calibrate_allreduce), its interpolation and its log line.
+//
+// Schedule, for each probe size s in ascending order:
+//   1. Stop when the agreed time spent so far plus the projected cost of s (the previous
+//      size's agreed time scaled by the size ratio) exceeds options.budget (never before the
+//      third size): the decision reads only agreed figures, so every rank stops alike.
+//   2. One untimed warm-up call of every candidate at s (scratch pages, shm slots, caches).
+//   3. `repeats` rounds, each timing one call of every candidate in turn (interleaved, so a
+//      burst of other work on the machine lands on all candidates rather than one); each
+//      rank keeps its fastest call per candidate.
+//   4. The figures, plus this rank's time spent on s, are allreduced with max (rd over comm,
+//      float64): the agreed row for s.
+#include "collectives/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/scratch_pool.h"
+
+namespace hora {
+namespace collectives {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double micros_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+// Tag of the calibration's agreement allreduce ("cali"): distinct from the probes' own.
+constexpr uint32_t kAgreeTag = 0x63616c69;
+
+}  // namespace
+
+double AllreduceCalibration::estimate_us(Algorithm algorithm, size_t bytes) const {
+  const auto it = std::find(algorithms.begin(), algorithms.end(), algorithm);
+  if (it == algorithms.end() || sizes.empty()) return -1;
+  const std::vector<double>& t = us[static_cast<size_t>(it - algorithms.begin())];
+  const double b = static_cast<double>(bytes);
+  if (bytes <= sizes.front()) return t.front();
+  for (size_t k = 1; k < sizes.size(); ++k) {
+    if (bytes <= sizes[k]) {
+      const double lo = static_cast<double>(sizes[k - 1]);
+      const double hi = static_cast<double>(sizes[k]);
+      return t[k - 1] + (t[k] - t[k - 1]) * (b - lo) / (hi - lo);
+    }
+  }
+  const size_t last = sizes.size() - 1;
+  const double top = static_cast<double>(sizes[last]);
+  double per_byte = t[last] / top;  // one probe only: proportional
+  if (last > 0) {
+    const double slope = (t[last] - t[last - 1]) / (top - static_cast<double>(sizes[last - 1]));
+    if (slope > 0) per_byte = slope;
+  }
+  return t[last] + (b - top) * per_byte;
+}
+
+std::string AllreduceCalibration::describe() const {
+  std::string text;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    char part[64];
+    std::snprintf(part, sizeof part, "%s%zu B:", s == 0 ? "" : "; ", sizes[s]);
+    text += part;
+    size_t best = 0;
+    for (size_t a = 0; a < algorithms.size(); ++a) {
+      std::snprintf(part, sizeof part, " %s %.1f", algorithm_name(algorithms[a]), us[a][s]);
+      text += part;
+      if (us[a][s] < us[best][s]) best = a;
+    }
+    if (!algorithms.empty()) text += std::string(" -> ") + algorithm_name(algorithms[best]);
+  }
+  return text;
+}
+
+StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Topology* topology,
+                                                   const CalibrationOptions& options,
+                                                   Deadline deadline) {
+  const auto started = Clock::now();
+  AllreduceCalibration cal;
+  if (comm.size() <= 1 || options.sizes.empty()) return cal;
+  cal.cost_model = comm.cost_model();
+  for (const Selection& s : explain_allreduce(8, comm.size(), cal.cost_model, topology)) {
+    if (s.estimated_us >= 0) cal.algorithms.push_back(s.algorithm);
+  }
+  const size_t m = cal.algorithms.size();
+  cal.us.assign(m, {});
+  const size_t largest = *std::max_element(options.sizes.begin(), options.sizes.end());
+  const size_t max_count = std::max<size_t>(largest / sizeof(float), 1);
+  std::vector<float> in(max_count, 1.0f), out(max_count, 0.0f);
+  ScratchPool scratch;
+  AlgorithmOptions ao;
+  ao.deadline = deadline;
+  ao.scratch = &scratch;
+  ao.topology = topology;
+  auto context = [](Status st) { return st.with_context(" (allreduce calibration)"); };
+
+  const double budget_us = 1000.0 * static_cast<double>(options.budget.count());
+  double spent_us = 0;      // agreed, over every size so far
+  double last_size_us = 0;  // agreed, on the previous size
+  for (size_t k = 0; k < options.sizes.size(); ++k) {
+    const size_t bytes = options.sizes[k];
+    // The next size costs about the last one's time scaled by the size ratio.
+    const double projected =
+        k == 0 ? 0
+               : last_size_us * static_cast<double>(bytes) /
+                     static_cast<double>(std::max<size_t>(options.sizes[k - 1], 1));
+    if (k >= 2 && spent_us + projected > budget_us) break;
+    const size_t count = std::max<size_t>(bytes / sizeof(float), 1);
+    const auto size_start = Clock::now();
+    std::vector<double> row(m + 1, std::numeric_limits<double>::infinity());
+    for (size_t a = 0; a < m; ++a) {
+      Status st = run_allreduce(cal.algorithms[a], comm, in.data(), out.data(), count,
+                                DataType::kFloat32, ReduceOp::kSum, ao);
+      if (!st.is_ok()) return context(st);
+    }
+    const int repeats = bytes <= (128u << 10) ? options.repeats_small : options.repeats_large;
+    for (int r = 0; r < std::max(repeats, 1); ++r) {
+      for (size_t a = 0; a < m; ++a) {
+        const auto t0 = Clock::now();
+        Status st = run_allreduce(cal.algorithms[a], comm, in.data(), out.data(), count,
+                                  DataType::kFloat32, ReduceOp::kSum, ao);
+        if (!st.is_ok()) return context(st);
+        row[a] = std::min(row[a], micros_since(t0));
+      }
+    }
+    if (options.skew) {
+      for (size_t a = 0; a < m; ++a) row[a] = options.skew(cal.algorithms[a], bytes, row[a]);
+    }
+    row[m] = micros_since(size_start);
+    AlgorithmOptions agree = ao;
+    agree.tag = kAgreeTag;
+    Status st = recursive_doubling_allreduce(comm, row.data(), row.data(), row.size(),
+                                             DataType::kFloat64, ReduceOp::kMax, agree);
+    if (!st.is_ok()) return context(st);
+    cal.sizes.push_back(bytes);
+    for (size_t a = 0; a < m; ++a) cal.us[a].push_back(row[a]);
+    spent_us += row[m];
+    last_size_us = row[m];
+  }
+  cal.took_ms = micros_since(started) / 1000.0;
+  return cal;
+}
+
+}  // namespace collectives
+}  // namespace hora

@@ -1,0 +1,79 @@
+// Allreduce calibration: every candidate algorithm (ring, tree, rd, native, hierarchical: what
+// the selector's table offers for the communicator) timed at a few probe sizes on the job's own
+// communicator at init, so the selector chooses from this machine's figures rather than the
+// table fitted on another one. Under the affinity the launcher gave (a core per rank under
+// mpirun's binding, shared cores under horarun or a cgroup limit) the probe measures what the
+// job will get, which is how that affinity enters the choice.
+//
+// Agreement: each rank keeps its fastest call per (algorithm, size); the figures are then
+// allreduced with max (the collective takes as long as its slowest rank; max is exact and
+// order-free, so every rank holds bitwise identical figures) and every decision (the budget
+// cut, the choice per size) is a pure function of the agreed figures. Every rank therefore
+// picks the same algorithm for every size, which the job needs: ranks that disagree deadlock.
+//
+// An AllreduceCalibration is built once (Context at init, tests) and read-only after: safe to
+// read from any thread. The Topology carries it to the selector (Topology::calibration).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectives/selector.h"
+#include "core/base/deadline.h"
+#include "core/base/status.h"
+
+namespace hora {
+namespace collectives {
+
+struct AllreduceCalibration {
+  std::string cost_model;             // Communicator::cost_model() it was measured on
+  std::vector<size_t> sizes;          // probe sizes in bytes, ascending
+  std::vector<Algorithm> algorithms;  // the candidates measured
+  // us[a][s]: agreed microseconds of algorithms[a] at sizes[s] (the slowest rank's fastest
+  // call). Every row has sizes.size() entries.
+  std::vector<std::vector<double>> us;
+  double took_ms = 0;  // the calibration's own wall time on this rank (not agreed; for logs)
+
+  // True when it holds figures for `cost_model` (the selector ignores it otherwise).
+  bool applies_to(const std::string& model) const {
+    return !sizes.empty() && !algorithms.empty() && model == cost_model;
+  }
+  // Estimated microseconds of `algorithm` at `bytes`: the probes' figures interpolated
+  // linearly in bytes between neighbouring probe sizes; below the smallest probe its figure;
+  // above the largest, extended along the slope of the last two (a per-byte cost, never
+  // negative). -1 when `algorithm` was not measured.
+  double estimate_us(Algorithm algorithm, size_t bytes) const;
+  // One line per probe size: "<bytes> B: ring 12.3 tree 14.0 ... -> <choice>".
+  std::string describe() const;
+};
+
+struct CalibrationOptions {
+  // Probe sizes in bytes, ascending; each a multiple of 4 (float32 elements).
+  std::vector<size_t> sizes = {8, 1024, 16u << 10, 128u << 10, 1u << 20, 4u << 20, 16u << 20};
+  // A larger probe is skipped (and every one after it) when the agreed time spent plus its
+  // projected cost would exceed this; the first two sizes are always measured.
+  std::chrono::milliseconds budget{100};
+  // Timed calls per algorithm and size (after one untimed warm-up call); the fastest counts.
+  int repeats_small = 5;  // sizes up to 128 KiB
+  int repeats_large = 2;  // larger sizes
+  // Tests: replaces this rank's measured figure before agreement (the agreed figures must
+  // still be identical on every rank). Null: none.
+  std::function<double(Algorithm algorithm, size_t bytes, double measured_us)> skew;
+};
+
+// Times every candidate of explain_allreduce(size, comm.size(), comm.cost_model(), topology)
+// (those with an estimate >= 0) at each probe size with run_allreduce on float32 sum, and
+// agrees on the figures as described above. Collective: every rank of `comm` must call it
+// with equal options and topology. Blocks until done or `deadline` (the algorithms' errors,
+// e.g. kTimeout naming a peer, with " (allreduce calibration)" appended). Allocates two
+// buffers of the largest probe size for the call's duration. With one rank, returns an
+// empty calibration at once. REQUIRES: topology, when not null, is of comm's ranks.
+StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Topology* topology,
+                                                   const CalibrationOptions& options,
+                                                   Deadline deadline);
+
+}  // namespace collectives
+}  // namespace hora

@@ -1,0 +1,147 @@
+// The allreduce calibration (collectives/calibration.h) on in-process ranks: every rank ends
+// with bitwise identical figures and the same choice at every size even when each rank's own
+// measurements point at a different algorithm; the budget cut; the interpolation; and the
+// selector taking the calibration only for the cost model it was measured on.
+#include "collectives/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "collectives/topology.h"
+#include "tests/support/multi_rank.h"
+
+namespace hora {
+namespace collectives {
+namespace {
+
+using test_support::run_ranks;
+
+// Sizes that straddle every probe and go past the largest.
+const size_t kQuerySizes[] = {0,        4,        8,         100,       1024,    5000,
+                              16 << 10, 77 << 10, 128 << 10, 300 << 10, 1 << 20, 3 << 20,
+                              4 << 20,  9 << 20,  64 << 20,  1u << 30};
+
+CalibrationOptions small_options() {
+  CalibrationOptions o;
+  o.sizes = {8, 1024, 16 << 10, 64 << 10};  // small: the test runs in milliseconds
+  o.repeats_small = 2;
+  o.budget = std::chrono::milliseconds(10000);
+  return o;
+}
+
+TEST(CalibrationTest, RanksThatMeasureDifferentlyStillChooseAlike) {
+  for (int n = 1; n <= 4; ++n) {
+    std::mutex mu;
+    std::vector<AllreduceCalibration> cals(static_cast<size_t>(n));
+    std::vector<std::vector<Algorithm>> choices(static_cast<size_t>(n));
+    Status status = run_ranks(n, [&](Communicator& comm) -> Status {
+      const int rank = comm.rank();
+      CalibrationOptions o = small_options();
+      // Rank r measures algorithm number (r + size index) % 4 as by far the fastest, and the
+      // others slower the higher its rank: no two ranks agree on any size's winner.
+      o.skew = [rank](Algorithm a, size_t bytes, double) {
+        const int favourite = (rank + static_cast<int>(bytes % 7)) % 4;
+        return static_cast<int>(a) - 1 == favourite ? 1.0 : 100.0 + rank * static_cast<int>(a);
+      };
+      Topology topology = Topology::single_host(rank, comm.size());
+      HORA_ASSIGN_OR_RETURN(AllreduceCalibration cal,
+                            calibrate_allreduce(comm, &topology, o, Deadline::after_seconds(30)));
+      topology.calibration = std::make_shared<const AllreduceCalibration>(cal);
+      std::vector<Algorithm> mine;
+      for (size_t bytes : kQuerySizes)
+        mine.push_back(
+            select_allreduce(bytes, comm.size(), comm.cost_model(), Algorithm::kAuto, &topology)
+                .algorithm);
+      std::lock_guard<std::mutex> lock(mu);
+      cals[static_cast<size_t>(rank)] = cal;
+      choices[static_cast<size_t>(rank)] = mine;
+      return Status::ok();
+    });
+    ASSERT_TRUE(status.is_ok()) << "n=" << n << ": " << status.to_string();
+    if (n == 1) {
+      EXPECT_TRUE(cals[0].sizes.empty()) << "one rank: nothing to calibrate";
+      continue;
+    }
+    ASSERT_EQ(cals[0].sizes, small_options().sizes) << "n=" << n;
+    for (int r = 1; r < n; ++r) {
+      EXPECT_EQ(cals[r].algorithms, cals[0].algorithms) << "n=" << n << " rank " << r;
+      ASSERT_EQ(cals[r].us.size(), cals[0].us.size());
+      for (size_t a = 0; a < cals[0].us.size(); ++a) {
+        ASSERT_EQ(cals[r].us[a].size(), cals[0].us[a].size());
+        EXPECT_EQ(0, std::memcmp(cals[r].us[a].data(), cals[0].us[a].data(),
+                                 cals[0].us[a].size() * sizeof(double)))
+            << "n=" << n << " rank " << r << ": figures differ bitwise";
+      }
+      EXPECT_EQ(choices[r], choices[0]) << "n=" << n << " rank " << r;
+    }
+    // Agreement is the max: every candidate's figure is at least the slowest rank's 100.
+    for (const auto& row : cals[0].us)
+      for (double us : row) EXPECT_GE(us, 100.0) << "n=" << n;
+  }
+}
+
+TEST(CalibrationTest, MeasuresRealTimesAndStopsAtTheBudget) {
+  Status status = run_ranks(3, [&](Communicator& comm) -> Status {
+    CalibrationOptions o = small_options();
+    o.budget = std::chrono::milliseconds(0);  // only the two sizes always measured
+    HORA_ASSIGN_OR_RETURN(AllreduceCalibration cal,
+                          calibrate_allreduce(comm, nullptr, o, Deadline::after_seconds(30)));
+    EXPECT_EQ(cal.sizes, (std::vector<size_t>{8, 1024}));
+    EXPECT_EQ(cal.cost_model, comm.cost_model());
+    // The in-process backend has no native allreduce: hora's three.
+    EXPECT_EQ(cal.algorithms, (std::vector<Algorithm>{Algorithm::kRing, Algorithm::kTree,
+                                                      Algorithm::kRecursiveDoubling}));
+    for (const auto& row : cal.us)
+      for (double us : row) EXPECT_GT(us, 0.0);
+    EXPECT_GT(cal.took_ms, 0.0);
+    EXPECT_NE(cal.describe().find("1024 B:"), std::string::npos) << cal.describe();
+    return Status::ok();
+  });
+  ASSERT_TRUE(status.is_ok()) << status.to_string();
+}
+
+AllreduceCalibration handmade() {
+  AllreduceCalibration cal;
+  cal.cost_model = "builtin-shm";
+  cal.sizes = {8, 1000, 2000};
+  cal.algorithms = {Algorithm::kRing, Algorithm::kNative};
+  cal.us = {{10, 20, 30}, {5, 25, 60}};
+  return cal;
+}
+
+TEST(CalibrationTest, InterpolatesBetweenProbesAndExtendsPastTheLast) {
+  const AllreduceCalibration cal = handmade();
+  EXPECT_DOUBLE_EQ(cal.estimate_us(Algorithm::kRing, 0), 10);
+  EXPECT_DOUBLE_EQ(cal.estimate_us(Algorithm::kRing, 8), 10);
+  EXPECT_DOUBLE_EQ(cal.estimate_us(Algorithm::kRing, 1500), 25);
+  EXPECT_DOUBLE_EQ(cal.estimate_us(Algorithm::kRing, 4000), 50);    // slope 0.01 us/B
+  EXPECT_DOUBLE_EQ(cal.estimate_us(Algorithm::kNative, 3000), 95);  // slope 0.035 us/B
+  EXPECT_LT(cal.estimate_us(Algorithm::kTree, 100), 0) << "not measured";
+  AllreduceCalibration flat = cal;
+  flat.us = {{10, 20, 15}, {5, 25, 60}};  // noise: the last probe faster than the one before
+  EXPECT_DOUBLE_EQ(flat.estimate_us(Algorithm::kRing, 4000), 30);  // 15 us / 2000 B, proportional
+}
+
+TEST(CalibrationTest, SelectorUsesItOnlyForItsCostModel) {
+  Topology t = Topology::single_host(0, 2);
+  t.calibration = std::make_shared<const AllreduceCalibration>(handmade());
+  EXPECT_EQ(select_allreduce(8, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
+            Algorithm::kNative);
+  EXPECT_EQ(select_allreduce(1 << 20, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
+            Algorithm::kRing);
+  // The override still wins.
+  EXPECT_EQ(select_allreduce(1 << 20, 2, "builtin-shm", Algorithm::kTree, &t).algorithm,
+            Algorithm::kTree);
+  // Another cost model: the table (which offers tree and rd as well).
+  EXPECT_EQ(explain_allreduce(8, 2, "builtin", &t).size(), 4u);
+  EXPECT_EQ(explain_allreduce(8, 2, "builtin-shm", &t).size(), 2u);
+  // Another rank count than the calibration's topology: the table.
+  EXPECT_EQ(explain_allreduce(8, 3, "builtin-shm", &t).size(), 4u);
+}
+
+}  // namespace
+}  // namespace collectives
+}  // namespace hora
