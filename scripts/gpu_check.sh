@@ -6,20 +6,33 @@
 #   HORA_BUILD_DIR=build-x HORA_GPU_MAX_RANKS=2 bash scripts/gpu_check.sh
 #
 # Steps (each logged to $BUILD_DIR/gpu_check.<step>.log; the tail of a failing log is shown):
-#   1. configure (HORA_WITH_NCCL=ON, -Werror; Gloo, MPI and Python off: not needed here) and
-#      build only the targets below;
+#   1. configure (HORA_WITH_NCCL=ON, -Werror; Gloo and MPI off: not needed here; the Python
+#      binding when pybind11 is found, for HORA_GPU_PYTHON's interpreter) and build only the
+#      targets below;
 #   2. cuda_kernels_test: the CUDA kernels against the CPU kernels, bit for bit;
 #   3. nccl_backend_test: the NCCL communicator's logic against a fake (no GPU needed);
 #   4. nccl_mp_test at N = 1 .. the number of GPUs (one rank per GPU; NCCL refuses two on one):
 #      native collectives and hora's algorithms over NCCL on device buffers;
-#   5. cuda_kernels_bench: kernel bandwidth against a device memcpy (the issue's targets);
-#   6. hora-bench --device cuda --compare nccl at N = 1 and N = the number of GPUs: hora's
+#   5. the engine on device memory: device_engine_test (its logic over a fake runtime) and
+#      device_engine_gpu_test (the CUDA runtime; the engine staged at N = 1, 2 in process and
+#      over NCCL at N = 1; init with HORA_BACKEND=nccl);
+#   6. hora.torch on CUDA tensors (tests/python/gpu, through gpu_main.py): N = 1 over NCCL,
+#      N = 2 staged through host memory (HORA_BACKEND=builtin: both ranks may share one GPU),
+#      and N = the number of GPUs over NCCL when there are several;
+#   7. cuda_kernels_bench: kernel bandwidth against a device memcpy (the issue's targets);
+#   8. hora-bench --device cuda --compare nccl at N = 1 and N = the number of GPUs: hora's
 #      native and own algorithms beside ncclAllReduce, 8 B .. 256 MiB.
 # A missing GPU fails every GPU step (HORA_TEST_REQUIRE_GPU=1): here a skip is a failure.
 # Exit status: 0 when every step passed, 1 otherwise.
+# HORA_GPU_PYTHON: the interpreter with torch (default: hora's setup environment, else python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${HORA_BUILD_DIR:-build-gpu}
+PY=${HORA_GPU_PYTHON:-}
+if [[ -z $PY ]]; then
+  PY=$HOME/.cache/hora/venv/bin/python
+  [[ -x $PY ]] || PY=$(command -v python3)
+fi
 JOBS=${HORA_JOBS:-$(nproc)}
 export HORA_TEST_REQUIRE_GPU=1
 mkdir -p "$BUILD_DIR"
@@ -57,13 +70,23 @@ configure() {
     command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
                                                -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
     cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHORA_WERROR=ON \
-      -DHORA_WITH_NCCL=ON -DHORA_WITH_GLOO=OFF -DHORA_WITH_MPI=OFF -DHORA_WITH_PYTHON=OFF \
-      "${launcher[@]}"
+      -DHORA_WITH_NCCL=ON -DHORA_WITH_GLOO=OFF -DHORA_WITH_MPI=OFF -DHORA_WITH_PYTHON=AUTO \
+      -DHORA_PYTHON="$PY" "${launcher[@]}"
   fi
 }
 build() {
+  local python=()
+  cmake --build "$BUILD_DIR" --target help | grep -q "hora_python" && python=(hora_python)
   cmake --build "$BUILD_DIR" -j "$JOBS" --target cuda_kernels_test nccl_backend_test \
-    nccl_mp_test cuda_kernels_bench hora-bench horarun
+    nccl_mp_test cuda_kernels_bench hora-bench horarun device_engine_test \
+    device_engine_gpu_test "${python[@]}"
+}
+# torch_cuda N [ENV...]: hora.torch's CUDA tests under horarun -np N.
+torch_cuda() {
+  local n=$1
+  shift
+  env PYTHONPATH="$BUILD_DIR/python" HORA_START_TIMEOUT_S=60 HORA_TIMEOUT_S=120 "$@" \
+    timeout 300 "$BUILD_DIR/launcher/horarun" -np "$n" "$PY" tests/python/gpu/gpu_main.py
 }
 
 if step configure configure && step build build; then
@@ -79,6 +102,16 @@ if step configure configure && step build build; then
     HORA_START_TIMEOUT_S=60 HORA_TIMEOUT_S=120 \
       step "nccl_mp_test.np$n" timeout 300 "$horarun" -np "$n" "$bin/tests/mp/nccl/nccl_mp_test"
   done
+  step device_engine_test "$bin/tests/core/device_engine_test"
+  step device_engine_gpu_test timeout 300 "$bin/tests/core/device_engine_gpu_test"
+  if [[ -f "$BUILD_DIR/python/hora/__init__.py" ]]; then
+    step torch_cuda.np1 torch_cuda 1
+    step torch_cuda_staged.np2 torch_cuda 2 HORA_BACKEND=builtin
+    ((max_ranks > 1)) && step "torch_cuda.np$max_ranks" torch_cuda "$max_ranks"
+  else
+    summary+=("FAIL  torch_cuda (no Python binding built: pybind11 for $PY missing?)")
+    failed=1
+  fi
   step cuda_kernels_bench "$bin/benchmarks/cuda_kernels_bench"
   for n in $( ((max_ranks > 1)) && echo "1 $max_ranks" || echo 1); do
     step "hora_bench.np$n" timeout 300 "$horarun" -np "$n" "$bin/benchmarks/hora-bench" \
