@@ -15,6 +15,7 @@
 #include <map>
 #include <vector>
 
+#include "collectives/backends/builtin/cpu_affinity.h"
 #include "collectives/backends/builtin/loopback_link.h"
 #include "collectives/backends/builtin/peer_engine.h"
 #include "collectives/backends/builtin/shm_allreduce.h"
@@ -22,6 +23,7 @@
 #include "collectives/backends/builtin/shm_exchange.h"
 #include "collectives/backends/builtin/shm_segment.h"
 #include "collectives/backends/builtin/shm_span_allreduce.h"
+#include "collectives/backends/builtin/spin_budget.h"
 #include "collectives/backends/builtin/tcp_transport.h"
 #include "core/base/host_identity.h"
 
@@ -39,13 +41,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kLostMemberGrace = std::chrono::seconds(5);
 
 // CPUs this process may run on (its affinity mask), at least 1.
-long usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-}
-
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -216,7 +211,8 @@ class BuiltinCommunicator : public Communicator {
   std::unique_ptr<ShmDoorbell> bell_;
   std::vector<std::unique_ptr<PeerEngine>> engines_;
   std::atomic<bool> aborted_{false};
-  bool yield_while_spinning_ = false;  // more ranks on this host than CPUs
+  bool yield_while_spinning_ = false;  // this host's ranks share cores (cpu_affinity.h)
+  SpinBudget spin_budget_;             // wait_op's (spin_budget.h)
   int wake_fd_ = -1;
   std::vector<pollfd> pollfds_;
 };
@@ -243,7 +239,24 @@ Status BuiltinCommunicator::init(Store& store) {
     if (hosts[r] == host) local.push_back(r);
   const bool one_host = local.size() == static_cast<size_t>(size_);
   const bool use_shm = options_.shm_enabled && local.size() > 1;
-  yield_while_spinning_ = static_cast<long>(local.size()) > usable_cpus();
+  // Whether this host's ranks share cores: fewer CPUs in the union of their affinities than
+  // ranks (4 ranks on 2 CPUs; two ranks bound to one core). Each rank bound to a core of its
+  // own (mpirun --bind-to core) is not sharing, though each sees one CPU. Over TCP only
+  // (HORA_SHM=0) no masks are exchanged: this rank's own mask against the local ranks.
+  yield_while_spinning_ =
+      ranks_share_cores(static_cast<int>(local.size()), union_cpus({affinity_text()}));
+  if (use_shm) {
+    const std::string mine = affinity_text();
+    HORA_RETURN_IF_ERROR(
+        store.set(prefix + "cpus/" + std::to_string(rank_), Bytes(mine.begin(), mine.end())));
+    std::vector<std::string> masks;
+    for (int r : local) {
+      HORA_ASSIGN_OR_RETURN(Bytes v, store.get(prefix + "cpus/" + std::to_string(r), deadline));
+      masks.emplace_back(v.begin(), v.end());
+    }
+    yield_while_spinning_ = ranks_share_cores(static_cast<int>(local.size()), union_cpus(masks));
+  }
+  spin_budget_ = SpinBudget(options_.spin);
 
   if (use_shm) {
     const int local_size = static_cast<int>(local.size());
@@ -436,22 +449,33 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
   const auto started = Clock::now();
   auto last_progress = started;
   auto last_check = started;
+  auto last_poll = started;
   uint32_t idle_spins = 0;
+  bool waited = false, slept = false;  // the spin budget learns which ended the wait
+  auto finish = [&]() -> Status {
+    if (waited && !slept) spin_budget_.on_spun();
+    return op.status;
+  };
   for (;;) {
-    if (op.complete) return op.status;
+    if (op.complete) return finish();
     if (aborted_.load())
       return Status::remote("communicator of rank " + std::to_string(rank_) +
                             " was aborted while waiting for rank " + std::to_string(op.peer));
     bool moved = progress_all(false);
-    if (op.complete) return op.status;
+    if (op.complete) return finish();
     if (!moved) moved = progress_all(true);
     auto now = Clock::now();
+    // A long gap between two polls: this spinner lost its core; sleep rather than spin on.
+    const bool lost_core = !slept && spin_budget_.preempted(now - last_poll);
+    last_poll = now;
+    if (!waited) spin_budget_.begin_wait();
+    waited = true;
     if (moved) {
       last_progress = now;
       continue;
     }
     if (now >= deadline.at()) return timeout_status(op, started);
-    if (now - last_progress < options_.spin) {
+    if (!lost_core && now - last_progress < spin_budget_.current()) {
       // Yield now and then when this host has more ranks than CPUs: a spin that keeps the
       // core delays the peer it waits for (see ShmExchange::arrive_and_wait for why not
       // always).
@@ -465,12 +489,16 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
     if (now - last_check >= options_.liveness_interval) {
       last_check = now;
       check_peers();
-      if (op.complete) return op.status;
+      if (op.complete) return finish();
       if (now - last_progress >= kLostMemberGrace) {
         Status lost = lost_peers_status(op);
         if (!lost.is_ok()) return lost;
       }
       continue;
+    }
+    if (!slept) {
+      slept = true;
+      spin_budget_.on_slept();
     }
     sleep_until_activity(
         Deadline(std::min(deadline.at(), last_check + options_.liveness_interval)));

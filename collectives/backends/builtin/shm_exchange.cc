@@ -125,7 +125,7 @@ ShmExchange::ShmExchange(int rank, int size, const ShmExchangeOptions& options,
       slot_bytes_(options.slot_bytes),
       shared_bytes_(options.shared_bytes),
       region_bytes_(2 * options.slot_bytes + options.shared_bytes),
-      spin_(options.spin),
+      spin_budget_(options.spin),
       yield_while_spinning_(options.yield_while_spinning),
       liveness_interval_(options.liveness_interval),
       segment_(std::move(segment)),
@@ -238,8 +238,14 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
   if (all_arrived()) return Status::ok();
   const auto started = Clock::now();
   auto last_check = started;
+  auto last_poll = started;
+  bool slept = false;  // spin, then sleep (spin_budget.h): the budget learns which ended it
+  spin_budget_.begin_wait();
   for (uint32_t spins = 0;; ++spins) {
-    if (all_arrived()) return Status::ok();
+    if (all_arrived()) {
+      if (!slept) spin_budget_.on_spun();
+      return Status::ok();
+    }
     if ((spins & 63) != 0) {
       cpu_relax();
       continue;
@@ -251,6 +257,9 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
     // went from 11 to 29 ms).
     if (yield_while_spinning_) sched_yield();
     const auto now = Clock::now();
+    // A long gap between two polls: this spinner lost its core; sleep rather than spin on.
+    const bool lost_core = !slept && spin_budget_.preempted(now - last_poll);
+    last_poll = now;
     if (aborted_ != nullptr && aborted_->load(std::memory_order_relaxed))
       return fail(Status::remote("communicator of rank " + std::to_string(rank_) +
                                  " was aborted during the shared-memory " + what),
@@ -278,7 +287,11 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
                           std::to_string(seq) + ")" + rank_list(", waiting for rank(s) ", missing)),
           rank_);
     }
-    if (now - started < spin_) continue;
+    if (!lost_core && !slept && now - started < spin_budget_.current()) continue;
+    if (!slept) {
+      slept = true;
+      spin_budget_.on_slept();
+    }
     // Sleep until a peer arrives, the next liveness check or the deadline.
     auto cap = std::min(deadline.at(), last_check + liveness_interval_) - now;
     auto cap_us = std::chrono::duration_cast<std::chrono::microseconds>(cap).count();

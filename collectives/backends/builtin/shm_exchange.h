@@ -40,6 +40,7 @@
 #include <string>
 
 #include "collectives/backends/builtin/shm_segment.h"
+#include "collectives/backends/builtin/spin_budget.h"
 #include "collectives/rendezvous/store.h"
 #include "core/base/deadline.h"
 #include "core/base/status.h"
@@ -51,8 +52,10 @@ namespace builtin {
 struct ShmExchangeOptions {
   size_t slot_bytes = size_t{1} << 20;  // one step's data per rank; two slots per rank
   size_t shared_bytes = 0;              // what shared_buffer() can hand out per rank
+  // The longest spin before a wait sleeps on its futex; the spin actually used adapts
+  // (spin_budget.h).
   std::chrono::microseconds spin{50};
-  // Yield the core every 64 polls while spinning: for hosts with more ranks than CPUs.
+  // Yield the core every 64 polls while spinning: for hosts whose ranks share cores.
   bool yield_while_spinning = false;
   std::chrono::milliseconds liveness_interval{100};
 };
@@ -112,8 +115,8 @@ class ShmExchange {
   int size_;
   size_t slot_bytes_;
   size_t shared_bytes_;
-  size_t region_bytes_;  // per rank: two slots plus the shared region
-  std::chrono::microseconds spin_;
+  size_t region_bytes_;     // per rank: two slots plus the shared region
+  SpinBudget spin_budget_;  // the waiting thread's (one at a time: the class's contract)
   bool yield_while_spinning_;
   std::chrono::milliseconds liveness_interval_;
   std::unique_ptr<ShmSegment> segment_;
