@@ -20,8 +20,8 @@
 #      N = 2 staged through host memory (HORA_BACKEND=builtin: both ranks may share one GPU),
 #      and N = the number of GPUs over NCCL when there are several;
 #   7. cuda_kernels_bench: kernel bandwidth against a device memcpy (the targets);
-#   8. hora-bench --device cuda --compare nccl at N = 1 and N = the number of GPUs: hora's
-#      native and own algorithms beside ncclAllReduce, 8 B .. 256 MiB.
+#   8. hora-bench --device cuda --compare nccl --through-engine at N = 1 and N = the number of
+#      GPUs: hora's native and own algorithms and its engine beside ncclAllReduce, 8 B .. 256 MiB.
 # A missing GPU fails every GPU step (HORA_TEST_REQUIRE_GPU=1): here a skip is a failure.
 # Exit status: 0 when every step passed, 1 otherwise.
 # HORA_GPU_PYTHON: the interpreter with torch (default: hora's setup environment, else python3).
@@ -115,7 +115,7 @@ if step configure configure && step build build; then
   step cuda_kernels_bench "$bin/benchmarks/cuda_kernels_bench"
   for n in $( ((max_ranks > 1)) && echo "1 $max_ranks" || echo 1); do
     step "hora_bench.np$n" timeout 300 "$horarun" -np "$n" "$bin/benchmarks/hora-bench" \
-      allreduce --device cuda -b 8 -e 256M -f 8 -n 20 -w 5 --compare nccl
+      allreduce --device cuda -b 8 -e 256M -f 8 -n 20 -w 5 --compare nccl --through-engine
   done
 fi
 

@@ -166,10 +166,6 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
   }
   o.backend = gpu ? "nccl" : f.backend;
   o.through_engine = f.through_engine;
-  if (gpu && o.through_engine) {
-    return Status::invalid_argument("--through-engine with --device " + f.device +
-                                    ": the engine does not carry GPU tensors yet");
-  }
   if (o.through_engine && o.collective != Collective::kAllreduce) {
     return Status::invalid_argument(
         std::string("--through-engine applies to allreduce only, not ") +

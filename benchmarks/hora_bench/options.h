@@ -42,8 +42,8 @@ struct Options {
   collectives::Algorithm algo = collectives::Algorithm::kAuto;  // --algo
   std::string backend;  // --backend: hora's algorithms over it; empty = job's
   // --device: where the sweep's buffers live. cuda index -1 = this rank's GPU (local rank
-  // modulo the GPUs). On a GPU hora runs over nccl (backend "nccl") and only hora and nccl
-  // compare (no gloo, mpi, wire or --through-engine).
+  // modulo the GPUs). On a GPU hora runs over nccl (backend "nccl") and only hora (its
+  // algorithms, and the engine with --through-engine) and nccl compare (no gloo, mpi, wire).
   Device device = Device::cpu();
   bool through_engine = false;  // --through-engine
   // --compare: which baselines run ("gloo", "mpi", "wire": the transport's ceiling for a

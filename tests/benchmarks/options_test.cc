@@ -54,7 +54,6 @@ TEST(OptionsTest, DeviceCudaRefusesWhatCannotTouchGpuBuffers) {
   expect_bad({"allreduce", "--compare", "nccl"}, "--compare nccl needs --device cuda");
   expect_bad({"allreduce", "--device", "cuda", "--compare", "gloo"}, "only hora and nccl");
   expect_bad({"allreduce", "--device", "cuda", "--backend", "gloo"}, "nccl only");
-  expect_bad({"allreduce", "--device", "cuda", "--through-engine"}, "GPU tensors");
   expect_bad({"allreduce", "--device", "gpu"}, "--device");
 }
 
