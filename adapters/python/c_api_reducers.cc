@@ -8,26 +8,28 @@ namespace hora {
 namespace python {
 
 CApiReducers::~CApiReducers() {
+  std::thread waiter;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
+    waiter = std::move(waiter_);
   }
   cv_.notify_all();
-  if (waiter_.joinable()) waiter_.join();
+  if (waiter.joinable()) waiter.join();
 }
 
 StatusOr<int64_t> CApiReducers::create(std::vector<std::string> names,
                                        GradientReducerOptions options) {
   HORA_ASSIGN_OR_RETURN(std::unique_ptr<GradientReducer> reducer,
                         GradientReducer::create(std::move(names), std::move(options)));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const int64_t id = next_id_++;
   reducers_.emplace(id, std::shared_ptr<GradientReducer>(std::move(reducer)));
   return id;
 }
 
 StatusOr<std::shared_ptr<GradientReducer>> CApiReducers::find(int64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = reducers_.find(id);
   if (it == reducers_.end())
     return Status::failed_precondition(
@@ -39,7 +41,7 @@ StatusOr<std::shared_ptr<GradientReducer>> CApiReducers::find(int64_t id) const 
 void CApiReducers::release(int64_t id) {
   std::shared_ptr<GradientReducer> last;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = reducers_.find(id);
     if (it == reducers_.end()) return;
     last = std::move(it->second);
@@ -51,7 +53,7 @@ void CApiReducers::release(int64_t id) {
 void CApiReducers::synchronize_later(std::shared_ptr<GradientReducer> reducer,
                                      std::function<void(Status)> callback) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     jobs_.push_back(Job{std::move(reducer), std::move(callback)});
     if (!waiter_.joinable()) waiter_ = std::thread([this] { run_waiter(); });
   }
@@ -63,8 +65,8 @@ void CApiReducers::run_waiter() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && jobs_.empty()) cv_.wait(mu_);
       if (jobs_.empty()) return;  // stopping, nothing left
       job = std::move(jobs_.front());
       jobs_.pop_front();

@@ -13,17 +13,16 @@
 // Threads: every method is safe from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/base/mutex.h"
 #include "core/gradient_reducer.h"
 
 namespace hora {
@@ -55,17 +54,16 @@ class CApiReducers {
     std::shared_ptr<GradientReducer> reducer;
     std::function<void(Status)> callback;
   };
-  void run_waiter();
+  void run_waiter() HORA_EXCLUDES(mu_);
 
-  // Guards reducers_, next_id_, jobs_, stopping_ and waiter_'s start. Never held while a
-  // reducer synchronizes or a callback runs.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<int64_t, std::shared_ptr<GradientReducer>> reducers_;
-  int64_t next_id_ = 1;
-  std::deque<Job> jobs_;
-  bool stopping_ = false;
-  std::thread waiter_;  // started with the first synchronize_later
+  // Guards the members marked so. Never held while a reducer synchronizes or a callback runs.
+  mutable Mutex mu_;
+  CondVar cv_;  // a job was queued or stopping_ was set
+  std::map<int64_t, std::shared_ptr<GradientReducer>> reducers_ HORA_GUARDED_BY(mu_);
+  int64_t next_id_ HORA_GUARDED_BY(mu_) = 1;
+  std::deque<Job> jobs_ HORA_GUARDED_BY(mu_);
+  bool stopping_ HORA_GUARDED_BY(mu_) = false;
+  std::thread waiter_ HORA_GUARDED_BY(mu_);  // started with the first synchronize_later
 };
 
 // The process's one registry (the C API's functions are plain C, so they reach it through

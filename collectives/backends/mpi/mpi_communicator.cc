@@ -56,10 +56,9 @@ void finalize_at_exit() {
   MPI_Finalize();
 }
 
-// Initialises MPI unless the application did; checks the thread level either way.
-// REQUIRES: runtime().mu held.
-Status ensure_mpi_initialised(bool* initialised_here) {
-  *initialised_here = false;
+// Initialises MPI unless the application did (then sets rt.hora_initialised); checks the
+// thread level either way. `rt.mu` serialises MPI's initialisation between threads.
+Status ensure_mpi_initialised(MpiRuntime& rt) HORA_REQUIRES(rt.mu) {
   int initialized = 0;
   int finalized = 0;
   HORA_RETURN_IF_ERROR(mpi_status(MPI_Initialized(&initialized), "MPI_Initialized"));
@@ -79,7 +78,7 @@ Status ensure_mpi_initialised(bool* initialised_here) {
           mpi_thread_level_name(kRequiredLevel) +
           " (its background thread calls MPI): use an MPI built with thread support");
     }
-    *initialised_here = true;
+    rt.hora_initialised = true;
     std::atexit(finalize_at_exit);
     return Status::ok();
   }
@@ -141,9 +140,7 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(const MpiOpti
   Status status;
   {
     MutexLock lock(&rt.mu);
-    bool initialised_here = false;
-    HORA_RETURN_IF_ERROR(ensure_mpi_initialised(&initialised_here));
-    if (initialised_here) rt.hora_initialised = true;
+    HORA_RETURN_IF_ERROR(ensure_mpi_initialised(rt));
 
     comm.reset(new MpiCommunicator());
     comm->options_ = options;
