@@ -188,10 +188,17 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   const size_t count = total / elem;
   if (path == DevicePath::kNative) {
     HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (pack)"));
-    HORA_RETURN_IF_ERROR(
-        with_tensor(resources_.device_comm->allreduce(fusion, fusion, count, dtype, op,
-                                                      Deadline::after_seconds(options_.timeout_s)),
-                    "allreduce", first));
+    // NCCL reduces neither 16-bit integers nor bool: hora's ring runs over the NCCL
+    // communicator's point-to-point with the CUDA reduction kernels (its buffer_ops) instead.
+    const bool nccl_reduces =
+        dtype != DataType::kInt16 && dtype != DataType::kUint16 && dtype != DataType::kBool;
+    collectives::Communicator& comm = *resources_.device_comm;
+    HORA_RETURN_IF_ERROR(with_tensor(
+        nccl_reduces ? comm.allreduce(fusion, fusion, count, dtype, op,
+                                      Deadline::after_seconds(options_.timeout_s))
+                     : collectives::run_allreduce(collectives::Algorithm::kRing, comm, fusion,
+                                                  fusion, count, dtype, op, algorithm_options()),
+        "allreduce", first));
     ++stats_.native_buckets;
   } else {
     HORA_RETURN_IF_ERROR(ensure_pinned(total));

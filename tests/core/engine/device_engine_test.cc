@@ -372,6 +372,47 @@ TEST_P(DeviceEngine, StagedDeviceTensorsTravelThroughPinnedMemory) {
   EXPECT_GE(runtime.count("copy_to_device"), 2 * n);
 }
 
+// int16 is a dtype NCCL cannot reduce: hora's ring runs over the NCCL communicator instead of
+// its native allreduce.
+TEST_P(DeviceEngine, NativeInt16RunsHorasRingOverNccl) {
+  const int n = GetParam();
+  FakeDeviceRuntime runtime(1);
+  test_support::InProcWorld device_world(n);
+  std::vector<std::unique_ptr<FakeNcclCommunicator>> nccl;
+  for (int r = 0; r < n; ++r)
+    nccl.push_back(std::make_unique<FakeNcclCommunicator>(device_world.communicator(r), &runtime));
+  Status s = test_support::run_ranks(n, [&](collectives::Communicator& host) -> Status {
+    DeviceResources res;
+    res.runtime = &runtime;
+    res.device_comm = nccl[host.rank()].get();
+    res.support = support(DeviceMode::kNative, 0);
+    Engine eng(host, test_config(), nullptr, "", nullptr, &res);
+    const size_t count = 37;
+    auto* data = static_cast<int16_t*>(runtime.tensor_memory(count * 2));
+    for (size_t i = 0; i < count; ++i) data[i] = static_cast<int16_t>(host.rank() + i);
+    Entry e;
+    e.request.name = "i16";
+    e.request.type = CollectiveType::kAllreduce;
+    e.request.dtype = DataType::kInt16;
+    e.request.shape = {static_cast<int64_t>(count)};
+    e.request.device = Device::cuda(0);
+    e.in = TensorView::flat(data, DataType::kInt16, count, Device::cuda(0)).value();
+    e.out = e.in;
+    auto state = std::make_shared<detail::HandleState>("i16", 1, 30.0);
+    e.handle = state;
+    std::vector<Entry> entries;
+    entries.push_back(std::move(e));
+    HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
+    HORA_RETURN_IF_ERROR(Handle(state).wait());
+    for (size_t i = 0; i < count; ++i)
+      if (data[i] != static_cast<int16_t>(n * (n - 1) / 2 + n * static_cast<int>(i)))
+        return Status::internal("i16[" + std::to_string(i) + "] = " + std::to_string(data[i]));
+    return eng.stop();
+  });
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(nccl[r]->allreduces.load(), 0) << "rank " << r;
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, DeviceEngine, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "n" + std::to_string(i.param);
