@@ -122,6 +122,8 @@ fi
 echo
 echo "== gpu_check summary ($gpus GPU(s), $(date -u +%FT%TZ))"
 for line in "${summary[@]}"; do echo "$line"; done
+# The engine's own cost on a GPU (device_engine_gpu_test prints it; the target <= 1.3x).
+grep -h "engine fused step" "$BUILD_DIR/gpu_check.device_engine_gpu_test.log" 2>/dev/null
 for log in "$BUILD_DIR"/gpu_check.cuda_kernels_bench.log "$BUILD_DIR"/gpu_check.hora_bench.np*.log; do
   [[ -f $log ]] || continue
   echo
