@@ -52,7 +52,10 @@ struct AllreduceCalibration {
 
 struct CalibrationOptions {
   // Probe sizes in bytes, ascending; each a multiple of 4 (float32 elements).
-  std::vector<size_t> sizes = {8, 1024, 16u << 10, 128u << 10, 1u << 20, 4u << 20, 16u << 20};
+  // 16 and 32 KiB straddle the shared-memory allreduce's switch from one sync point to chunks
+  // (shm_allreduce.h), where its time steps up and rd can win.
+  std::vector<size_t> sizes = {8,          1024,       16u << 10, 32u << 10,
+                               128u << 10, 512u << 10, 2u << 20,  8u << 20};
   // A larger probe is skipped (and every one after it) when the agreed time spent plus its
   // projected cost would exceed this; the first two sizes are always measured.
   std::chrono::milliseconds budget{100};

@@ -228,30 +228,39 @@ double estimate_allreduce_us(Algorithm algorithm, const std::string& backend, si
   return flat_us(algorithm, worst, c.gamma_us_per_byte, b, n);
 }
 
-std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend,
-                                         const Topology* topology) {
-  const bool hosts = topology != nullptr && topology->hosts() > 1;
-  std::vector<Selection> all;
+namespace {
+
+// Calls fn(algorithm, estimated_us) for every candidate in tie-break order (see
+// explain_allreduce), without allocating: select_allreduce runs once per collective.
+template <typename Fn>
+void for_each_candidate(size_t bytes, int ranks, const std::string& backend,
+                        const Topology* topology, Fn&& fn) {
   const AllreduceCalibration* cal = topology != nullptr ? topology->calibration.get() : nullptr;
   if (cal != nullptr && cal->applies_to(backend) && ranks == topology->size()) {
     // Measured on this job's communicator: its candidates, in the table's tie-break order.
-    for (Algorithm a : cal->algorithms) {
-      Selection s;
-      s.algorithm = a;
-      s.estimated_us = bytes == 0 ? 0 : cal->estimate_us(a, bytes);
-      all.push_back(s);
-    }
-    return all;
+    for (Algorithm a : cal->algorithms) fn(a, bytes == 0 ? 0 : cal->estimate_us(a, bytes));
+    return;
   }
+  const bool hosts = topology != nullptr && topology->hosts() > 1;
   for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling,
                       Algorithm::kNative, Algorithm::kHierarchical}) {
     if (a == Algorithm::kHierarchical && !hosts) continue;
+    fn(a, hosts ? estimate_allreduce_us(a, backend, bytes, *topology)
+                : estimate_allreduce_us(a, backend, bytes, ranks));
+  }
+}
+
+}  // namespace
+
+std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend,
+                                         const Topology* topology) {
+  std::vector<Selection> all;
+  for_each_candidate(bytes, ranks, backend, topology, [&](Algorithm a, double us) {
     Selection s;
     s.algorithm = a;
-    s.estimated_us = hosts ? estimate_allreduce_us(a, backend, bytes, *topology)
-                           : estimate_allreduce_us(a, backend, bytes, ranks);
+    s.estimated_us = us;
     all.push_back(s);
-  }
+  });
   return all;
 }
 
@@ -267,13 +276,12 @@ Selection select_allreduce(size_t bytes, int ranks, const std::string& backend, 
   } else {
     bool found = false;
     // Candidates in tie-break order: hora's own algorithms first.
-    for (const Selection& s : explain_allreduce(bytes, ranks, backend, topology)) {
-      if (s.estimated_us < 0) continue;
-      if (!found || s.estimated_us < best.estimated_us) {
-        best = s;
-        found = true;
-      }
-    }
+    for_each_candidate(bytes, ranks, backend, topology, [&](Algorithm a, double us) {
+      if (us < 0 || (found && us >= best.estimated_us)) return;
+      best.algorithm = a;
+      best.estimated_us = us;
+      found = true;
+    });
     HORA_CHECK(found) << "no allreduce algorithm for backend " << backend;
   }
   HORA_LOG(kDebug) << "allreduce of " << bytes << " B on " << ranks << " ranks over " << backend

@@ -6,6 +6,7 @@
 // collectives run hora's one algorithm each (ring allgatherv, pipelined broadcast, ring
 // reducescatter, pairwise alltoallv), or the backend's own for `native`. Scratch comes from
 // a ScratchPool that only grows, so a timed call allocates no data-sized memory.
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -14,8 +15,10 @@
 #include "benchmarks/hora_bench/native_call.h"
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/algorithms/hierarchical.h"
+#include "collectives/calibration.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/selector.h"
+#include "core/base/logging.h"
 #include "core/context.h"
 
 namespace hora {
@@ -43,6 +46,21 @@ class HoraImplementation : public Implementation {
       return Status::unimplemented("hora's alltoall runs out of place only");
     }
     return Status::ok();
+  }
+
+  std::string choice(const Call& c) const override {
+    if (algo_ != Algorithm::kAuto || c.collective != Collective::kAllreduce) return "";
+    return collectives::algorithm_name(
+        collectives::select_allreduce(c.count * data_type_bytes(c.dtype), comm_->size(),
+                                      comm_->cost_model(), Algorithm::kAuto, topology_)
+            .algorithm);
+  }
+
+  std::string cost_model() const override { return comm_->cost_model(); }
+
+  // Owns the topology it reads when it is its own (a calibration of its communicator).
+  void keep(std::unique_ptr<collectives::Topology> topology) {
+    own_topology_ = std::move(topology);
   }
 
   Status run(const Call& c) override {
@@ -85,7 +103,10 @@ class HoraImplementation : public Implementation {
   const Algorithm algo_;
   std::unique_ptr<collectives::Store> store_;  // outlives comm_ (its rendezvous keys)
   std::unique_ptr<collectives::Communicator> comm_;
-  const collectives::Topology* topology_;  // the job's (its ranks are comm_'s); borrowed
+  // The job's (its ranks are comm_'s), borrowed; or own_topology_: the job's with a
+  // calibration of comm_.
+  const collectives::Topology* topology_;
+  std::unique_ptr<collectives::Topology> own_topology_;
   collectives::ScratchPool scratch_;
 };
 
@@ -97,9 +118,33 @@ StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const Impleme
   const std::string name =
       algo == Algorithm::kAuto ? "hora" : std::string("hora-") + collectives::algorithm_name(algo);
   HORA_ASSIGN_OR_RETURN(OwnCommunicator own, implementation_communicator(env, name, backend));
-  return std::unique_ptr<Implementation>(
-      new HoraImplementation(name, algo, std::move(own.store), std::move(own.comm),
-                             env.context != nullptr ? &env.context->topology() : nullptr));
+  const collectives::Topology* topology =
+      env.context != nullptr ? &env.context->topology() : nullptr;
+  std::unique_ptr<collectives::Topology> own_topology;
+  // auto over another backend than the job's (--backend builtin under mpirun's mpi job): the
+  // job's calibration was measured on another cost model, so calibrate this communicator as
+  // init calibrates the job's (same budget, HORA_CALIBRATE_MS), collectively on every rank.
+  const double budget_ms = env.context != nullptr ? env.context->config().calibrate_ms : 0;
+  if (algo == Algorithm::kAuto && topology != nullptr && budget_ms > 0 && own.comm->size() > 1 &&
+      (topology->calibration == nullptr ||
+       !topology->calibration->applies_to(own.comm->cost_model()))) {
+    collectives::CalibrationOptions co;
+    co.budget = std::chrono::milliseconds(static_cast<int64_t>(budget_ms));
+    auto cal = collectives::calibrate_allreduce(
+        *own.comm, topology, co, Deadline::after_seconds(env.context->config().timeout_s));
+    if (!cal.is_ok()) return cal.status().with_context(" (hora-bench: calibrating " + name + ")");
+    HORA_LOG(kDebug) << "hora-bench: " << name << " over " << own.comm->cost_model()
+                     << " calibrated in " << cal.value().took_ms
+                     << " ms: " << cal.value().describe();
+    own_topology = std::make_unique<collectives::Topology>(*topology);
+    own_topology->calibration =
+        std::make_shared<const collectives::AllreduceCalibration>(std::move(cal).value());
+    topology = own_topology.get();
+  }
+  auto impl = std::unique_ptr<HoraImplementation>(
+      new HoraImplementation(name, algo, std::move(own.store), std::move(own.comm), topology));
+  impl->keep(std::move(own_topology));
+  return std::unique_ptr<Implementation>(std::move(impl));
 }
 
 }  // namespace bench

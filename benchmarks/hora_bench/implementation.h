@@ -60,6 +60,15 @@ class Implementation {
   virtual Status supports(const Call& call) const = 0;
   // Runs one collective. Blocks until done or call.deadline.
   virtual Status run(const Call& call) = 0;
+  // hora's auto only: the algorithm the selector picks for `call` ("ring", "native", ...),
+  // the same on every rank; empty for every other implementation.
+  virtual std::string choice(const Call& call) const {
+    (void)call;
+    return "";
+  }
+  // hora's only: the cost model of the communicator it runs on (Communicator::cost_model():
+  // "builtin-shm" when the builtin backend has shared memory); empty for the others.
+  virtual std::string cost_model() const { return ""; }
 };
 
 // What every factory needs.

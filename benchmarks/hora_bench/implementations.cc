@@ -19,9 +19,10 @@ bool wants(const Options& o, const char* name) {
   return false;
 }
 
-// Whether the backend has native collectives for hora's "native" column (builtin has none).
-bool has_native(const std::string& backend) {
-  return collectives::estimate_allreduce_us(collectives::Algorithm::kNative, backend, 8, 2) >= 0;
+// Whether a communicator of this cost model has native collectives for hora's "native"
+// column (plain builtin, over TCP, has none; builtin-shm has its shared-memory allreduce).
+bool has_native(const std::string& cost_model) {
+  return collectives::estimate_allreduce_us(collectives::Algorithm::kNative, cost_model, 8, 2) >= 0;
 }
 
 }  // namespace
@@ -35,23 +36,33 @@ StatusOr<std::vector<std::unique_ptr<Implementation>>> make_implementations(
     impls.push_back(std::move(engine));
   }
   const std::string backend = o.backend.empty() ? env.job_backend : o.backend;
-  std::vector<Algorithm> algos = {o.algo};
-  // Any --compare runs hora through each of its algorithms beside the others.
+  // Any --compare runs hora through each of its algorithms beside the others: auto first,
+  // then ring, tree, rd (allreduce), native when the communicator hora runs on has one (its
+  // cost model tells: builtin's is "builtin-shm" when every rank is on one host), and
+  // hierarchical across hosts.
+  HORA_ASSIGN_OR_RETURN(
+      auto first,
+      make_hora_implementation(env, backend, o.compare.empty() ? o.algo : Algorithm::kAuto));
+  const std::string model = first->cost_model();
+  if (o.algo == Algorithm::kNative &&
+      !has_native(o.collective == Collective::kAllreduce ? model : backend)) {
+    return Status::invalid_argument("--algo native: backend " + backend + " (" + model +
+                                    ") has no native collectives of its own");
+  }
+  impls.push_back(std::move(first));
+  std::vector<Algorithm> algos;
   if (!o.compare.empty()) {
-    algos = {Algorithm::kAuto};
     if (o.collective == Collective::kAllreduce) {
       algos.insert(algos.end(),
                    {Algorithm::kRing, Algorithm::kTree, Algorithm::kRecursiveDoubling});
     }
-    if (has_native(backend)) algos.push_back(Algorithm::kNative);
-    // Across hosts: hierarchical over the job's topology (allreduce and allgather).
+    // builtin-shm's native collective is its allreduce alone; other collectives need the
+    // backend's own (gloo, mpi).
+    if (has_native(o.collective == Collective::kAllreduce ? model : backend))
+      algos.push_back(Algorithm::kNative);
     const bool hosts = env.context != nullptr && env.context->topology().hosts() > 1;
     if (hosts && (o.collective == Collective::kAllreduce || o.collective == Collective::kAllgather))
       algos.push_back(Algorithm::kHierarchical);
-  }
-  if (o.algo == Algorithm::kNative && !has_native(backend)) {
-    return Status::invalid_argument("--algo native: backend " + backend +
-                                    " has no native collectives of its own");
   }
   for (Algorithm a : algos) {
     HORA_ASSIGN_OR_RETURN(auto impl, make_hora_implementation(env, backend, a));

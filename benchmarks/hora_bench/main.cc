@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/hora_bench/busy_load.h"
 #include "benchmarks/hora_bench/export.h"
 #include "benchmarks/hora_bench/implementation.h"
 #include "benchmarks/hora_bench/machine.h"
@@ -163,11 +164,14 @@ int run(int argc, char** argv) {
   settings.run_in_place = !reporter.is_compare();
   settings.timeout_s = context->config().timeout_s;
   settings.set_engine = set_engine;
+  // --load: busy threads beside the sweep only (hora's init and calibration ran before).
+  auto load = std::make_unique<BusyLoad>(options.load_threads);
   auto results = run_sweep(settings, impls.value(), *control.value(),
                            [&](const std::vector<Measurement>& row) {
                              const std::string line = reporter.add_row(row);
                              if (rank == 0 && !line.empty()) std::cout << line << std::flush;
                            });
+  load.reset();
   if (!results.is_ok()) {
     // Every rank reports its own failure: they may differ (which peer failed).
     std::fprintf(stderr, "hora-bench: rank %d: %s\n", rank, results.status().to_string().c_str());

@@ -17,7 +17,7 @@ struct RawFlags {
   std::string algo = "auto", backend, compare, json, csv, plot, device = "cpu";
   double step_factor = 0;
   std::string step_bytes;
-  int root = 0, iters = 20, warmup = 5, check = 1;
+  int root = 0, iters = 20, warmup = 5, check = 1, load = 0;
   bool through_engine = false;
 };
 
@@ -44,6 +44,9 @@ void add_flags(CLI::App& app, RawFlags& f) {
   app.add_option("--device", f.device,
                  "where the buffers live: cpu (default), cuda (each rank's GPU: local rank "
                  "modulo the GPUs) or cuda:N");
+  app.add_option("--load", f.load,
+                 "busy compute threads per rank beside the sweep (0: none), as training keeps "
+                 "its cores busy");
   app.add_flag("--through-engine", f.through_engine,
                "named async allreduces through the engine (fusion included)");
   app.add_option("--compare", f.compare,
@@ -166,6 +169,11 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
   }
   o.backend = gpu ? "nccl" : f.backend;
   o.through_engine = f.through_engine;
+  if (f.load < 0 || f.load > 64) {
+    return Status::invalid_argument("--load " + std::to_string(f.load) +
+                                    ": expected 0 to 64 busy threads per rank");
+  }
+  o.load_threads = f.load;
   if (o.through_engine && o.collective != Collective::kAllreduce) {
     return Status::invalid_argument(
         std::string("--through-engine applies to allreduce only, not ") +

@@ -46,6 +46,9 @@ struct Options {
   // algorithms, and the engine with --through-engine) and nccl compare (no gloo, mpi, wire).
   Device device = Device::cpu();
   bool through_engine = false;  // --through-engine
+  // --load: busy compute threads per rank, running beside the sweep (busy_load.h), as a
+  // training process keeps its cores busy; 0: an idle machine.
+  int load_threads = 0;
   // --compare: which baselines run ("gloo", "mpi", "wire": the transport's ceiling for a
   // ring; "nccl": NCCL's own collectives, on the GPU only; "hora" adds nothing else); any entry
   // also runs hora through each of its algorithms.

@@ -1,6 +1,7 @@
 // The rank-0 table (see report.h).
 #include "benchmarks/hora_bench/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -20,6 +21,9 @@ std::string fmt(const char* format, double v) {
 std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
+
+// An implementation's time column: wide enough for its "<name>:us" header and a space.
+size_t time_width(const std::string& impl) { return std::max<size_t>(14, impl.size() + 4); }
 
 std::string time_text(double us) { return us >= 1e4 ? fmt("%.0f", us) : fmt("%.2f", us); }
 
@@ -55,6 +59,22 @@ double hora_ratio(const std::vector<Measurement>& row) {
   return hora->busbw_gbs / best_other;
 }
 
+double auto_ratio(const std::vector<Measurement>& row, std::string* choice) {
+  const Measurement* chosen = nullptr;
+  double best = 0;
+  for (const Measurement& m : row) {
+    if (!m.is_hora || !m.available) continue;
+    if (!m.choice.empty() && chosen == nullptr) {
+      chosen = &m;
+    } else if (m.choice.empty() && (best == 0 || m.median_us < best)) {
+      best = m.median_us;
+    }
+  }
+  if (chosen == nullptr || best <= 0 || chosen->median_us <= 0) return 0;
+  if (choice != nullptr) *choice = chosen->choice;
+  return best / chosen->median_us;
+}
+
 Reporter::Reporter(RunInfo info) : info_(std::move(info)) {}
 
 std::string Reporter::header() const {
@@ -72,7 +92,9 @@ std::string Reporter::header() const {
   }
   h << ", dtype " << data_type_name(o.dtype) << ", op " << redop_text(o) << ", iters " << o.iters
     << ", warmup " << o.warmup << ", check " << (o.check ? 1 : 0) << ", algo "
-    << collectives::algorithm_name(o.algo) << "\n";
+    << collectives::algorithm_name(o.algo);
+  if (o.load_threads > 0) h << ", load " << o.load_threads << " busy thread(s) per rank";
+  h << "\n";
   h << "# time: median over iterations (slowest rank); algbw, busbw: decimal GB/s\n#\n";
   if (!is_compare()) {
     h << "#" << pad("", 46) << pad("out-of-place", 30) << pad("in-place", 36) << "\n";
@@ -87,14 +109,26 @@ std::string Reporter::header() const {
     h << "#" << pad("size(B)", 11) << pad("count", 12) << pad("type", 9) << pad("redop", 8)
       << pad("root", 6);
     for (const std::string& name : info_.impls) {
-      h << pad(name + ":us", 14) << pad("busbw", 7);
+      h << pad(name + ":us", time_width(name)) << pad("busbw", 7);
     }
-    h << pad("#wrong", 8) << pad("hora/best", 10) << "\n";
+    h << pad("#wrong", 8) << pad("hora/best", 10);
+    if (has_auto_ratio()) h << pad("auto", 14) << pad("auto/algo", 10);
+    h << "\n";
   }
   return h.str();
 }
 
+bool Reporter::has_auto_ratio() const {
+  return is_compare() && info_.options.collective == Collective::kAllreduce &&
+         info_.options.algo == collectives::Algorithm::kAuto;
+}
+
 std::string Reporter::add_row(const std::vector<Measurement>& row) {
+  if (has_auto_ratio()) {
+    std::string choice;
+    const double a = auto_ratio(row, &choice);
+    if (a > 0) auto_ratios_.push_back({row.empty() ? 0 : row.front().size_bytes, a});
+  }
   for (const Measurement& m : row) {
     if (m.wrong > 0) total_wrong_ += m.wrong;
     all_.push_back(m);
@@ -131,10 +165,10 @@ std::string Reporter::compare_line(const std::vector<Measurement>& row) const {
   bool checked = false;
   for (const Measurement& m : row) {
     if (!m.available) {
-      line += pad("n/a", 14) + pad("n/a", 7);
+      line += pad("n/a", time_width(m.impl)) + pad("n/a", 7);
       continue;
     }
-    line += pad(time_text(m.median_us), 14) + pad(fmt("%.2f", m.busbw_gbs), 7);
+    line += pad(time_text(m.median_us), time_width(m.impl)) + pad(fmt("%.2f", m.busbw_gbs), 7);
     if (m.wrong >= 0) {
       wrong += m.wrong;
       checked = true;
@@ -143,6 +177,11 @@ std::string Reporter::compare_line(const std::vector<Measurement>& row) const {
   line += pad(checked ? std::to_string(wrong) : "N/A", 8);
   const double ratio = hora_ratio(row);
   line += pad(ratio > 0 ? fmt("%.2fx", ratio) : "-", 10);
+  if (has_auto_ratio()) {
+    std::string choice;
+    const double a = auto_ratio(row, &choice);
+    line += pad(choice.empty() ? "-" : choice, 14) + pad(a > 0 ? fmt("%.2fx", a) : "-", 10);
+  }
   return line + "\n";
 }
 
@@ -163,6 +202,17 @@ std::string Reporter::footer() const {
     f << "# Avg bus bandwidth    : " << fmt("%.3f", avg);
     if (is_compare()) f << "  (" << name << ")";
     f << "\n";
+  }
+  if (!auto_ratios_.empty()) {
+    // Target of the selector: auto within 10% of hora's best algorithm at every size.
+    int within = 0;
+    auto worst = auto_ratios_.front();
+    for (const auto& r : auto_ratios_) {
+      if (r.second >= 0.9) ++within;
+      if (r.second < worst.second) worst = r;
+    }
+    f << "# auto/algo            : >= 0.90x at " << within << " of " << auto_ratios_.size()
+      << " sizes; worst " << fmt("%.2fx", worst.second) << " at " << worst.first << " B\n";
   }
   f << "# Total #wrong         : " << total_wrong_ << (total_wrong_ == 0 ? " OK" : " FAILED")
     << "\n";

@@ -7,13 +7,18 @@
 //     implementation, the total #wrong and the ratio hora/best-other (hora's chosen algorithm
 //     over the best baseline, Gloo or MPI, at that size; the wire column is a bound, not a
 //     baseline);
-//   footer: the average busbw (per implementation) and the total #wrong.
+//     With --compare and --algo auto on allreduce, two more: auto (the algorithm hora's
+//     selector chose at that size) and auto/algo (the fastest of hora's fixed algorithms'
+//     time over auto's: 1.00x when auto chose the best);
+//   footer: the average busbw (per implementation), auto/algo's summary (sizes within 0.90x
+//     and the worst) and the total #wrong.
 //
 // A Reporter collects rows as the sweep produces them and returns text; the caller prints.
 // Not thread-safe.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "benchmarks/hora_bench/machine.h"
@@ -44,6 +49,8 @@ class Reporter {
   std::string footer() const;
 
   bool is_compare() const { return info_.impls.size() > 1; }
+  // The auto and auto/algo columns: a --compare allreduce run with --algo auto.
+  bool has_auto_ratio() const;
   int64_t total_wrong() const { return total_wrong_; }
 
  private:
@@ -55,11 +62,16 @@ class Reporter {
   std::vector<Measurement> pending_;  // the out-of-place row waiting for its in-place one
   std::vector<Measurement> all_;
   int64_t total_wrong_ = 0;
+  std::vector<std::pair<size_t, double>> auto_ratios_;  // (size, auto/algo) per row
 };
 
 // hora's busbw over the best baseline's in one row (hora = the first hora implementation);
 // 0 when the row has no available baseline or hora is unavailable.
 double hora_ratio(const std::vector<Measurement>& row);
+// hora auto's standing among hora's own algorithms in one row: the fastest fixed algorithm's
+// median time over auto's (1.00x: auto took the best; the selector's target is >= 0.90x),
+// with auto's choice in *choice. 0 when the row has no auto or no other hora algorithm.
+double auto_ratio(const std::vector<Measurement>& row, std::string* choice);
 
 }  // namespace bench
 }  // namespace hora

@@ -108,6 +108,7 @@ StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size
   m.size_bytes = size_for_count(o.collective, count, o.dtype, s.ranks);
   Call call = make_call(s, count, in_place, memory.a(), memory.b());
   call.on_device = memory.on_device();
+  m.choice = impl.choice(call);
   Status supported = impl.supports(call);
   HORA_ASSIGN_OR_RETURN(bool all_supported, agreed(control, supported.is_ok(), s.timeout_s));
   if (!all_supported) {

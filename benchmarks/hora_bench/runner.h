@@ -38,6 +38,7 @@ struct Measurement {
   double median_us = 0, p99_us = 0, max_us = 0;
   double algbw_gbs = 0, busbw_gbs = 0;  // decimal GB/s, from the median
   int64_t wrong = 0;                    // -1 when not checked
+  std::string choice;                   // hora auto's algorithm at this size (else empty)
 };
 
 // Median, 99th percentile and max of `samples` (microseconds). REQUIRES: non-empty.

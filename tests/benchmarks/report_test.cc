@@ -42,6 +42,35 @@ TEST(ReportTest, WireColumnIsABoundNotABaseline) {
   EXPECT_EQ(hora_ratio({m("hora", true, 6), wire}), 0);
 }
 
+// auto/algo: the fastest fixed hora algorithm's time over auto's; the choice is reported.
+TEST(ReportTest, AutoIsComparedWithHorasOwnAlgorithms) {
+  auto timed = [](const std::string& impl, double us, const std::string& choice) {
+    Measurement x = m(impl, true, 1);
+    x.median_us = us;
+    x.choice = choice;
+    return x;
+  };
+  std::string choice;
+  EXPECT_DOUBLE_EQ(auto_ratio({timed("hora", 10, "rd"), timed("hora-ring", 20, ""),
+                               timed("hora-rd", 9, ""), m("gloo", false, 5)},
+                              &choice),
+                   0.9);
+  EXPECT_EQ(choice, "rd");
+  EXPECT_EQ(auto_ratio({timed("hora", 10, "rd"), m("gloo", false, 5)}, nullptr), 0);
+  RunInfo info;
+  info.ranks = 2;
+  info.impls = {"hora", "hora-native"};
+  info.options.compare = {"hora"};
+  Reporter r(info);
+  EXPECT_NE(r.header().find("auto/algo"), std::string::npos) << r.header();
+  const std::string line = r.add_row({timed("hora", 8, "native"), timed("hora-native", 4, "")});
+  EXPECT_NE(line.find("native"), std::string::npos) << line;
+  EXPECT_NE(line.find("0.50x"), std::string::npos) << line;
+  EXPECT_NE(r.footer().find(">= 0.90x at 0 of 1 sizes; worst 0.50x at 1048576 B"),
+            std::string::npos)
+      << r.footer();
+}
+
 TEST(ReportTest, SingleTableHasBothPlacementsOnOneLine) {
   RunInfo info;
   info.ranks = 2;
