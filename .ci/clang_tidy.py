@@ -7,7 +7,8 @@ Checked: every .cc of the library, the launcher, the adapters, the benchmarks an
 that the build compiles (tests are left out: GoogleTest's macros expand into code the
 bugprone checks flag by the hundred). A translation unit that was clean is remembered by the
 hash of its preprocessed text, its flags, .clang-tidy and clang-tidy's version
-(in $HORA_TIDY_CACHE, default ~/.cache/hora/clang-tidy), so a rerun checks only what changed.
+(in $HORA_TIDY_CACHE, default ~/.cache/hora/clang-tidy; the checkout's path is not part of the
+key), so a rerun, in this checkout or a fresh clone, checks only what changed.
 """
 import concurrent.futures
 import hashlib
@@ -42,9 +43,12 @@ def preprocess_command(entry):
 
 def key_of(entry, salt):
     pp = subprocess.run(preprocess_command(entry), cwd=entry["directory"], capture_output=True)
+    # The checkout's path is left out, so a clone elsewhere finds the same keys.
+    root = ROOT.encode()
     h = hashlib.sha256(salt)
-    h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode())
-    h.update(pp.stdout if pp.returncode == 0 else os.urandom(16))
+    h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode().replace(
+        root, b"<root>"))
+    h.update(pp.stdout.replace(root, b"<root>") if pp.returncode == 0 else os.urandom(16))
     return h.hexdigest()
 
 

@@ -19,6 +19,9 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 supp=$root/.ci/sanitizers
 mode=${1:?usage: sanitize.sh build-asan|asan|tsan}
+# ccache: paths under the checkout are hashed relative to it (and the working directory not at
+# all), so a fresh clone at another path still hits what an earlier run compiled.
+export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
 
 # Unit and in-process tests: the Status/config/layout vocabulary, the engine's pieces, the
 # stores, the builtin transports (shm and TCP), gloo, hora's algorithms over in-process
