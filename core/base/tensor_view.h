@@ -1,8 +1,9 @@
 // TensorView: a non-owning view of a dense, contiguous tensor: data pointer, dtype, shape,
 // device, and for a device tensor the framework's stream whose work produces it (the engine
-// waits for that stream's work, and only that, before reading the tensor: device_executor.h). The memory belongs to the caller (a framework tensor, a test buffer); the view must
-// not outlive it. Element and byte counts are computed with overflow checks when the view is
-// made, so a view that exists is always consistent.
+// waits for that stream's work, and only that, before reading the tensor: device_executor.h).
+// The memory belongs to the caller (a framework tensor, a test buffer); the view must not
+// outlive it. Element and byte counts are computed with overflow checks when the view is made,
+// so a view that exists is always consistent.
 #pragma once
 
 #include <cstdint>
