@@ -15,8 +15,10 @@
 // read from any thread. The Topology carries it to the selector (Topology::calibration).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -48,6 +50,30 @@ struct AllreduceCalibration {
   double estimate_us(Algorithm algorithm, size_t bytes) const;
   // One line per probe size: "<bytes> B: ring 12.3 tree 14.0 ... -> <choice>".
   std::string describe() const;
+
+  // The selector's memo of its choices on this calibration (its ranks, cost model and
+  // topology are fixed, so a choice depends on the size alone): true and *algorithm when
+  // `bytes` was chosen for before. Any thread; lock-free (a direct-mapped table of atomic
+  // words: a collision only forgets). Copies start with an empty memo.
+  bool cached_choice(size_t bytes, Algorithm* algorithm) const;
+  void cache_choice(size_t bytes, Algorithm algorithm) const;
+
+  AllreduceCalibration() = default;
+  AllreduceCalibration(const AllreduceCalibration& other) { *this = other; }
+  AllreduceCalibration& operator=(const AllreduceCalibration& other) {
+    cost_model = other.cost_model;
+    sizes = other.sizes;
+    algorithms = other.algorithms;
+    us = other.us;
+    took_ms = other.took_ms;
+    for (auto& c : choices_) c.store(0, std::memory_order_relaxed);
+    return *this;
+  }
+
+ private:
+  static constexpr size_t kChoices = 64;
+  // (bytes + 1) << 8 | algorithm; 0: empty. Sizes of 2^56 bytes and more are never cached.
+  mutable std::atomic<uint64_t> choices_[kChoices] = {};
 };
 
 struct CalibrationOptions {

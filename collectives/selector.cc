@@ -232,11 +232,24 @@ namespace {
 
 // Calls fn(algorithm, estimated_us) for every candidate in tie-break order (see
 // explain_allreduce), without allocating: select_allreduce runs once per collective.
+// The calibration that applies to this selection, or null (then the table decides).
+const AllreduceCalibration* calibration_for(int ranks, const std::string& backend,
+                                            const Topology* topology) {
+  const AllreduceCalibration* cal = topology != nullptr ? topology->calibration.get() : nullptr;
+  return cal != nullptr && cal->applies_to(backend) && ranks == topology->size() ? cal : nullptr;
+}
+
+// A measured choice replaces the table's only when the table's own choice measured more than
+// this much slower: noise in the probes then cannot flip a choice the table already gets right
+// (and auto stays within the selector's 10% target of the best measured).
+constexpr double kCalibratedMargin = 1.10;
+
 template <typename Fn>
 void for_each_candidate(size_t bytes, int ranks, const std::string& backend,
-                        const Topology* topology, Fn&& fn) {
-  const AllreduceCalibration* cal = topology != nullptr ? topology->calibration.get() : nullptr;
-  if (cal != nullptr && cal->applies_to(backend) && ranks == topology->size()) {
+                        const Topology* topology, bool calibrated, Fn&& fn) {
+  const AllreduceCalibration* cal =
+      calibrated ? calibration_for(ranks, backend, topology) : nullptr;
+  if (cal != nullptr) {
     // Measured on this job's communicator: its candidates, in the table's tie-break order.
     for (Algorithm a : cal->algorithms) fn(a, bytes == 0 ? 0 : cal->estimate_us(a, bytes));
     return;
@@ -255,7 +268,7 @@ void for_each_candidate(size_t bytes, int ranks, const std::string& backend,
 std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::string& backend,
                                          const Topology* topology) {
   std::vector<Selection> all;
-  for_each_candidate(bytes, ranks, backend, topology, [&](Algorithm a, double us) {
+  for_each_candidate(bytes, ranks, backend, topology, true, [&](Algorithm a, double us) {
     Selection s;
     s.algorithm = a;
     s.estimated_us = us;
@@ -264,8 +277,36 @@ std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::str
   return all;
 }
 
+namespace {
+
+Selection select_uncached(size_t bytes, int ranks, const std::string& backend, Algorithm requested,
+                          const Topology* topology);
+
+}  // namespace
+
 Selection select_allreduce(size_t bytes, int ranks, const std::string& backend, Algorithm requested,
                            const Topology* topology) {
+  const AllreduceCalibration* cal = calibration_for(ranks, backend, topology);
+  if (requested == Algorithm::kAuto && cal != nullptr) {
+    // A size selected before on this calibration: a few nanoseconds instead of the estimates'
+    // few hundred, which would be most of an 8-byte shared-memory allreduce.
+    Algorithm known;
+    if (cal->cached_choice(bytes, &known)) {
+      Selection s;
+      s.algorithm = known;
+      s.estimated_us = bytes == 0 ? 0 : cal->estimate_us(known, bytes);
+      return s;
+    }
+  }
+  const Selection s = select_uncached(bytes, ranks, backend, requested, topology);
+  if (requested == Algorithm::kAuto && cal != nullptr) cal->cache_choice(bytes, s.algorithm);
+  return s;
+}
+
+namespace {
+
+Selection select_uncached(size_t bytes, int ranks, const std::string& backend, Algorithm requested,
+                          const Topology* topology) {
   Selection best;
   if (requested != Algorithm::kAuto) {
     best.algorithm = requested;
@@ -274,26 +315,41 @@ Selection select_allreduce(size_t bytes, int ranks, const std::string& backend, 
                             : estimate_allreduce_us(requested, backend, bytes, ranks);
     best.is_override = true;
   } else {
-    bool found = false;
     // Candidates in tie-break order: hora's own algorithms first.
-    for_each_candidate(bytes, ranks, backend, topology, [&](Algorithm a, double us) {
-      if (us < 0 || (found && us >= best.estimated_us)) return;
-      best.algorithm = a;
-      best.estimated_us = us;
-      found = true;
-    });
-    HORA_CHECK(found) << "no allreduce algorithm for backend " << backend;
+    auto cheapest = [&](bool calibrated) {
+      Selection pick;
+      bool found = false;
+      for_each_candidate(bytes, ranks, backend, topology, calibrated, [&](Algorithm a, double us) {
+        if (us < 0 || (found && us >= pick.estimated_us)) return;
+        pick.algorithm = a;
+        pick.estimated_us = us;
+        found = true;
+      });
+      HORA_CHECK(found) << "no allreduce algorithm for backend " << backend;
+      return pick;
+    };
+    best = cheapest(true);
+    if (const AllreduceCalibration* cal = calibration_for(ranks, backend, topology)) {
+      const Algorithm table = cheapest(false).algorithm;
+      const double measured = bytes == 0 ? 0 : cal->estimate_us(table, bytes);
+      if (table != best.algorithm && measured >= 0 &&
+          measured <= best.estimated_us * kCalibratedMargin) {
+        best.algorithm = table;
+        best.estimated_us = measured;
+      }
+    }
   }
   HORA_LOG(kDebug) << "allreduce of " << bytes << " B on " << ranks << " ranks over " << backend
                    << ": " << algorithm_name(best.algorithm)
                    << (best.is_override ? " (HORA_ALLREDUCE_ALGO)"
-                       : topology != nullptr && topology->calibration != nullptr &&
-                               topology->calibration->applies_to(backend)
+                       : calibration_for(ranks, backend, topology) != nullptr
                            ? " (calibrated at init)"
                            : " (cost model)")
                    << ", estimated " << best.estimated_us << " us";
   return best;
 }
+
+}  // namespace
 
 Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,
                      size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options) {

@@ -9,7 +9,9 @@
 //
 // Calibration (calibration.h): when the topology passed in carries an AllreduceCalibration
 // measured on the same cost model, the candidates and their estimates are that calibration's
-// (this machine's figures, agreed on every rank) and the table is not consulted; the table
+// (this machine's figures, agreed on every rank); the table's own choice is kept unless it
+// measured more than 10% slower than the best measured (probe noise cannot flip a choice the
+// table gets right, and auto stays within 10% of the best measured). The table
 // stays the fallback (one rank, HORA_CALIBRATE_MS=0, other backends such as nccl's GPU
 // communicator) and the override's estimate.
 //

@@ -140,6 +140,14 @@ TEST(CalibrationTest, SelectorUsesItOnlyForItsCostModel) {
   EXPECT_EQ(explain_allreduce(8, 2, "builtin-shm", &t).size(), 2u);
   // Another rank count than the calibration's topology: the table.
   EXPECT_EQ(explain_allreduce(8, 3, "builtin-shm", &t).size(), 4u);
+  // The table's choice (native on builtin-shm) stays unless it measured > 10% slower.
+  AllreduceCalibration close = handmade();
+  close.us = {{9.5, 20, 30}, {10, 25, 60}};  // ring 5% faster at 8 B, native 25% slower at 1000
+  t.calibration = std::make_shared<const AllreduceCalibration>(close);
+  EXPECT_EQ(select_allreduce(8, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
+            Algorithm::kNative);
+  EXPECT_EQ(select_allreduce(1000, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
+            Algorithm::kRing);
 }
 
 }  // namespace
