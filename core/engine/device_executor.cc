@@ -19,8 +19,21 @@ Status with_tensor(const Status& s, const char* collective, const std::string& n
 
 DeviceExecutor::DeviceExecutor(const DeviceResources& resources,
                                collectives::Communicator& host_comm,
-                               const DeviceExecutorOptions& options, TensorQueue& queue)
-    : resources_(resources), host_comm_(host_comm), options_(options), queue_(queue) {}
+                               const DeviceExecutorOptions& options, TensorQueue& queue,
+                               Timeline* timeline)
+    : resources_(resources),
+      host_comm_(host_comm),
+      options_(options),
+      queue_(queue),
+      timeline_(timeline) {}
+
+void DeviceExecutor::record(const std::vector<Response>& responses, const Bucket& bucket,
+                            const char* phase, Clock::time_point start,
+                            const Timeline::Args& args) {
+  if (timeline_ == nullptr || !timeline_->enabled()) return;
+  const auto end = Clock::now();
+  for (int i : bucket.members) timeline_->event(responses[i].name, phase, start, end, args);
+}
 
 DeviceExecutor::~DeviceExecutor() {
   DeviceRuntime* rt = resources_.runtime;
@@ -164,6 +177,7 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   uint8_t* fusion = static_cast<uint8_t*>(d->fusion);
 
   // 1-2. Wait for the inputs on the GPU, pack them (zeros for a joined rank's missing ones).
+  const auto start = Clock::now();
   std::vector<DeviceCopyItem> in_items;
   std::vector<std::shared_ptr<void>> ready_events;  // alive until the pack was enqueued
   for (size_t m = 0; m < entries.size(); ++m) {
@@ -186,8 +200,11 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
 
   // 3. The collective.
   const size_t count = total / elem;
+  Clock::time_point collective_start;
   if (path == DevicePath::kNative) {
     HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (pack)"));
+    record(responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
+    collective_start = Clock::now();
     // NCCL reduces neither 16-bit integers nor bool: hora's ring runs over the NCCL
     // communicator's point-to-point with the CUDA reduction kernels (its buffer_ops) instead.
     const bool nccl_reduces =
@@ -204,6 +221,8 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
     HORA_RETURN_IF_ERROR(ensure_pinned(total));
     HORA_RETURN_IF_ERROR(rt->memcpy_async(device, pinned_, fusion, total, d->stream));
     HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (copy to host)"));
+    record(responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
+    collective_start = Clock::now();
     const collectives::Selection sel = collectives::select_allreduce(
         total, host_comm_.size(), host_comm_.cost_model(), options_.algorithm, options_.topology);
     HORA_RETURN_IF_ERROR(
@@ -214,7 +233,15 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
     ++stats_.staged_buckets;
   }
 
+  record(responses, bucket, "ALLREDUCE", collective_start,
+         {{"backend", path == DevicePath::kNative ? resources_.device_comm->backend_name()
+                                                  : host_comm_.backend_name()},
+          {"device_path", device_path_name(path)},
+          {"bytes", std::to_string(total)},
+          {"tensors", std::to_string(bucket.members.size())}});
+
   // 4. Unpack, wait for it, complete.
+  const auto unpack = Clock::now();
   std::vector<DeviceCopyItem> out_items;
   for (size_t m = 0; m < entries.size(); ++m) {
     if (entries[m] != nullptr)
@@ -224,6 +251,7 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
       with_tensor(rt->batched_scale_copy_async(device, out_items, dtype, postscale, d->stream),
                   "allreduce (unpack)", first));
   HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (unpack)"));
+  record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
   for (int i : bucket.members) complete(responses[i].name, Status::ok());
   return Status::ok();
 }

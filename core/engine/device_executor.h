@@ -42,6 +42,7 @@
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
 #include "core/engine/tensor_queue.h"
+#include "core/engine/timeline.h"
 
 namespace hora {
 namespace engine {
@@ -70,8 +71,11 @@ class DeviceExecutor {
  public:
   using CompleteFn = std::function<void(const std::string& name, Status status)>;
 
+  // `timeline` (may be null) gets each bucket's phases, as the Executor's: the pack
+  // (MEMCPY_IN_FUSION_BUFFER, until the host saw it), ALLREDUCE and the unpack.
   DeviceExecutor(const DeviceResources& resources, collectives::Communicator& host_comm,
-                 const DeviceExecutorOptions& options, TensorQueue& queue);
+                 const DeviceExecutorOptions& options, TensorQueue& queue,
+                 Timeline* timeline = nullptr);
   ~DeviceExecutor();
   DeviceExecutor(const DeviceExecutor&) = delete;
   DeviceExecutor& operator=(const DeviceExecutor&) = delete;
@@ -106,11 +110,15 @@ class DeviceExecutor {
   // The ready event admit() recorded for `name` (removed from the table), or null.
   std::shared_ptr<void> take_ready(const std::string& name) HORA_EXCLUDES(ready_mu_);
   collectives::AlgorithmOptions algorithm_options();
+  // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
+  void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
+              Clock::time_point start, const Timeline::Args& args = {});
 
   const DeviceResources resources_;
   collectives::Communicator& host_comm_;
   const DeviceExecutorOptions options_;
   TensorQueue& queue_;
+  Timeline* const timeline_;
   collectives::ScratchPool scratch_;
   std::map<int, PerDevice> devices_;
   void* pinned_ = nullptr;

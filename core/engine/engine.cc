@@ -72,7 +72,7 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
   deo.algorithm = eo.algorithm;
   deo.topology = eo.topology;
   device_executor_ = std::make_unique<DeviceExecutor>(device ? *device : DeviceResources{}, comm_,
-                                                      deo, queue_);
+                                                      deo, queue_, &timeline_);
   eo.device = device_executor_.get();
   executor_ = std::make_unique<Executor>(comm_, eo, queue_, timeline_);
 }

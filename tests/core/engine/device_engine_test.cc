@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -417,6 +419,29 @@ INSTANTIATE_TEST_SUITE_P(Ranks, DeviceEngine, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "n" + std::to_string(i.param);
                          });
+
+// The timeline shows a device bucket's phases, as for host buckets.
+TEST(DeviceEngineTimeline, DeviceBucketPhasesAreRecorded) {
+  FakeDeviceRuntime runtime(1);
+  const std::string path = ::testing::TempDir() + "device_timeline.json";
+  Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
+    DeviceResources res;
+    res.runtime = &runtime;
+    res.support = support(DeviceMode::kStaged, 0);
+    Config c = test_config();
+    c.timeline_path = path;
+    Engine eng(host, c, nullptr, "", nullptr, &res);
+    Call a = submit(eng, "tl.a", CollectiveType::kAllreduce, Device::cuda(0), 8, 0, runtime);
+    HORA_RETURN_IF_ERROR(a.handle.wait());
+    return eng.stop();
+  });
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* phase :
+       {"MEMCPY_IN_FUSION_BUFFER", "ALLREDUCE", "MEMCPY_OUT_FUSION_BUFFER", "staged"})
+    EXPECT_NE(text.find(phase), std::string::npos) << phase << " missing from " << text;
+}
 
 TEST(DeviceEngineErrors, DeviceTensorWithoutGpuPathFailsNamingTensorAndDevice) {
   FakeDeviceRuntime runtime(1);
