@@ -31,6 +31,7 @@ TEST(ConfigTest, Defaults) {
   EXPECT_DOUBLE_EQ(c.start_timeout_s, 30.0);
   EXPECT_EQ(c.cpu_isa, CpuIsa::kBest);
   EXPECT_EQ(c.log_level, LogLevel::kWarning);
+  EXPECT_DOUBLE_EQ(c.calibrate_ms, 100.0);
 }
 
 TEST(ConfigTest, EveryVariableParses) {
@@ -41,6 +42,7 @@ TEST(ConfigTest, EveryVariableParses) {
                     {"HORA_HEARTBEAT_MS", "50"},
                     {"HORA_CACHE_CAPACITY", "0"},
                     {"HORA_ALLREDUCE_ALGO", "rd"},
+                    {"HORA_CALIBRATE_MS", "0"},
                     {"HORA_TIMELINE", "/tmp/t.json"},
                     {"HORA_STALL_WARNING_S", "5"},
                     {"HORA_STALL_SHUTDOWN_S", "10"},
@@ -57,6 +59,7 @@ TEST(ConfigTest, EveryVariableParses) {
   EXPECT_DOUBLE_EQ(c.heartbeat_ms, 50);
   EXPECT_EQ(c.cache_capacity, 0);
   EXPECT_EQ(c.allreduce_algo, AllreduceAlgo::kRecursiveDoubling);
+  EXPECT_DOUBLE_EQ(c.calibrate_ms, 0);
   EXPECT_EQ(c.timeline_path, "/tmp/t.json");
   EXPECT_DOUBLE_EQ(c.stall_warning_s, 5);
   EXPECT_DOUBLE_EQ(c.stall_shutdown_s, 10);
@@ -106,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
                     BadCase{"HORA_ALLREDUCE_ALGO", "butterfly"}, BadCase{"HORA_CPU_ISA", "neon"},
                     BadCase{"HORA_CACHE_CAPACITY", "-1"}, BadCase{"HORA_CYCLE_TIME_MS", "fast"},
                     BadCase{"HORA_HEARTBEAT_MS", "0"}, BadCase{"HORA_STALL_WARNING_S", "x"},
-                    BadCase{"HORA_STALL_SHUTDOWN_S", "-3"}),
+                    BadCase{"HORA_STALL_SHUTDOWN_S", "-3"}, BadCase{"HORA_CALIBRATE_MS", "-1"},
+                    BadCase{"HORA_CALIBRATE_MS", "soon"}),
     [](const testing::TestParamInfo<BadCase>& info) {
       return std::string(info.param.var).substr(5) + "_" + std::to_string(info.index);
     });
