@@ -176,7 +176,9 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   const size_t total = static_cast<size_t>(bucket.bytes);
   // A fused bucket without compression, reduced where its tensors lie (fused_in_place.h): at
   // one rank, or through the communicator's gather-list allreduce where the selector takes
-  // the native allreduce (a function of the response and the communicator: every rank agrees).
+  // the native allreduce. Every rank must agree, so the condition depends on the bucket and the
+  // communicator only: a bucket of one tensor never goes this way, because a rank that has
+  // joined reaches here with it (no entry) while the others ran it as a lone tensor above.
   if (!compressed && comm_.size() == 1) {
     const auto start = Clock::now();
     local_allreduce_spans(bucket_spans(responses, bucket, queue_), dtype, head.prescale, postscale);
@@ -184,7 +186,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     for (int i : bucket.members) complete(responses[i].name, Status::ok());
     return Status::ok();
   }
-  if (!compressed && options_.fusion_in_place && comm_.has_allreduce_spans() &&
+  if (!compressed && bucket.members.size() > 1 && options_.fusion_in_place &&
+      comm_.has_allreduce_spans() &&
       collectives::select_allreduce(total, comm_.size(), comm_.cost_model(), options_.algorithm,
                                     options_.topology)
               .algorithm == collectives::Algorithm::kNative) {

@@ -114,6 +114,8 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
     return Status::ok();
   }
 
+  // Every source of this call is in the slots (what shm_allreduce's peers would read).
+  x.publish_source(-1);
   const size_t chunk_count = x.slot_bytes() / esize;
   const size_t align = std::max<size_t>(1, 64 / esize);
   for (size_t first = 0; first < count; first += chunk_count) {

@@ -241,3 +241,53 @@ TEST(EngineFusedBitsMp, MixedDtypesInOneStep) {
 
 }  // namespace
 }  // namespace hora
+
+namespace hora {
+namespace {
+
+// Every rank but `last` joins; `last` then reduces a fused group and a lone tensor, each large
+// enough for the chunked shared-memory path (and one of 0 elements), to which the joined ranks
+// contribute zeros: the sums are `last`'s own values on every path.
+TEST(EngineFusedBitsMp, JoinedRanksContributeZerosToFusedAndLoneBuckets) {
+  const int r = rank(), n = size();
+  if (n < 2) GTEST_SKIP() << "needs a rank that joins";
+  const int last = n - 1;
+  if (r == last) {
+    const size_t counts[] = {70001, 0, 3, 300001};
+    std::vector<std::vector<float>> xs;
+    std::vector<std::string> names;
+    std::vector<TensorView> views;
+    for (size_t t = 0; t < 4; ++t) {
+      xs.emplace_back(counts[t] + 1);
+      for (size_t i = 0; i < xs[t].size(); ++i) xs[t][i] = static_cast<float>(i % 13) + 0.5f;
+      names.push_back("joined.group." + std::to_string(t));
+    }
+    for (size_t t = 0; t < 4; ++t)
+      views.push_back(
+          TensorView::flat(xs[t].data(), DataType::kFloat32, static_cast<int64_t>(counts[t]))
+              .value());
+    ASSERT_TRUE(grouped_allreduce_async(names, views, views, ReduceOp::kSum).wait().is_ok());
+    std::vector<float> lone(200001);
+    for (size_t i = 0; i < lone.size(); ++i) lone[i] = static_cast<float>(i % 5) - 2.0f;
+    ASSERT_TRUE(
+        allreduce(
+            "joined.lone",
+            TensorView::flat(lone.data(), DataType::kFloat32, static_cast<int64_t>(lone.size()))
+                .value(),
+            TensorView::flat(lone.data(), DataType::kFloat32, static_cast<int64_t>(lone.size()))
+                .value(),
+            ReduceOp::kSum)
+            .is_ok());
+    for (size_t t = 0; t < 4; ++t)
+      for (size_t i = 0; i < counts[t]; ++i)
+        ASSERT_EQ(xs[t][i], static_cast<float>(i % 13) + 0.5f) << names[t] << "[" << i << "]";
+    for (size_t i = 0; i < lone.size(); ++i)
+      ASSERT_EQ(lone[i], static_cast<float>(i % 5) - 2.0f) << "joined.lone[" << i << "]";
+  }
+  StatusOr<int> j = join();
+  ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+  EXPECT_EQ(*j, last);
+}
+
+}  // namespace
+}  // namespace hora
