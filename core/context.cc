@@ -156,10 +156,9 @@ Status Context::start() {
       backend_name_of(config_), l.source == LayoutSource::kMpirun);
   // NCCL moves GPU memory only: with HORA_BACKEND=nccl the engine negotiates and moves host
   // tensors over auto's host backend, and GPU tensors over NCCL (step 7).
-  const std::string backend =
-      requested == "nccl" ? collectives::resolve_backend_name_for_job(
-                                "auto", l.source == LayoutSource::kMpirun)
-                          : requested;
+  const std::string backend = requested == "nccl" ? collectives::resolve_backend_name_for_job(
+                                                        "auto", l.source == LayoutSource::kMpirun)
+                                                  : requested;
 
   // The communicator (step 4, or step 0 for a backend that needs no store).
   auto create_communicator = [&](collectives::Store& rendezvous,

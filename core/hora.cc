@@ -67,10 +67,10 @@ Status init(const InitOptions& options) {
   HORA_RETURN_IF_ERROR(apply_cpu_isa(config.cpu_isa));
   const int generation = r.generation++;
   HORA_ASSIGN_OR_RETURN(r.context, Context::create(config, layout, generation));
-  r.engine = std::make_shared<engine::Engine>(
-      r.context->communicator(), config, &r.context->store(),
-      "hora/engine/" + std::to_string(generation) + "/", &r.context->topology(),
-      &r.context->device_resources());
+  r.engine =
+      std::make_shared<engine::Engine>(r.context->communicator(), config, &r.context->store(),
+                                       "hora/engine/" + std::to_string(generation) + "/",
+                                       &r.context->topology(), &r.context->device_resources());
   // From now on this rank answers every round: a rank slow to reach its first collective is
   // alive to the others, a dead or stopped one is reported within HORA_TIMEOUT_S.
   r.engine->start();

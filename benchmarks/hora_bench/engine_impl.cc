@@ -66,8 +66,7 @@ class EngineImplementation : public Implementation {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Implementation>> make_engine_implementation(
-    const ImplementationEnv& env) {
+StatusOr<std::unique_ptr<Implementation>> make_engine_implementation(const ImplementationEnv& env) {
   return std::unique_ptr<Implementation>(new EngineImplementation(env.gpu));
 }
 
