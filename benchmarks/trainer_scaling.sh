@@ -4,6 +4,9 @@
 # backend given (default builtin gloo). Prints each run's line, then efficiency = 2-rank samples/s / (2 x 1-rank
 # samples/s) and the share of communication hidden behind backward =
 # 1 - (wait after backward, overlapped) / (wait after backward, not overlapped).
+# Then, once, what two processes cost each other on this machine without any communication:
+# two plain 1-process trainers at once (each one's step against one alone), and memcpy
+# bandwidth of one process alone against each of two at once (the memory bus).
 # Usage: benchmarks/trainer_scaling.sh [BUILD_DIR] [backends...]
 set -euo pipefail
 build=${1:-build}
@@ -32,3 +35,15 @@ for backend in "${backends[@]}"; do
     if (wl > 0) printf "  communication hidden behind backward: %.0f%%\n", 100 * (1 - w / wl)
   }'
 done
+
+# Sharing the machine, without hora: two plain trainers at once, and memcpy alone vs two at once.
+step_ms() { sed -n 's/.*step \([0-9.]*\) ms.*/\1/p' <<<"$1"; }
+alone=$(line "$("$bench" --batch-size 64 --plain)")
+pair=$( ("$bench" --batch-size 64 --plain & "$bench" --batch-size 64 --plain & wait) | grep "samples/s")
+m1=$("$bench" --memcpy)
+m2=$( ("$bench" --memcpy & "$bench" --memcpy & wait) | tr '\n' ' ')
+echo "sharing (no hora):"
+printf '  %s\n' "alone: $alone" "two at once: $(tr '\n' ';' <<<"$pair")" "$m1 alone; $m2 two at once"
+awk -v a="$(step_ms "$alone")" -v p="$(step_ms "$(head -1 <<<"$pair")")" 'BEGIN {
+  if (a > 0) printf "  a plain step beside another plain process: %.2fx its time alone\n", p / a
+}'

@@ -11,10 +11,14 @@
 // the time step() spent waiting for the allreduces (the communication not hidden behind
 // backward; with --no-overlap every allreduce starts after backward, so that is all of it).
 // --plain (1 rank only) trains without hora in the step at all: the single-process baseline.
+// --memcpy measures this process's memcpy bandwidth instead (32 MiB buffers back and forth
+// for 1.5 s, GB/s of bytes copied) and trains nothing: run alone and as two processes at once,
+// it shows how much of the memory bus one process gets when the other uses it too.
 // trainer_scaling.sh runs the configurations and derives efficiency and hidden share.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,9 +43,27 @@ struct Flags {
   bool no_overlap = false;
   bool plain = false;
   int blas_threads = 1;
+  bool memcpy_probe = false;
 };
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// memcpy GB/s (bytes copied) of this process over 1.5 s of 32 MiB copies.
+double memcpy_gbs() {
+  const size_t bytes = size_t{32} << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  const Clock::time_point t0 = Clock::now();
+  size_t copied = 0;
+  while (seconds(Clock::now() - t0) < 1.5) {
+    std::memcpy(b.data(), a.data(), bytes);
+    std::memcpy(a.data(), b.data(), bytes);
+    copied += 2 * bytes;
+  }
+  const double gbs = static_cast<double>(copied) / seconds(Clock::now() - t0) / 1e9;
+  volatile char sink = static_cast<char>(a[7] ^ b[9]);  // the copies are used
+  (void)sink;
+  return gbs;
+}
 
 Status run(const Flags& flags) {
   HORA_RETURN_IF_ERROR(init());
@@ -121,7 +143,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-overlap", flags.no_overlap, "start every allreduce after backward");
   app.add_flag("--plain", flags.plain, "1 rank: train without hora in the step (the baseline)");
   app.add_option("--blas-threads", flags.blas_threads, "BLAS threads per rank");
+  app.add_flag("--memcpy", flags.memcpy_probe, "print this process's memcpy GB/s, train nothing");
   CLI11_PARSE(app, argc, argv);
+  if (flags.memcpy_probe) {
+    std::printf("memcpy %.2f GB/s\n", hora::memcpy_gbs());
+    return 0;
+  }
   hora::Status status = hora::run(flags);
   if (!status.is_ok()) {
     std::fprintf(stderr, "trainer_scaling_bench: rank %d: %s\n", hora::rank(),
