@@ -119,7 +119,7 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
   ao.deadline = deadline;
   ao.scratch = &scratch;
   ao.topology = topology;
-  auto context = [](Status st) { return st.with_context(" (allreduce calibration)"); };
+  auto context = [](const Status& st) { return st.with_context(" (allreduce calibration)"); };
 
   const double budget_us = 1000.0 * static_cast<double>(options.budget.count());
   double spent_us = 0;      // agreed, over every size so far
