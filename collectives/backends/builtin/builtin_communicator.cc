@@ -41,6 +41,9 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kLostMemberGrace = std::chrono::seconds(5);
 
 // CPUs this process may run on (its affinity mask), at least 1.
+// The longest spin of ranks that share cores (cpu_affinity.h).
+constexpr std::chrono::microseconds kSharedCoreSpin{10};
+
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -211,8 +214,9 @@ class BuiltinCommunicator : public Communicator {
   std::unique_ptr<ShmDoorbell> bell_;
   std::vector<std::unique_ptr<PeerEngine>> engines_;
   std::atomic<bool> aborted_{false};
-  bool yield_while_spinning_ = false;  // this host's ranks share cores (cpu_affinity.h)
-  SpinBudget spin_budget_;             // wait_op's (spin_budget.h)
+  bool yield_while_spinning_ = false;       // this host's ranks share cores (cpu_affinity.h)
+  std::chrono::microseconds max_spin_{50};  // options' spin, less when ranks share cores
+  SpinBudget spin_budget_;                  // wait_op's (spin_budget.h)
   int wake_fd_ = -1;
   std::vector<pollfd> pollfds_;
 };
@@ -256,7 +260,10 @@ Status BuiltinCommunicator::init(Store& store) {
     }
     yield_while_spinning_ = ranks_share_cores(static_cast<int>(local.size()), union_cpus(masks));
   }
-  spin_budget_ = SpinBudget(options_.spin);
+  // Ranks that share cores spin at most kSharedCoreSpin: a longer spin only keeps the core
+  // from the peer it waits for.
+  max_spin_ = yield_while_spinning_ ? std::min(options_.spin, kSharedCoreSpin) : options_.spin;
+  spin_budget_ = SpinBudget(max_spin_);
 
   if (use_shm) {
     const int local_size = static_cast<int>(local.size());
@@ -284,7 +291,7 @@ Status BuiltinCommunicator::init(Store& store) {
     ShmExchangeOptions xo;
     if (options_.shm_exchange_slot_bytes != 0) xo.slot_bytes = options_.shm_exchange_slot_bytes;
     xo.shared_bytes = options_.shm_shared_bytes;
-    xo.spin = options_.spin;
+    xo.spin = max_spin_;
     xo.yield_while_spinning = yield_while_spinning_;
     xo.liveness_interval = options_.liveness_interval;
     HORA_ASSIGN_OR_RETURN(exchange_, ShmExchange::establish(store, prefix + "xchg/", rank_, size_,
