@@ -179,7 +179,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   // the native allreduce. Every rank must agree, so the condition depends on the bucket and the
   // communicator only: a bucket of one tensor never goes this way, because a rank that has
   // joined reaches here with it (no entry) while the others ran it as a lone tensor above.
-  if (!compressed && comm_.size() == 1) {
+  if (!compressed && options_.fusion_in_place && comm_.size() == 1) {
     const auto start = Clock::now();
     local_allreduce_spans(bucket_spans(responses, bucket, queue_), dtype, head.prescale, postscale);
     record(responses, bucket, "ALLREDUCE", start, {{"algorithm", "local"}});
