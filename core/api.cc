@@ -103,8 +103,10 @@ Status check_allreduce(const std::string& name, const TensorView& in, const Tens
 // but 1. Refused here, on the calling thread, so the engine never sees them.
 Status check_reduction(const std::string& name, CollectiveType type, DataType dtype, ReduceOp op,
                        double prescale, double postscale) {
-  Status s = check_reduce_op(op, dtype, "tensor '" + name + "': " + engine::collective_name(type));
-  if (!s.is_ok()) return s;
+  // The context is built only for the message: this runs on every call.
+  Status s = check_reduce_op(op, dtype, std::string());
+  if (!s.is_ok())
+    return check_reduce_op(op, dtype, "tensor '" + name + "': " + engine::collective_name(type));
   if (!is_scale_defined(dtype, prescale) || !is_scale_defined(dtype, postscale))
     return Status::invalid_argument("tensor '" + name + "': prescale " + std::to_string(prescale) +
                                     " and postscale " + std::to_string(postscale) +
@@ -152,7 +154,8 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
     s = check_reduction(name, CollectiveType::kAllreduce, in.dtype(), op, prescale, postscale);
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kAllreduce);
-  auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
+  auto handle =
+      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   Entry e = make_entry(name, CollectiveType::kAllreduce, in, out, handle);
   e.request.op = op;
   e.request.prescale = prescale;
@@ -200,8 +203,8 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   for (const std::string& n : names)
     resolved.push_back(resolve_name(n, CollectiveType::kAllreduce));
   const std::string key = resolved[0] + "#group";
-  auto handle =
-      std::make_shared<detail::HandleState>(key, static_cast<int>(names.size()), eng->timeout_s());
+  auto handle = std::make_shared<detail::HandleState>(key, static_cast<int>(names.size()),
+                                                      eng->timeout_s(), eng->wait_signal());
   std::vector<Entry> entries;
   for (size_t i = 0; i < resolved.size(); ++i) {
     Entry e = make_entry(resolved[i], CollectiveType::kAllreduce, ins[i], outs[i], handle);
@@ -216,6 +219,61 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   return submit(*eng, std::move(entries), std::move(handle));
 }
 
+std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
+                                          const std::vector<TensorView>& ins,
+                                          const std::vector<TensorView>& outs,
+                                          const AllreduceOptions& options) {
+  const size_t n = names.size();
+  // Every handle fails with `s`, each under its own label.
+  auto fail_all = [&](const Status& s) {
+    std::vector<Handle> out;
+    out.reserve(n);
+    for (const std::string& name : names)
+      out.push_back(fail(label_of(name, CollectiveType::kAllreduce), s));
+    return out;
+  };
+  auto eng = detail::engine();
+  if (!eng)
+    return fail_all(Status::failed_precondition("batched allreduce" + std::string(kNotInit)));
+  if (n != ins.size() || n != outs.size())
+    return fail_all(Status::invalid_argument(
+        "batched allreduce needs as many names as inputs and outputs; got " + std::to_string(n) +
+        " names, " + std::to_string(ins.size()) + " inputs, " + std::to_string(outs.size()) +
+        " outputs"));
+  for (size_t i = 0; i < n; ++i) {
+    const std::string label = label_of(names[i], CollectiveType::kAllreduce);
+    Status s = check_allreduce(label, ins[i], outs[i]);
+    if (s.is_ok()) s = check_options(label, ins[i].dtype(), options);
+    if (s.is_ok()) s = check_scales(label, options.prescale, options.postscale);
+    if (s.is_ok())
+      s = check_reduction(label, CollectiveType::kAllreduce, ins[i].dtype(), options.op,
+                          options.prescale, options.postscale);
+    if (!s.is_ok()) return fail_all(s);
+  }
+  std::vector<Handle> handles;
+  handles.reserve(n);
+  std::vector<Entry> entries;
+  entries.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string name = resolve_name(names[i], CollectiveType::kAllreduce);
+    auto handle =
+        std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+    Entry e = make_entry(name, CollectiveType::kAllreduce, ins[i], outs[i], handle);
+    e.request.op = options.op;
+    e.request.prescale = options.prescale;
+    e.request.postscale = options.postscale;
+    e.request.compression = options.compression;
+    entries.push_back(std::move(e));
+    handles.emplace_back(std::move(handle));
+  }
+  if (n == 0) return handles;
+  Status s = eng->enqueue(std::move(entries));
+  if (!s.is_ok()) {
+    for (Handle& h : handles) h = fail(h.name(), s);
+  }
+  return handles;
+}
+
 Handle allgather_async(const std::string& given, const TensorView& in, OutputAllocator allocate) {
   std::string name = label_of(given, CollectiveType::kAllgather);
   auto eng = detail::engine();
@@ -224,7 +282,8 @@ Handle allgather_async(const std::string& given, const TensorView& in, OutputAll
   Status s = check_tensor(name, "input", in, CollectiveType::kAllgather, true);
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kAllgather);
-  auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
+  auto handle =
+      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   Entry e = make_entry(name, CollectiveType::kAllgather, in, in, handle);
   e.allocate = std::move(allocate);
   return submit_one(*eng, std::move(e));
@@ -242,7 +301,8 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
                                  std::to_string(eng->size() - 1) + ")");
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kBroadcast);
-  auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
+  auto handle =
+      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   Entry e = make_entry(name, CollectiveType::kBroadcast, tensor, tensor, handle);
   e.request.root = root;
   return submit_one(*eng, std::move(e));
@@ -282,7 +342,8 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
                           std::to_string(rows) + ", got " + std::to_string(resolved.size()) +
                           " splits summing to " + std::to_string(sum)));
   name = resolve_name(given, CollectiveType::kAlltoall);
-  auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
+  auto handle =
+      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   Entry e = make_entry(name, CollectiveType::kAlltoall, in, in, handle);
   e.request.splits = resolved;
   e.allocate = std::move(allocate);
@@ -300,7 +361,8 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
     s = check_reduction(name, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
   if (!s.is_ok()) return fail(name, s);
   name = resolve_name(given, CollectiveType::kReducescatter);
-  auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
+  auto handle =
+      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   Entry e = make_entry(name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
   e.allocate = std::move(allocate);
@@ -367,7 +429,8 @@ Handle control_request(CollectiveType type, const std::string& name) {
   if (!eng)
     return fail(name,
                 Status::failed_precondition(std::string(engine::collective_name(type)) + kNotInit));
-  auto handle = std::make_shared<detail::HandleState>(name, 1, eng->timeout_s());
+  auto handle =
+      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   Entry e;
   e.request.name = name;
   e.request.type = type;

@@ -164,6 +164,17 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
                                const std::vector<TensorView>& ins,
                                const std::vector<TensorView>& outs,
                                const AllreduceOptions& options);
+// Several independent allreduces enqueued at once: one pass through the engine's queue (one
+// lock, one wake-up) for tensors that are ready together, e.g. a step's gradients. Each gets
+// its own handle (returned in order) and is negotiated and fused like allreduce_async; they
+// need not complete together. All or nothing: when a tensor is bad, or a name repeats in `names` or
+// is still in flight, nothing is enqueued and every returned handle fails with that error, which
+// names the tensor (every rank that made the same call reports it). Empty names are generated as
+// for allreduce_async, in order.
+std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
+                                          const std::vector<TensorView>& ins,
+                                          const std::vector<TensorView>& outs,
+                                          const AllreduceOptions& options);
 // Allgather along the first dimension (which may differ per rank; the others must match).
 // The result is in handle.output() with shape [sum of first dims, ...].
 Handle allgather_async(const std::string& name, const TensorView& in,

@@ -40,7 +40,8 @@ void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoi
     // A group is routed as a unit: it takes the cache path only when every member does.
     const size_t n = q.group_size > 0 ? std::min<size_t>(q.group_size, fresh.size() - i) : 1;
     bool all_cached = q.type != CollectiveType::kJoin && q.type != CollectiveType::kBarrier;
-    std::vector<int> positions(n, -1);
+    std::vector<int>& positions = positions_;
+    positions.assign(n, -1);
     for (size_t k = 0; k < n; ++k) {
       Request& m = fresh[i + k];
       m.rank = comm_.rank();
@@ -48,15 +49,16 @@ void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoi
       if (positions[k] < 0 || !ResponseCache::matches(m, cache_.at(positions[k])))
         all_cached = false;
     }
+    // `fresh` is the round's own: its requests move on rather than being copied.
     for (size_t k = 0; k < n; ++k) {
       Request& m = fresh[i + k];
       if (m.type == CollectiveType::kJoin) joined_ = true;
       if (all_cached) {
-        cached_[positions[k]] = Waiting{m, now};
+        cached_.insert_or_assign(positions[k], Waiting{std::move(m), now});
       } else {
         if (positions[k] >= 0) invalidate.push_back(positions[k]);
         sent_.insert(m.name);
-        outgoing.push_back(m);
+        outgoing.push_back(std::move(m));
       }
     }
     i += n;

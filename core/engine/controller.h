@@ -110,6 +110,7 @@ class Controller {
   std::unordered_set<std::string> sent_;       // names at the coordinator, not yet answered
   bool joined_ = false;
   std::vector<int64_t> vector_;  // the round's reduction buffer
+  std::vector<int> positions_;   // route(): a group's cache positions (reused, no allocation)
   ControllerStats stats_;
 };
 

@@ -175,19 +175,29 @@ void Engine::wait_for_round() {
   const Clock::duration cycle = ms(config_.cycle_time_ms);
   const Clock::time_point now = Clock::now();
   if (controller_->has_pending()) {
-    std::this_thread::sleep_until(now + cycle);
-  } else if (queue_.wait_for_work(now + ms(config_.heartbeat_ms))) {
-    // Something arrived: let the rest of this burst join it, until the cycle time has passed
-    // or the burst went quiet (no new request for kQuiet), so a step's tensors enqueued
-    // back to back are negotiated and fused at once instead of waiting out the cycle.
-    const Clock::time_point until = Clock::now() + cycle;
-    size_t seen = queue_.fresh_count();
-    while (!queue_.shutdown_requested() && Clock::now() < until) {
-      std::this_thread::sleep_for(std::min<Clock::duration>(kQuiet, until - Clock::now()));
-      const size_t n = queue_.fresh_count();
-      if (n == seen) break;
-      seen = n;
-    }
+    // The last round agreed something: what is left is likely the other ranks' next requests,
+    // so go straight into the next round (it waits for them). A round that agreed nothing is
+    // followed by one cycle time, cut short by a new request here, so ranks that wait on each
+    // other do not spin rounds.
+    if (!last_round_progressed_) queue_.wait_for_work(now + cycle);
+    return;
+  }
+  if (!queue_.wait_for_work(now + ms(config_.heartbeat_ms))) return;
+  // One rank: nothing to negotiate, so nothing gained by waiting for more.
+  if (comm_.size() == 1) return;
+  // Something arrived: let the rest of this burst join it, until the cycle time has passed,
+  // the burst went quiet (no new request for kQuiet), or a caller waits on a handle while its
+  // requests are still here (it enqueues nothing more: a lone blocking call goes at once), so
+  // a step's tensors enqueued back to back are negotiated and fused at once.
+  const Clock::time_point until = Clock::now() + cycle;
+  size_t seen = queue_.fresh_count();
+  while (true) {
+    const Clock::time_point t = Clock::now();
+    if (t >= until) break;
+    size_t n = 0;
+    if (queue_.wait_in_burst(std::min<Clock::time_point>(t + kQuiet, until), &n)) break;
+    if (n == seen) break;
+    seen = n;
   }
 }
 
@@ -203,6 +213,7 @@ void Engine::loop() {
     asks.pause = !asked_shutdown && pause_asked();
     StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asks);
     Status status = list.status();
+    last_round_progressed_ = status.is_ok() && !list->responses.empty();
     if (status.is_ok()) status = executor_->execute(*list);
     if (status.is_ok() && !list->fatal.empty()) status = Status(StatusCode::kTimeout, list->fatal);
 

@@ -1,10 +1,13 @@
 // Engine: the background thread's loop, and the front door the API (core/api.cc) enqueues to.
 //
 // Loop: sleep until a request arrives (then collect more to fuse, for at most
-// HORA_CYCLE_TIME_MS, ending early once no new request came for 50 us), until
-// the idle heartbeat (HORA_HEARTBEAT_MS), or, while this rank has requests not yet agreed,
-// one cycle time; then run one negotiation round (Controller) and execute what it agreed
-// (Executor). No busy polling: an idle engine runs one small round per heartbeat.
+// HORA_CYCLE_TIME_MS, ending early once no new request came for 50 us or as soon as a caller
+// waits on a handle whose request is still queued), or until the idle heartbeat
+// (HORA_HEARTBEAT_MS); then run one negotiation round (Controller) and execute what it agreed
+// (Executor). While this rank has requests not yet agreed, the next round follows at once
+// when the last one agreed something, else after one cycle time or the next request. At one
+// rank there is no burst window. No busy polling: an idle engine runs one small round per
+// heartbeat.
 //
 // Liveness: hora::init starts the thread, so from init on every rank takes part in a round at
 // least every heartbeat. A rank that is slow to reach a collective (loading data, compiling a
@@ -82,6 +85,9 @@ class Engine {
   // Idempotent. Returns the engine's fatal error if it had one.
   Status stop();
 
+  // What handles of this engine tell when a thread waits on them (ends the burst window).
+  detail::WaitSignal* wait_signal() { return &queue_; }
+
   int size() const { return comm_.size(); }
   int rank() const { return comm_.rank(); }
   double timeout_s() const { return config_.timeout_s; }
@@ -108,6 +114,7 @@ class Engine {
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<DeviceExecutor> device_executor_;  // before executor_, which borrows it
   std::unique_ptr<Executor> executor_;
+  bool last_round_progressed_ = false;  // background thread: the last round agreed something
 
   // mu_ guards the fields below it; never held while the loop runs a round, taken before
   // the queue's mutex when both are (enqueue takes them one after the other, never nested).

@@ -23,6 +23,7 @@ Status Handle::wait() {
   // race that deadline and report a bare timeout instead of the rank at fault, and would give
   // up on a rank that is merely slow to submit (it is alive: its engine answers every round).
   MutexLock lock(&state_->mu);
+  if (!state_->done && state_->waiting != nullptr) state_->waiting->waiting();
   while (!state_->done) state_->cv.wait(state_->mu);
   return state_->status;
 }
@@ -31,6 +32,9 @@ Status Handle::wait(std::chrono::milliseconds timeout) {
   if (!state_) return Status::failed_precondition("wait() on an invalid (default) hora::Handle");
   const auto until = std::chrono::steady_clock::now() + timeout;
   MutexLock lock(&state_->mu);
+  // A zero timeout only looks; it does not end the engine's burst.
+  if (!state_->done && timeout.count() > 0 && state_->waiting != nullptr)
+    state_->waiting->waiting();
   while (!state_->done && std::chrono::steady_clock::now() < until)
     state_->cv.wait_until(state_->mu, until);
   if (!state_->done) {

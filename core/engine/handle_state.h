@@ -7,6 +7,11 @@
 // wakes the waiters, so a thread that returns from wait() sees the callback's effects. A
 // callback registered once the final status is known (done, or being delivered) runs at once
 // on the registering thread. Each registered callback runs exactly once.
+//
+// Waiting ends a burst: a thread that blocks on a handle not yet complete tells the engine
+// through `waiting` (WaitSignal) that its caller enqueues nothing more for now, so the engine
+// negotiates at once instead of waiting out its burst window (engine.h). A lone blocking call
+// thus never waits for more requests to fuse with.
 #pragma once
 
 #include <chrono>
@@ -24,11 +29,26 @@
 namespace hora {
 namespace detail {
 
+// Told when a thread starts to wait on a handle that is not complete (engine::TensorQueue).
+// Called with the handle's mutex held, so the engine (which completes every handle before it
+// is destroyed) is alive; an implementation must not take that handle's mutex.
+class WaitSignal {
+ public:
+  virtual void waiting() = 0;
+
+ protected:
+  ~WaitSignal() = default;
+};
+
 struct HandleState {
   using Callback = std::function<void(const Status&)>;
 
-  HandleState(std::string name, int parts, double default_timeout_s)
-      : name(std::move(name)), remaining(parts), default_timeout_s(default_timeout_s) {}
+  // `waiting` (may be null) is told when a thread waits on this state before it completed.
+  HandleState(std::string name, int parts, double default_timeout_s, WaitSignal* waiting = nullptr)
+      : name(std::move(name)),
+        remaining(parts),
+        default_timeout_s(default_timeout_s),
+        waiting(waiting) {}
 
   // A handle that is complete from the start (an enqueue that failed).
   static std::shared_ptr<HandleState> failed(std::string name, Status status) {
@@ -82,6 +102,7 @@ struct HandleState {
   Status status HORA_GUARDED_BY(mu);
   Callback callback HORA_GUARDED_BY(mu);  // taken out (and run) once final
   const double default_timeout_s;
+  WaitSignal* const waiting;
   // Results; written by the background thread before complete(), read after wait().
   std::vector<uint8_t> output;
   std::vector<int64_t> output_shape;

@@ -1,23 +1,33 @@
 #include "core/engine/tensor_queue.h"
 
-#include <unordered_set>
+#include <algorithm>
 
 namespace hora {
 namespace engine {
 
 Status TensorQueue::enqueue(std::vector<Entry> entries) {
+  // Names twice in the batch: sorted pointers (outside the lock; none for a single entry).
+  std::vector<const Entry*> sorted;
+  if (entries.size() > 1) {
+    sorted.reserve(entries.size());
+    for (const Entry& e : entries) sorted.push_back(&e);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Entry* a, const Entry* b) { return a->request.name < b->request.name; });
+  }
   {
     MutexLock lock(&mu_);
     if (closed_)
       return Status(closed_why_.code(),
                     "tensor '" + (entries.empty() ? std::string() : entries[0].request.name) +
                         "': " + closed_why_.message());
-    std::unordered_set<std::string> batch;
-    for (const Entry& e : entries) {
-      const std::string& name = e.request.name;
-      if (table_.count(name) != 0 || !batch.insert(name).second)
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const Entry& e = entries[i];
+      const bool twice =
+          i > 0 && !sorted.empty() && sorted[i]->request.name == sorted[i - 1]->request.name;
+      const Entry& named = sorted.empty() ? e : *sorted[i];
+      if (twice || table_.count(named.request.name) != 0)
         return Status::invalid_argument(
-            "tensor '" + name + "': " + collective_name(e.request.type) +
+            "tensor '" + named.request.name + "': " + collective_name(named.request.type) +
             " enqueued while a collective of that name is still in flight on this rank "
             "(wait for its handle before reusing the name)");
     }
@@ -52,7 +62,25 @@ std::vector<Request> TensorQueue::take_new() {
   std::vector<Request> out;
   MutexLock lock(&mu_);
   out.swap(fresh_);
+  burst_over_ = false;
   return out;
+}
+
+bool TensorQueue::wait_in_burst(Clock::time_point until, size_t* fresh) {
+  MutexLock lock(&mu_);
+  while (!burst_over_ && !shutdown_requested_ && Clock::now() < until)
+    burst_cv_.wait_until(mu_, until);
+  *fresh = fresh_.size();
+  return burst_over_ || shutdown_requested_;
+}
+
+void TensorQueue::waiting() {
+  {
+    MutexLock lock(&mu_);
+    if (fresh_.empty() || burst_over_) return;
+    burst_over_ = true;
+  }
+  burst_cv_.notify_one();
 }
 
 size_t TensorQueue::fresh_count() const {
@@ -82,6 +110,7 @@ void TensorQueue::request_shutdown() {
     shutdown_requested_ = true;
   }
   cv_.notify_one();
+  burst_cv_.notify_one();
 }
 
 bool TensorQueue::shutdown_requested() const {

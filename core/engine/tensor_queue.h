@@ -8,6 +8,11 @@
 //
 // Pointers returned by find() stay valid until remove() of that name (node-based map), so the
 // background thread uses entries without holding the lock while bytes move.
+//
+// Burst end: the queue is the handles' WaitSignal. A thread that waits on a handle while
+// requests are still untaken ends the burst (wait_in_burst returns true), because a caller
+// that waits enqueues nothing more for now. take_new() resets it; a wait after the requests
+// were taken (on the previous step's handles) says nothing about the next burst.
 #pragma once
 
 #include <chrono>
@@ -40,7 +45,7 @@ struct Entry {
   Clock::time_point enqueued;
 };
 
-class TensorQueue {
+class TensorQueue : public detail::WaitSignal {
  public:
   // Adds every entry or none: fails when one of the names is already in flight (or appears
   // twice in the batch), or after close(), naming the tensor.
@@ -57,6 +62,13 @@ class TensorQueue {
   std::vector<Request> take_new();
   // How many requests take_new() would return now.
   size_t fresh_count() const;
+  // Background thread, during a burst: blocks until a thread waits on a handle while requests
+  // are untaken, shutdown is requested, or `until`. Returns true when the burst is over (the
+  // first two); `fresh` receives fresh_count().
+  bool wait_in_burst(Clock::time_point until, size_t* fresh);
+  // WaitSignal: a thread started waiting on a handle that is not complete (any thread; the
+  // handle's mutex is held, this takes only the queue's).
+  void waiting() override;
 
   Entry* find(const std::string& name);
   void remove(const std::string& name);
@@ -73,10 +85,13 @@ class TensorQueue {
  private:
   mutable Mutex mu_;  // guards everything below; never held while calling out
   CondVar cv_;        // fresh_, shutdown_requested_, woken_ changes
+  CondVar burst_cv_;  // burst_over_, shutdown_requested_ changes (a separate variable, so
+                      // enqueues during a burst do not wake the background thread)
   std::unordered_map<std::string, Entry> table_ HORA_GUARDED_BY(mu_);
   std::vector<Request> fresh_ HORA_GUARDED_BY(mu_);
   bool shutdown_requested_ HORA_GUARDED_BY(mu_) = false;
   bool woken_ HORA_GUARDED_BY(mu_) = false;
+  bool burst_over_ HORA_GUARDED_BY(mu_) = false;  // a thread waits on untaken requests
   bool closed_ HORA_GUARDED_BY(mu_) = false;
   Status closed_why_ HORA_GUARDED_BY(mu_);
 };
