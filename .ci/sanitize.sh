@@ -23,13 +23,15 @@ mode=${1:?usage: sanitize.sh build-asan|asan|tsan}
 # all), so a fresh clone at another path still hits what an earlier run compiled.
 export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
 
-# Unit and in-process tests: the Status/config/layout vocabulary, the engine's pieces, the
-# stores, the builtin transports (shm and TCP), gloo, hora's algorithms over in-process
-# ranks, and the launcher.
+# Unit and in-process tests: the Status/config/layout vocabulary, the engine's pieces (its
+# device path over a fake runtime included), the stores, the builtin transports (shm, the
+# in-place span allreduce, TCP), gloo, hora's algorithms over in-process ranks, and the
+# launcher.
 ASAN_UNIT="base_test config_test layout_test round_counts_test engine_units_test handle_test
-  gradient_reducer_test context_test registry_test store_test builtin_frame_test
-  builtin_communicator_test builtin_shm_allreduce_test builtin_tcp_security_test
-  gloo_communicator_test hora_collectives_algorithms_test launcher_unit_test horarun_process_test"
+  gradient_reducer_test device_engine_test context_test registry_test store_test
+  builtin_frame_test builtin_communicator_test builtin_shm_allreduce_test
+  builtin_shm_span_allreduce_test builtin_tcp_security_test gloo_communicator_test
+  hora_collectives_algorithms_test launcher_unit_test horarun_process_test"
 # Multi-process: each backend (builtin shm, builtin TCP, gloo, mpi) at 3 ranks, the engine on
 # three of them, its pause, a killed peer, and the MPI backend's own suite.
 ASAN_MP_TARGETS="communicator_mp_test engine_mp_test engine_pause_mp_test peer_kill_probe
@@ -40,7 +42,7 @@ ASAN_MP='^(communicator_mp_test\.np3\.(builtin|builtin_tcp|gloo|mpi)|engine_mp_t
 # thread, clients from many threads), the builtin transports' in-process tests. Gloo and MPI
 # are left to the ASan stage: their libraries are not built with TSan, so it would not see
 # their own synchronisation.
-TSAN_UNIT="engine_units_test handle_test gradient_reducer_test store_test
+TSAN_UNIT="engine_units_test handle_test gradient_reducer_test device_engine_test store_test
   builtin_communicator_test builtin_shm_allreduce_test builtin_tcp_security_test"
 TSAN_MP_TARGETS="engine_mp_test engine_pause_mp_test engine_api_mp_test"
 TSAN_MP='^(engine_mp_test\.np2\.(builtin|builtin_tcp)|engine_pause_mp_test\.np2\.builtin|engine_api_mp_test\.np2\.builtin)$'
