@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "collectives/backends/builtin/shm_reduce.h"
+#include "collectives/backends/builtin/shm_slices.h"
 #include "kernels/kernels.h"
 
 namespace hora {
@@ -94,15 +95,11 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
   bool any_in_place = false;
   std::vector<const uint8_t*> srcs(n);
   const size_t chunk_count = x.slot_bytes() / esize;
-  const size_t align = std::max<size_t>(1, 64 / esize);
   for (size_t first = 0; first < count; first += chunk_count) {
     const size_t m = std::min(chunk_count, count - first);
     const uint64_t step = x.next_step();
-    const size_t slice = (m + n - 1) / n;
-    const size_t slice_count = (slice + align - 1) / align * align;
-    auto slice_lo = [&](int q) { return std::min(m, static_cast<size_t>(q) * slice_count); };
-    auto slice_hi = [&](int q) { return std::min(m, slice_lo(q) + slice_count); };
-    const size_t lo = slice_lo(r), hi = slice_hi(r);
+    const ChunkSlices slices(m, n, esize);
+    const size_t lo = slices.lo(r), hi = slices.hi(r);
     // 1. copy-in, all but slice r (only this rank reads that, and from `in` directly)
     if (my_offset < 0) {
       const uint8_t* from = src + first * esize;
@@ -138,7 +135,7 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
     // 5. copy-out
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
-      const size_t qlo = slice_lo(q), qhi = slice_hi(q);
+      const size_t qlo = slices.lo(q), qhi = slices.hi(q);
       const uint8_t* result =
           in_place[q] ? x.shared(q) + sources[q] + first * esize : x.slot(q, step);
       if (qhi > qlo)

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "collectives/backends/builtin/shm_reduce.h"
+#include "collectives/backends/builtin/shm_slices.h"
 #include "kernels/kernels.h"
 
 namespace hora {
@@ -117,15 +118,11 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
   // Every source of this call is in the slots (what shm_allreduce's peers would read).
   x.publish_source(-1);
   const size_t chunk_count = x.slot_bytes() / esize;
-  const size_t align = std::max<size_t>(1, 64 / esize);
   for (size_t first = 0; first < count; first += chunk_count) {
     const size_t m = std::min(chunk_count, count - first);
     const uint64_t step = x.next_step();
-    const size_t slice = (m + n - 1) / n;
-    const size_t slice_count = (slice + align - 1) / align * align;
-    auto slice_lo = [&](int q) { return std::min(m, static_cast<size_t>(q) * slice_count); };
-    auto slice_hi = [&](int q) { return std::min(m, slice_lo(q) + slice_count); };
-    const size_t lo = slice_lo(r), hi = slice_hi(r);
+    const ChunkSlices slices(m, n, esize);
+    const size_t lo = slices.lo(r), hi = slices.hi(r);
     uint8_t* mine = x.slot(r, step);
     // 1. copy-in: all but slice r, which the reduction reads in place where it can.
     v.copy_in(first, first + lo, mine, dtype, prescale, false);
@@ -152,7 +149,7 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
     // 5. copy-out: every other slice from its owner's slot.
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
-      const size_t qlo = slice_lo(q), qhi = slice_hi(q);
+      const size_t qlo = slices.lo(q), qhi = slices.hi(q);
       v.copy_out(first + qlo, first + qhi, x.slot(q, step) + qlo * esize);
     }
   }
