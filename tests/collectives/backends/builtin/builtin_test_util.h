@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -130,6 +132,25 @@ inline Status expect_pattern(const std::vector<uint8_t>& buf, uint32_t seed,
   std::vector<uint8_t> want(buf.size());
   fill_pattern(want, seed);
   if (buf != want) return Status::internal(what + ": payload differs from what was sent");
+  return Status::ok();
+}
+
+// Posts this rank's result `hash` as "hash/<rank>" in `store` and compares it with the hashes
+// of ranks [0, compare_ranks) (fewer than the ranks when some hold no results); a difference
+// names both ranks. Every rank posts before it compares, so all may call it at once.
+inline Status expect_same_hash(Store& store, int rank, int compare_ranks, uint64_t hash) {
+  HORA_RETURN_IF_ERROR(
+      store.set("hash/" + std::to_string(rank),
+                Bytes(reinterpret_cast<uint8_t*>(&hash), reinterpret_cast<uint8_t*>(&hash) + 8)));
+  for (int r = 0; r < compare_ranks; ++r) {
+    HORA_ASSIGN_OR_RETURN(
+        Bytes v, store.get("hash/" + std::to_string(r), Deadline::after(std::chrono::seconds(60))));
+    uint64_t other = 0;
+    std::memcpy(&other, v.data(), 8);
+    if (other != hash)
+      return Status::mismatch("rank " + std::to_string(rank) + ": outputs of rank " +
+                              std::to_string(r) + " differ in bits from this rank's");
+  }
   return Status::ok();
 }
 

@@ -256,19 +256,7 @@ TEST_P(ShmAllreduceMatrix, EveryDtypeOpCountAndPlacementIsBitwiseTheReference) {
     HORA_ASSIGN_OR_RETURN(auto comm, make_builtin_communicator(rank, n, store, exchange_options()));
     uint64_t hash = 0;
     HORA_RETURN_IF_ERROR(run_matrix(*comm, &hash));
-    HORA_RETURN_IF_ERROR(
-        store.set("hash/" + std::to_string(rank),
-                  Bytes(reinterpret_cast<uint8_t*>(&hash), reinterpret_cast<uint8_t*>(&hash) + 8)));
-    for (int r = 0; r < n; ++r) {
-      HORA_ASSIGN_OR_RETURN(Bytes v, store.get("hash/" + std::to_string(r),
-                                               Deadline::after(std::chrono::seconds(60))));
-      uint64_t other = 0;
-      std::memcpy(&other, v.data(), 8);
-      if (other != hash)
-        return Status::mismatch("rank " + std::to_string(rank) + ": outputs of rank " +
-                                std::to_string(r) + " differ in bits from this rank's");
-    }
-    return Status::ok();
+    return expect_same_hash(store, rank, n, hash);
   });
   for (int r = 0; r < n; ++r)
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
