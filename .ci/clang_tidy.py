@@ -23,7 +23,9 @@ SCOPE = ("core/", "collectives/", "kernels/", "launcher/", "adapters/", "benchma
          "examples/")
 
 
-def preprocess_command(entry):
+def compile_args(entry):
+    """A compile_commands.json entry's compiler and flags, without ccache, -c, the output and the
+    dependency-file options: the caller adds what it runs the compiler for."""
     args = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
     if args and os.path.basename(args[0]) == "ccache":
         args = args[1:]
@@ -38,7 +40,11 @@ def preprocess_command(entry):
         if a in ("-c", "-MD", "-MMD"):
             continue
         out.append(a)
-    return out + ["-E", "-P", "-o", "-"]
+    return out
+
+
+def preprocess_command(entry):
+    return compile_args(entry) + ["-E", "-P", "-o", "-"]
 
 
 def key_of(entry, salt):

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clang_tidy import ROOT, SCOPE  # noqa: E402  (the files clang-tidy covers)
+from clang_tidy import ROOT, SCOPE, compile_args  # noqa: E402  (the files clang-tidy covers)
 
 
 def object_of(entry):
@@ -43,20 +43,7 @@ def up_to_date(build, entries):
 
 
 def syntax_only(entry):
-    args = entry["arguments"] if "arguments" in entry else shlex.split(entry["command"])
-    if args and os.path.basename(args[0]) == "ccache":
-        args = args[1:]
-    out, skip = [], False
-    for a in args:
-        if skip:
-            skip = False
-            continue
-        if a in ("-o", "-MF", "-MT", "-MQ"):
-            skip = True
-            continue
-        if a in ("-c", "-MD", "-MMD"):
-            continue
-        out.append(a)
+    out = compile_args(entry)
     if "-Wthread-safety" not in out:
         out.append("-Wthread-safety")
     run = subprocess.run(out + ["-fsyntax-only"], cwd=entry["directory"], capture_output=True,

@@ -68,7 +68,7 @@ Status DeviceExecutor::admit(std::vector<Entry>& entries) {
       return Status::unimplemented("tensor '" + name + "': " + collective_name(type) + " of a " +
                                    "tensor on " + e.in.device().to_string() +
                                    " is not implemented yet (allreduce and broadcast are); copy "
-                                   "it to the host first (TODO(16))");
+                                   "it to the host first");
     if (e.out.data() != nullptr && e.out.device() != e.in.device())
       return Status::invalid_argument("tensor '" + name + "': input is on " +
                                       e.in.device().to_string() + " but output is on " +
@@ -76,7 +76,7 @@ Status DeviceExecutor::admit(std::vector<Entry>& entries) {
     if (e.request.compression != Compression::kNone)
       return Status::unimplemented("tensor '" + name + "': compression of a tensor on " +
                                    e.in.device().to_string() +
-                                   " is not implemented yet (TODO(16)); use compression none");
+                                   " is not implemented yet; use compression none");
     // The framework's kernels that produce the input run on its stream: record where they end,
     // so the engine's stream can wait for exactly that on the GPU.
     DeviceRuntime* rt = resources_.runtime;
