@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include "collectives/algorithms/algorithms.h"
 #include "core/base/deadline.h"
@@ -34,6 +36,9 @@ Controller::Controller(collectives::Communicator& comm, const ControllerOptions&
 
 void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
                        std::vector<int>& invalidate, std::chrono::steady_clock::time_point now) {
+  // Every position a request can wait at exists before this round's routing.
+  if (cached_.size() < static_cast<size_t>(cache_.position_count()))
+    cached_.resize(cache_.position_count());
   for (size_t i = 0; i < fresh.size();) {
     Request& q = fresh[i];
     q.rank = comm_.rank();
@@ -54,7 +59,11 @@ void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoi
       Request& m = fresh[i + k];
       if (m.type == CollectiveType::kJoin) joined_ = true;
       if (all_cached) {
-        cached_.insert_or_assign(positions[k], Waiting{std::move(m), now});
+        Waiting& w = cached_[positions[k]];
+        if (!w.in_use) ++waiting_count_;
+        w.request = std::move(m);
+        w.since = now;
+        w.in_use = true;
       } else {
         if (positions[k] >= 0) invalidate.push_back(positions[k]);
         sent_.insert(m.name);
@@ -66,31 +75,34 @@ void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoi
   // Cached requests waiting long: let the coordinator see them (it names missing ranks).
   const auto patience = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(options_.stall_warning_s / 2));
-  for (auto it = cached_.begin(); it != cached_.end();) {
-    if (now - it->second.since >= patience) {
-      invalidate.push_back(it->first);
-      send_to_coordinator(it, outgoing);
-      it = cached_.begin();  // the group's other members may have left too
-    } else {
-      ++it;
+  if (waiting_count_ == 0) return;
+  for (int p = 0; p < static_cast<int>(cached_.size()); ++p) {
+    // A group's other members leave with it (send_to_coordinator), so in_use is re-read.
+    if (cached_[p].in_use && now - cached_[p].since >= patience) {
+      invalidate.push_back(p);
+      send_to_coordinator(p, outgoing);
     }
   }
 }
 
-void Controller::send_to_coordinator(std::map<int, Waiting>::iterator it,
-                                     std::vector<Request>& to) {
-  const Request request = it->second.request;
-  sent_.insert(request.name);
-  to.push_back(request);
-  cached_.erase(it);
+Request Controller::leave(int p) {
+  Waiting& w = cached_[p];
+  w.in_use = false;
+  --waiting_count_;
+  return std::move(w.request);
+}
+
+void Controller::send_to_coordinator(int p, std::vector<Request>& to) {
+  sent_.insert(cached_[p].request.name);
+  to.push_back(leave(p));
+  const Request& request = to.back();
   if (request.group_size <= 0) return;
-  for (auto m = cached_.begin(); m != cached_.end();) {
-    if (m->second.request.group_size > 0 && m->second.request.group_key == request.group_key) {
-      sent_.insert(m->second.request.name);
-      to.push_back(m->second.request);
-      m = cached_.erase(m);
-    } else {
-      ++m;
+  const std::string group_key = request.group_key;  // `to` may grow below
+  for (int m = 0; m < static_cast<int>(cached_.size()); ++m) {
+    Waiting& w = cached_[m];
+    if (w.in_use && w.request.group_size > 0 && w.request.group_key == group_key) {
+      sent_.insert(w.request.name);
+      to.push_back(leave(m));
     }
   }
 }
@@ -101,7 +113,8 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) 
   ++stats_.rounds;
   std::vector<Request> outgoing;
   outgoing.swap(resubmit_);
-  std::vector<int> invalidate;
+  std::vector<int>& invalidate = invalidate_;
+  invalidate.clear();
   route(fresh, outgoing, invalidate, now);
 
   // A joined rank is ready for every cached sum/average allreduce; the others it cannot take
@@ -126,11 +139,14 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) 
   vector_[round_counts::kShutdownCount] = asks.shutdown ? 1 : 0;
   vector_[round_counts::kShutdownRankSum] = asks.shutdown ? rank : 0;
   vector_[round_counts::kPauseCount] = asks.pause ? 1 : 0;
-  for (const auto& kv : cached_)
-    vector_[kHeader + kv.first] += round_counts::position_word(true, true, false, size);
+  if (waiting_count_ > 0) {
+    const int64_t holds = round_counts::position_word(true, true, false, size);
+    for (int p = 0; p < static_cast<int>(cached_.size()); ++p)
+      if (cached_[p].in_use) vector_[kHeader + p] += holds;
+  }
   if (joined_) {
     for (int p = 0; p < positions; ++p)
-      if (cache_.in_use(p) && zeros_ok(cache_.at(p)) && cached_.count(p) == 0)
+      if (cache_.in_use(p) && zeros_ok(cache_.at(p)) && waiting_at(p) == nullptr)
         vector_[kHeader + p] += round_counts::position_word(true, false, false, size);
   }
   for (int p : invalidate)
@@ -156,13 +172,14 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) 
     list.shutdown_by = std::to_string(shutdowns) + " ranks";
   list.pause = vector_[round_counts::kPauseCount] == size;
   // Invalidations: erased everywhere; a holder here resubmits in this round's exchange.
-  std::vector<int> agreed;
+  std::vector<int>& agreed = agreed_;
+  agreed.clear();
   for (int p = 0; p < positions; ++p) {
-    const round_counts::PositionCounts c =
-        round_counts::decode_position(vector_[kHeader + p], size);
+    const int64_t word = vector_[kHeader + p];
+    if (word == 0) continue;  // nobody holds, is ready for or invalidates it
+    const round_counts::PositionCounts c = round_counts::decode_position(word, size);
     if (c.invalidated > 0) {
-      auto it = cached_.find(p);
-      if (it != cached_.end()) send_to_coordinator(it, outgoing);
+      if (waiting_at(p) != nullptr) send_to_coordinator(p, outgoing);
       cache_.erase(p);
     } else if (c.ready == size && c.held > 0 && cache_.in_use(p)) {
       agreed.push_back(p);
@@ -172,12 +189,16 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) 
   std::map<std::string, int> group_agreed;
   for (int p : agreed)
     if (cache_.at(p).group_size > 0) ++group_agreed[cache_.at(p).group_key];
+  list.responses.reserve(agreed.size());
   for (int p : agreed) {
     const Response& r = cache_.at(p);
     if (r.group_size > 0 && group_agreed[r.group_key] < r.group_size) continue;
     list.responses.push_back(r);
     cache_.touch(p);
-    if (cached_.erase(p) > 0) ++stats_.cache_hits;
+    if (waiting_at(p) != nullptr) {
+      leave(p);
+      ++stats_.cache_hits;
+    }
   }
 
   if (vector_[round_counts::kHasUncached] > 0) {
@@ -252,10 +273,7 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
       int evicted = -1;
       cache_.insert(r, &evicted);
       stats_.evictions = cache_.evictions();
-      if (evicted >= 0) {
-        auto it = cached_.find(evicted);
-        if (it != cached_.end()) send_to_coordinator(it, resubmit_);
-      }
+      if (evicted >= 0 && waiting_at(evicted) != nullptr) send_to_coordinator(evicted, resubmit_);
     }
     list->responses.push_back(std::move(r));
   }

@@ -28,7 +28,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -78,21 +77,29 @@ class Controller {
   StatusOr<ResponseList> round(std::vector<Request> fresh, Asks asks);
 
   // This rank has requests not yet agreed (the engine then runs rounds back to back).
-  bool has_pending() const { return !cached_.empty() || !resubmit_.empty() || !sent_.empty(); }
+  bool has_pending() const { return waiting_count_ > 0 || !resubmit_.empty() || !sent_.empty(); }
   bool joined() const { return joined_; }
   const ControllerStats& stats() const { return stats_; }
 
  private:
+  // A request of this rank waiting on the cache path, at its cache position.
   struct Waiting {
     Request request;
     std::chrono::steady_clock::time_point since;
+    bool in_use = false;
   };
+  // The request waiting at position `p`, or null.
+  Waiting* waiting_at(int p) {
+    return p < static_cast<int>(cached_.size()) && cached_[p].in_use ? &cached_[p] : nullptr;
+  }
+  // Empties position `p` (REQUIRES: in use); returns its request.
+  Request leave(int p);
   void route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
              std::vector<int>& invalidate, std::chrono::steady_clock::time_point now);
   // Moves the request waiting at cache position `it` to `to` (for the coordinator), with every
   // other member of its group waiting on the cache path: a group leaves that path only whole,
   // or the members left behind would wait for one that no longer comes.
-  void send_to_coordinator(std::map<int, Waiting>::iterator it, std::vector<Request>& to);
+  void send_to_coordinator(int p, std::vector<Request>& to);
   // Rank 0: a timeline mark "rank R ready" on each tensor R asked for.
   void mark_ready(int rank, const std::vector<Request>& requests,
                   std::chrono::steady_clock::time_point at);
@@ -105,12 +112,17 @@ class Controller {
   ResponseCache cache_;
   std::unique_ptr<Coordinator> coordinator_;   // rank 0 only
   std::unique_ptr<StallInspector> inspector_;  // rank 0 only
-  std::map<int, Waiting> cached_;              // cache position -> request waiting there
-  std::vector<Request> resubmit_;              // for the coordinator next round
-  std::unordered_set<std::string> sent_;       // names at the coordinator, not yet answered
+  // Indexed by cache position (as long as the cache's positions): the request waiting there.
+  // A vector, not a map: the steady state moves every tensor through it each step.
+  std::vector<Waiting> cached_;
+  int waiting_count_ = 0;                 // positions of cached_ in use
+  std::vector<Request> resubmit_;         // for the coordinator next round
+  std::unordered_set<std::string> sent_;  // names at the coordinator, not yet answered
   bool joined_ = false;
   std::vector<int64_t> vector_;  // the round's reduction buffer
   std::vector<int> positions_;   // route(): a group's cache positions (reused, no allocation)
+  std::vector<int> invalidate_;  // round(): positions invalidated (reused)
+  std::vector<int> agreed_;      // round(): positions agreed (reused)
   ControllerStats stats_;
 };
 

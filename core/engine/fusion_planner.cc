@@ -14,8 +14,13 @@ bool compatible(const Response& a, const Response& b) {
          a.postscale == b.postscale && a.compression == b.compression;
 }
 
+// A unit: responses planned together (one response, or a group's members of one dtype and
+// device). Its members are `members`[begin, begin + count) of make_units: one flat array, not a
+// vector per unit (a step plans hundreds of responses).
 struct Unit {
-  std::vector<int> members;
+  int begin = 0;
+  int count = 0;
+  int head = 0;  // its first response
   int64_t bytes = 0;
   bool fusible = false;
 };
@@ -29,27 +34,56 @@ std::string group_unit_key(const Response& r) {
 }
 
 // Responses to units: a group's members of one dtype and device (wherever they sit in the
-// list) join the unit of the first of them.
-std::vector<Unit> make_units(const std::vector<Response>& responses) {
+// list) join the unit of the first of them. `members` receives every unit's members, unit
+// after unit, each in list order.
+std::vector<Unit> make_units(const std::vector<Response>& responses, std::vector<int>* members) {
+  const int n = static_cast<int>(responses.size());
   std::vector<Unit> units;
-  std::map<std::string, size_t> group_unit;
-  for (int i = 0; i < static_cast<int>(responses.size()); ++i) {
+  units.reserve(responses.size());
+  std::vector<int> unit_of;  // grouped lists only: the unit of each response
+  std::map<std::string, int> group_unit;
+  for (int i = 0; i < n; ++i) {
     const Response& r = responses[i];
     if (fusible(r) && r.group_size > 0) {
+      if (unit_of.empty()) {
+        unit_of.resize(responses.size());
+        for (int k = 0; k < i; ++k) unit_of[k] = k;  // every unit before was one response
+      }
       const std::string key = group_unit_key(r);
       auto it = group_unit.find(key);
       if (it != group_unit.end()) {
-        units[it->second].members.push_back(i);
+        unit_of[i] = it->second;
+        ++units[it->second].count;
         units[it->second].bytes += response_bytes(r);
         continue;
       }
-      group_unit[key] = units.size();
+      group_unit[key] = static_cast<int>(units.size());
     }
+    if (!unit_of.empty()) unit_of[i] = static_cast<int>(units.size());
     Unit u;
-    u.members.push_back(i);
+    u.count = 1;
+    u.head = i;
     u.fusible = fusible(r);
     u.bytes = u.fusible ? response_bytes(r) : 0;
-    units.push_back(std::move(u));
+    units.push_back(u);
+  }
+  members->resize(responses.size());
+  if (unit_of.empty()) {  // no groups: unit i is response i
+    for (int i = 0; i < n; ++i) {
+      units[i].begin = i;
+      (*members)[i] = i;
+    }
+    return units;
+  }
+  int begin = 0;
+  for (Unit& u : units) {
+    u.begin = begin;
+    begin += u.count;
+    u.count = 0;  // refilled below
+  }
+  for (int i = 0; i < n; ++i) {
+    Unit& u = units[unit_of[i]];
+    (*members)[u.begin + u.count++] = i;
   }
   return units;
 }
@@ -62,21 +96,26 @@ int64_t response_bytes(const Response& r) {
 }
 
 std::vector<Bucket> plan_buckets(const std::vector<Response>& responses, int64_t threshold_bytes) {
-  std::vector<Unit> units = make_units(responses);
+  std::vector<int> members;
+  std::vector<Unit> units = make_units(responses, &members);
   std::vector<bool> used(units.size(), false);
   std::vector<Bucket> buckets;
+  auto add = [&](Bucket& b, const Unit& u) {
+    b.members.insert(b.members.end(), members.begin() + u.begin,
+                     members.begin() + u.begin + u.count);
+    b.bytes += u.bytes;
+  };
   for (size_t i = 0; i < units.size(); ++i) {
     if (used[i]) continue;
     used[i] = true;
     Bucket b;
-    b.members = units[i].members;
-    b.bytes = units[i].bytes;
+    add(b, units[i]);
     if (units[i].fusible) {
-      const Response& head = responses[units[i].members.front()];
+      const Response& head = responses[units[i].head];
       int misses = 0;
       for (size_t j = i + 1; j < units.size() && misses < 2; ++j) {
         if (used[j]) continue;
-        const Response& r = responses[units[j].members.front()];
+        const Response& r = responses[units[j].head];
         if (!units[j].fusible || !compatible(head, r)) {
           ++misses;
           continue;
@@ -86,8 +125,7 @@ std::vector<Bucket> plan_buckets(const std::vector<Response>& responses, int64_t
         // for a smaller one would make planning quadratic in the tensors of a round.
         if (b.bytes + units[j].bytes > threshold_bytes) break;
         used[j] = true;
-        b.members.insert(b.members.end(), units[j].members.begin(), units[j].members.end());
-        b.bytes += units[j].bytes;
+        add(b, units[j]);
       }
     }
     buckets.push_back(std::move(b));
