@@ -90,6 +90,22 @@ void Executor::complete(const std::string& name, Status status) {
   handle->complete(std::move(status));
 }
 
+void Executor::complete_bucket(const Bucket& bucket, const Status& status) {
+  done_entries_.clear();
+  done_handles_.clear();
+  for (int i : bucket.members) {
+    Entry* e = entries_[i];
+    if (e == nullptr) continue;
+    entries_[i] = nullptr;
+    done_handles_.push_back(std::move(e->handle));
+    done_entries_.push_back(e);
+  }
+  // Removed before completed: a caller whose wait returns may enqueue the name again at once.
+  queue_.remove_all(done_entries_);
+  for (const std::shared_ptr<detail::HandleState>& h : done_handles_) h->complete(status);
+  done_handles_.clear();
+}
+
 void Executor::record(const std::vector<Response>& responses, const Bucket& bucket,
                       const char* phase, Clock::time_point start, const Timeline::Args& args) {
   if (!timeline_.enabled()) return;
@@ -141,14 +157,14 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     op = head.op;
     postscale = 1.0;
   }
-  Entry* lone = bucket.members.size() == 1 ? queue_.find(head.name) : nullptr;
+  Entry* lone = bucket.members.size() == 1 ? entries_[bucket.members.front()] : nullptr;
   if (lone != nullptr && direct) {
     // No scale factors of the caller's: the algorithm reads the input, writes the output and
     // applies an average's 1/size in its last pass itself: no copy, no extra pass.
     HORA_RETURN_IF_ERROR(run_algorithm(lone->in.data(), lone->out.data(),
                                        static_cast<size_t>(head.element_count()), dtype, head.op,
                                        responses, bucket));
-    complete(head.name, Status::ok());
+    complete_bucket(bucket, Status::ok());
     return Status::ok();
   }
   if (lone != nullptr && !compressed) {
@@ -169,7 +185,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
       kernels::scale(out, count, dtype, postscale);
       record(responses, bucket, "POSTSCALE", post);
     }
-    complete(head.name, Status::ok());
+    complete_bucket(bucket, Status::ok());
     return Status::ok();
   }
 
@@ -181,9 +197,10 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   // joined reaches here with it (no entry) while the others ran it as a lone tensor above.
   if (!compressed && options_.fusion_in_place && comm_.size() == 1) {
     const auto start = Clock::now();
-    local_allreduce_spans(bucket_spans(responses, bucket, queue_), dtype, head.prescale, postscale);
+    local_allreduce_spans(bucket_spans(responses, bucket, entries_), dtype, head.prescale,
+                          postscale);
     record(responses, bucket, "ALLREDUCE", start, {{"algorithm", "local"}});
-    for (int i : bucket.members) complete(responses[i].name, Status::ok());
+    complete_bucket(bucket, Status::ok());
     return Status::ok();
   }
   if (!compressed && bucket.members.size() > 1 && options_.fusion_in_place &&
@@ -193,7 +210,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
               .algorithm == collectives::Algorithm::kNative) {
     const auto start = Clock::now();
     Status s =
-        comm_.allreduce_spans(bucket_spans(responses, bucket, queue_), dtype, op, head.prescale,
+        comm_.allreduce_spans(bucket_spans(responses, bucket, entries_), dtype, op, head.prescale,
                               postscale, Deadline::after_seconds(options_.timeout_s));
     if (timeline_.enabled())
       record(responses, bucket, "ALLREDUCE", start,
@@ -203,7 +220,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
               {"tensors", std::to_string(bucket.members.size())}});
     if (!s.is_ok())
       return Status(s.code(), "allreduce of tensor '" + head.name + "': " + s.message());
-    for (int i : bucket.members) complete(responses[i].name, Status::ok());
+    complete_bucket(bucket, Status::ok());
     return Status::ok();
   }
 
@@ -221,7 +238,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   for (int i : bucket.members) {
     const Response& r = responses[i];
     const size_t count = static_cast<size_t>(r.element_count());
-    Entry* e = queue_.find(r.name);
+    Entry* e = entries_[i];
     if (e != nullptr && compressed) {
       pack_compressed(fusion + offset, static_cast<const float*>(e->in.data()), count, compression,
                       r.prescale);
@@ -239,7 +256,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   for (int i : bucket.members) {
     const Response& r = responses[i];
     const size_t count = static_cast<size_t>(r.element_count());
-    Entry* e = queue_.find(r.name);
+    Entry* e = entries_[i];
     if (e != nullptr && compressed) {
       unpack_compressed(static_cast<float*>(e->out.data()), fusion + offset, count, compression,
                         postscale);
@@ -249,7 +266,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     offset += count * elem;
   }
   record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
-  for (int i : bucket.members) complete(responses[i].name, Status::ok());
+  complete_bucket(bucket, Status::ok());
   return Status::ok();
 }
 
@@ -357,9 +374,11 @@ Status Executor::run_single(const Response& r) {
 
 Status Executor::execute(const ResponseList& list) {
   const auto agreed = Clock::now();
+  queue_.find_all(list.responses, &entries_);
   if (timeline_.enabled()) {
-    for (const Response& r : list.responses) {
-      Entry* e = queue_.find(r.name);
+    for (size_t i = 0; i < list.responses.size(); ++i) {
+      const Response& r = list.responses[i];
+      const Entry* e = entries_[i];
       if (e == nullptr) continue;
       Timeline::Args args = {{"dtype", data_type_name(r.dtype)},
                              {"shape", shape_to_string(r.shape)}};

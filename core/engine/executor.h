@@ -83,6 +83,9 @@ class Executor {
   void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
               std::chrono::steady_clock::time_point start, const Timeline::Args& args = {});
   void complete(const std::string& name, Status status);
+  // Completes the bucket's handles with `status`: removes their entries from the queue (one
+  // lock), then completes each handle. Members without an entry (a joined rank) are skipped.
+  void complete_bucket(const Bucket& bucket, const Status& status);
   collectives::AlgorithmOptions algorithm_options();
 
   collectives::Communicator& comm_;
@@ -91,6 +94,11 @@ class Executor {
   Timeline& timeline_;
   collectives::ScratchPool scratch_;
   std::vector<uint8_t> fusion_;  // grows only
+  // execute(): the entry of each response of the list (null: none on this rank, or already
+  // completed), looked up once per list instead of per use.
+  std::vector<Entry*> entries_;
+  std::vector<Entry*> done_entries_;                                // complete_bucket (reused)
+  std::vector<std::shared_ptr<detail::HandleState>> done_handles_;  // complete_bucket (reused)
   ExecutorStats stats_;
 };
 

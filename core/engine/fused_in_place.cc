@@ -8,14 +8,15 @@ namespace hora {
 namespace engine {
 
 std::vector<collectives::ReduceSpan> bucket_spans(const std::vector<Response>& responses,
-                                                  const Bucket& bucket, TensorQueue& queue) {
+                                                  const Bucket& bucket,
+                                                  const std::vector<Entry*>& entries) {
   std::vector<collectives::ReduceSpan> spans;
   spans.reserve(bucket.members.size());
   for (int i : bucket.members) {
     const Response& r = responses[i];
     collectives::ReduceSpan s;
     s.count = static_cast<size_t>(r.element_count());
-    if (Entry* e = queue.find(r.name)) {
+    if (const Entry* e = entries[i]) {
       s.in = e->in.data();
       s.out = e->out.data();
     }

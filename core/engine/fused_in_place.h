@@ -23,9 +23,10 @@ namespace engine {
 
 // The bucket's tensors as spans, in bucket order: each member's input and output where this
 // rank's entry has them, or a zero contribution without output (a rank that has joined and
-// lacks the tensor).
+// lacks the tensor). `entries[i]`: the entry of responses[i] on this rank, or null.
 std::vector<collectives::ReduceSpan> bucket_spans(const std::vector<Response>& responses,
-                                                  const Bucket& bucket, TensorQueue& queue);
+                                                  const Bucket& bucket,
+                                                  const std::vector<Entry*>& entries);
 
 // One rank's allreduce of `spans`: out = in * prescale * postscale (two roundings, as the
 // packed path), zeros for a span without input. REQUIRES: dtype scalable when a factor is not 1.

@@ -94,9 +94,26 @@ Entry* TensorQueue::find(const std::string& name) {
   return it == table_.end() ? nullptr : &it->second;
 }
 
+void TensorQueue::find_all(const std::vector<Response>& responses, std::vector<Entry*>* out) {
+  out->resize(responses.size());
+  MutexLock lock(&mu_);
+  for (size_t i = 0; i < responses.size(); ++i) {
+    auto it = table_.find(responses[i].name);
+    (*out)[i] = it == table_.end() ? nullptr : &it->second;
+  }
+}
+
 void TensorQueue::remove(const std::string& name) {
   MutexLock lock(&mu_);
   table_.erase(name);
+}
+
+void TensorQueue::remove_all(const std::vector<Entry*>& entries) {
+  MutexLock lock(&mu_);
+  for (Entry* e : entries) {
+    auto it = table_.find(e->request.name);  // erase(key) would read a key it destroys
+    if (it != table_.end()) table_.erase(it);
+  }
 }
 
 size_t TensorQueue::in_flight() const {

@@ -71,7 +71,12 @@ class TensorQueue : public detail::WaitSignal {
   void waiting() override;
 
   Entry* find(const std::string& name);
+  // Background thread: (*out)[i] = find(responses[i].name) for every response, under one lock.
+  void find_all(const std::vector<Response>& responses, std::vector<Entry*>* out);
   void remove(const std::string& name);
+  // Background thread: removes `entries` (from find or find_all, each at most once), under
+  // one lock. The pointers are invalid afterwards.
+  void remove_all(const std::vector<Entry*>& entries);
   size_t in_flight() const;
 
   // Asks the background thread to stop (it still runs the shutdown round).
