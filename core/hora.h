@@ -99,6 +99,15 @@ class Handle {
   Status wait(std::chrono::milliseconds timeout);
   // True once complete (wait() then returns at once).
   bool poll() const;
+  // For a collective of GPU tensors: makes `stream` (a cudaStream_t; nullptr: the default
+  // stream) wait on the GPU for the result, without the host waiting for the GPU. Returns once
+  // the engine has enqueued the result's last kernel (then `stream`'s later work sees the
+  // outputs) or the handle completed, with the collective's error if it failed by then (an
+  // error found later still completes the handle: check it with wait()). For host tensors it
+  // is wait(). No deadline of its own, as wait().
+  Status wait_on_stream(void* stream);
+  // The same, giving up after `timeout` with kTimeout naming the tensor (it stays pending).
+  Status wait_on_stream(void* stream, std::chrono::milliseconds timeout);
 
   // Runs `callback` exactly once with the final Status: at once on the calling thread when
   // the handle is already complete, else on the engine thread right after completion (before

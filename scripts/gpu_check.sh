@@ -13,9 +13,12 @@
 #   3. nccl_backend_test: the NCCL communicator's logic against a fake (no GPU needed);
 #   4. nccl_mp_test at N = 1 .. the number of GPUs (one rank per GPU; NCCL refuses two on one):
 #      native collectives and hora's algorithms over NCCL on device buffers;
-#   5. the engine on device memory: device_engine_test (its logic over a fake runtime) and
-#      device_engine_gpu_test (the CUDA runtime; the engine staged at N = 1, 2 in process and
-#      over NCCL at N = 1; init with HORA_BACKEND=nccl);
+#   5. the engine on device memory: device_engine_test and device_collectives_test (its
+#      logic over a fake runtime), device_engine_gpu_test (the CUDA runtime; the engine staged
+#      at N = 1, 2 in process and over NCCL at N = 1; init with HORA_BACKEND=nccl) and
+#      device_collectives_gpu_test (the casts; allgather, alltoall, reducescatter and
+#      fp16/bf16-compressed allreduce read on a stream that Handle::wait_on_stream made wait,
+#      staged at N = 1, 2 and over NCCL at N = 1);
 #   6. hora.torch on CUDA tensors (tests/python/gpu, through gpu_main.py): N = 1 over NCCL,
 #      N = 2 staged through host memory (HORA_BACKEND=builtin: both ranks may share one GPU),
 #      and N = the number of GPUs over NCCL when there are several;
@@ -79,7 +82,7 @@ build() {
   cmake --build "$BUILD_DIR" --target help | grep -q "hora_python" && python=(hora_python)
   cmake --build "$BUILD_DIR" -j "$JOBS" --target cuda_kernels_test nccl_backend_test \
     nccl_mp_test cuda_kernels_bench hora-bench horarun device_engine_test \
-    device_engine_gpu_test "${python[@]}"
+    device_engine_gpu_test device_collectives_test device_collectives_gpu_test "${python[@]}"
 }
 # torch_cuda N [ENV...]: hora.torch's CUDA tests under horarun -np N.
 torch_cuda() {
@@ -104,6 +107,8 @@ if step configure configure && step build build; then
   done
   step device_engine_test "$bin/tests/core/device_engine_test"
   step device_engine_gpu_test timeout 300 "$bin/tests/core/device_engine_gpu_test"
+  step device_collectives_test "$bin/tests/core/device_collectives_test"
+  step device_collectives_gpu_test timeout 300 "$bin/tests/core/device_collectives_gpu_test"
   if [[ -f "$BUILD_DIR/python/hora/__init__.py" ]]; then
     step torch_cuda.np1 torch_cuda 1
     step torch_cuda_staged.np2 torch_cuda 2 HORA_BACKEND=builtin

@@ -33,6 +33,7 @@ TensorView import_into(const std::shared_ptr<Flight>& flight, py::handle obj,
   ImportedTensor t =
       check(import_tensor(obj, label, what, writable, reinterpret_cast<void*>(stream)));
   flight->keep.push_back(std::move(t.owner));
+  if (t.view.device().is_cuda()) flight->device = t.view.device().index;
   return t.view;
 }
 
@@ -82,10 +83,11 @@ PyHandle grouped_allreduce_async(const std::vector<py::object>& tensors,
   return make_handle(hora::grouped_allreduce_async(names, ins, outs, options), flight);
 }
 
-PyHandle allgather_async(py::handle tensor, py::object allocator, const std::string& name) {
+PyHandle allgather_async(py::handle tensor, py::object allocator, const std::string& name,
+                         uintptr_t stream) {
   auto flight = new_flight("allgather");
   const std::string label = label_of(name, "allgather");
-  TensorView in = import_into(flight, tensor, label, "input", false);
+  TensorView in = import_into(flight, tensor, label, "input", false, stream);
   flight->allocator = std::move(allocator);
   // Tracked before enqueueing: the allocator may run on the engine thread at once.
   Handle h = hora::allgather_async(name, in, python_allocator(flight, label));
@@ -101,20 +103,20 @@ PyHandle broadcast_async(py::handle tensor, int root, const std::string& name, u
 }
 
 PyHandle alltoall_async(py::handle tensor, const std::vector<int64_t>& splits, py::object allocator,
-                        const std::string& name) {
+                        const std::string& name, uintptr_t stream) {
   auto flight = new_flight("alltoall");
   const std::string label = label_of(name, "alltoall");
-  TensorView in = import_into(flight, tensor, label, "input", false);
+  TensorView in = import_into(flight, tensor, label, "input", false, stream);
   flight->allocator = std::move(allocator);
   return make_handle(hora::alltoall_async(name, in, splits, python_allocator(flight, label)),
                      flight);
 }
 
 PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std::string& name,
-                             ReduceOp op) {
+                             ReduceOp op, uintptr_t stream) {
   auto flight = new_flight("reducescatter");
   const std::string label = label_of(name, "reducescatter");
-  TensorView in = import_into(flight, tensor, label, "input", false);
+  TensorView in = import_into(flight, tensor, label, "input", false, stream);
   flight->allocator = std::move(allocator);
   return make_handle(hora::reducescatter_async(name, in, op, python_allocator(flight, label)),
                      flight);
@@ -133,16 +135,17 @@ void bind_collectives(py::module_& m) {
         py::arg("compression"), py::arg("stream") = 0,
         "Enqueues a list of allreduces as one unit (fused together).");
   m.def("allgather_async", &allgather_async, py::arg("tensor"), py::arg("allocator"),
-        py::arg("name"),
+        py::arg("name"), py::arg("stream") = 0,
         "Enqueues an allgather along the first dimension; allocator(dtype_name, shape) makes "
-        "the output once its shape is known.");
+        "the output (on the input's device) once its shape is known.");
   m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root"), py::arg("name"),
         py::arg("stream") = 0, "Enqueues an in-place broadcast of root's tensor.");
   m.def("alltoall_async", &alltoall_async, py::arg("tensor"), py::arg("splits"),
-        py::arg("allocator"), py::arg("name"),
+        py::arg("allocator"), py::arg("name"), py::arg("stream") = 0,
         "Enqueues an alltoall; splits[p] first-dimension rows go to rank p (empty: even).");
   m.def("reducescatter_async", &reducescatter_async, py::arg("tensor"), py::arg("allocator"),
-        py::arg("name"), py::arg("op"), "Enqueues a reducescatter along the first dimension.");
+        py::arg("name"), py::arg("op"), py::arg("stream") = 0,
+        "Enqueues a reducescatter along the first dimension.");
   m.def("barrier_async", [] {
     auto flight = new_flight("barrier");
     return make_handle(hora::barrier_async(), flight);

@@ -32,6 +32,9 @@ struct Flight {
   // the caller's allocator, and what it returned (set on the engine thread under the GIL).
   pybind11::object allocator;
   pybind11::object allocated;
+  // The CUDA ordinal of a collective of GPU tensors (-1: host tensors): its handle's
+  // wait_on_stream makes that device's current stream wait instead of the host.
+  int device = -1;
   // Set by the engine thread when the collective completed; shared with the callback so that
   // the callback holds no Python object.
   std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);

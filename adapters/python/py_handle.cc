@@ -17,6 +17,29 @@ py::object PyHandle::wait() {
   const bool unbounded = flight_->kind == "barrier" || flight_->kind == "join";
   check(wait_interruptibly(handle_, unbounded ? 0.0 : job_timeout_s()));
   drain();
+  return result();
+}
+
+py::object PyHandle::wait_on_stream(uintptr_t stream) {
+  if (flight_->device < 0) return wait();
+  Handle h = handle_;  // the lambdas run without the GIL: no Python object in them
+  void* s = reinterpret_cast<void*>(stream);
+  Status last;
+  check(wait_sliced(
+      [&h, &last, s](std::chrono::milliseconds t) {
+        last = h.wait_on_stream(s, t);
+        // Completed just after the slice ran out: the real outcome, at once.
+        if (last.code() == StatusCode::kTimeout && h.poll())
+          last = h.wait_on_stream(s, std::chrono::milliseconds(0));
+        return last;
+      },
+      [&h, &last] { return last.code() == StatusCode::kTimeout && !h.poll(); }, job_timeout_s(),
+      "tensor '" + h.name() + "'"));
+  drain();
+  return result();
+}
+
+py::object PyHandle::result() {
   const std::string& kind = flight_->kind;
   if (kind == "allgather" || kind == "reducescatter") return flight_->allocated;
   if (kind == "alltoall")
@@ -41,6 +64,12 @@ void bind_handle(py::module_& m) {
       .def("wait", &PyHandle::wait,
            "Waits (releasing the GIL, interruptible by Ctrl-C, at most HORA_TIMEOUT_S) and "
            "returns the result; raises hora.HoraError subclasses on failure.")
+      .def("wait_on_stream", &PyHandle::wait_on_stream, py::arg("stream"),
+           "GPU tensors: makes `stream` (an integer cudaStream_t, 0: default) wait for the "
+           "result on the GPU instead of the host waiting for the GPU, and returns the result "
+           "as wait() does. Host tensors: wait().")
+      .def_property_readonly("device", &PyHandle::device,
+                             "The CUDA ordinal of the collective's tensors; -1 for host ones.")
       .def("__repr__", [](const PyHandle& h) {
         return "<hora.Handle " + h.kind() + " '" + h.name() + "'" +
                (h.poll() ? " done>" : " pending>");

@@ -6,6 +6,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <memory>
 
 #include "adapters/python/flight.h"
@@ -27,8 +28,18 @@ class PyHandle {
   // allreduce), (output, received_splits) for alltoall, the last rank to join for join, None
   // for barrier. Raises the hora.errors exception of a failed collective, again on every call.
   pybind11::object wait();
+  // For a collective of GPU tensors (device() >= 0): waits only until the engine enqueued the
+  // result's last kernel, makes `stream` (a cudaStream_t as an integer; 0: the default
+  // stream) wait for it on the GPU (Handle::wait_on_stream), and returns wait()'s result,
+  // whose tensors `stream`'s later work may use. For host tensors: wait(). Interruptible and
+  // bounded as wait(); raises as wait().
+  pybind11::object wait_on_stream(uintptr_t stream);
+  // The CUDA ordinal of the collective's tensors; -1 for host tensors.
+  int device() const { return flight_->device; }
 
  private:
+  pybind11::object result();  // after completion or a published device result
+
   Handle handle_;
   std::shared_ptr<Flight> flight_;
 };

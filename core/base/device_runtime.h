@@ -75,6 +75,12 @@ class DeviceRuntime {
                                           DataType dtype, double factor, DeviceStream stream) = 0;
   // buf[i] = 0 for `bytes` bytes (a joined rank's contribution).
   virtual Status memset_zero_async(int device, void* buf, size_t bytes, DeviceStream stream) = 0;
+  // dst[i] = src[i] converted from `src_dtype` to `dst_dtype` for i < count: float32 to or
+  // from float16/bfloat16 (kernels/cuda's casts: round-to-nearest-even, NaN stays NaN,
+  // overflow goes to infinity), the compression of device tensors. kInvalidArgument naming
+  // both dtypes for any other pair.
+  virtual Status cast_async(int device, void* dst, DataType dst_dtype, const void* src,
+                            DataType src_dtype, size_t count, DeviceStream stream) = 0;
 };
 
 }  // namespace hora

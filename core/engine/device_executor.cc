@@ -1,9 +1,12 @@
 #include "core/engine/device_executor.h"
 
 #include <cstring>
+#include <functional>
 #include <utility>
 
 #include "collectives/algorithms/algorithms.h"
+#include "core/base/compression.h"
+#include "core/engine/handle_state.h"
 
 namespace hora {
 namespace engine {
@@ -36,6 +39,10 @@ void DeviceExecutor::record(const std::vector<Response>& responses, const Bucket
 }
 
 DeviceExecutor::~DeviceExecutor() {
+  {
+    MutexLock lock(&gate_->mu);  // handles that outlive the executor no longer reach `done`
+    gate_->alive = false;
+  }
   DeviceRuntime* rt = resources_.runtime;
   if (rt == nullptr) return;
   for (auto& [device, d] : devices_) {
@@ -43,6 +50,7 @@ DeviceExecutor::~DeviceExecutor() {
     // engine then stops; freeing under a stuck kernel is the CUDA runtime's to order).
     rt->free_device(device, d.fusion);
     rt->destroy_event(device, d.event);
+    rt->destroy_event(device, d.done);
     rt->destroy_stream(device, d.stream);
   }
   rt->free_pinned(pinned_);
@@ -64,19 +72,21 @@ Status DeviceExecutor::admit(std::vector<Entry>& entries) {
                           route_tensor(name, "input", e.in.device(), resources_.support));
     (void)path;
     const CollectiveType type = e.request.type;
-    if (type != CollectiveType::kAllreduce && type != CollectiveType::kBroadcast)
+    if (type != CollectiveType::kAllreduce && type != CollectiveType::kBroadcast &&
+        type != CollectiveType::kAllgather && type != CollectiveType::kAlltoall &&
+        type != CollectiveType::kReducescatter)
       return Status::unimplemented("tensor '" + name + "': " + collective_name(type) + " of a " +
                                    "tensor on " + e.in.device().to_string() +
-                                   " is not implemented yet (allreduce and broadcast are); copy "
-                                   "it to the host first");
+                                   " has no device path");
     if (e.out.data() != nullptr && e.out.device() != e.in.device())
       return Status::invalid_argument("tensor '" + name + "': input is on " +
                                       e.in.device().to_string() + " but output is on " +
                                       e.out.device().to_string() + " (both must be on one device)");
-    if (e.request.compression != Compression::kNone)
-      return Status::unimplemented("tensor '" + name + "': compression of a tensor on " +
-                                   e.in.device().to_string() +
-                                   " is not implemented yet; use compression none");
+    if (e.request.compression != Compression::kNone && e.request.dtype != DataType::kFloat32)
+      return Status::invalid_argument("tensor '" + name + "': compression " +
+                                      compression_name(e.request.compression) + " of a " +
+                                      data_type_name(e.request.dtype) + " tensor on " +
+                                      e.in.device().to_string() + " (float32 only)");
     // The framework's kernels that produce the input run on its stream: record where they end,
     // so the engine's stream can wait for exactly that on the GPU.
     DeviceRuntime* rt = resources_.runtime;
@@ -113,6 +123,13 @@ StatusOr<DeviceExecutor::PerDevice*> DeviceExecutor::device_state(int device, si
       return event.status();
     }
     d.event = event.value();
+    StatusOr<DeviceEvent> done = rt->create_event(device);
+    if (!done.is_ok()) {
+      rt->destroy_event(device, d.event);
+      rt->destroy_stream(device, d.stream);
+      return done.status();
+    }
+    d.done = done.value();
     it = devices_.emplace(device, d).first;
   }
   PerDevice& d = it->second;
@@ -144,6 +161,40 @@ Status DeviceExecutor::host_wait(int device, PerDevice& d, const std::string& wh
   return rt->wait_event(device, d.event, Deadline::after_seconds(options_.timeout_s), what);
 }
 
+Status DeviceExecutor::wait_ready(int device, PerDevice& d, const std::string& name) {
+  std::shared_ptr<void> ready = take_ready(name);
+  if (ready == nullptr) return Status::ok();
+  ++stats_.ready_waits;
+  // Enqueued before `ready` is destroyed: the wait keeps what it needs of the event.
+  return resources_.runtime->stream_wait_event(device, d.stream, ready.get());
+}
+
+Status DeviceExecutor::publish_done(int device, PerDevice& d, const std::vector<Entry*>& entries) {
+  DeviceRuntime* rt = resources_.runtime;
+  HORA_RETURN_IF_ERROR(rt->record_event(device, d.done, d.stream));
+  ++stats_.done_events;
+  std::function<Status(void*)> waiter = [gate = gate_, rt, device,
+                                         done = d.done](void* stream) -> Status {
+    MutexLock lock(&gate->mu);
+    if (!gate->alive) return Status::ok();  // the executor waited for every bucket on the host
+    return rt->stream_wait_event(device, stream, done);
+  };
+  // A grouped allreduce's handle has one part per member, maybe in several buckets: it is
+  // published by the bucket holding its last parts (the buckets run in order on one stream).
+  std::map<detail::HandleState*, int> parts;
+  for (Entry* e : entries)
+    if (e != nullptr) ++parts[e->handle.get()];
+  for (const auto& [h, n] : parts) {
+    {
+      MutexLock lock(&h->mu);
+      if (h->remaining > n) continue;
+      h->stream_waiter = waiter;
+    }
+    h->cv.notify_all();  // a Handle::wait_on_stream waiting for it
+  }
+  return Status::ok();
+}
+
 Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, const Bucket& bucket,
                                      const CompleteFn& complete) {
   const Response& head = responses[bucket.members.front()];
@@ -155,7 +206,11 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
                                        ": this rank has no GPU path: " + support.why_none);
   const DevicePath path =
       support.mode == DeviceMode::kNative ? DevicePath::kNative : DevicePath::kStaged;
-  const DataType dtype = head.dtype;
+  // What the collective moves and reduces: the half type of a compressed bucket, whose inputs
+  // are packed in float32 behind the wire region of the fusion buffer and cast into it.
+  const Compression compression = head.compression;
+  const bool compressed = compression != Compression::kNone;
+  const DataType dtype = wire_data_type(head.dtype, compression);
   const size_t elem = data_type_bytes(dtype);
   ReduceOp op = head.op;
   double postscale = head.postscale;
@@ -172,9 +227,14 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   const DeviceBucketPlan plan = plan_device_allreduce(path, counts, elem);
   const size_t total = plan.total_bytes;
   const int device = support.device;
-  HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, total));
+  const size_t f32_bytes = compressed ? total / elem * sizeof(float) : 0;
+  HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, total + f32_bytes));
   DeviceRuntime* rt = resources_.runtime;
   uint8_t* fusion = static_cast<uint8_t*>(d->fusion);
+  // Where the members are packed and unpacked: the wire region itself, or the float32 region.
+  uint8_t* staging = compressed ? fusion + total : fusion;
+  const size_t staging_elem = compressed ? sizeof(float) : elem;
+  const DataType staging_dtype = compressed ? DataType::kFloat32 : dtype;
 
   // 1-2. Wait for the inputs on the GPU, pack them (zeros for a joined rank's missing ones).
   const auto start = Clock::now();
@@ -182,9 +242,10 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   std::vector<std::shared_ptr<void>> ready_events;  // alive until the pack was enqueued
   for (size_t m = 0; m < entries.size(); ++m) {
     Entry* e = entries[m];
+    uint8_t* slot = staging + plan.offsets[m] / elem * staging_elem;
     if (e == nullptr) {
       HORA_RETURN_IF_ERROR(
-          rt->memset_zero_async(device, fusion + plan.offsets[m], counts[m] * elem, d->stream));
+          rt->memset_zero_async(device, slot, counts[m] * staging_elem, d->stream));
       continue;
     }
     if (std::shared_ptr<void> ready = take_ready(responses[bucket.members[m]].name)) {
@@ -192,11 +253,17 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
       ready_events.push_back(std::move(ready));
       ++stats_.ready_waits;
     }
-    in_items.push_back({fusion + plan.offsets[m], e->in.data(), counts[m]});
+    in_items.push_back({slot, e->in.data(), counts[m]});
   }
-  HORA_RETURN_IF_ERROR(
-      with_tensor(rt->batched_scale_copy_async(device, in_items, dtype, head.prescale, d->stream),
-                  "allreduce (pack)", first));
+  HORA_RETURN_IF_ERROR(with_tensor(
+      rt->batched_scale_copy_async(device, in_items, staging_dtype, head.prescale, d->stream),
+      "allreduce (pack)", first));
+  if (compressed) {
+    HORA_RETURN_IF_ERROR(with_tensor(
+        rt->cast_async(device, fusion, dtype, staging, DataType::kFloat32, total / elem, d->stream),
+        "allreduce (compress)", first));
+    ++stats_.compressed_buckets;
+  }
 
   // 3. The collective.
   const size_t count = total / elem;
@@ -242,14 +309,20 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
 
   // 4. Unpack, wait for it, complete.
   const auto unpack = Clock::now();
+  if (compressed)
+    HORA_RETURN_IF_ERROR(with_tensor(
+        rt->cast_async(device, staging, DataType::kFloat32, fusion, dtype, total / elem, d->stream),
+        "allreduce (decompress)", first));
   std::vector<DeviceCopyItem> out_items;
   for (size_t m = 0; m < entries.size(); ++m) {
     if (entries[m] != nullptr)
-      out_items.push_back({entries[m]->out.data(), fusion + plan.offsets[m], counts[m]});
+      out_items.push_back(
+          {entries[m]->out.data(), staging + plan.offsets[m] / elem * staging_elem, counts[m]});
   }
-  HORA_RETURN_IF_ERROR(
-      with_tensor(rt->batched_scale_copy_async(device, out_items, dtype, postscale, d->stream),
-                  "allreduce (unpack)", first));
+  HORA_RETURN_IF_ERROR(with_tensor(
+      rt->batched_scale_copy_async(device, out_items, staging_dtype, postscale, d->stream),
+      "allreduce (unpack)", first));
+  HORA_RETURN_IF_ERROR(publish_done(device, *d, entries));
   HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (unpack)"));
   record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
   for (int i : bucket.members) complete(responses[i].name, Status::ok());
@@ -266,16 +339,15 @@ Status DeviceExecutor::run_broadcast(const Response& r, const CompleteFn& comple
   const size_t count = static_cast<size_t>(r.element_count());
   const size_t bytes = count * data_type_bytes(r.dtype);
   HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, 0));
-  if (std::shared_ptr<void> ready = take_ready(r.name)) {
-    HORA_RETURN_IF_ERROR(rt->stream_wait_event(device, d->stream, ready.get()));
-    ++stats_.ready_waits;
-  }
+  HORA_RETURN_IF_ERROR(wait_ready(device, *d, r.name));
   if (support.mode == DeviceMode::kNative) {
     HORA_RETURN_IF_ERROR(host_wait(device, *d, "broadcast of '" + r.name + "' (ready)"));
     HORA_RETURN_IF_ERROR(
         with_tensor(resources_.device_comm->broadcast(e->out.data(), count, r.dtype, r.root,
                                                       Deadline::after_seconds(options_.timeout_s)),
                     "broadcast", r.name));
+    // The communicator returned once its broadcast completed on the GPU.
+    HORA_RETURN_IF_ERROR(publish_done(device, *d, {e}));
     ++stats_.native_buckets;
   } else {
     HORA_RETURN_IF_ERROR(ensure_pinned(bytes));
@@ -286,6 +358,7 @@ Status DeviceExecutor::run_broadcast(const Response& r, const CompleteFn& comple
                                                      r.root, algorithm_options()),
                     "broadcast (staged through host memory)", r.name));
     HORA_RETURN_IF_ERROR(rt->memcpy_async(device, e->out.data(), pinned_, bytes, d->stream));
+    HORA_RETURN_IF_ERROR(publish_done(device, *d, {e}));
     HORA_RETURN_IF_ERROR(host_wait(device, *d, "broadcast of '" + r.name + "' (copy back)"));
     ++stats_.staged_buckets;
   }

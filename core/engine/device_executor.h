@@ -1,5 +1,6 @@
-// DeviceExecutor: the engine's path for tensors in GPU memory (allreduce and broadcast), beside
-// the Executor, which hands it every bucket whose tensors are on a device. It reaches the GPU
+// DeviceExecutor: the engine's path for tensors in GPU memory (allreduce, broadcast,
+// allgather, alltoall, reducescatter), beside the Executor, which hands it every bucket whose
+// tensors are on a device. It reaches the GPU
 // only through DeviceRuntime (core/base/device_runtime.h), so it builds without CUDA.
 //
 // Per bucket (plan_device_allreduce in device_route.h gives the steps):
@@ -7,16 +8,29 @@
 //      on the framework's stream at enqueue (admit): the GPU orders the framework's kernels
 //      before the pack, and neither the host nor the rest of the device waits;
 //   2. one batched pack (kernels/cuda batched_scale_copy) of the inputs into this device's
-//      fusion buffer, with the prescale;
+//      fusion buffer, with the prescale; a compressed bucket (float16/bfloat16) is packed in
+//      float32 behind the wire region and cast into it on the device (kernels/cuda casts);
 //   3. the collective: kNative on the NCCL communicator (after the host waited for the pack's
 //      event: NCCL runs on its own stream; the communicator returns once done on the GPU), or
 //      kStaged over the host communicator on a pinned host copy of the fusion buffer;
-//   4. one batched unpack into the outputs with the postscale, an event recorded after it,
-//      and the handles complete once that event is reached (waited for with the deadline), so a
-//      completed handle's outputs are ready for any stream.
+//   4. one batched unpack into the outputs with the postscale (a compressed bucket is cast
+//      back to float32 first), then the completion event is recorded on the engine's stream and
+//      published on every handle (HandleState::stream_waiter, Handle::wait_on_stream: a
+//      framework stream waits for it on the GPU without the host blocking), and the handles
+//      complete once the host saw that event (waited for with the deadline), so a completed
+//      handle's outputs are ready for any stream.
 // kAverage runs as kSum with postscale x 1/size. A rank that joined and lacks a tensor
 // contributes zeros. The fusion buffers (one per device) and the pinned buffer are reused and
-// only grow. Compression of device tensors is refused at enqueue (not implemented yet).
+// only grow.
+//
+// Allgather, alltoall and reducescatter (run_single, device_collectives.cc) take the host
+// path's counts, output shape and received splits (executor.cc); the result goes where the
+// output allocator puts it, which must be device memory on the input's GPU (hora.torch
+// allocates there), or, without an allocator or when it fails, to the handle's host output
+// (handle.output()) as on the host path, the allocator's error completing the handle. Native:
+// NCCL's allgatherv / alltoallv / reducescatter (hora's ring over NCCL for the dtypes NCCL
+// cannot reduce); staged: the input copied into pinned memory, the host path's algorithm, the
+// result copied to the device.
 //
 // Threads: admit() on the enqueuing thread (it only records an event on the caller's stream);
 // everything else on the engine's background thread.
@@ -65,6 +79,8 @@ struct DeviceExecutorStats {
   std::atomic<int64_t> native_buckets{0};
   std::atomic<int64_t> staged_buckets{0};
   std::atomic<int64_t> ready_waits{0};  // inputs whose ready event the engine's stream waited on
+  std::atomic<int64_t> done_events{0};  // completion events recorded and published on handles
+  std::atomic<int64_t> compressed_buckets{0};  // cast to float16/bfloat16 on the device
 };
 
 class DeviceExecutor {
@@ -94,6 +110,9 @@ class DeviceExecutor {
   Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket,
                        const CompleteFn& complete);
   Status run_broadcast(const Response& r, const CompleteFn& complete);
+  // Background thread. Runs an allgather, alltoall or reducescatter of a device tensor (see the
+  // file comment) and completes its handle; errors as run_allreduce.
+  Status run_single(const Response& r, const CompleteFn& complete);
 
   const DeviceExecutorStats& stats() const { return stats_; }
 
@@ -101,12 +120,27 @@ class DeviceExecutor {
   struct PerDevice {
     DeviceStream stream = nullptr;
     DeviceEvent event = nullptr;  // reused: recorded, then waited on by the host
+    // Reused: recorded after a bucket's last kernel and published on its handles. A framework
+    // stream that waits on it after a later bucket re-recorded it waits later than needed,
+    // never too early (one stream).
+    DeviceEvent done = nullptr;
     void* fusion = nullptr;
     size_t fusion_bytes = 0;
+  };
+  // Lets a handle's stream_waiter (which may outlive the executor) use `done` events only
+  // while the executor lives; afterwards every bucket has been waited for on the host.
+  struct Gate {
+    Mutex mu;
+    bool alive HORA_GUARDED_BY(mu) = true;
   };
   StatusOr<PerDevice*> device_state(int device, size_t fusion_bytes);
   Status ensure_pinned(size_t bytes);
   Status host_wait(int device, PerDevice& d, const std::string& what);
+  // Waits (on the engine's stream) for the ready event admit() recorded for `name`.
+  Status wait_ready(int device, PerDevice& d, const std::string& name);
+  // Records d.done after the work enqueued so far and publishes it on the handles of
+  // `entries` (null entries skipped), for Handle::wait_on_stream.
+  Status publish_done(int device, PerDevice& d, const std::vector<Entry*>& entries);
   // The ready event admit() recorded for `name` (removed from the table), or null.
   std::shared_ptr<void> take_ready(const std::string& name) HORA_EXCLUDES(ready_mu_);
   collectives::AlgorithmOptions algorithm_options();
@@ -123,6 +157,7 @@ class DeviceExecutor {
   std::map<int, PerDevice> devices_;
   void* pinned_ = nullptr;
   size_t pinned_bytes_ = 0;
+  const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
   DeviceExecutorStats stats_;
   // Ready events by tensor name, from admit() (enqueuing threads) to the background thread. An
   // event is a DeviceEvent owned by its shared_ptr (destroyed with it). A name enqueued again

@@ -391,11 +391,13 @@ Status Executor::execute(const ResponseList& list) {
     record(list.responses, b, "QUEUE", agreed);
     const Response& head = list.responses[b.members.front()];
     if (head.device.is_cuda() && !head.is_error() && options_.device != nullptr &&
-        (head.type == CollectiveType::kAllreduce || head.type == CollectiveType::kBroadcast)) {
+        head.type != CollectiveType::kBarrier && head.type != CollectiveType::kJoin) {
       auto done = [this](const std::string& name, Status s) { complete(name, std::move(s)); };
       HORA_RETURN_IF_ERROR(head.type == CollectiveType::kAllreduce
                                ? options_.device->run_allreduce(list.responses, b, done)
-                               : options_.device->run_broadcast(head, done));
+                           : head.type == CollectiveType::kBroadcast
+                               ? options_.device->run_broadcast(head, done)
+                               : options_.device->run_single(head, done));
     } else if (head.type == CollectiveType::kAllreduce && !head.is_error()) {
       HORA_RETURN_IF_ERROR(run_allreduce(list.responses, b));
     } else {

@@ -46,6 +46,34 @@ Status Handle::wait(std::chrono::milliseconds timeout) {
   return state_->status;
 }
 
+Status Handle::wait_on_stream(void* stream) {
+  return wait_on_stream(stream, std::chrono::hours(24 * 365));
+}
+
+Status Handle::wait_on_stream(void* stream, std::chrono::milliseconds timeout) {
+  if (!state_)
+    return Status::failed_precondition("wait_on_stream() on an invalid (default) hora::Handle");
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  std::function<Status(void*)> waiter;
+  {
+    MutexLock lock(&state_->mu);
+    if (!state_->done && timeout.count() > 0 && state_->waiting != nullptr)
+      state_->waiting->waiting();
+    // A device collective publishes its completion event before it completes; a host one
+    // (or a failure) only completes.
+    while (!state_->done && !(state_->stream_waiter && state_->status.is_ok()) &&
+           std::chrono::steady_clock::now() < until)
+      state_->cv.wait_until(state_->mu, until);
+    if (!(state_->stream_waiter && state_->status.is_ok())) {
+      if (state_->done) return state_->status;
+      return Status::timeout("tensor '" + state_->name + "' is not complete after " +
+                             std::to_string(timeout.count()) + " ms");
+    }
+    waiter = state_->stream_waiter;
+  }
+  return waiter(stream);  // outside the mutex: it calls the GPU runtime
+}
+
 bool Handle::poll() const {
   if (!state_) return false;
   MutexLock lock(&state_->mu);

@@ -108,6 +108,11 @@ struct HandleState {
   std::vector<int64_t> output_shape;
   std::vector<int64_t> received_splits;
   int join_result HORA_GUARDED_BY(mu) = -1;  // guarded by mu; set before the join's completion
+  // A device collective's result on the GPU (core/engine/device_executor.h): makes a stream
+  // (cudaStream_t) wait there for the result's last kernel, without the host waiting. Set by
+  // the engine thread once that kernel was enqueued, before completion (cv is notified); null
+  // for host tensors. Handle::wait_on_stream uses it.
+  std::function<Status(void* stream)> stream_waiter HORA_GUARDED_BY(mu);
 };
 
 }  // namespace detail

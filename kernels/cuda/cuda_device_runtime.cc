@@ -159,6 +159,26 @@ class CudaDeviceRuntime final : public DeviceRuntime {
     return cuda_status(cudaMemsetAsync(buf, 0, bytes, as_stream(stream)),
                        on("cudaMemsetAsync", device));
   }
+  Status cast_async(int device, void* dst, DataType dst_dtype, const void* src, DataType src_dtype,
+                    size_t count, DeviceStream stream) override {
+    DeviceGuard guard(device);
+    HORA_RETURN_IF_ERROR(guard.status());
+    cudaStream_t st = as_stream(stream);
+    auto* half = static_cast<uint16_t*>(dst);
+    const auto* half_in = static_cast<const uint16_t*>(src);
+    if (src_dtype == DataType::kFloat32 && dst_dtype == DataType::kFloat16)
+      return cast_f32_to_f16(half, static_cast<const float*>(src), count, st);
+    if (src_dtype == DataType::kFloat32 && dst_dtype == DataType::kBFloat16)
+      return cast_f32_to_bf16(half, static_cast<const float*>(src), count, st);
+    if (src_dtype == DataType::kFloat16 && dst_dtype == DataType::kFloat32)
+      return cast_f16_to_f32(static_cast<float*>(dst), half_in, count, st);
+    if (src_dtype == DataType::kBFloat16 && dst_dtype == DataType::kFloat32)
+      return cast_bf16_to_f32(static_cast<float*>(dst), half_in, count, st);
+    return Status::invalid_argument(std::string("cast_async on cuda:") + std::to_string(device) +
+                                    ": no cast from " + data_type_name(src_dtype) + " to " +
+                                    data_type_name(dst_dtype) +
+                                    " (float32 to or from float16/bfloat16 only)");
+  }
 };
 
 }  // namespace

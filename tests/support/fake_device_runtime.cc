@@ -46,16 +46,31 @@ void FakeDeviceRuntime::destroy_event(int, DeviceEvent) {
   --live_events_;
 }
 
-Status FakeDeviceRuntime::record_event(int device, DeviceEvent, DeviceStream) {
+Status FakeDeviceRuntime::record_event(int device, DeviceEvent event, DeviceStream stream) {
   HORA_RETURN_IF_ERROR(check_device(device, "record_event"));
   note("record_event");
+  MutexLock lock(&mu_);
+  recorded_on_[event] = stream;
   return Status::ok();
 }
 
-Status FakeDeviceRuntime::stream_wait_event(int device, DeviceStream, DeviceEvent) {
+Status FakeDeviceRuntime::stream_wait_event(int device, DeviceStream stream, DeviceEvent event) {
   HORA_RETURN_IF_ERROR(check_device(device, "stream_wait_event"));
   note("stream_wait_event");
+  MutexLock lock(&mu_);
+  stream_waits_.push_back({stream, event});
   return Status::ok();
+}
+
+std::vector<FakeDeviceRuntime::StreamWait> FakeDeviceRuntime::stream_waits() const {
+  MutexLock lock(&mu_);
+  return stream_waits_;
+}
+
+DeviceStream FakeDeviceRuntime::recorded_on(DeviceEvent event) const {
+  MutexLock lock(&mu_);
+  auto it = recorded_on_.find(event);
+  return it == recorded_on_.end() ? nullptr : it->second;
 }
 
 Status FakeDeviceRuntime::wait_event(int device, DeviceEvent, Deadline, const std::string&) {
@@ -138,6 +153,28 @@ Status FakeDeviceRuntime::memset_zero_async(int device, void* buf, size_t bytes,
   HORA_RETURN_IF_ERROR(check_device(device, "memset_zero_async"));
   note("memset_zero");
   if (bytes > 0) std::memset(buf, 0, bytes);
+  return Status::ok();
+}
+
+Status FakeDeviceRuntime::cast_async(int device, void* dst, DataType dst_dtype, const void* src,
+                                     DataType src_dtype, size_t count, DeviceStream) {
+  HORA_RETURN_IF_ERROR(check_device(device, "cast_async"));
+  if (count > 0 && (!is_device_memory(dst) || !is_device_memory(src)))
+    return Status::invalid_argument("cast_async: a buffer is not device memory");
+  note(std::string("cast ") + data_type_name(src_dtype) + "->" + data_type_name(dst_dtype));
+  auto* half = static_cast<uint16_t*>(dst);
+  const auto* half_in = static_cast<const uint16_t*>(src);
+  if (src_dtype == DataType::kFloat32 && dst_dtype == DataType::kFloat16)
+    kernels::cast_f32_to_f16(half, static_cast<const float*>(src), count);
+  else if (src_dtype == DataType::kFloat32 && dst_dtype == DataType::kBFloat16)
+    kernels::cast_f32_to_bf16(half, static_cast<const float*>(src), count);
+  else if (src_dtype == DataType::kFloat16 && dst_dtype == DataType::kFloat32)
+    kernels::cast_f16_to_f32(static_cast<float*>(dst), half_in, count);
+  else if (src_dtype == DataType::kBFloat16 && dst_dtype == DataType::kFloat32)
+    kernels::cast_bf16_to_f32(static_cast<float*>(dst), half_in, count);
+  else
+    return Status::invalid_argument(std::string("cast_async: no cast from ") +
+                                    data_type_name(src_dtype) + " to " + data_type_name(dst_dtype));
   return Status::ok();
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   Status batched_scale_copy_async(int device, const std::vector<DeviceCopyItem>& items,
                                   DataType dtype, double factor, DeviceStream stream) override;
   Status memset_zero_async(int device, void* buf, size_t bytes, DeviceStream stream) override;
+  Status cast_async(int device, void* dst, DataType dst_dtype, const void* src, DataType src_dtype,
+                    size_t count, DeviceStream stream) override;
 
   // Device memory for a test's tensor (freed with the runtime).
   void* tensor_memory(size_t bytes);
@@ -51,6 +54,14 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::vector<std::string> log() const;
   int64_t count(const std::string& op) const;
   int64_t live_events() const;
+  // Every stream_wait_event call, in order: which stream waited on which event.
+  struct StreamWait {
+    DeviceStream stream;
+    DeviceEvent event;
+  };
+  std::vector<StreamWait> stream_waits() const;
+  // The stream `event` was last recorded on (nullptr: never recorded).
+  DeviceStream recorded_on(DeviceEvent event) const;
 
  private:
   struct Block {
@@ -67,6 +78,8 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::vector<Block> blocks_ HORA_GUARDED_BY(mu_);
   std::vector<std::string> log_ HORA_GUARDED_BY(mu_);
   int64_t live_events_ HORA_GUARDED_BY(mu_) = 0;
+  std::vector<StreamWait> stream_waits_ HORA_GUARDED_BY(mu_);
+  std::map<DeviceEvent, DeviceStream> recorded_on_ HORA_GUARDED_BY(mu_);
   int64_t next_handle_ HORA_GUARDED_BY(mu_) = 1;
 };
 

@@ -24,6 +24,7 @@
 #include "core/engine/handle_state.h"
 #include "core/hora.h"
 #include "tests/support/fake_device_runtime.h"
+#include "tests/support/fake_nccl_communicator.h"
 #include "tests/support/inproc_communicator.h"
 #include "tests/support/multi_rank.h"
 
@@ -32,6 +33,7 @@ namespace engine {
 namespace {
 
 using test_support::FakeDeviceRuntime;
+using test_support::FakeNcclCommunicator;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -184,51 +186,6 @@ TEST(DeviceFusion, BucketsHoldOneDeviceOnly) {
 }
 
 // --- the engine end to end over the fake runtime ---------------------------------------------
-
-// A stand-in for the NCCL communicator: native allreduce and broadcast (hora's algorithms over
-// an in-process world), counting the calls and checking that every buffer is device memory.
-class FakeNcclCommunicator : public collectives::Communicator {
- public:
-  FakeNcclCommunicator(std::unique_ptr<test_support::InProcCommunicator> inner,
-                       FakeDeviceRuntime* runtime)
-      : inner_(std::move(inner)), runtime_(runtime) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  const char* backend_name() const override { return "fake-nccl"; }
-  StatusOr<std::unique_ptr<collectives::Request>> isend(int peer, const void* data, size_t bytes,
-                                                        uint32_t tag) override {
-    return inner_->isend(peer, data, bytes, tag);
-  }
-  StatusOr<std::unique_ptr<collectives::Request>> irecv(int peer, void* data, size_t bytes,
-                                                        uint32_t tag) override {
-    return inner_->irecv(peer, data, bytes, tag);
-  }
-  Status allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
-                   Deadline deadline) override {
-    ++allreduces;
-    if (!runtime_->is_device_memory(in) || !runtime_->is_device_memory(out))
-      return Status::invalid_argument("fake nccl: allreduce buffer is not device memory");
-    collectives::AlgorithmOptions ao;
-    ao.deadline = deadline;
-    return collectives::ring_allreduce(*inner_, in, out, count, dtype, op, ao);
-  }
-  Status broadcast(void* buf, size_t count, DataType dtype, int root, Deadline deadline) override {
-    ++broadcasts;
-    if (!runtime_->is_device_memory(buf))
-      return Status::invalid_argument("fake nccl: broadcast buffer is not device memory");
-    collectives::AlgorithmOptions ao;
-    ao.deadline = deadline;
-    return collectives::pipelined_broadcast(*inner_, buf, buf, count, dtype, root, ao);
-  }
-  void abort() override { inner_->abort(); }
-
-  std::atomic<int> allreduces{0};
-  std::atomic<int> broadcasts{0};
-
- private:
-  std::unique_ptr<test_support::InProcCommunicator> inner_;
-  FakeDeviceRuntime* runtime_;
-};
 
 struct Call {
   Handle handle;
@@ -463,18 +420,32 @@ TEST(DeviceEngineErrors, DeviceTensorWithoutGpuPathFailsNamingTensorAndDevice) {
   ASSERT_TRUE(s.is_ok()) << s.to_string();
 }
 
-TEST(DeviceEngineErrors, CollectivesWithoutADevicePathAreRefusedNamingThem) {
+TEST(DeviceEngineErrors, CompressionOfANonFloat32DeviceTensorIsRefusedNamingIt) {
   FakeDeviceRuntime runtime(1);
   Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
     DeviceResources res;
     res.runtime = &runtime;
     res.support = support(DeviceMode::kStaged, 0);
     Engine eng(host, test_config(), nullptr, "", nullptr, &res);
-    Call c = submit(eng, "emb", CollectiveType::kAllgather, Device::cuda(0), 4, 0, runtime);
-    Status got = c.handle.wait();
-    if (got.code() != StatusCode::kUnimplemented || !contains(got.message(), "emb") ||
-        !contains(got.message(), "allgather"))
+    auto* data = static_cast<int32_t*>(runtime.tensor_memory(16));
+    Entry e;
+    e.request.name = "steps";
+    e.request.type = CollectiveType::kAllreduce;
+    e.request.dtype = DataType::kInt32;
+    e.request.shape = {4};
+    e.request.device = Device::cuda(0);
+    e.request.compression = Compression::kFloat16;
+    e.in = TensorView::flat(data, DataType::kInt32, 4, Device::cuda(0)).value();
+    e.out = e.in;
+    e.handle = std::make_shared<detail::HandleState>("steps", 1, 30.0);
+    std::vector<Entry> entries;
+    entries.push_back(std::move(e));
+    Status got = eng.enqueue(std::move(entries));
+    if (got.code() != StatusCode::kInvalidArgument)
       return Status::internal("unexpected: " + got.to_string());
+    for (const char* part : {"steps", "cuda:0", "int32", "float32 only"})
+      if (!contains(got.message(), part))
+        return Status::internal("error lacks '" + std::string(part) + "': " + got.message());
     return eng.stop();
   });
   ASSERT_TRUE(s.is_ok()) << s.to_string();

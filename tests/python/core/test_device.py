@@ -94,3 +94,28 @@ def test_stream_argument_is_accepted(hora_job):
                               stream=0)
     hora.synchronize(h)
     assert np.all(x == hora.size())
+
+
+def test_host_handles_have_no_device_and_wait_on_stream_is_wait(hora_job):
+    x = np.ones(3, np.float32)
+    h = _core.allreduce_async(x, None, "host.wos", hora.Sum, 1.0, 1.0, _core.Compression.none)
+    assert h.device == -1
+    out = h.wait_on_stream(0)
+    assert out is x and np.all(x == hora.size())
+    g = _core.allgather_async(np.full((1, 2), hora.rank(), np.float32),
+                              lambda dtype, shape: np.empty(shape, dtype), "host.ag", stream=0)
+    assert g.device == -1
+    gathered = g.wait_on_stream(0)
+    assert gathered.shape == (hora.size(), 2)
+
+
+def test_gpu_allgather_alltoall_reducescatter_without_a_path_name_tensor_and_device(hora_job):
+    alloc = lambda dtype, shape: np.empty(shape, dtype)  # noqa: E731
+    for name, start in [
+            ("gpu.ag", lambda c: _core.allgather_async(c, alloc, "gpu.ag", stream=0)),
+            ("gpu.a2a", lambda c: _core.alltoall_async(c, [], alloc, "gpu.a2a", stream=0)),
+            ("gpu.rs", lambda c: _core.reducescatter_async(c, alloc, "gpu.rs", hora.Sum,
+                                                           stream=0))]:
+        c = Capsule(np.ones((hora.size(), 2), np.float32), kDLCUDA, 99)
+        with pytest.raises(hora.HoraError, match=rf"tensor '{name}'.*cuda:99"):
+            hora.synchronize(start(c.capsule))

@@ -1,6 +1,8 @@
 """hora.torch on CUDA tensors (run through gpu_main.py, which skips without a GPU): allreduce,
-grouped allreduce and broadcast of tensors in GPU memory, written on a side stream (the engine
-must wait for that stream's work), and DistributedOptimizer on a CUDA model. Each rank uses
+grouped allreduce, broadcast, allgather, alltoall, reducescatter and fp16/bf16-compressed
+allreduce of tensors in GPU memory, written on a side stream (the engine must wait for that
+stream's work), synchronize making the current stream wait on hora's completion event, and
+DistributedOptimizer on a CUDA model. Each rank uses
 cuda:(local rank modulo the GPUs); with one GPU and several ranks the job stages GPU tensors
 through host memory (HORA_BACKEND=builtin), with a GPU per rank it uses NCCL."""
 
@@ -71,9 +73,42 @@ def test_host_and_gpu_tensors_in_one_job(dev):
     assert torch.all(a == hvd.size()) and torch.all(b.cpu() == hvd.size())
 
 
-def test_allgather_of_a_gpu_tensor_is_refused_naming_it(dev):
-    with pytest.raises(hvd.HoraError, match=r"cuda\.gather.*not implemented"):
-        hvd.allgather(torch.ones(2, 3, device=dev), name="cuda.gather")
+def test_allgather_alltoall_reducescatter_return_cuda_tensors(dev):
+    r, n = hvd.rank(), hvd.size()
+    g = hvd.allgather(torch.full((r + 1, 3), float(r), device=dev), name="cuda.gather")
+    assert g.device == dev and g.shape == (n * (n + 1) // 2, 3)
+    want = torch.cat([torch.full((q + 1, 3), float(q)) for q in range(n)])
+    torch.testing.assert_close(g.cpu(), want)
+    x = torch.arange(n * 2, dtype=torch.float32, device=dev).reshape(n, 2) + 100 * r
+    y, received = hvd.alltoall(x, splits=[1] * n, name="cuda.a2a")
+    assert y.device == dev and received.tolist() == [1] * n
+    want = torch.stack([torch.arange(2, dtype=torch.float32) + 2 * r + 100 * q for q in range(n)])
+    torch.testing.assert_close(y.cpu(), want)
+    z = hvd.reducescatter(torch.ones(2 * n, 4, device=dev) * (r + 1), op=hvd.Sum,
+                          name="cuda.rs")
+    assert z.device == dev and z.shape == (2, 4)
+    assert torch.all(z.cpu() == n * (n + 1) / 2)
+
+
+@pytest.mark.parametrize("compression", [hvd.Compression.fp16, hvd.Compression.bf16])
+def test_compressed_allreduce_casts_on_the_gpu(dev, compression):
+    x = ramp(4099, dev, hvd.rank())
+    y = hvd.allreduce(x, op=hvd.Sum, name=f"cuda.comp.{compression}", compression=compression)
+    assert y.device == dev and y.dtype == torch.float32
+    torch.testing.assert_close(y, expected_sum(4099, dev))
+
+
+def test_synchronize_makes_the_current_stream_wait_not_the_host(dev):
+    # The result is consumed on a side stream that is current during synchronize: hora makes
+    # that stream wait for its completion event, so reading it there needs no host sync.
+    side = torch.cuda.Stream(dev)
+    with torch.cuda.stream(side):
+        x = ramp(1 << 18, dev, hvd.rank())
+        h = hvd.allreduce_async(x, op=hvd.Sum, name="cuda.event")
+        y = hvd.synchronize(h)
+        total = y.sum()  # queued on `side` after its wait on hora's event
+    side.synchronize()
+    torch.testing.assert_close(total.cpu(), expected_sum(1 << 18, dev).sum().cpu())
 
 
 def test_distributed_optimizer_on_cuda(dev):

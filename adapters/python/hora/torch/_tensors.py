@@ -32,7 +32,8 @@ def allocator_like(tensor):
 def stream_of(tensor):
     """The integer hora's binding takes as a CUDA tensor's stream: the current stream of its
     device, whose work produced it (the engine waits for that work on the GPU before reading
-    the tensor, and a completed handle's outputs are ready for any stream). 0 for CPU tensors."""
+    the tensor; synchronize makes the current stream wait for the result on the GPU, and a
+    completed handle's outputs are ready for any stream). 0 for CPU tensors."""
     if tensor.device.type != "cuda":
         return 0
     return torch.cuda.current_stream(tensor.device).cuda_stream

@@ -45,8 +45,14 @@ def poll(handle):
 
 def synchronize(handle):
     """Waits for ``handle`` (Ctrl-C interrupts; at most HORA_TIMEOUT_S) and returns its
-    result: the output tensor, or (output, received_splits) for alltoall."""
-    result = handle.wait()
+    result: the output tensor, or (output, received_splits) for alltoall. For CUDA tensors the
+    host waits only until hora enqueued the result's last kernel; the current stream of their
+    device then waits for it on the GPU (no host synchronisation), so work queued on that
+    stream afterwards sees the result. Other streams must wait on the current one."""
+    if handle.device >= 0:
+        result = handle.wait_on_stream(torch.cuda.current_stream(handle.device).cuda_stream)
+    else:
+        result = handle.wait()
     if handle.kind == "alltoall":
         output, received = result
         return output, torch.tensor(received, dtype=torch.int32)
@@ -152,7 +158,8 @@ def grouped_allreduce_(tensors, average=None, name=None, compression=Compression
 def allgather_async(tensor, name=None):
     """Starts an allgather of ``tensor`` along the first dimension; returns a handle."""
     t = _tensors.contiguous(tensor)
-    return _core.allgather_async(t, _tensors.allocator_like(t), _name(name))
+    return _core.allgather_async(t, _tensors.allocator_like(t), _name(name),
+                                 stream=_tensors.stream_of(t))
 
 
 class _Allgather(torch.autograd.Function):
@@ -225,7 +232,8 @@ def alltoall_async(tensor, splits=None, name=None):
     t = _tensors.contiguous(tensor)
     s = [] if splits is None else [int(v) for v in (splits.tolist() if torch.is_tensor(splits)
                                                     else splits)]
-    return _core.alltoall_async(t, s, _tensors.allocator_like(t), _name(name))
+    return _core.alltoall_async(t, s, _tensors.allocator_like(t), _name(name),
+                                stream=_tensors.stream_of(t))
 
 
 class _Alltoall(torch.autograd.Function):
@@ -255,7 +263,8 @@ def alltoall(tensor, splits=None, name=None):
 def reducescatter_async(tensor, name=None, op=None):
     """Starts a reducescatter along the first dimension; returns a handle."""
     t = _tensors.contiguous(tensor)
-    return _core.reducescatter_async(t, _tensors.allocator_like(t), _name(name), _op(op))
+    return _core.reducescatter_async(t, _tensors.allocator_like(t), _name(name), _op(op),
+                                     stream=_tensors.stream_of(t))
 
 
 class _Reducescatter(torch.autograd.Function):

@@ -1,0 +1,203 @@
+// DeviceExecutor::run_single: allgather, alltoall and reducescatter of a tensor in GPU memory
+// (device_executor.h has the contract). The counts, the output shape and the received splits
+// are the host path's (executor.cc run_single), so a device tensor gets the same result.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/algorithms/algorithms.h"
+#include "core/engine/device_executor.h"
+#include "core/engine/handle_state.h"
+
+namespace hora {
+namespace engine {
+namespace {
+
+Status with_tensor(const Status& s, const std::string& collective, const std::string& name) {
+  if (s.is_ok()) return s;
+  return Status(s.code(), collective + " of tensor '" + name + "' on the device: " + s.message());
+}
+
+size_t row_elements(const std::vector<int64_t>& shape) {
+  size_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
+  return n;
+}
+
+// Why the allocator's view cannot take a result of `dtype` x `shape` (`bytes` long) on
+// `device`, or OK (the host path's check_allocated, with the device the result is on).
+Status check_allocated(const std::string& name, const StatusOr<TensorView>& view, DataType dtype,
+                       const std::vector<int64_t>& shape, size_t bytes, const Device& device) {
+  const std::string who = "tensor '" + name + "': output allocator ";
+  if (!view.is_ok())
+    return Status(view.status().code(), who + "failed: " + view.status().message());
+  const TensorView& v = view.value();
+  if (v.dtype() != dtype || v.shape() != shape)
+    return Status::invalid_argument(who + "returned " + data_type_name(v.dtype()) +
+                                    v.shape_string() + " but the result is " +
+                                    data_type_name(dtype) + shape_to_string(shape));
+  if (v.device() != device)
+    return Status::invalid_argument(who + "returned memory on " + v.device().to_string() +
+                                    " but the result is on " + device.to_string() +
+                                    " (the input's device)");
+  if (static_cast<size_t>(v.byte_count()) != bytes || (bytes > 0 && v.data() == nullptr))
+    return Status::invalid_argument(who + "returned " + std::to_string(v.byte_count()) +
+                                    " bytes at " + (v.data() ? "a buffer" : "null") +
+                                    ", expected " + std::to_string(bytes) + " bytes");
+  return Status::ok();
+}
+
+// What one allgather / alltoall / reducescatter moves, in elements (the host path's layout).
+struct SinglePlan {
+  std::vector<size_t> send;  // alltoall: per peer; allgather/reducescatter: per rank
+  std::vector<size_t> recv;  // alltoall: per peer
+  size_t in_count = 0;
+  size_t out_count = 0;
+  std::vector<int64_t> shape;  // of the output
+};
+
+SinglePlan plan_single(const Response& r, const Entry& e, int rank, int size,
+                       std::vector<int64_t>* received_splits) {
+  SinglePlan p;
+  const size_t row = row_elements(e.in.shape());
+  p.in_count = static_cast<size_t>(e.in.element_count());
+  p.shape = e.in.shape();
+  switch (r.type) {
+    case CollectiveType::kAllgather: {
+      int64_t rows = 0;
+      for (int q = 0; q < size; ++q) {
+        p.send.push_back(static_cast<size_t>(r.first_dims[q]) * row);
+        rows += r.first_dims[q];
+      }
+      p.shape[0] = rows;
+      p.out_count = static_cast<size_t>(rows) * row;
+      break;
+    }
+    case CollectiveType::kAlltoall: {
+      int64_t rows = 0;
+      received_splits->assign(size, 0);
+      for (int q = 0; q < size; ++q) {
+        p.send.push_back(static_cast<size_t>(r.splits[static_cast<size_t>(rank) * size + q]) * row);
+        const int64_t in_rows = r.splits[static_cast<size_t>(q) * size + rank];
+        p.recv.push_back(static_cast<size_t>(in_rows) * row);
+        (*received_splits)[q] = in_rows;
+        rows += in_rows;
+      }
+      p.shape[0] = rows;
+      p.out_count = static_cast<size_t>(rows) * row;
+      break;
+    }
+    default: {  // kReducescatter
+      const std::vector<size_t> rows =
+          collectives::even_split(static_cast<size_t>(r.shape.at(0)), size);
+      for (int q = 0; q < size; ++q) p.send.push_back(rows[q] * row);
+      p.shape = r.shape;
+      p.shape[0] = static_cast<int64_t>(rows[rank]);
+      p.out_count = p.send[rank];
+      break;
+    }
+  }
+  return p;
+}
+
+// The collective of `p` over `comm` from `in` to `out`. `native`: the NCCL communicator's own
+// collectives (hora's ring over it for the reductions NCCL lacks); else the host path's
+// algorithms.
+Status run_plan(collectives::Communicator& comm, bool native, const Response& r,
+                const SinglePlan& p, const void* in, void* out,
+                const collectives::AlgorithmOptions& ao) {
+  switch (r.type) {
+    case CollectiveType::kAllgather:
+      return native ? comm.allgatherv(in, out, p.send, r.dtype, ao.deadline)
+                    : collectives::ring_allgatherv(comm, in, out, p.send, r.dtype, ao);
+    case CollectiveType::kAlltoall:
+      return native ? comm.alltoallv(in, p.send, out, p.recv, r.dtype, ao.deadline)
+                    : collectives::pairwise_alltoallv(comm, in, p.send, out, p.recv, r.dtype, ao);
+    default: {
+      const bool nccl_reduces =
+          r.dtype != DataType::kInt16 && r.dtype != DataType::kUint16 && r.dtype != DataType::kBool;
+      return native && nccl_reduces
+                 ? comm.reducescatter(in, out, p.send, r.dtype, r.op, ao.deadline)
+                 : collectives::ring_reducescatter(comm, in, out, p.send, r.dtype, r.op, ao);
+    }
+  }
+}
+
+}  // namespace
+
+Status DeviceExecutor::run_single(const Response& r, const CompleteFn& complete) {
+  const std::string what = std::string(collective_name(r.type)) + " of '" + r.name + "'";
+  Entry* e = queue_.find(r.name);
+  if (e == nullptr)
+    return Status::internal("tensor '" + r.name + "': agreed by every rank but not in flight");
+  const DeviceSupport& support = resources_.support;
+  if (support.mode == DeviceMode::kNone)  // admit() refused such tensors
+    return Status::failed_precondition(what + " on " + r.device.to_string() +
+                                       ": this rank has no GPU path: " + support.why_none);
+  const bool native = support.mode == DeviceMode::kNative;
+  const int device = support.device;
+  DeviceRuntime* rt = resources_.runtime;
+  detail::HandleState& h = *e->handle;
+  const SinglePlan p = plan_single(r, *e, host_comm_.rank(), host_comm_.size(), &h.received_splits);
+  const size_t elem = data_type_bytes(r.dtype);
+  const size_t in_bytes = p.in_count * elem, out_bytes = p.out_count * elem;
+
+  // Where the result goes: the allocator's device memory, else the handle's host output.
+  h.output_shape = p.shape;
+  void* out = nullptr;
+  Status allocator_error;
+  if (e->allocate) {
+    StatusOr<TensorView> view = e->allocate(r.dtype, p.shape);
+    allocator_error = check_allocated(r.name, view, r.dtype, p.shape, out_bytes, e->in.device());
+    if (allocator_error.is_ok()) out = view.value().data();
+  }
+  const bool to_host = out == nullptr && out_bytes > 0;
+  if (to_host) h.output.resize(out_bytes);
+
+  // A device buffer for the result when it goes to the host (native) -- the fusion buffer.
+  HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, native && to_host ? out_bytes : 0));
+  HORA_RETURN_IF_ERROR(wait_ready(device, *d, r.name));
+  const auto start = Clock::now();
+  if (native) {
+    // NCCL runs on its communicator's stream: the host waits for the input first; the
+    // communicator returns once its collective completed on the GPU.
+    HORA_RETURN_IF_ERROR(host_wait(device, *d, what + " (ready)"));
+    void* dst = to_host ? d->fusion : out;
+    HORA_RETURN_IF_ERROR(with_tensor(
+        run_plan(*resources_.device_comm, true, r, p, e->in.data(), dst, algorithm_options()),
+        collective_name(r.type), r.name));
+    if (to_host)
+      HORA_RETURN_IF_ERROR(rt->memcpy_async(device, h.output.data(), dst, out_bytes, d->stream));
+    ++stats_.native_buckets;
+  } else {
+    HORA_RETURN_IF_ERROR(ensure_pinned(in_bytes + out_bytes));
+    uint8_t* pin_in = static_cast<uint8_t*>(pinned_);
+    uint8_t* pin_out = pin_in + in_bytes;
+    HORA_RETURN_IF_ERROR(rt->memcpy_async(device, pin_in, e->in.data(), in_bytes, d->stream));
+    HORA_RETURN_IF_ERROR(host_wait(device, *d, what + " (copy to host)"));
+    HORA_RETURN_IF_ERROR(with_tensor(
+        run_plan(host_comm_, false, r, p, pin_in, pin_out, algorithm_options()),
+        std::string(collective_name(r.type)) + " (staged through host memory)", r.name));
+    if (to_host)
+      std::memcpy(h.output.data(), pin_out, out_bytes);
+    else
+      HORA_RETURN_IF_ERROR(rt->memcpy_async(device, out, pin_out, out_bytes, d->stream));
+    ++stats_.staged_buckets;
+  }
+  if (out != nullptr) HORA_RETURN_IF_ERROR(publish_done(device, *d, {e}));
+  HORA_RETURN_IF_ERROR(host_wait(device, *d, what + " (result)"));
+  if (timeline_ != nullptr && timeline_->enabled()) {
+    std::string phase = collective_name(r.type);
+    for (char& c : phase) c = static_cast<char>(c - ('a' <= c && c <= 'z' ? 32 : 0));
+    timeline_->event(
+        r.name, phase.c_str(), start, Clock::now(),
+        {{"backend", native ? resources_.device_comm->backend_name() : host_comm_.backend_name()},
+         {"device_path", native ? "nccl" : "staged"},
+         {"bytes", std::to_string(out_bytes)}});
+  }
+  complete(r.name, std::move(allocator_error));
+  return Status::ok();
+}
+
+}  // namespace engine
+}  // namespace hora
