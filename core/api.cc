@@ -50,9 +50,12 @@ Status check_tensor(const std::string& name, const char* what, const TensorView&
   return Status::ok();
 }
 
-Entry make_entry(const std::string& name, CollectiveType type, const TensorView& in,
-                 const TensorView& out, std::shared_ptr<detail::HandleState> handle) {
-  Entry e;
+// Appends the entry of `name` to `entries` (built in place: no Entry is moved or copied on its
+// way into the batch) and returns it for the caller's collective-specific fields.
+Entry& add_entry(std::vector<Entry>& entries, const std::string& name, CollectiveType type,
+                 const TensorView& in, const TensorView& out,
+                 const std::shared_ptr<detail::HandleState>& handle) {
+  Entry& e = entries.emplace_back();
   e.request.name = name;
   e.request.type = type;
   e.request.dtype = in.dtype();
@@ -60,9 +63,16 @@ Entry make_entry(const std::string& name, CollectiveType type, const TensorView&
   e.request.device = in.device();
   e.in = in;
   e.out = out;
-  e.handle = std::move(handle);
+  e.handle = handle;
   e.enqueued = engine::Clock::now();
   return e;
+}
+
+// A batch of one (reserved, so the entry is built where it stays).
+std::vector<Entry> one_entry() {
+  std::vector<Entry> entries;
+  entries.reserve(1);
+  return entries;
 }
 
 // Enqueues entries sharing `handle`; returns the handle or a failed one.
@@ -71,13 +81,6 @@ Handle submit(engine::Engine& eng, std::vector<Entry> entries,
   Status s = eng.enqueue(std::move(entries));
   if (!s.is_ok()) return fail(handle->name, s);
   return Handle(std::move(handle));
-}
-
-Handle submit_one(engine::Engine& eng, Entry e) {
-  std::shared_ptr<detail::HandleState> handle = e.handle;
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  return submit(eng, std::move(entries), std::move(handle));
 }
 
 Status check_scales(const std::string& name, double prescale, double postscale) {
@@ -156,12 +159,13 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   name = resolve_name(given, CollectiveType::kAllreduce);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  Entry e = make_entry(name, CollectiveType::kAllreduce, in, out, handle);
+  std::vector<Entry> entries = one_entry();
+  Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, in, out, handle);
   e.request.op = op;
   e.request.prescale = prescale;
   e.request.postscale = postscale;
   e.request.compression = options.compression;
-  return submit_one(*eng, std::move(e));
+  return submit(*eng, std::move(entries), std::move(handle));
 }
 
 Handle grouped_allreduce_async(const std::vector<std::string>& names,
@@ -206,15 +210,15 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   auto handle = std::make_shared<detail::HandleState>(key, static_cast<int>(names.size()),
                                                       eng->timeout_s(), eng->wait_signal());
   std::vector<Entry> entries;
+  entries.reserve(resolved.size());
   for (size_t i = 0; i < resolved.size(); ++i) {
-    Entry e = make_entry(resolved[i], CollectiveType::kAllreduce, ins[i], outs[i], handle);
+    Entry& e = add_entry(entries, resolved[i], CollectiveType::kAllreduce, ins[i], outs[i], handle);
     e.request.op = op;
     e.request.prescale = prescale;
     e.request.postscale = postscale;
     e.request.compression = options.compression;
     e.request.group_key = key;
     e.request.group_size = static_cast<int32_t>(resolved.size());
-    entries.push_back(std::move(e));
   }
   return submit(*eng, std::move(entries), std::move(handle));
 }
@@ -258,12 +262,11 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
     std::string name = resolve_name(names[i], CollectiveType::kAllreduce);
     auto handle =
         std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-    Entry e = make_entry(name, CollectiveType::kAllreduce, ins[i], outs[i], handle);
+    Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, ins[i], outs[i], handle);
     e.request.op = options.op;
     e.request.prescale = options.prescale;
     e.request.postscale = options.postscale;
     e.request.compression = options.compression;
-    entries.push_back(std::move(e));
     handles.emplace_back(std::move(handle));
   }
   if (n == 0) return handles;
@@ -284,9 +287,10 @@ Handle allgather_async(const std::string& given, const TensorView& in, OutputAll
   name = resolve_name(given, CollectiveType::kAllgather);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  Entry e = make_entry(name, CollectiveType::kAllgather, in, in, handle);
-  e.allocate = std::move(allocate);
-  return submit_one(*eng, std::move(e));
+  std::vector<Entry> entries = one_entry();
+  add_entry(entries, name, CollectiveType::kAllgather, in, in, handle).allocate =
+      std::move(allocate);
+  return submit(*eng, std::move(entries), std::move(handle));
 }
 
 Handle broadcast_async(const std::string& given, const TensorView& tensor, int root) {
@@ -303,9 +307,9 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
   name = resolve_name(given, CollectiveType::kBroadcast);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  Entry e = make_entry(name, CollectiveType::kBroadcast, tensor, tensor, handle);
-  e.request.root = root;
-  return submit_one(*eng, std::move(e));
+  std::vector<Entry> entries = one_entry();
+  add_entry(entries, name, CollectiveType::kBroadcast, tensor, tensor, handle).request.root = root;
+  return submit(*eng, std::move(entries), std::move(handle));
 }
 
 Handle alltoall_async(const std::string& given, const TensorView& in,
@@ -344,10 +348,11 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
   name = resolve_name(given, CollectiveType::kAlltoall);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  Entry e = make_entry(name, CollectiveType::kAlltoall, in, in, handle);
-  e.request.splits = resolved;
+  std::vector<Entry> entries = one_entry();
+  Entry& e = add_entry(entries, name, CollectiveType::kAlltoall, in, in, handle);
+  e.request.splits = std::move(resolved);
   e.allocate = std::move(allocate);
-  return submit_one(*eng, std::move(e));
+  return submit(*eng, std::move(entries), std::move(handle));
 }
 
 Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
@@ -363,10 +368,11 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   name = resolve_name(given, CollectiveType::kReducescatter);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  Entry e = make_entry(name, CollectiveType::kReducescatter, in, in, handle);
+  std::vector<Entry> entries = one_entry();
+  Entry& e = add_entry(entries, name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
   e.allocate = std::move(allocate);
-  return submit_one(*eng, std::move(e));
+  return submit(*eng, std::move(entries), std::move(handle));
 }
 
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out, ReduceOp op,
@@ -431,13 +437,14 @@ Handle control_request(CollectiveType type, const std::string& name) {
                 Status::failed_precondition(std::string(engine::collective_name(type)) + kNotInit));
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  Entry e;
+  std::vector<Entry> entries = one_entry();
+  Entry& e = entries.emplace_back();
   e.request.name = name;
   e.request.type = type;
   e.request.dtype = DataType::kUint8;
   e.handle = handle;
   e.enqueued = engine::Clock::now();
-  return submit_one(*eng, std::move(e));
+  return submit(*eng, std::move(entries), std::move(handle));
 }
 
 // A barrier or join that a blocking call with a timeout gave up on. It is still in flight

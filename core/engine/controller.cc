@@ -85,16 +85,15 @@ void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoi
   }
 }
 
-Request Controller::leave(int p) {
-  Waiting& w = cached_[p];
-  w.in_use = false;
+void Controller::leave(int p) {
+  cached_[p].in_use = false;  // the request stays, to be overwritten by the next one there
   --waiting_count_;
-  return std::move(w.request);
 }
 
 void Controller::send_to_coordinator(int p, std::vector<Request>& to) {
   sent_.insert(cached_[p].request.name);
-  to.push_back(leave(p));
+  to.push_back(std::move(cached_[p].request));
+  leave(p);
   const Request& request = to.back();
   if (request.group_size <= 0) return;
   const std::string group_key = request.group_key;  // `to` may grow below
@@ -102,7 +101,8 @@ void Controller::send_to_coordinator(int p, std::vector<Request>& to) {
     Waiting& w = cached_[m];
     if (w.in_use && w.request.group_size > 0 && w.request.group_key == group_key) {
       sent_.insert(w.request.name);
-      to.push_back(leave(m));
+      to.push_back(std::move(w.request));
+      leave(m);
     }
   }
 }

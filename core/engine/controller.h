@@ -92,8 +92,8 @@ class Controller {
   Waiting* waiting_at(int p) {
     return p < static_cast<int>(cached_.size()) && cached_[p].in_use ? &cached_[p] : nullptr;
   }
-  // Empties position `p` (REQUIRES: in use); returns its request.
-  Request leave(int p);
+  // Empties position `p` (REQUIRES: in use).
+  void leave(int p);
   void route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
              std::vector<int>& invalidate, std::chrono::steady_clock::time_point now);
   // Moves the request waiting at cache position `it` to `to` (for the coordinator), with every

@@ -164,7 +164,7 @@ void encode_common(const T& r, Writer& w) {
   w.str(r.name);
   w.u8(static_cast<uint8_t>(r.type));
   w.u8(static_cast<uint8_t>(r.dtype));
-  w.i64s(r.shape);
+  w.i64s(r.shape.data(), r.shape.size());
   w.u8(static_cast<uint8_t>(r.device.kind));
   w.i64(r.device.index);
   w.u8(static_cast<uint8_t>(r.op));
@@ -183,7 +183,9 @@ Status decode_common(Reader& r, T* out, const char* what) {
   HORA_RETURN_IF_ERROR(r.str(&out->name, "name"));
   HORA_RETURN_IF_ERROR(r.u8(&type, "collective type"));
   HORA_RETURN_IF_ERROR(r.u8(&dtype, "dtype"));
-  HORA_RETURN_IF_ERROR(r.i64s(&out->shape, "shape"));
+  std::vector<int64_t> shape;
+  HORA_RETURN_IF_ERROR(r.i64s(&shape, "shape"));
+  out->shape = shape;
   HORA_RETURN_IF_ERROR(r.u8(&device, "device"));
   HORA_RETURN_IF_ERROR(decode_int32(r, &out->device.index, "device index"));
   HORA_RETURN_IF_ERROR(r.u8(&op, "op"));

@@ -15,6 +15,7 @@
 #include "core/base/device.h"
 #include "core/base/reduce_op.h"
 #include "core/base/status.h"
+#include "core/engine/small_shape.h"
 #include "core/engine/wire.h"
 
 namespace hora {
@@ -39,7 +40,7 @@ struct Request {
   CollectiveType type = CollectiveType::kAllreduce;
   int32_t rank = 0;  // the requesting rank
   DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;
+  SmallShape shape;  // inline: a request is copied without allocating
   Device device;
   ReduceOp op = ReduceOp::kSum;
   int32_t root = 0;  // broadcast
@@ -69,7 +70,7 @@ struct Response {
   std::string error;
   int32_t error_code = 0;
   DataType dtype = DataType::kFloat32;
-  std::vector<int64_t> shape;  // rank 0's request (allgather/alltoall: rows vary per rank)
+  SmallShape shape;  // rank 0's request (allgather/alltoall: rows vary per rank)
   Device device;
   ReduceOp op = ReduceOp::kSum;
   int32_t root = 0;

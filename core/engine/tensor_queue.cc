@@ -31,11 +31,15 @@ Status TensorQueue::enqueue(std::vector<Entry> entries) {
             " enqueued while a collective of that name is still in flight on this rank "
             "(wait for its handle before reusing the name)");
     }
+    // take_new() leaves fresh_ without capacity: start at the largest burst seen (bounded),
+    // so a step's requests are not moved again and again as the vector grows.
+    if (fresh_.empty()) fresh_.reserve(std::max(fresh_reserve_, entries.size()));
     for (Entry& e : entries) {
       fresh_.push_back(e.request);
       std::string name = e.request.name;
       table_.emplace(std::move(name), std::move(e));
     }
+    fresh_reserve_ = std::min(std::max(fresh_reserve_, fresh_.size()), kMaxFreshReserve);
   }
   cv_.notify_one();
   return Status::ok();

@@ -94,6 +94,10 @@ class TensorQueue : public detail::WaitSignal {
                       // enqueues during a burst do not wake the background thread)
   std::unordered_map<std::string, Entry> table_ HORA_GUARDED_BY(mu_);
   std::vector<Request> fresh_ HORA_GUARDED_BY(mu_);
+  // The capacity an empty fresh_ starts with: the largest burst one take found, at most
+  // kMaxFreshReserve requests.
+  static constexpr size_t kMaxFreshReserve = 512;
+  size_t fresh_reserve_ HORA_GUARDED_BY(mu_) = 0;
   bool shutdown_requested_ HORA_GUARDED_BY(mu_) = false;
   bool woken_ HORA_GUARDED_BY(mu_) = false;
   bool burst_over_ HORA_GUARDED_BY(mu_) = false;  // a thread waits on untaken requests

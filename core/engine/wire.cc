@@ -25,9 +25,11 @@ void Writer::str(const std::string& s) {
   bytes_.insert(bytes_.end(), s.begin(), s.end());
 }
 
-void Writer::i64s(const std::vector<int64_t>& v) {
-  u32(static_cast<uint32_t>(v.size()));
-  for (int64_t x : v) i64(x);
+void Writer::i64s(const std::vector<int64_t>& v) { i64s(v.data(), v.size()); }
+
+void Writer::i64s(const int64_t* v, size_t count) {
+  u32(static_cast<uint32_t>(count));
+  for (size_t i = 0; i < count; ++i) i64(v[i]);
 }
 
 Status Reader::need(size_t n, const char* what) {

@@ -26,6 +26,7 @@ class Writer {
   void f64(double v);
   void str(const std::string& s);
   void i64s(const std::vector<int64_t>& v);
+  void i64s(const int64_t* v, size_t count);
 
   const std::vector<uint8_t>& bytes() const { return bytes_; }
   std::vector<uint8_t> take() { return std::move(bytes_); }
