@@ -9,6 +9,7 @@
 // Handle::wait_on_stream.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -384,6 +385,94 @@ TEST(DeviceCollectivesErrors, AllocatorOnTheWrongDeviceFailsNamingTensorAndDevic
     return expect_eq(result(h), {0, 1, 2, 3, 10, 11, 12, 13}, "host output");
   });
   ASSERT_TRUE(s.is_ok()) << s.to_string();
+}
+
+// Routing applies to every collective: a device tensor on another GPU than the rank's is
+// refused at enqueue naming the tensor and both devices.
+TEST(DeviceCollectivesErrors, AnotherGpuThanTheRanksIsRefusedForEveryCollective) {
+  Job job(1, true);
+  Status s = job.run([&](Engine& eng, int) -> Status {
+    void* data = job.runtime.tensor_memory(16);
+    const TensorView in =
+        TensorView::make(data, DataType::kFloat32, {2, 2}, Device::cuda(1)).value();
+    for (CollectiveType t :
+         {CollectiveType::kAllgather, CollectiveType::kAlltoall, CollectiveType::kReducescatter}) {
+      const std::string name = std::string("other.") + collective_name(t);
+      Status got = enqueue(eng, name, t, in, allocator(job.runtime), {1}).wait();
+      if (got.code() != StatusCode::kInvalidArgument)
+        return Status::internal(name + ": unexpected " + got.to_string());
+      for (const std::string& part : {name, std::string("cuda:1"), std::string("cuda:0")})
+        if (!contains(got.message(), part))
+          return Status::internal("error lacks '" + part + "': " + got.message());
+    }
+    return Status::ok();
+  });
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+}
+
+// A grouped allreduce's handle (one state, one part per member) publishes its completion event
+// once its last parts ran: wait_on_stream then covers every member.
+TEST(DeviceCollectivesEvents, GroupedAllreducePublishesOnceEveryMemberIsEnqueued) {
+  Job job(2, false);
+  Status s = job.run([&](Engine& eng, int rank) -> Status {
+    auto state = std::make_shared<detail::HandleState>("grp", 3, 30.0);
+    std::vector<Entry> entries;
+    std::vector<TensorView> ins;
+    for (int m = 0; m < 3; ++m) {
+      ins.push_back(device_tensor(job.runtime, {5 + m}, [&](size_t) { return rank + 1.0f; }));
+      Entry e;
+      e.request.name = "grp." + std::to_string(m);
+      e.request.dtype = DataType::kFloat32;
+      e.request.shape = ins.back().shape();
+      e.request.device = Device::cuda(0);
+      e.request.group_key = "grp.0";
+      e.request.group_size = 3;
+      e.in = e.out = ins.back();
+      e.handle = state;
+      e.enqueued = Clock::now();
+      entries.push_back(std::move(e));
+    }
+    HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
+    Handle h(state);
+    HORA_RETURN_IF_ERROR(h.wait_on_stream(kConsumerStream));
+    HORA_RETURN_IF_ERROR(h.wait());
+    for (const TensorView& v : ins)
+      if (static_cast<const float*>(v.data())[0] != 3.0f)
+        return Status::internal("grouped member wrong");
+    return Status::ok();
+  });
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  int consumer_waits = 0;
+  for (const auto& w : job.runtime.stream_waits()) consumer_waits += w.stream == kConsumerStream;
+  EXPECT_EQ(consumer_waits, 2);
+}
+
+// A handle with parts still to come (here one more than the bucket holds) is not published:
+// wait_on_stream times out instead of letting the stream run ahead of the missing part.
+TEST(DeviceCollectivesEvents, AHandleWithPartsLeftIsNotPublished) {
+  Job job(1, false);
+  Status s = job.run([&](Engine& eng, int) -> Status {
+    auto state = std::make_shared<detail::HandleState>("part", 2, 30.0);
+    Entry e;
+    e.request.name = "part.0";
+    e.request.dtype = DataType::kFloat32;
+    e.request.shape = {4};
+    e.request.device = Device::cuda(0);
+    e.in = e.out = device_tensor(job.runtime, {4}, [](size_t) { return 1.0f; });
+    e.handle = state;
+    e.enqueued = Clock::now();
+    std::vector<Entry> entries;
+    entries.push_back(std::move(e));
+    HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
+    Handle h(state);
+    Status got = h.wait_on_stream(kConsumerStream, std::chrono::milliseconds(300));
+    state->complete(Status::ok());  // the missing part
+    if (got.code() != StatusCode::kTimeout)
+      return Status::internal("unexpected: " + got.to_string());
+    return h.wait();
+  });
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  for (const auto& w : job.runtime.stream_waits()) EXPECT_NE(w.stream, kConsumerStream);
 }
 
 }  // namespace
