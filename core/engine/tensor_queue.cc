@@ -1,48 +1,72 @@
 #include "core/engine/tensor_queue.h"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 namespace hora {
 namespace engine {
 
 Status TensorQueue::enqueue(std::vector<Entry> entries) {
-  // Names twice in the batch: sorted pointers (outside the lock; none for a single entry).
-  std::vector<const Entry*> sorted;
-  if (entries.size() > 1) {
-    sorted.reserve(entries.size());
-    for (const Entry& e : entries) sorted.push_back(&e);
-    std::sort(sorted.begin(), sorted.end(),
-              [](const Entry* a, const Entry* b) { return a->request.name < b->request.name; });
-  }
   {
     MutexLock lock(&mu_);
     if (closed_)
       return Status(closed_why_.code(),
                     "tensor '" + (entries.empty() ? std::string() : entries[0].request.name) +
                         "': " + closed_why_.message());
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const Entry& e = entries[i];
-      const bool twice =
-          i > 0 && !sorted.empty() && sorted[i]->request.name == sorted[i - 1]->request.name;
-      const Entry& named = sorted.empty() ? e : *sorted[i];
-      if (twice || table_.count(named.request.name) != 0)
-        return Status::invalid_argument(
-            "tensor '" + named.request.name + "': " + collective_name(named.request.type) +
+    // Each entry goes into the table with one lookup (in a node removed earlier when there is
+    // one: no allocation); a name already in flight, or twice in the batch, undoes the batch.
+    const bool batch = entries.size() > 1;
+    if (batch) inserted_.clear();
+    Table::iterator last = table_.end();
+    for (Entry& e : entries) {
+      Table::iterator it;
+      bool is_new;
+      if (spare_.empty()) {
+        std::tie(it, is_new) = table_.try_emplace(e.request.name, std::move(e));
+      } else {
+        Table::node_type node = std::move(spare_.back());
+        spare_.pop_back();
+        node.key() = e.request.name;
+        node.mapped() = std::move(e);
+        Table::insert_return_type r = table_.insert(std::move(node));
+        std::tie(it, is_new) = std::make_pair(r.position, r.inserted);
+        if (!is_new) recycle(std::move(r.node));
+      }
+      if (!is_new) {
+        const Status dup = Status::invalid_argument(
+            "tensor '" + it->first + "': " + collective_name(it->second.request.type) +
             " enqueued while a collective of that name is still in flight on this rank "
             "(wait for its handle before reusing the name)");
+        if (batch) {
+          for (Table::iterator done : inserted_) recycle(table_.extract(done));
+        }
+        return dup;
+      }
+      if (batch) inserted_.push_back(it);
+      last = it;
     }
     // take_new() leaves fresh_ without capacity: start at the largest burst seen (bounded),
     // so a step's requests are not moved again and again as the vector grows.
     if (fresh_.empty()) fresh_.reserve(std::max(fresh_reserve_, entries.size()));
-    for (Entry& e : entries) {
-      fresh_.push_back(e.request);
-      std::string name = e.request.name;
-      table_.emplace(std::move(name), std::move(e));
+    if (batch) {
+      for (Table::iterator it : inserted_) fresh_.push_back(it->second.request);
+    } else if (last != table_.end()) {
+      fresh_.push_back(last->second.request);
     }
     fresh_reserve_ = std::min(std::max(fresh_reserve_, fresh_.size()), kMaxFreshReserve);
   }
   cv_.notify_one();
   return Status::ok();
+}
+
+void TensorQueue::recycle(Table::node_type node) {
+  if (spare_.size() >= kMaxSpare) return;  // freed
+  // What the entry owns beyond its buffers goes now: a handle or a caller's allocator kept
+  // alive in a spare node would outlive the collective.
+  node.mapped().handle.reset();
+  node.mapped().allocate = nullptr;
+  spare_.push_back(std::move(node));
 }
 
 bool TensorQueue::wait_for_work(Clock::time_point until) {
@@ -109,14 +133,15 @@ void TensorQueue::find_all(const std::vector<Response>& responses, std::vector<E
 
 void TensorQueue::remove(const std::string& name) {
   MutexLock lock(&mu_);
-  table_.erase(name);
+  Table::node_type node = table_.extract(name);
+  if (!node.empty()) recycle(std::move(node));
 }
 
 void TensorQueue::remove_all(const std::vector<Entry*>& entries) {
   MutexLock lock(&mu_);
   for (Entry* e : entries) {
-    auto it = table_.find(e->request.name);  // erase(key) would read a key it destroys
-    if (it != table_.end()) table_.erase(it);
+    auto it = table_.find(e->request.name);
+    if (it != table_.end()) recycle(table_.extract(it));
   }
 }
 

@@ -92,7 +92,16 @@ class TensorQueue : public detail::WaitSignal {
   CondVar cv_;        // fresh_, shutdown_requested_, woken_ changes
   CondVar burst_cv_;  // burst_over_, shutdown_requested_ changes (a separate variable, so
                       // enqueues during a burst do not wake the background thread)
-  std::unordered_map<std::string, Entry> table_ HORA_GUARDED_BY(mu_);
+  using Table = std::unordered_map<std::string, Entry>;
+  // Keeps a removed node for enqueue to reuse (at most kMaxSpare), its handle and allocator
+  // released.
+  void recycle(Table::node_type node) HORA_REQUIRES(mu_);
+
+  Table table_ HORA_GUARDED_BY(mu_);
+  // Nodes removed from table_, reused by enqueue: no allocation per tensor in the steady state.
+  static constexpr size_t kMaxSpare = 1024;
+  std::vector<Table::node_type> spare_ HORA_GUARDED_BY(mu_);
+  std::vector<Table::iterator> inserted_ HORA_GUARDED_BY(mu_);  // enqueue of a batch (reused)
   std::vector<Request> fresh_ HORA_GUARDED_BY(mu_);
   // The capacity an empty fresh_ starts with: the largest burst one take found, at most
   // kMaxFreshReserve requests.
