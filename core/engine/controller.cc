@@ -195,7 +195,8 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) 
     if (r.group_size > 0 && group_agreed[r.group_key] < r.group_size) continue;
     list.responses.push_back(r);
     cache_.touch(p);
-    if (waiting_at(p) != nullptr) {
+    if (Waiting* w = waiting_at(p)) {
+      list.responses.back().local_entry = w->request.local_entry;
       leave(p);
       ++stats_.cache_hits;
     }

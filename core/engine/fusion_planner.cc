@@ -109,6 +109,8 @@ std::vector<Bucket> plan_buckets(const std::vector<Response>& responses, int64_t
     if (used[i]) continue;
     used[i] = true;
     Bucket b;
+    // Room for every unit after this one (they usually all fit): one allocation per bucket.
+    if (units[i].fusible) b.members.reserve(members.size() - static_cast<size_t>(units[i].begin));
     add(b, units[i]);
     if (units[i].fusible) {
       const Response& head = responses[units[i].head];

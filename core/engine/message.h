@@ -35,6 +35,8 @@ inline constexpr int kNumCollectiveTypes = 7;
 // "allreduce", "allgather", ...
 const char* collective_name(CollectiveType type);
 
+struct Entry;  // tensor_queue.h
+
 struct Request {
   std::string name;
   CollectiveType type = CollectiveType::kAllreduce;
@@ -51,6 +53,9 @@ struct Request {
   // Grouped allreduce: members share group_key (the first member's name) and group_size.
   std::string group_key;
   int32_t group_size = 0;
+  // This rank's queue entry of the request (set by TensorQueue::enqueue; never encoded, so
+  // null in anything decoded). Valid until the executor completes the name.
+  Entry* local_entry = nullptr;
 };
 
 // True when a and b ask for the same collective in every field that must agree across ranks
@@ -82,6 +87,10 @@ struct Response {
   int32_t last_joined = -1;         // join: the last rank to join
   std::string group_key;
   int32_t group_size = 0;
+  // This rank's queue entry, when the round knows it (a response agreed on the cache path
+  // carries its waiting request's); never encoded, so null from the coordinator. The executor
+  // then finds the entry without a lookup by name.
+  Entry* local_entry = nullptr;
 
   bool is_error() const { return !error.empty(); }
   // Elements of one rank's contribution (allreduce, broadcast, reducescatter input).

@@ -43,6 +43,7 @@ Status TensorQueue::enqueue(std::vector<Entry> entries) {
         }
         return dup;
       }
+      it->second.request.local_entry = &it->second;
       if (batch) inserted_.push_back(it);
       last = it;
     }
@@ -124,8 +125,15 @@ Entry* TensorQueue::find(const std::string& name) {
 
 void TensorQueue::find_all(const std::vector<Response>& responses, std::vector<Entry*>* out) {
   out->resize(responses.size());
+  bool lookups = false;  // a response without its entry: look it up by name
+  for (size_t i = 0; i < responses.size(); ++i) {
+    (*out)[i] = responses[i].local_entry;
+    lookups = lookups || (*out)[i] == nullptr;
+  }
+  if (!lookups) return;
   MutexLock lock(&mu_);
   for (size_t i = 0; i < responses.size(); ++i) {
+    if ((*out)[i] != nullptr) continue;
     auto it = table_.find(responses[i].name);
     (*out)[i] = it == table_.end() ? nullptr : &it->second;
   }

@@ -71,7 +71,8 @@ class TensorQueue : public detail::WaitSignal {
   void waiting() override;
 
   Entry* find(const std::string& name);
-  // Background thread: (*out)[i] = find(responses[i].name) for every response, under one lock.
+  // Background thread: (*out)[i] = responses[i].local_entry, or find(responses[i].name) when
+  // it is null (then under one lock for all of them).
   void find_all(const std::vector<Response>& responses, std::vector<Entry*>* out);
   void remove(const std::string& name);
   // Background thread: removes `entries` (from find or find_all, each at most once), under
