@@ -60,6 +60,7 @@ void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoi
       if (m.type == CollectiveType::kJoin) joined_ = true;
       if (all_cached) {
         Waiting& w = cached_[positions[k]];
+        if (waiting_count_ == 0) oldest_wait_ = now;  // later arrivals wait since `now` or later
         if (!w.in_use) ++waiting_count_;
         w.request = std::move(m);
         w.since = now;
@@ -75,14 +76,21 @@ void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoi
   // Cached requests waiting long: let the coordinator see them (it names missing ranks).
   const auto patience = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(options_.stall_warning_s / 2));
-  if (waiting_count_ == 0) return;
+  // oldest_wait_ is at or before every waiting request's arrival, so the scan is skipped while
+  // even the oldest cannot have waited that long (every round otherwise visits every position).
+  if (waiting_count_ == 0 || now - oldest_wait_ < patience) return;
+  std::chrono::steady_clock::time_point oldest = now;
   for (int p = 0; p < static_cast<int>(cached_.size()); ++p) {
     // A group's other members leave with it (send_to_coordinator), so in_use is re-read.
-    if (cached_[p].in_use && now - cached_[p].since >= patience) {
+    if (!cached_[p].in_use) continue;
+    if (now - cached_[p].since >= patience) {
       invalidate.push_back(p);
       send_to_coordinator(p, outgoing);
+    } else {
+      oldest = std::min(oldest, cached_[p].since);
     }
   }
+  oldest_wait_ = oldest;
 }
 
 void Controller::leave(int p) {

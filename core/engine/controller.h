@@ -115,7 +115,9 @@ class Controller {
   // Indexed by cache position (as long as the cache's positions): the request waiting there.
   // A vector, not a map: the steady state moves every tensor through it each step.
   std::vector<Waiting> cached_;
-  int waiting_count_ = 0;                 // positions of cached_ in use
+  int waiting_count_ = 0;  // positions of cached_ in use
+  // At or before the arrival of every request waiting in cached_ (route's stall scan).
+  std::chrono::steady_clock::time_point oldest_wait_;
   std::vector<Request> resubmit_;         // for the coordinator next round
   std::unordered_set<std::string> sent_;  // names at the coordinator, not yet answered
   bool joined_ = false;
