@@ -23,15 +23,21 @@ using engine::Request;
 // Unnamed calls are named from one per-process counter, so every rank must make them in the
 // same order. A name is drawn only once the call passed its checks: a call that fails on one
 // rank alone (bad input) must not shift the numbering of the ones after it.
-std::string resolve_name(const std::string& name, CollectiveType type) {
-  if (!name.empty()) return name;
+// Returns `given`, or for an unnamed call a name drawn into *drawn (no copy of a given name:
+// the enqueue path runs per tensor).
+const std::string& resolve_name(const std::string& given, CollectiveType type, std::string* drawn) {
+  if (!given.empty()) return given;
   static std::atomic<int64_t> counter{0};
-  return std::string(engine::collective_name(type)) + ".noname." + std::to_string(counter++);
+  *drawn = std::string(engine::collective_name(type)) + ".noname." + std::to_string(counter++);
+  return *drawn;
 }
 
-// What errors call a tensor before its name is drawn.
-std::string label_of(const std::string& name, CollectiveType type) {
-  return name.empty() ? std::string("<unnamed ") + engine::collective_name(type) + ">" : name;
+// What errors call a tensor before its name is drawn: `given`, or for an unnamed call a label
+// made in *unnamed.
+const std::string& label_of(const std::string& given, CollectiveType type, std::string* unnamed) {
+  if (!given.empty()) return given;
+  *unnamed = std::string("<unnamed ") + engine::collective_name(type) + ">";
+  return *unnamed;
 }
 
 Handle fail(const std::string& name, Status status) {
@@ -146,17 +152,18 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
                        const AllreduceOptions& options) {
   const ReduceOp op = options.op;
   const double prescale = options.prescale, postscale = options.postscale;
-  std::string name = label_of(given, CollectiveType::kAllreduce);
+  std::string unnamed, drawn;
+  const std::string& label = label_of(given, CollectiveType::kAllreduce, &unnamed);
   auto eng = detail::engine();
   if (!eng)
-    return fail(name, Status::failed_precondition("allreduce of '" + name + "'" + kNotInit));
-  Status s = check_allreduce(name, in, out);
-  if (s.is_ok()) s = check_options(name, in.dtype(), options);
-  if (s.is_ok()) s = check_scales(name, prescale, postscale);
+    return fail(label, Status::failed_precondition("allreduce of '" + label + "'" + kNotInit));
+  Status s = check_allreduce(label, in, out);
+  if (s.is_ok()) s = check_options(label, in.dtype(), options);
+  if (s.is_ok()) s = check_scales(label, prescale, postscale);
   if (s.is_ok())
-    s = check_reduction(name, CollectiveType::kAllreduce, in.dtype(), op, prescale, postscale);
-  if (!s.is_ok()) return fail(name, s);
-  name = resolve_name(given, CollectiveType::kAllreduce);
+    s = check_reduction(label, CollectiveType::kAllreduce, in.dtype(), op, prescale, postscale);
+  if (!s.is_ok()) return fail(label, s);
+  const std::string& name = resolve_name(given, CollectiveType::kAllreduce, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry> entries = one_entry();
@@ -193,19 +200,22 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
                            std::to_string(names.size()) + " names, " + std::to_string(ins.size()) +
                            " inputs, " + std::to_string(outs.size()) + " outputs"));
   for (size_t i = 0; i < names.size(); ++i) {
-    const std::string label = label_of(names[i], CollectiveType::kAllreduce);
+    std::string unnamed;
+    const std::string& label = label_of(names[i], CollectiveType::kAllreduce, &unnamed);
     Status s = check_allreduce(label, ins[i], outs[i]);
     if (s.is_ok()) s = check_options(label, ins[i].dtype(), options);
     if (s.is_ok()) s = check_scales(label, prescale, postscale);
     if (s.is_ok())
       s = check_reduction(label, CollectiveType::kAllreduce, ins[i].dtype(), op, prescale,
                           postscale);
-    if (!s.is_ok()) return fail(label_of(names[0], CollectiveType::kAllreduce) + "#group", s);
+    if (!s.is_ok())
+      return fail(label_of(names[0], CollectiveType::kAllreduce, &unnamed) + "#group", s);
   }
   std::vector<std::string> resolved;
   resolved.reserve(names.size());
+  std::string drawn;
   for (const std::string& n : names)
-    resolved.push_back(resolve_name(n, CollectiveType::kAllreduce));
+    resolved.push_back(resolve_name(n, CollectiveType::kAllreduce, &drawn));
   const std::string key = resolved[0] + "#group";
   auto handle = std::make_shared<detail::HandleState>(key, static_cast<int>(names.size()),
                                                       eng->timeout_s(), eng->wait_signal());
@@ -232,8 +242,9 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
   auto fail_all = [&](const Status& s) {
     std::vector<Handle> out;
     out.reserve(n);
+    std::string unnamed;
     for (const std::string& name : names)
-      out.push_back(fail(label_of(name, CollectiveType::kAllreduce), s));
+      out.push_back(fail(label_of(name, CollectiveType::kAllreduce, &unnamed), s));
     return out;
   };
   auto eng = detail::engine();
@@ -245,7 +256,8 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
         " names, " + std::to_string(ins.size()) + " inputs, " + std::to_string(outs.size()) +
         " outputs"));
   for (size_t i = 0; i < n; ++i) {
-    const std::string label = label_of(names[i], CollectiveType::kAllreduce);
+    std::string unnamed;
+    const std::string& label = label_of(names[i], CollectiveType::kAllreduce, &unnamed);
     Status s = check_allreduce(label, ins[i], outs[i]);
     if (s.is_ok()) s = check_options(label, ins[i].dtype(), options);
     if (s.is_ok()) s = check_scales(label, options.prescale, options.postscale);
@@ -259,7 +271,8 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
   std::vector<Entry> entries;
   entries.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    std::string name = resolve_name(names[i], CollectiveType::kAllreduce);
+    std::string drawn;
+    const std::string& name = resolve_name(names[i], CollectiveType::kAllreduce, &drawn);
     auto handle =
         std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
     Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, ins[i], outs[i], handle);
@@ -278,13 +291,14 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
 }
 
 Handle allgather_async(const std::string& given, const TensorView& in, OutputAllocator allocate) {
-  std::string name = label_of(given, CollectiveType::kAllgather);
+  std::string unnamed, drawn;
+  const std::string& label = label_of(given, CollectiveType::kAllgather, &unnamed);
   auto eng = detail::engine();
   if (!eng)
-    return fail(name, Status::failed_precondition("allgather of '" + name + "'" + kNotInit));
-  Status s = check_tensor(name, "input", in, CollectiveType::kAllgather, true);
-  if (!s.is_ok()) return fail(name, s);
-  name = resolve_name(given, CollectiveType::kAllgather);
+    return fail(label, Status::failed_precondition("allgather of '" + label + "'" + kNotInit));
+  Status s = check_tensor(label, "input", in, CollectiveType::kAllgather, true);
+  if (!s.is_ok()) return fail(label, s);
+  const std::string& name = resolve_name(given, CollectiveType::kAllgather, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry> entries = one_entry();
@@ -294,17 +308,18 @@ Handle allgather_async(const std::string& given, const TensorView& in, OutputAll
 }
 
 Handle broadcast_async(const std::string& given, const TensorView& tensor, int root) {
-  std::string name = label_of(given, CollectiveType::kBroadcast);
+  std::string unnamed, drawn;
+  const std::string& label = label_of(given, CollectiveType::kBroadcast, &unnamed);
   auto eng = detail::engine();
   if (!eng)
-    return fail(name, Status::failed_precondition("broadcast of '" + name + "'" + kNotInit));
-  Status s = check_tensor(name, "tensor", tensor, CollectiveType::kBroadcast, false);
+    return fail(label, Status::failed_precondition("broadcast of '" + label + "'" + kNotInit));
+  Status s = check_tensor(label, "tensor", tensor, CollectiveType::kBroadcast, false);
   if (s.is_ok() && (root < 0 || root >= eng->size()))
-    s = Status::invalid_argument("tensor '" + name + "': broadcast root " + std::to_string(root) +
+    s = Status::invalid_argument("tensor '" + label + "': broadcast root " + std::to_string(root) +
                                  " is not a rank of this job (0.." +
                                  std::to_string(eng->size() - 1) + ")");
-  if (!s.is_ok()) return fail(name, s);
-  name = resolve_name(given, CollectiveType::kBroadcast);
+  if (!s.is_ok()) return fail(label, s);
+  const std::string& name = resolve_name(given, CollectiveType::kBroadcast, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry> entries = one_entry();
@@ -314,18 +329,20 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
 
 Handle alltoall_async(const std::string& given, const TensorView& in,
                       const std::vector<int64_t>& splits, OutputAllocator allocate) {
-  std::string name = label_of(given, CollectiveType::kAlltoall);
+  std::string unnamed, drawn;
+  const std::string& label = label_of(given, CollectiveType::kAlltoall, &unnamed);
   auto eng = detail::engine();
-  if (!eng) return fail(name, Status::failed_precondition("alltoall of '" + name + "'" + kNotInit));
-  Status s = check_tensor(name, "input", in, CollectiveType::kAlltoall, true);
-  if (!s.is_ok()) return fail(name, s);
+  if (!eng)
+    return fail(label, Status::failed_precondition("alltoall of '" + label + "'" + kNotInit));
+  Status s = check_tensor(label, "input", in, CollectiveType::kAlltoall, true);
+  if (!s.is_ok()) return fail(label, s);
   const int size = eng->size();
   const int64_t rows = in.shape()[0];
   std::vector<int64_t> resolved = splits;
   if (resolved.empty()) {
     if (rows % size != 0)
-      return fail(name,
-                  Status::invalid_argument("tensor '" + name +
+      return fail(label,
+                  Status::invalid_argument("tensor '" + label +
                                            "': alltoall without splits needs the first "
                                            "dimension " +
                                            std::to_string(rows) + " to divide evenly by the " +
@@ -335,17 +352,17 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
   int64_t sum = 0;
   for (int64_t v : resolved) {
     if (v < 0)
-      return fail(name, Status::invalid_argument("tensor '" + name + "': alltoall split " +
-                                                 std::to_string(v) + " is negative"));
+      return fail(label, Status::invalid_argument("tensor '" + label + "': alltoall split " +
+                                                  std::to_string(v) + " is negative"));
     sum += v;
   }
   if (static_cast<int>(resolved.size()) != size || sum != rows)
-    return fail(name, Status::invalid_argument(
-                          "tensor '" + name + "': alltoall needs one split per rank (" +
-                          std::to_string(size) + ") summing to the first dimension " +
-                          std::to_string(rows) + ", got " + std::to_string(resolved.size()) +
-                          " splits summing to " + std::to_string(sum)));
-  name = resolve_name(given, CollectiveType::kAlltoall);
+    return fail(label, Status::invalid_argument(
+                           "tensor '" + label + "': alltoall needs one split per rank (" +
+                           std::to_string(size) + ") summing to the first dimension " +
+                           std::to_string(rows) + ", got " + std::to_string(resolved.size()) +
+                           " splits summing to " + std::to_string(sum)));
+  const std::string& name = resolve_name(given, CollectiveType::kAlltoall, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry> entries = one_entry();
@@ -357,15 +374,16 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
 
 Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
                            OutputAllocator allocate) {
-  std::string name = label_of(given, CollectiveType::kReducescatter);
+  std::string unnamed, drawn;
+  const std::string& label = label_of(given, CollectiveType::kReducescatter, &unnamed);
   auto eng = detail::engine();
   if (!eng)
-    return fail(name, Status::failed_precondition("reducescatter of '" + name + "'" + kNotInit));
-  Status s = check_tensor(name, "input", in, CollectiveType::kReducescatter, true);
+    return fail(label, Status::failed_precondition("reducescatter of '" + label + "'" + kNotInit));
+  Status s = check_tensor(label, "input", in, CollectiveType::kReducescatter, true);
   if (s.is_ok())
-    s = check_reduction(name, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
-  if (!s.is_ok()) return fail(name, s);
-  name = resolve_name(given, CollectiveType::kReducescatter);
+    s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
+  if (!s.is_ok()) return fail(label, s);
+  const std::string& name = resolve_name(given, CollectiveType::kReducescatter, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry> entries = one_entry();
@@ -474,9 +492,10 @@ Handle take_or_request(CollectiveType type) {
     p.handle = Handle();
     if (pending.valid() && eng && p.engine.lock() == eng) return pending;
   }
+  std::string drawn;
   const std::string name = type == CollectiveType::kJoin
                                ? std::string("hora.join")
-                               : resolve_name("", CollectiveType::kBarrier);
+                               : resolve_name("", CollectiveType::kBarrier, &drawn);
   return control_request(type, name);
 }
 
