@@ -147,6 +147,9 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) 
   vector_[round_counts::kShutdownCount] = asks.shutdown ? 1 : 0;
   vector_[round_counts::kShutdownRankSum] = asks.shutdown ? rank : 0;
   vector_[round_counts::kPauseCount] = asks.pause ? 1 : 0;
+  // Whether this rank sets any position word below (joined: perhaps; counted conservatively).
+  vector_[round_counts::kPositionRanks] =
+      (waiting_count_ > 0 || joined_ || !invalidate.empty()) ? 1 : 0;
   if (waiting_count_ > 0) {
     const int64_t holds = round_counts::position_word(true, true, false, size);
     for (int p = 0; p < static_cast<int>(cached_.size()); ++p)
@@ -182,7 +185,10 @@ StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) 
   // Invalidations: erased everywhere; a holder here resubmits in this round's exchange.
   std::vector<int>& agreed = agreed_;
   agreed.clear();
-  for (int p = 0; p < positions; ++p) {
+  // No rank set a position word: nothing is agreed or invalidated (a round that only waits or
+  // coordinates skips the pass over every position).
+  const int scanned = vector_[round_counts::kPositionRanks] > 0 ? positions : 0;
+  for (int p = 0; p < scanned; ++p) {
     const int64_t word = vector_[kHeader + p];
     if (word == 0) continue;  // nobody holds, is ready for or invalidates it
     const round_counts::PositionCounts c = round_counts::decode_position(word, size);

@@ -7,11 +7,11 @@
 //     cached request waiting longer than half of HORA_STALL_WARNING_S (so the coordinator can
 //     name the missing ranks), invalidates its cache position.
 //  2. One allreduce (sum, int64) over [has-uncached, shutdown count, shutdown rank sum, pause
-//     count, one word per cache position] (round_counts.h has the encoding and its range).
-//     A rank adds, per position: 1 when it is ready (it has the tensor, or it has joined and
-//     the cached collective is an allreduce with sum or average), (size+1) when it holds the
-//     tensor, (size+1)^2 when it invalidates the position. The sums decode to: ready on every
-//     rank, held by at least one rank that has not joined, invalidated by anyone. One
+//     count, ranks setting position words, one word per cache position] (round_counts.h has the
+//     encoding and its range). A rank adds, per position: 1 when it is ready (it has the tensor, or
+//     it has joined and the cached collective is an allreduce with sum or average), (size+1) when
+//     it holds the tensor, (size+1)^2 when it invalidates the position. The sums decode to: ready
+//     on every rank, held by at least one rank that has not joined, invalidated by anyone. One
 //     reduction carries readiness, join, invalidation, shutdown and pause, so the steady state
 //     (every tensor cached) costs this single small collective. Every wait of a round ends at
 //     one deadline, HORA_TIMEOUT_S after the round began.

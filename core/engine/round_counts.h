@@ -2,7 +2,8 @@
 // how the sums read back. Pure arithmetic, no state.
 //
 // The vector is int64: kHeaderWords words, then one word per response-cache position.
-// Header: [has-uncached, shutdown count, sum of the ranks asking to shut down, pause count].
+// Header: [has-uncached, shutdown count, sum of the ranks asking to shut down, pause count,
+// ranks that set any position word (zero: every position word is zero, and a round skips them)].
 // Per position a rank adds 1 when it is ready, B = size + 1 when it holds the tensor, and B^2
 // when it invalidates the position. Summed over `size` ranks each count is at most size < B,
 // so the three counts are the base-B digits of the word, and the largest word (every rank
@@ -24,6 +25,7 @@ enum HeaderWord : int {
   kShutdownCount,    // ranks asking every rank to stop after this round
   kShutdownRankSum,  // the sum of their ranks: names the rank when only one asked
   kPauseCount,       // ranks asking to park their engines after this round
+  kPositionRanks,    // ranks that set any position word (holding, ready or invalidating)
   kHeaderWords,
 };
 
