@@ -102,6 +102,9 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
   if (auto v = env.get("HORA_FUSION_IN_PLACE")) {
     HORA_ASSIGN_OR_RETURN(c.fusion_in_place, parse_bool("HORA_FUSION_IN_PLACE", *v));
   }
+  if (auto v = env.get("HORA_WAITERS_HELP")) {
+    HORA_ASSIGN_OR_RETURN(c.waiters_help, parse_bool("HORA_WAITERS_HELP", *v));
+  }
   if (auto v = env.get("HORA_CYCLE_TIME_MS")) {
     HORA_ASSIGN_OR_RETURN(c.cycle_time_ms, parse_double("HORA_CYCLE_TIME_MS", *v, 0, 10000));
   }

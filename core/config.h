@@ -39,6 +39,7 @@ struct Config {
   bool shm_enabled = true;                                            // HORA_SHM
   int64_t fusion_threshold_bytes = int64_t{64} << 20;                 // HORA_FUSION_THRESHOLD
   bool fusion_in_place = true;                                        // HORA_FUSION_IN_PLACE
+  bool waiters_help = true;                                           // HORA_WAITERS_HELP
   double cycle_time_ms = 1.0;                                         // HORA_CYCLE_TIME_MS
   double heartbeat_ms = 100.0;                                        // HORA_HEARTBEAT_MS
   int64_t cache_capacity = 1024;                                      // HORA_CACHE_CAPACITY

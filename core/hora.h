@@ -110,10 +110,12 @@ class Handle {
   Status wait_on_stream(void* stream, std::chrono::milliseconds timeout);
 
   // Runs `callback` exactly once with the final Status: at once on the calling thread when
-  // the handle is already complete, else on the engine thread right after completion (before
-  // wait() returns to other threads). The callback must be short and must not call into hora at
-  // all (it runs on the thread that completes handles, and during shutdown under the runtime's
-  // lock: a call to rank(), an enqueue or a wait from it would deadlock). One callback per handle:
+  // the handle is already complete, else right after completion (before wait() returns to
+  // other threads) on the thread that ran the engine's round: the engine thread, or a thread
+  // that was waiting on one of this job's handles and ran the round itself (HORA_WAITERS_HELP).
+  // The callback must be short and must not call into hora at all (it runs on the thread that
+  // completes handles, and during shutdown under the runtime's lock: a call to rank(), an
+  // enqueue or a wait from it would deadlock). One callback per handle:
   // a second call replaces a callback that has not run yet. An invalid handle's callback runs at
   // once with kFailedPrecondition.
   void on_complete(std::function<void(const Status&)> callback) const;
@@ -146,7 +148,8 @@ struct AllreduceOptions {
 };
 
 // Where allgather, alltoall and reducescatter put a result whose shape is known only after
-// negotiation. Called once per collective on the engine thread, with the input's dtype and
+// negotiation. Called once per collective on the thread that runs the engine's round (as
+// Handle::on_complete's callbacks), with the input's dtype and
 // the output's shape; returns a view of caller-owned memory of exactly that dtype and shape
 // (contiguous, on the input's device) that stays valid until the handle completed. When it
 // fails (or returns a view of another dtype or shape), this rank still runs the collective

@@ -37,6 +37,7 @@ const char* const kKnown[] = {
     "HORA_START_TIMEOUT_S",
     "HORA_TIMELINE",
     "HORA_TIMEOUT_S",
+    "HORA_WAITERS_HELP",
 };
 
 bool known(const std::string& name) {

@@ -29,6 +29,10 @@ constexpr std::chrono::microseconds kQuiet{50};
 // (part of the margin over HORA_TIMEOUT_S within which a dead or stopped rank is reported).
 constexpr std::chrono::milliseconds kBoardWait{1000};
 
+// This thread runs a round now (holds the run token): it must not help (the token is not
+// reentrant; a completion callback that waits on another handle runs inside a round).
+thread_local bool t_in_round = false;
+
 // Shows in top, gdb and /proc/<pid>/task/*/comm (at most 15 characters).
 void set_thread_name(const char* name) { pthread_setname_np(pthread_self(), name); }
 
@@ -41,7 +45,10 @@ Clock::duration ms(double v) {
 Engine::Engine(collectives::Communicator& comm, const Config& config, collectives::Store* store,
                const std::string& store_prefix, const collectives::Topology* topology,
                const DeviceResources* device)
-    : comm_(comm), config_(config), board_(store, store_prefix, comm.rank(), comm.size()) {
+    : comm_(comm),
+      config_(config),
+      board_(store, store_prefix, comm.rank(), comm.size()),
+      help_enabled_(config.waiters_help) {
   ControllerOptions co;
   co.timeout_s = config.timeout_s;
   co.stall_warning_s = config.stall_warning_s;
@@ -171,20 +178,21 @@ void Engine::fail_all(const Status& why) {
   }
 }
 
-void Engine::wait_for_round() {
+bool Engine::wait_for_round() {
   const Clock::duration cycle = ms(config_.cycle_time_ms);
   const Clock::time_point now = Clock::now();
-  if (controller_->has_pending()) {
+  if (pending_.load(std::memory_order_acquire)) {
     // The last round agreed something: what is left is likely the other ranks' next requests,
     // so go straight into the next round (it waits for them). A round that agreed nothing is
     // followed by one cycle time, cut short by a new request here, so ranks that wait on each
     // other do not spin rounds.
-    if (!last_round_progressed_) queue_.wait_for_work(now + cycle);
-    return;
+    if (!last_round_progressed_.load(std::memory_order_acquire)) queue_.wait_for_work(now + cycle);
+    return false;
   }
-  if (!queue_.wait_for_work(now + ms(config_.heartbeat_ms))) return;
-  // One rank: nothing to negotiate, so nothing gained by waiting for more.
-  if (comm_.size() == 1) return;
+  if (!queue_.wait_for_work(now + ms(config_.heartbeat_ms))) return true;  // the heartbeat
+  // One rank: nothing to negotiate, so nothing gained by waiting for more. Woken with nothing
+  // new (a helping caller left work to this thread): no burst to wait for.
+  if (comm_.size() == 1 || queue_.fresh_count() == 0) return false;
   // Something arrived: let the rest of this burst join it, until the cycle time has passed,
   // the burst went quiet (no new request for kQuiet), or a caller waits on a handle while its
   // requests are still here (it enqueues nothing more: a lone blocking call goes at once), so
@@ -199,46 +207,129 @@ void Engine::wait_for_round() {
     if (n == seen) break;
     seen = n;
   }
+  return false;
+}
+
+bool Engine::round_due() {
+  if (pending_.load(std::memory_order_relaxed) || queue_.fresh_count() > 0 ||
+      queue_.shutdown_requested() || pause_asked())
+    return true;
+  // No round for a heartbeat (by any thread): this rank still answers the others' rounds.
+  return Clock::now() - last_round_ >= ms(config_.heartbeat_ms);
+}
+
+bool Engine::step(bool helping) {
+  t_in_round = true;
+  Controller::Asks asks;
+  if (!helping) {
+    asked_shutdown_ = asked_shutdown_ || queue_.shutdown_requested();
+    asks.shutdown = asked_shutdown_;
+    asks.pause = !asked_shutdown_ && pause_asked();
+  }
+  StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asks);
+  Status status = list.status();
+  last_round_progressed_.store(status.is_ok() && !list->responses.empty(),
+                               std::memory_order_release);
+  if (status.is_ok()) status = executor_->execute(*list);
+  if (status.is_ok() && !list->fatal.empty()) status = Status(StatusCode::kTimeout, list->fatal);
+  pending_.store(controller_->has_pending(), std::memory_order_release);
+  last_round_ = Clock::now();
+  t_in_round = false;
+
+  if (!status.is_ok()) {
+    // Post before aborting (a neighbour blocked on this rank fails once it aborts and then
+    // finds the post), and name the root cause other ranks saw.
+    board_.post(status.message());
+    comm_.abort();
+    if (!collectives::FailureBoard::has_reports(status.message()))
+      status = Status(status.code(), board_.collect(status.message(), kBoardWait));
+    HORA_LOG(kError) << "engine stopped: " << status.to_string();
+    run_fatal_ = status;
+    fail_all(status);
+    ended_ = true;
+    return false;
+  }
+  if (list->shutdown) {
+    fail_all(Status::failed_precondition(
+        asked_shutdown_ ? "hora was shut down before this collective completed"
+                        : list->shutdown_by + " shut hora down before this collective completed"));
+    ended_ = true;
+    return false;
+  }
+  if (list->pause) park_due_ = true;
+  return true;
 }
 
 void Engine::loop() {
   set_thread_name("hora-engine");
-  bool asked_shutdown = false;
-  Status fatal;
   while (true) {
-    wait_for_round();
-    asked_shutdown = asked_shutdown || queue_.shutdown_requested();
-    Controller::Asks asks;
-    asks.shutdown = asked_shutdown;
-    asks.pause = !asked_shutdown && pause_asked();
-    StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asks);
-    Status status = list.status();
-    last_round_progressed_ = status.is_ok() && !list->responses.empty();
-    if (status.is_ok()) status = executor_->execute(*list);
-    if (status.is_ok() && !list->fatal.empty()) status = Status(StatusCode::kTimeout, list->fatal);
-
-    if (!status.is_ok()) {
-      // Post before aborting (a neighbour blocked on this rank fails once it aborts and then
-      // finds the post), and name the root cause other ranks saw.
-      board_.post(status.message());
-      comm_.abort();
-      if (!collectives::FailureBoard::has_reports(status.message()))
-        status = Status(status.code(), board_.collect(status.message(), kBoardWait));
-      HORA_LOG(kError) << "engine stopped: " << status.to_string();
-      fatal = status;
-      fail_all(status);
-      break;
+    const bool forced = wait_for_round();
+    bool park_now = false;
+    {
+      MutexLock run(&run_mu_);
+      if (ended_) break;
+      // A helping caller may have run the rounds this wake-up was for.
+      if (!park_due_ && (forced || round_due()) && !step(false)) break;
+      park_now = park_due_;
+      park_due_ = false;
     }
-    if (list->shutdown) {
-      fail_all(Status::failed_precondition(
-          asked_shutdown ? "hora was shut down before this collective completed"
-                         : list->shutdown_by + " shut hora down before this collective completed"));
-      break;
-    }
-    if (list->pause) park();
+    if (park_now) park();
   }
   timeline_.close();
+  Status fatal;
+  {
+    MutexLock run(&run_mu_);
+    fatal = run_fatal_;
+  }
   finish(fatal);
+}
+
+bool Engine::waiting() {
+  queue_.waiting();  // the burst is over whether or not this thread helps
+  if (!help_enabled_ || t_in_round) return false;
+  MutexLock lock(&mu_);
+  if (stopped_ || loop_ended_ || pause_asked_ || parked_) return false;
+  ++helpers_;
+  return true;
+}
+
+void Engine::help(const detail::HandleState& state) {
+  bool wake = false;
+  while (true) {
+    if (!run_mu_.try_lock()) break;  // another thread runs a round: it completes the handle
+    bool ran = false, more = true;
+    if (!ended_ && !queue_.shutdown_requested() && !pause_asked() && round_due()) {
+      ran = true;
+      more = step(true);
+    }
+    const bool ended = ended_, park = park_due_;
+    run_mu_.unlock();
+    if (ended || park || !more) {
+      wake = true;  // the loop ends or parks
+      break;
+    }
+    if (!ran) break;
+    {
+      MutexLock lock(&state.mu);
+      if (state.done) break;
+    }
+    // Not done yet. A round that agreed nothing waits for other ranks: the loop's cycle
+    // pacing takes over rather than this thread spinning rounds.
+    if (!last_round_progressed_.load(std::memory_order_acquire)) {
+      wake = true;
+      break;
+    }
+  }
+  if (wake || pending_.load(std::memory_order_acquire)) queue_.wake();
+  end_help();
+}
+
+void Engine::end_help() {
+  {
+    MutexLock lock(&mu_);
+    --helpers_;
+  }
+  cv_.notify_all();
 }
 
 Status Engine::stop() {
@@ -254,6 +345,8 @@ Status Engine::stop() {
   queue_.request_shutdown();
   if (thread_.joinable()) thread_.join();
   MutexLock lock(&mu_);
+  // A caller inside help() leaves within one round (the loop has ended: nothing more is due).
+  while (helpers_ > 0) cv_.wait(mu_);
   return fatal_;
 }
 

@@ -9,6 +9,15 @@
 // rank there is no burst window. No busy polling: an idle engine runs one small round per
 // heartbeat.
 //
+// Helping callers: a thread that waits on an incomplete handle runs rounds itself
+// (help()) while it can take the run token and each round agrees something, until its handle
+// is done; then the background thread, which would have run those rounds, finds nothing due
+// and goes back to sleep. Rounds are the same collective sequence on every rank whichever
+// thread runs them, so ranks may mix the two freely. A caller never helps while a pause or
+// the shutdown is asked (those rounds are the loop's), nor from inside a completion callback
+// run by a round (the token is not reentrant). Steps whose ranks are ready together thus
+// complete on the waiting threads, with no thread woken.
+//
 // Liveness: hora::init starts the thread, so from init on every rank takes part in a round at
 // least every heartbeat. A rank that is slow to reach a collective (loading data, compiling a
 // model) keeps answering rounds and is waited for; a rank that stopped answering (killed,
@@ -25,8 +34,9 @@
 // the rank that shut down); a communication failure or a fatal stall fails every pending
 // handle with that error and closes the queue, so later enqueues fail at once with it.
 //
-// Threads: enqueue, pause, resume, stop and stats from any thread; the communicator only from
-// the background thread, and from the pausing caller's thread while parked.
+// Threads: enqueue, pause, resume, stop and stats from any thread; the communicator, the
+// controller and the executors only from the thread holding the run token (run_mu_: the
+// background thread or a helping caller), and from the pausing caller's thread while parked.
 #pragma once
 
 #include <atomic>
@@ -52,7 +62,7 @@
 namespace hora {
 namespace engine {
 
-class Engine {
+class Engine final : public detail::WaitSignal {
  public:
   // `store` (may be null) carries the failure board under `store_prefix`. `topology` (may be
   // null: one host assumed; borrowed, must outlive the engine) gives the hierarchical
@@ -85,8 +95,15 @@ class Engine {
   // Idempotent. Returns the engine's fatal error if it had one.
   Status stop();
 
-  // What handles of this engine tell when a thread waits on them (ends the burst window).
-  detail::WaitSignal* wait_signal() { return &queue_; }
+  // What handles of this engine tell when a thread waits on them (ends the burst window,
+  // then helps).
+  detail::WaitSignal* wait_signal() { return this; }
+  // WaitSignal: ends the burst; true when the thread may help (not stopped, not paused, not
+  // inside a round on this thread, HORA_HELP not 0).
+  bool waiting() override;
+  // WaitSignal: runs rounds on this thread while the token is free and each agrees something,
+  // until `state` is done; wakes the background thread when work is left to it.
+  void help(const detail::HandleState& state) override;
 
   int size() const { return comm_.size(); }
   int rank() const { return comm_.rank(); }
@@ -98,11 +115,21 @@ class Engine {
   Status ended_status() const HORA_REQUIRES(mu_);
   bool pause_asked() const HORA_EXCLUDES(mu_);
   void loop();
-  // Sleeps until the next round is due (see the loop above).
-  void wait_for_round();
+  // Sleeps until the next round may be due (see the loop above). Returns true when one is
+  // due whatever the queue holds (a wake-up, shutdown, or the heartbeat).
+  bool wait_for_round();
+  // With the token: whether a round is due (new requests, requests not yet agreed, the
+  // heartbeat since the last round by any thread, a pause or shutdown asked).
+  bool round_due() HORA_REQUIRES(run_mu_);
+  // With the token: one round and the execution of what it agreed, from the loop or a helping
+  // caller (`helping`: asks neither pause nor shutdown). Returns false when the engine ended
+  // (shutdown or failure; handles failed, ended_ set).
+  bool step(bool helping) HORA_REQUIRES(run_mu_);
   // Parks until resume() or stop(). Background thread.
   void park();
   void fail_all(const Status& why);
+  // A helping caller left help().
+  void end_help() HORA_EXCLUDES(mu_);
   // The loop ended: records why and wakes pause() callers.
   void finish(const Status& fatal);
 
@@ -114,7 +141,20 @@ class Engine {
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<DeviceExecutor> device_executor_;  // before executor_, which borrows it
   std::unique_ptr<Executor> executor_;
-  bool last_round_progressed_ = false;  // background thread: the last round agreed something
+
+  // The run token: held by whichever thread runs a round (never with mu_ held inside it:
+  // a round's callbacks may enqueue). Not reentrant: t_in_round (engine.cc) keeps a thread
+  // that runs a round from helping again.
+  Mutex run_mu_ HORA_ACQUIRED_BEFORE(mu_);
+  bool asked_shutdown_ HORA_GUARDED_BY(run_mu_) = false;   // a round asked it
+  bool ended_ HORA_GUARDED_BY(run_mu_) = false;            // a round ended the engine
+  bool park_due_ HORA_GUARDED_BY(run_mu_) = false;         // a round agreed to pause
+  Status run_fatal_ HORA_GUARDED_BY(run_mu_);              // why a round ended it, if failed
+  Clock::time_point last_round_ HORA_GUARDED_BY(run_mu_);  // when the last round ended
+  // Written with the token, read by the background thread's sleep without it.
+  std::atomic<bool> last_round_progressed_{false};  // the last round agreed something
+  std::atomic<bool> pending_{false};                // requests here not agreed yet
+  const bool help_enabled_;                         // HORA_HELP (config), default on
 
   // mu_ guards the fields below it; never held while the loop runs a round, taken before
   // the queue's mutex when both are (enqueue takes them one after the other, never nested).
@@ -128,6 +168,7 @@ class Engine {
   bool pause_asked_ HORA_GUARDED_BY(mu_) = false;  // pause() waits for every rank to ask
   bool parked_ HORA_GUARDED_BY(mu_) = false;       // the loop sits in park()
   bool loop_ended_ HORA_GUARDED_BY(mu_) = false;   // the loop returned (shutdown or failure)
+  int helpers_ HORA_GUARDED_BY(mu_) = 0;           // callers inside help(); stop() waits
   Status fatal_ HORA_GUARDED_BY(mu_);              // why the loop ended when it failed
 };
 

@@ -12,6 +12,20 @@ namespace {
 const std::string kInvalidName = "<invalid handle>";
 const std::vector<uint8_t> kNoBytes;
 const std::vector<int64_t> kNoInts;
+
+// A thread is about to wait on `state`: unless it is complete, tell the engine (which ends
+// its burst) and, when it allows, run the engine's rounds on this thread (WaitSignal::help).
+// A help may outlast a timed wait's timeout by at most one round (bounded by HORA_TIMEOUT_S).
+void help_engine(detail::HandleState& state, bool wait) {
+  if (!wait) return;
+  bool help = false;
+  {
+    MutexLock lock(&state.mu);
+    if (state.done || state.waiting == nullptr) return;
+    help = state.waiting->waiting();
+  }
+  if (help) state.waiting->help(state);
+}
 }  // namespace
 
 const std::string& Handle::name() const { return state_ ? state_->name : kInvalidName; }
@@ -22,8 +36,8 @@ Status Handle::wait() {
   // within HORA_TIMEOUT_S (plus a margin) of a peer dying or stopping. A wait of its own would
   // race that deadline and report a bare timeout instead of the rank at fault, and would give
   // up on a rank that is merely slow to submit (it is alive: its engine answers every round).
+  help_engine(*state_, true);
   MutexLock lock(&state_->mu);
-  if (!state_->done && state_->waiting != nullptr) state_->waiting->waiting();
   while (!state_->done) state_->cv.wait(state_->mu);
   return state_->status;
 }
@@ -31,10 +45,9 @@ Status Handle::wait() {
 Status Handle::wait(std::chrono::milliseconds timeout) {
   if (!state_) return Status::failed_precondition("wait() on an invalid (default) hora::Handle");
   const auto until = std::chrono::steady_clock::now() + timeout;
+  // A zero timeout only looks; it neither ends the engine's burst nor helps.
+  help_engine(*state_, timeout.count() > 0);
   MutexLock lock(&state_->mu);
-  // A zero timeout only looks; it does not end the engine's burst.
-  if (!state_->done && timeout.count() > 0 && state_->waiting != nullptr)
-    state_->waiting->waiting();
   while (!state_->done && std::chrono::steady_clock::now() < until)
     state_->cv.wait_until(state_->mu, until);
   if (!state_->done) {
@@ -54,11 +67,10 @@ Status Handle::wait_on_stream(void* stream, std::chrono::milliseconds timeout) {
   if (!state_)
     return Status::failed_precondition("wait_on_stream() on an invalid (default) hora::Handle");
   const auto until = std::chrono::steady_clock::now() + timeout;
+  help_engine(*state_, timeout.count() > 0);
   std::function<Status(void*)> waiter;
   {
     MutexLock lock(&state_->mu);
-    if (!state_->done && timeout.count() > 0 && state_->waiting != nullptr)
-      state_->waiting->waiting();
     // A device collective publishes its completion event before it completes; a host one
     // (or a failure) only completes.
     while (!state_->done && !(state_->stream_waiter && state_->status.is_ok()) &&

@@ -9,9 +9,9 @@
 // Pointers returned by find() stay valid until remove() of that name (node-based map), so the
 // background thread uses entries without holding the lock while bytes move.
 //
-// Burst end: the queue is the handles' WaitSignal. A thread that waits on a handle while
-// requests are still untaken ends the burst (wait_in_burst returns true), because a caller
-// that waits enqueues nothing more for now. take_new() resets it; a wait after the requests
+// Burst end: the engine (the handles' WaitSignal) calls waiting(). A thread that waits on a
+// handle while requests are still untaken ends the burst (wait_in_burst returns true), because a
+// caller that waits enqueues nothing more for now. take_new() resets it; a wait after the requests
 // were taken (on the previous step's handles) says nothing about the next burst.
 #pragma once
 
@@ -39,13 +39,13 @@ struct Entry {
   TensorView in;
   TensorView out;  // allreduce: where the result goes; broadcast: the tensor itself
   // allgather, alltoall, reducescatter: where the result goes (core/hora.h); empty: into
-  // the handle's output. Called on the background thread.
+  // the handle's output. Called on the thread that runs the round (Engine::step).
   OutputAllocator allocate;
   std::shared_ptr<detail::HandleState> handle;
   Clock::time_point enqueued;
 };
 
-class TensorQueue : public detail::WaitSignal {
+class TensorQueue {
  public:
   // Adds every entry or none: fails when one of the names is already in flight (or appears
   // twice in the batch), or after close(), naming the tensor.
@@ -66,9 +66,9 @@ class TensorQueue : public detail::WaitSignal {
   // are untaken, shutdown is requested, or `until`. Returns true when the burst is over (the
   // first two); `fresh` receives fresh_count().
   bool wait_in_burst(Clock::time_point until, size_t* fresh);
-  // WaitSignal: a thread started waiting on a handle that is not complete (any thread; the
-  // handle's mutex is held, this takes only the queue's).
-  void waiting() override;
+  // A thread started waiting on a handle that is not complete (Engine::waiting, any thread;
+  // the handle's mutex may be held, this takes only the queue's): ends the burst.
+  void waiting();
 
   Entry* find(const std::string& name);
   // Background thread: (*out)[i] = responses[i].local_entry, or find(responses[i].name) when

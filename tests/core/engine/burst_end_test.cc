@@ -1,7 +1,7 @@
 // The engine's burst window ends when a caller waits (tensor_queue.h, "Burst end"): a thread
 // waiting on a handle whose request is still queued ends it at once; a wait on a handle whose
 // request was already taken (the previous step's) does not end the next burst; a zero-timeout
-// wait only looks. No engine: a TensorQueue and handles pointing at it.
+// wait only looks. No engine: a TensorQueue and handles whose WaitSignal tells it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -25,9 +25,25 @@ struct Queued {
   Handle handle;
 };
 
+// What the engine tells the queue when a thread waits (Engine::waiting), without helping.
+class QueueSignal : public detail::WaitSignal {
+ public:
+  explicit QueueSignal(TensorQueue& q) : q_(q) {}
+  bool waiting() override {
+    q_.waiting();
+    return false;
+  }
+  void help(const detail::HandleState&) override {}
+
+ private:
+  TensorQueue& q_;
+};
+
 Queued enqueue(TensorQueue& q, const std::string& name) {
+  static std::vector<std::unique_ptr<QueueSignal>> signals;  // outlive every handle
+  signals.push_back(std::make_unique<QueueSignal>(q));
   Queued out;
-  out.state = std::make_shared<detail::HandleState>(name, 1, 1.0, &q);
+  out.state = std::make_shared<detail::HandleState>(name, 1, 1.0, signals.back().get());
   out.handle = Handle(out.state);
   Entry e;
   e.request.name = name;

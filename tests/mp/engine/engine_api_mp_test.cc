@@ -300,17 +300,17 @@ TEST(EngineApiCallbacks, EachRunsOnceBeforeWaitReturnsInCompletionOrder) {
   EXPECT_EQ(order, want);
 }
 
-TEST(EngineApiCallbacks, APendingHandlesCallbackRunsOnTheEngineThread) {
+// It runs on the thread that ran the completing round: the engine thread, or this thread when
+// its wait helped (HORA_WAITERS_HELP); either way after registration and before wait returns.
+TEST(EngineApiCallbacks, APendingHandlesCallbackRunsAtCompletionNotAtRegistration) {
   if (size() < 2) GTEST_SKIP() << "needs a peer that arrives late";
   std::vector<float> x(5, 1.f), go(1, 0.f);
   Handle h;
   std::atomic<int> calls{0};
-  std::thread::id ran_on;
   if (rank() == 0) {
     h = allreduce_async("cb.late", view(x), view(x), ReduceOp::kSum);
     h.on_complete([&](const Status& s) {
       EXPECT_TRUE(s.is_ok()) << s.to_string();
-      ran_on = std::this_thread::get_id();
       ++calls;
     });
     EXPECT_EQ(calls.load(), 0);
@@ -321,7 +321,6 @@ TEST(EngineApiCallbacks, APendingHandlesCallbackRunsOnTheEngineThread) {
   ASSERT_TRUE(h.wait().is_ok());
   if (rank() == 0) {
     EXPECT_EQ(calls.load(), 1);
-    EXPECT_NE(ran_on, std::this_thread::get_id());
   }
 }
 
