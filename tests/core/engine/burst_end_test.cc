@@ -26,7 +26,7 @@ struct Queued {
 };
 
 // What the engine tells the queue when a thread waits (Engine::waiting), without helping.
-class QueueSignal : public detail::WaitSignal {
+class QueueSignal final : public detail::WaitSignal {
  public:
   explicit QueueSignal(TensorQueue& q) : q_(q) {}
   bool waiting() override {
