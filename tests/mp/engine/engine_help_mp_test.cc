@@ -1,0 +1,122 @@
+// A thread that waits on a handle runs the engine's rounds itself (HORA_WAITERS_HELP,
+// docs/architecture.md, "The engine's fast paths"): ranks that help and ranks that leave every
+// round to the background thread agree bit for bit; the waiting thread does run rounds (the
+// completion callback sees it) and never does with HORA_WAITERS_HELP=0; many threads waiting
+// at once all complete; a timed wait on a tensor no peer submitted still returns in time.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/hora.h"
+
+namespace hora {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TensorView view(std::vector<float>& v) {
+  return TensorView::flat(v.data(), DataType::kFloat32, static_cast<int64_t>(v.size())).value();
+}
+
+float input(int t, size_t i, int r) { return static_cast<float>((r + 1) * (i % 7 + 1) + t); }
+float expected_sum(int t, size_t i, int n) {
+  return static_cast<float>((i % 7 + 1) * (n * (n + 1) / 2) + n * t);
+}
+
+void reinit(std::vector<std::pair<std::string, std::string>> settings) {
+  ASSERT_TRUE(shutdown().is_ok());
+  InitOptions options;
+  options.settings = std::move(settings);
+  ASSERT_TRUE(init(options).is_ok());
+}
+
+// `steps` steps of `tensors` allreduces named prefix.t, enqueued back to back then waited;
+// every result checked. Returns how many completion callbacks a round run on this thread ran.
+int run_steps(const std::string& prefix, int tensors, int steps) {
+  std::vector<std::vector<float>> in(tensors), out(tensors);
+  for (int t = 0; t < tensors; ++t) {
+    const size_t n = 1 + static_cast<size_t>(t * 37) % 300;
+    for (size_t i = 0; i < n; ++i) in[t].push_back(input(t, i, rank()));
+    out[t].assign(n, -1.f);
+  }
+  std::atomic<int> here{0};
+  const std::thread::id me = std::this_thread::get_id();
+  std::vector<Handle> handles(tensors);
+  std::vector<char> registering(tensors, 0);  // outlives every callback of the handles
+  for (int s = 0; s < steps; ++s) {
+    for (int t = 0; t < tensors; ++t) {
+      handles[t] =
+          allreduce_async(prefix + std::to_string(t), view(in[t]), view(out[t]), ReduceOp::kSum);
+      // A handle already complete runs its callback at once, here: not a round run here.
+      registering[t] = 1;
+      const char* flag = &registering[t];
+      handles[t].on_complete([&here, flag, me](const Status&) {
+        if (std::this_thread::get_id() == me && *flag == 0) ++here;
+      });
+      registering[t] = 0;
+    }
+    for (int t = 0; t < tensors; ++t) {
+      Status st = handles[t].wait();
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      if (!st.is_ok()) return here.load();
+    }
+    for (int t = 0; t < tensors; ++t)
+      for (size_t i = 0; i < out[t].size(); ++i) {
+        EXPECT_EQ(out[t][i], expected_sum(t, i, size()))
+            << prefix << t << "[" << i << "] in step " << s;
+        if (out[t][i] != expected_sum(t, i, size())) return here.load();
+      }
+  }
+  return here.load();
+}
+
+TEST(EngineHelp, RanksThatHelpAndRanksThatDoNotAgree) {
+  // Even ranks help, odd ranks leave every round to their background thread.
+  reinit({{"HORA_WAITERS_HELP", rank() % 2 == 0 ? "1" : "0"}});
+  run_steps("mixed.", 24, 30);
+  reinit({});
+}
+
+TEST(EngineHelp, TheWaitingThreadRunsRoundsOnlyWhenAllowed) {
+  // With helping on, a waiting thread that finds the run token free runs the round. A lone
+  // call waited at once usually gets there before the background thread its enqueue woke:
+  // over 300 such calls some callbacks run here. With it off, never.
+  EXPECT_GT(run_steps("help.on.", 1, 300), 0);
+  reinit({{"HORA_WAITERS_HELP", "0"}});
+  EXPECT_EQ(run_steps("help.off.", 2, 50), 0);
+  reinit({});
+}
+
+TEST(EngineHelp, ManyWaitingThreadsAllComplete) {
+  // Four threads each enqueue and wait on their own tensors (the same sequence on every
+  // rank): they contend for the run token, and every handle completes with the right sum.
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([k] { run_steps("thread" + std::to_string(k) + ".", 3, 40); });
+  for (std::thread& t : threads) t.join();
+}
+
+TEST(EngineHelp, ATimedWaitOnATensorNoPeerSubmittedReturnsInTime) {
+  if (size() < 2) GTEST_SKIP() << "needs a peer that does not submit";
+  std::vector<float> x(3, 1.f);
+  Handle h;
+  if (rank() == 0) {
+    h = allreduce_async("lonely", view(x), view(x), ReduceOp::kSum);
+    const auto t0 = Clock::now();
+    EXPECT_EQ(h.wait(std::chrono::milliseconds(300)).code(), StatusCode::kTimeout);
+    // The help runs at most a round past the timeout; the peers answer one per heartbeat.
+    EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
+  }
+  ASSERT_TRUE(barrier().is_ok());
+  if (rank() != 0) h = allreduce_async("lonely", view(x), view(x), ReduceOp::kSum);
+  ASSERT_TRUE(h.wait().is_ok());
+  EXPECT_EQ(x[0], static_cast<float>(size()));
+}
+
+}  // namespace
+}  // namespace hora
