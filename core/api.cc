@@ -74,17 +74,21 @@ Entry& add_entry(std::vector<Entry>& entries, const std::string& name, Collectiv
   return e;
 }
 
-// A batch of one (reserved, so the entry is built where it stays).
-std::vector<Entry> one_entry() {
-  std::vector<Entry> entries;
-  entries.reserve(1);
+// An empty batch for one entry: the calling thread's own, reused from call to call (its
+// capacity kept, so a call allocates no vector; submit() empties it again). Nothing between
+// add_entry and submit calls back into the API, so one per thread suffices.
+std::vector<Entry>& one_entry() {
+  thread_local std::vector<Entry> entries;
+  entries.clear();
   return entries;
 }
 
-// Enqueues entries sharing `handle`; returns the handle or a failed one.
-Handle submit(engine::Engine& eng, std::vector<Entry> entries,
+// Enqueues entries sharing `handle`, then empties `entries` (the enqueued ones are moved
+// from; a failed batch's handle references go now); returns the handle or a failed one.
+Handle submit(engine::Engine& eng, std::vector<Entry>& entries,
               std::shared_ptr<detail::HandleState> handle) {
   Status s = eng.enqueue(std::move(entries));
+  entries.clear();
   if (!s.is_ok()) return fail(handle->name, s);
   return Handle(std::move(handle));
 }
@@ -166,13 +170,13 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   const std::string& name = resolve_name(given, CollectiveType::kAllreduce, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  std::vector<Entry> entries = one_entry();
+  std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, in, out, handle);
   e.request.op = op;
   e.request.prescale = prescale;
   e.request.postscale = postscale;
   e.request.compression = options.compression;
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit(*eng, entries, std::move(handle));
 }
 
 Handle grouped_allreduce_async(const std::vector<std::string>& names,
@@ -230,7 +234,7 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
     e.request.group_key = key;
     e.request.group_size = static_cast<int32_t>(resolved.size());
   }
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit(*eng, entries, std::move(handle));
 }
 
 std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
@@ -301,10 +305,10 @@ Handle allgather_async(const std::string& given, const TensorView& in, OutputAll
   const std::string& name = resolve_name(given, CollectiveType::kAllgather, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  std::vector<Entry> entries = one_entry();
+  std::vector<Entry>& entries = one_entry();
   add_entry(entries, name, CollectiveType::kAllgather, in, in, handle).allocate =
       std::move(allocate);
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit(*eng, entries, std::move(handle));
 }
 
 Handle broadcast_async(const std::string& given, const TensorView& tensor, int root) {
@@ -322,9 +326,9 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
   const std::string& name = resolve_name(given, CollectiveType::kBroadcast, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  std::vector<Entry> entries = one_entry();
+  std::vector<Entry>& entries = one_entry();
   add_entry(entries, name, CollectiveType::kBroadcast, tensor, tensor, handle).request.root = root;
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit(*eng, entries, std::move(handle));
 }
 
 Handle alltoall_async(const std::string& given, const TensorView& in,
@@ -365,11 +369,11 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
   const std::string& name = resolve_name(given, CollectiveType::kAlltoall, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  std::vector<Entry> entries = one_entry();
+  std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kAlltoall, in, in, handle);
   e.request.splits = std::move(resolved);
   e.allocate = std::move(allocate);
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit(*eng, entries, std::move(handle));
 }
 
 Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
@@ -386,11 +390,11 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   const std::string& name = resolve_name(given, CollectiveType::kReducescatter, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  std::vector<Entry> entries = one_entry();
+  std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
   e.allocate = std::move(allocate);
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit(*eng, entries, std::move(handle));
 }
 
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out, ReduceOp op,
@@ -455,14 +459,14 @@ Handle control_request(CollectiveType type, const std::string& name) {
                 Status::failed_precondition(std::string(engine::collective_name(type)) + kNotInit));
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
-  std::vector<Entry> entries = one_entry();
+  std::vector<Entry>& entries = one_entry();
   Entry& e = entries.emplace_back();
   e.request.name = name;
   e.request.type = type;
   e.request.dtype = DataType::kUint8;
   e.handle = handle;
   e.enqueued = engine::Clock::now();
-  return submit(*eng, std::move(entries), std::move(handle));
+  return submit(*eng, entries, std::move(handle));
 }
 
 // A barrier or join that a blocking call with a timeout gave up on. It is still in flight

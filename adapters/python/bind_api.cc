@@ -112,7 +112,8 @@ void bind_api(py::module_& m) {
       [](py::handle tensor, const std::string& name) {
         ImportedTensor t =
             check(import_tensor(tensor, name.empty() ? "<unnamed>" : name, "input", false));
-        return py::make_tuple(data_type_name(t.view.dtype()), py::tuple(py::cast(t.view.shape())),
+        return py::make_tuple(data_type_name(t.view.dtype()),
+                              py::tuple(py::cast(t.view.shape().to_vector())),
                               t.view.device().to_string());
       },
       py::arg("tensor"), py::arg("name") = "",

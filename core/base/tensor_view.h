@@ -3,7 +3,9 @@
 // waits for that stream's work, and only that, before reading the tensor: device_executor.h).
 // The memory belongs to the caller (a framework tensor, a test buffer); the view must not
 // outlive it. Element and byte counts are computed with overflow checks when the view is made,
-// so a view that exists is always consistent.
+// so a view that exists is always consistent. The shape is held inline up to
+// SmallShape::kInlineDims dimensions (small_shape.h), so copying a view allocates nothing: the
+// engine copies each tensor's views into its queue entry.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 
 #include "core/base/data_type.h"
 #include "core/base/device.h"
+#include "core/base/small_shape.h"
 #include "core/base/status.h"
 
 namespace hora {
@@ -30,7 +33,8 @@ class TensorView {
 
   void* data() const { return data_; }
   DataType dtype() const { return dtype_; }
-  const std::vector<int64_t>& shape() const { return shape_; }
+  // Reads like a const std::vector<int64_t> and converts to one (small_shape.h).
+  const SmallShape& shape() const { return shape_; }
   const Device& device() const { return device_; }
   int64_t element_count() const { return element_count_; }
   int64_t byte_count() const { return byte_count_; }
@@ -47,9 +51,13 @@ class TensorView {
   std::string shape_string() const;
 
  private:
+  // make() over `rank` dimensions at `dims` (flat() builds no vector).
+  static StatusOr<TensorView> make_dims(void* data, DataType dtype, const int64_t* dims,
+                                        size_t rank, Device device);
+
   void* data_ = nullptr;
   DataType dtype_ = DataType::kFloat32;
-  std::vector<int64_t> shape_;
+  SmallShape shape_;
   Device device_;
   void* stream_ = nullptr;
   int64_t element_count_ = 0;
@@ -58,5 +66,7 @@ class TensorView {
 
 // "[4,5]" for any shape vector.
 std::string shape_to_string(const std::vector<int64_t>& shape);
+// The same for `count` dimensions at `dims`.
+std::string shape_to_string(const int64_t* dims, size_t count);
 
 }  // namespace hora

@@ -115,7 +115,7 @@ void Controller::send_to_coordinator(int p, std::vector<Request>& to) {
   }
 }
 
-StatusOr<ResponseList> Controller::round(std::vector<Request> fresh, Asks asks) {
+StatusOr<ResponseList> Controller::round(std::vector<Request>& fresh, Asks asks) {
   const auto now = std::chrono::steady_clock::now();
   const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
   ++stats_.rounds;

@@ -71,10 +71,11 @@ class Controller {
     bool shutdown = false;  // stop after this round
     bool pause = false;     // park the engines after this round (every rank must ask)
   };
-  // One round. `fresh`: this rank's requests enqueued since the last round. The list's
+  // One round. `fresh`: this rank's requests enqueued since the last round (moved from: the
+  // caller keeps the vector, to clear and reuse). The list's
   // shutdown is set when any rank asked, its pause when every rank asked. Fails only when
   // communication fails or a control message is corrupted (then the engine is broken).
-  StatusOr<ResponseList> round(std::vector<Request> fresh, Asks asks);
+  StatusOr<ResponseList> round(std::vector<Request>& fresh, Asks asks);
 
   // This rank has requests not yet agreed (the engine then runs rounds back to back).
   bool has_pending() const { return waiting_count_ > 0 || !resubmit_.empty() || !sent_.empty(); }

@@ -103,7 +103,7 @@ void Engine::start_locked() {
   thread_ = std::thread([this] { loop(); });
 }
 
-Status Engine::enqueue(std::vector<Entry> entries) {
+Status Engine::enqueue(std::vector<Entry>&& entries) {
   {
     MutexLock lock(&mu_);
     if (stopped_)
@@ -226,7 +226,8 @@ bool Engine::step(bool helping) {
     asks.shutdown = asked_shutdown_;
     asks.pause = !asked_shutdown_ && pause_asked();
   }
-  StatusOr<ResponseList> list = controller_->round(queue_.take_new(), asks);
+  queue_.take_new(&taken_);
+  StatusOr<ResponseList> list = controller_->round(taken_, asks);
   Status status = list.status();
   last_round_progressed_.store(status.is_ok() && !list->responses.empty(),
                                std::memory_order_release);

@@ -80,8 +80,10 @@ class Engine final : public detail::WaitSignal {
   // Starts the background thread (and opens the timeline on rank 0). Idempotent.
   void start();
   // Adds the entries atomically and returns one handle for all of them (group) or fails.
-  // Starts the background thread if start() was not called.
-  Status enqueue(std::vector<Entry> entries);
+  // Starts the background thread if start() was not called. The entries are moved from (on
+  // failure some may be); the caller may clear the vector and reuse its capacity (core/api.cc
+  // keeps one per thread).
+  Status enqueue(std::vector<Entry>&& entries);
   // Collective: every rank calls it. Blocks until this rank's engine parked after the round in
   // which every rank asked (the same round everywhere), then returns OK: the caller's thread
   // may use the communicator until resume(). Fails with kTimeout when not every rank asked
@@ -151,6 +153,8 @@ class Engine final : public detail::WaitSignal {
   bool park_due_ HORA_GUARDED_BY(run_mu_) = false;         // a round agreed to pause
   Status run_fatal_ HORA_GUARDED_BY(run_mu_);              // why a round ended it, if failed
   Clock::time_point last_round_ HORA_GUARDED_BY(run_mu_);  // when the last round ended
+  // The round's fresh requests, swapped with the queue's each round (capacity kept).
+  std::vector<Request> taken_ HORA_GUARDED_BY(run_mu_);
   // Written with the token, read by the background thread's sleep without it.
   std::atomic<bool> last_round_progressed_{false};  // the last round agreed something
   std::atomic<bool> pending_{false};                // requests here not agreed yet

@@ -14,8 +14,8 @@
 #include "core/base/data_type.h"
 #include "core/base/device.h"
 #include "core/base/reduce_op.h"
+#include "core/base/small_shape.h"
 #include "core/base/status.h"
-#include "core/engine/small_shape.h"
 #include "core/engine/wire.h"
 
 namespace hora {

@@ -7,7 +7,7 @@
 namespace hora {
 namespace engine {
 
-Status TensorQueue::enqueue(std::vector<Entry> entries) {
+Status TensorQueue::enqueue(std::vector<Entry>&& entries) {
   {
     MutexLock lock(&mu_);
     if (closed_)
@@ -47,7 +47,7 @@ Status TensorQueue::enqueue(std::vector<Entry> entries) {
       if (batch) inserted_.push_back(it);
       last = it;
     }
-    // take_new() leaves fresh_ without capacity: start at the largest burst seen (bounded),
+    // take_new() may leave fresh_ without capacity: start at the largest burst seen (bounded),
     // so a step's requests are not moved again and again as the vector grows.
     if (fresh_.empty()) fresh_.reserve(std::max(fresh_reserve_, entries.size()));
     if (batch) {
@@ -89,10 +89,15 @@ void TensorQueue::wake() {
 
 std::vector<Request> TensorQueue::take_new() {
   std::vector<Request> out;
-  MutexLock lock(&mu_);
-  out.swap(fresh_);
-  burst_over_ = false;
+  take_new(&out);
   return out;
+}
+
+void TensorQueue::take_new(std::vector<Request>* out) {
+  out->clear();  // outside the lock: the previous round's (moved-from) requests
+  MutexLock lock(&mu_);
+  out->swap(fresh_);
+  burst_over_ = false;
 }
 
 bool TensorQueue::wait_in_burst(Clock::time_point until, size_t* fresh) {

@@ -48,8 +48,10 @@ struct Entry {
 class TensorQueue {
  public:
   // Adds every entry or none: fails when one of the names is already in flight (or appears
-  // twice in the batch), or after close(), naming the tensor.
-  Status enqueue(std::vector<Entry> entries);
+  // twice in the batch), or after close(), naming the tensor. The entries are moved from
+  // (on failure some may be, and none is enqueued); the caller may clear the vector and reuse
+  // its capacity.
+  Status enqueue(std::vector<Entry>&& entries);
 
   // Background thread: blocks until new requests arrive, shutdown is requested, wake() is
   // called, or `until`. Returns true when there is something new (requests, a shutdown
@@ -60,6 +62,10 @@ class TensorQueue {
   void wake();
   // The requests enqueued since the last call, in enqueue order.
   std::vector<Request> take_new();
+  // The same into *out, whose previous contents are dropped and whose capacity the queue keeps
+  // for the next round's requests (a round's vector swapped with the previous round's: no
+  // allocation per round once both reached a step's size).
+  void take_new(std::vector<Request>* out);
   // How many requests take_new() would return now.
   size_t fresh_count() const;
   // Background thread, during a burst: blocks until a thread waits on a handle while requests

@@ -47,5 +47,29 @@ TEST(TensorViewTest, NullDataWithElementsIsError) {
   EXPECT_FALSE(TensorView::flat(nullptr, DataType::kFloat32, 3).is_ok());
 }
 
+TEST(TensorViewTest, ShapeInlineAndBeyondSurvivesCopiesAndMoves) {
+  float x[1];
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{1, 1, 1}, std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1}}) {
+    auto v = TensorView::make(x, DataType::kFloat32, dims);
+    ASSERT_TRUE(v.is_ok());
+    const TensorView a = v.value();
+    TensorView b;
+    b = a;
+    EXPECT_EQ(b.shape(), dims);
+    EXPECT_EQ(std::vector<int64_t>(b.shape()), dims);
+    TensorView c = std::move(b);
+    EXPECT_EQ(c.shape(), dims);
+    c = a;  // into a view that held the same shape
+    EXPECT_EQ(c.shape().size(), dims.size());
+    TensorView d = TensorView::flat(x, DataType::kFloat32, 1).value();
+    d = std::move(c);  // inline -> inline or heap
+    EXPECT_EQ(d.shape(), dims);
+    d = TensorView::flat(x, DataType::kFloat32, 1).value();  // back to inline
+    EXPECT_EQ(d.shape_string(), "[1]");
+    EXPECT_EQ(a.shape_string(), shape_to_string(dims));
+  }
+}
+
 }  // namespace
 }  // namespace hora

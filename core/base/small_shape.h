@@ -1,8 +1,8 @@
 // SmallShape: a tensor shape held inline up to kInlineDims dimensions (a heap vector beyond),
-// the shape of a Request and a Response (message.h). Those are copied several times per tensor
-// per step (enqueue, the round's fresh list, the cached response handed to the executor); with
-// a std::vector each copy was an allocation and a free, a fifth of the engine's instructions
-// per tensor.
+// the shape of a TensorView (tensor_view.h) and of the engine's Request and Response
+// (core/engine/message.h). Those are copied several times per tensor per step (the views into
+// the queue's entry, the request into the round's fresh list, the cached response handed to
+// the executor); with a std::vector each copy was an allocation and a free.
 //
 // Reads like a const std::vector<int64_t> (size, [], at, begin/end, ==) and converts to one
 // implicitly (shape_to_string, TensorView::make), so code written against a vector shape
@@ -18,7 +18,6 @@
 #include "core/base/logging.h"
 
 namespace hora {
-namespace engine {
 
 class SmallShape {
  public:
@@ -28,6 +27,18 @@ class SmallShape {
   using iterator = int64_t*;
 
   SmallShape() = default;
+  // Copies and moves touch the heap vector only for a shape beyond kInlineDims (the defaults
+  // would call the vector's own copy or move every time: a call per copy of a view).
+  SmallShape(const SmallShape& other) { assign(other.data(), other.count_); }
+  SmallShape(SmallShape&& other) noexcept { take(other); }
+  SmallShape& operator=(const SmallShape& other) {
+    if (this != &other) assign(other.data(), other.count_);
+    return *this;
+  }
+  SmallShape& operator=(SmallShape&& other) noexcept {
+    if (this != &other) take(other);
+    return *this;
+  }
   // Implicit, so a vector or a braced list assigns as it did to a vector shape.
   SmallShape(const std::vector<int64_t>& dims) { assign(dims.data(), dims.size()); }
   SmallShape(std::initializer_list<int64_t> dims) { assign(dims.begin(), dims.size()); }
@@ -41,13 +52,13 @@ class SmallShape {
   }
 
   void assign(const int64_t* dims, size_t count) {
-    count_ = count;
     if (count <= kInlineDims) {
       std::copy(dims, dims + count, inline_);
-      heap_.clear();
+      if (count_ > kInlineDims) heap_.clear();
     } else {
       heap_.assign(dims, dims + count);
     }
+    count_ = count;
   }
 
   size_t size() const { return count_; }
@@ -75,10 +86,22 @@ class SmallShape {
   friend bool operator!=(const SmallShape& a, const SmallShape& b) { return !(a == b); }
 
  private:
+  // A move: an inline shape is copied (`other` keeps it), a heap one taken (`other` is left
+  // empty).
+  void take(SmallShape& other) {
+    if (other.count_ <= kInlineDims) {
+      assign(other.inline_, other.count_);
+    } else {
+      heap_ = std::move(other.heap_);
+      count_ = other.count_;
+      other.heap_.clear();
+      other.count_ = 0;
+    }
+  }
+
   size_t count_ = 0;
   int64_t inline_[kInlineDims] = {};
   std::vector<int64_t> heap_;  // the dimensions when more than kInlineDims, else empty
 };
 
-}  // namespace engine
 }  // namespace hora
