@@ -116,9 +116,8 @@ Status check_allreduce(const std::string& name, const TensorView& in, const Tens
 // but 1. Refused here, on the calling thread, so the engine never sees them.
 Status check_reduction(const std::string& name, CollectiveType type, DataType dtype, ReduceOp op,
                        double prescale, double postscale) {
-  // The context is built only for the message: this runs on every call.
-  Status s = check_reduce_op(op, dtype, std::string());
-  if (!s.is_ok())
+  // The message (and its context) is built only on failure: this runs on every call.
+  if (!is_reduce_op_defined(op, dtype))
     return check_reduce_op(op, dtype, "tensor '" + name + "': " + engine::collective_name(type));
   if (!is_scale_defined(dtype, prescale) || !is_scale_defined(dtype, postscale))
     return Status::invalid_argument("tensor '" + name + "': prescale " + std::to_string(prescale) +
@@ -130,11 +129,15 @@ Status check_reduction(const std::string& name, CollectiveType type, DataType dt
 
 // The enum fields of AllreduceOptions (a binding may hand over any integer), and compression
 // on float32 only.
+// The parsers' errors (a StatusOr each) are made only for a code out of range: this runs on
+// every call.
 Status check_options(const std::string& name, DataType dtype, const AllreduceOptions& options) {
-  StatusOr<ReduceOp> op = reduce_op_from_int(static_cast<int>(options.op));
-  if (!op.is_ok()) return op.status().with_context("tensor '" + name + "'");
-  StatusOr<Compression> c = compression_from_int(static_cast<int>(options.compression));
-  if (!c.is_ok()) return c.status().with_context("tensor '" + name + "'");
+  const int op = static_cast<int>(options.op);
+  if (op < 0 || op >= kNumReduceOps)
+    return reduce_op_from_int(op).status().with_context("tensor '" + name + "'");
+  const int compression = static_cast<int>(options.compression);
+  if (compression < 0 || compression >= kNumCompressions)
+    return compression_from_int(compression).status().with_context("tensor '" + name + "'");
   if (options.compression != Compression::kNone && dtype != DataType::kFloat32)
     return Status::invalid_argument(
         "tensor '" + name + "': compression " + compression_name(options.compression) +
