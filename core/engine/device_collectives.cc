@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"
+#include "core/engine/allocated_check.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/handle_state.h"
 
@@ -22,29 +23,6 @@ size_t row_elements(const std::vector<int64_t>& shape) {
   size_t n = 1;
   for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
   return n;
-}
-
-// Why the allocator's view cannot take a result of `dtype` x `shape` (`bytes` long) on
-// `device`, or OK (the host path's check_allocated, with the device the result is on).
-Status check_allocated(const std::string& name, const StatusOr<TensorView>& view, DataType dtype,
-                       const std::vector<int64_t>& shape, size_t bytes, const Device& device) {
-  const std::string who = "tensor '" + name + "': output allocator ";
-  if (!view.is_ok())
-    return Status(view.status().code(), who + "failed: " + view.status().message());
-  const TensorView& v = view.value();
-  if (v.dtype() != dtype || v.shape() != shape)
-    return Status::invalid_argument(who + "returned " + data_type_name(v.dtype()) +
-                                    v.shape_string() + " but the result is " +
-                                    data_type_name(dtype) + shape_to_string(shape));
-  if (v.device() != device)
-    return Status::invalid_argument(who + "returned memory on " + v.device().to_string() +
-                                    " but the result is on " + device.to_string() +
-                                    " (the input's device)");
-  if (static_cast<size_t>(v.byte_count()) != bytes || (bytes > 0 && v.data() == nullptr))
-    return Status::invalid_argument(who + "returned " + std::to_string(v.byte_count()) +
-                                    " bytes at " + (v.data() ? "a buffer" : "null") +
-                                    ", expected " + std::to_string(bytes) + " bytes");
-  return Status::ok();
 }
 
 // What one allgather / alltoall / reducescatter moves, in elements (the host path's layout).

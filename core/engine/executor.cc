@@ -6,6 +6,7 @@
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/algorithms/hierarchical.h"
 #include "core/base/logging.h"
+#include "core/engine/allocated_check.h"
 #include "core/engine/compressed_copy.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/fused_in_place.h"
@@ -30,27 +31,6 @@ size_t row_elements(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// Why the allocator's view cannot take the result, or OK.
-Status check_allocated(const std::string& name, const StatusOr<TensorView>& view, DataType dtype,
-                       const std::vector<int64_t>& shape, size_t bytes) {
-  const std::string who = "tensor '" + name + "': output allocator ";
-  if (!view.is_ok())
-    return Status(view.status().code(), who + "failed: " + view.status().message());
-  const TensorView& v = view.value();
-  if (v.dtype() != dtype || v.shape() != shape)
-    return Status::invalid_argument(who + "returned " + data_type_name(v.dtype()) +
-                                    v.shape_string() + " but the result is " +
-                                    data_type_name(dtype) + shape_to_string(shape));
-  if (!v.device().is_cpu())
-    return Status::invalid_argument(who + "returned memory on " + v.device().to_string() +
-                                    " but the result is on the host");
-  if (static_cast<size_t>(v.byte_count()) != bytes || (bytes > 0 && v.data() == nullptr))
-    return Status::invalid_argument(who + "returned " + std::to_string(v.byte_count()) +
-                                    " bytes at " + (v.data() ? "a buffer" : "null") +
-                                    ", expected " + std::to_string(bytes) + " bytes");
-  return Status::ok();
-}
-
 // Where the result of `e` (of `shape`, `bytes` long) goes: the view its allocator returns, or
 // the handle's engine-owned output when it has none. An allocator that fails (or returns an
 // unusable view) leaves its error in *allocator_error and the result goes to engine-owned
@@ -61,7 +41,8 @@ void* output_of(Entry& e, const std::vector<int64_t>& shape, size_t bytes,
   h.output_shape = shape;
   if (e.allocate) {
     StatusOr<TensorView> view = e.allocate(e.in.dtype(), shape);
-    *allocator_error = check_allocated(e.request.name, view, e.in.dtype(), shape, bytes);
+    *allocator_error =
+        check_allocated(e.request.name, view, e.in.dtype(), shape, bytes, Device::cpu());
     if (allocator_error->is_ok()) return view.value().data();
   }
   h.output.resize(bytes);

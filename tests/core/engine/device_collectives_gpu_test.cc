@@ -20,6 +20,8 @@
 #include "core/engine/handle_state.h"
 #include "core/hora.h"
 #include "kernels/cuda/cuda_device_runtime.h"
+#include "tests/support/engine_entry.h"
+#include "tests/support/gpu_engine.h"
 #include "tests/support/multi_rank.h"
 
 namespace hora {
@@ -100,27 +102,10 @@ Handle enqueue(Engine& eng, const std::string& name, CollectiveType type, const 
   e.in = in;
   if (type == CollectiveType::kAllreduce) e.out = in;
   e.allocate = std::move(allocate);
-  auto state = std::make_shared<detail::HandleState>(name, 1, 60.0);
-  e.handle = state;
-  e.enqueued = Clock::now();
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  Status s = eng.enqueue(std::move(entries));
-  if (!s.is_ok()) state->complete(s);
-  return Handle(state);
+  return test_support::enqueue_entry(eng, std::move(e), 60.0);
 }
 
-Status expect_eq(const std::vector<float>& got, const std::vector<float>& want,
-                 const std::string& what) {
-  if (got.size() != want.size())
-    return Status::internal(what + ": " + std::to_string(got.size()) + " elements, want " +
-                            std::to_string(want.size()));
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i])
-      return Status::internal(what + "[" + std::to_string(i) + "] = " + std::to_string(got[i]) +
-                              ", want " + std::to_string(want[i]));
-  return Status::ok();
-}
+using test_support::expect_eq;
 
 // One rank's checks on `eng`: allgather, alltoall, reducescatter into cudaMalloc'd outputs
 // read on a consumer stream after wait_on_stream, and fp16/bf16-compressed allreduces.
@@ -201,19 +186,10 @@ Status run_checks(Engine& eng, DeviceRuntime& rt, int rank, int n) {
 class GpuStagedCollectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(GpuStagedCollectives, ThroughPinnedMemoryOverTheHostCommunicator) {
-  const int n = GetParam();
   auto rt = cuda();
-  Status s = test_support::run_ranks(n, [&](collectives::Communicator& host) -> Status {
-    DeviceResources res;
-    res.runtime = rt.get();
-    res.support.mode = DeviceMode::kStaged;
-    res.support.device = 0;
-    res.support.why_none.clear();
-    Engine eng(host, config(), nullptr, "", nullptr, &res);
-    Status checks = run_checks(eng, *rt, host.rank(), n);
-    Status stopped = eng.stop();
-    return checks.is_ok() ? stopped : checks;
-  });
+  Status s = test_support::run_gpu_engine(
+      rt.get(), GetParam(), false, config(),
+      [&](Engine& eng, int rank, int size) { return run_checks(eng, *rt, rank, size); });
   ASSERT_TRUE(s.is_ok()) << s.to_string();
 }
 
@@ -224,24 +200,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GpuStagedCollectives, ::testing::Values(1, 2),
 
 TEST(GpuNativeCollectives, OverTheNcclCommunicatorAtOneRank) {
   auto rt = cuda();
-  collectives::MemoryStore store;
-  collectives::NcclOptions options;
-  options.device = 0;
-  auto nccl =
-      collectives::create_nccl_communicator(0, 1, store, options, Deadline::after_seconds(60));
-  ASSERT_TRUE(nccl.is_ok()) << nccl.status().to_string();
-  Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
-    DeviceResources res;
-    res.runtime = rt.get();
-    res.device_comm = nccl.value().get();
-    res.support.mode = DeviceMode::kNative;
-    res.support.device = 0;
-    res.support.why_none.clear();
-    Engine eng(host, config(), nullptr, "", nullptr, &res);
-    Status checks = run_checks(eng, *rt, 0, 1);
-    Status stopped = eng.stop();
-    return checks.is_ok() ? stopped : checks;
-  });
+  Status s = test_support::run_gpu_engine(
+      rt.get(), 1, true, config(),
+      [&](Engine& eng, int rank, int size) { return run_checks(eng, *rt, rank, size); });
   ASSERT_TRUE(s.is_ok()) << s.to_string();
 }
 

@@ -20,6 +20,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/handle_state.h"
 #include "core/hora.h"
+#include "tests/support/engine_entry.h"
 #include "tests/support/fake_device_runtime.h"
 #include "tests/support/fake_nccl_communicator.h"
 #include "tests/support/inproc_communicator.h"
@@ -119,14 +120,7 @@ Handle enqueue(Engine& eng, const std::string& name, CollectiveType type, const 
   e.in = in;
   if (type == CollectiveType::kAllreduce || type == CollectiveType::kBroadcast) e.out = in;
   e.allocate = std::move(allocate);
-  auto state = std::make_shared<detail::HandleState>(name, 1, 30.0);
-  e.handle = state;
-  e.enqueued = Clock::now();
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  Status s = eng.enqueue(std::move(entries));
-  if (!s.is_ok()) state->complete(s);
-  return Handle(state);
+  return test_support::enqueue_entry(eng, std::move(e), 30.0);
 }
 
 // The float32 result of `h`: in its output allocator's memory (`out`) or its host output.
@@ -142,17 +136,7 @@ std::vector<float> result(const Handle& h, const float* out = nullptr) {
   return v;
 }
 
-Status expect_eq(const std::vector<float>& got, const std::vector<float>& want,
-                 const std::string& what) {
-  if (got.size() != want.size())
-    return Status::internal(what + ": " + std::to_string(got.size()) + " elements, want " +
-                            std::to_string(want.size()));
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i])
-      return Status::internal(what + "[" + std::to_string(i) + "] = " + std::to_string(got[i]) +
-                              ", want " + std::to_string(want[i]));
-  return Status::ok();
-}
+using test_support::expect_eq;
 
 // An allocator that remembers where it put the result.
 OutputAllocator recording(FakeDeviceRuntime& rt, float** where) {

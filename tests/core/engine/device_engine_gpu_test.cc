@@ -24,6 +24,8 @@
 #include "core/engine/handle_state.h"
 #include "core/hora.h"
 #include "kernels/cuda/cuda_device_runtime.h"
+#include "tests/support/engine_entry.h"
+#include "tests/support/gpu_engine.h"
 #include "tests/support/multi_rank.h"
 
 namespace hora {
@@ -90,14 +92,7 @@ GpuCall submit(Engine& eng, DeviceRuntime& rt, DeviceStream fw, const std::strin
              .value()
              .with_stream(fw);
   e.out = e.in;
-  auto state = std::make_shared<detail::HandleState>(name, 1, 60.0);
-  e.handle = state;
-  e.enqueued = Clock::now();
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  Status s = eng.enqueue(std::move(entries));
-  if (!s.is_ok()) state->complete(s);
-  c.handle = Handle(state);
+  c.handle = test_support::enqueue_entry(eng, std::move(e), 60.0);
   return c;
 }
 
@@ -149,18 +144,10 @@ Status run_step(Engine& eng, DeviceRuntime& rt, int rank, int n) {
 class GpuStaged : public ::testing::TestWithParam<int> {};
 
 TEST_P(GpuStaged, ThroughPinnedMemoryOverTheHostCommunicator) {
-  const int n = GetParam();
   auto rt = cuda();
-  Status s = test_support::run_ranks(n, [&](collectives::Communicator& host) -> Status {
-    DeviceResources res;
-    res.runtime = rt.get();
-    res.support.mode = DeviceMode::kStaged;
-    res.support.device = 0;
-    res.support.why_none.clear();
-    Engine eng(host, config(), nullptr, "", nullptr, &res);
-    HORA_RETURN_IF_ERROR(run_step(eng, *rt, host.rank(), n));
-    return eng.stop();
-  });
+  Status s = test_support::run_gpu_engine(
+      rt.get(), GetParam(), false, config(),
+      [&](Engine& eng, int rank, int size) { return run_step(eng, *rt, rank, size); });
   ASSERT_TRUE(s.is_ok()) << s.to_string();
 }
 
@@ -171,23 +158,9 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GpuStaged, ::testing::Values(1, 2),
 
 TEST(GpuNative, OverTheNcclCommunicatorAtOneRank) {
   auto rt = cuda();
-  collectives::MemoryStore store;
-  collectives::NcclOptions options;
-  options.device = 0;
-  auto nccl =
-      collectives::create_nccl_communicator(0, 1, store, options, Deadline::after_seconds(60));
-  ASSERT_TRUE(nccl.is_ok()) << nccl.status().to_string();
-  Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
-    DeviceResources res;
-    res.runtime = rt.get();
-    res.device_comm = nccl.value().get();
-    res.support.mode = DeviceMode::kNative;
-    res.support.device = 0;
-    res.support.why_none.clear();
-    Engine eng(host, config(), nullptr, "", nullptr, &res);
-    HORA_RETURN_IF_ERROR(run_step(eng, *rt, 0, 1));
-    return eng.stop();
-  });
+  Status s = test_support::run_gpu_engine(
+      rt.get(), 1, true, config(),
+      [&](Engine& eng, int rank, int size) { return run_step(eng, *rt, rank, size); });
   ASSERT_TRUE(s.is_ok()) << s.to_string();
 }
 

@@ -23,6 +23,7 @@
 #include "core/engine/fusion_planner.h"
 #include "core/engine/handle_state.h"
 #include "core/hora.h"
+#include "tests/support/engine_entry.h"
 #include "tests/support/fake_device_runtime.h"
 #include "tests/support/fake_nccl_communicator.h"
 #include "tests/support/inproc_communicator.h"
@@ -221,14 +222,7 @@ Call submit(Engine& eng, const std::string& name, CollectiveType type, Device de
              .value()
              .with_stream(reinterpret_cast<void*>(0x1000));
   e.out = e.in;
-  auto state = std::make_shared<detail::HandleState>(name, 1, 30.0);
-  e.handle = state;
-  e.enqueued = Clock::now();
-  std::vector<Entry> entries;
-  entries.push_back(std::move(e));
-  Status s = eng.enqueue(std::move(entries));
-  if (!s.is_ok()) state->complete(s);
-  c.handle = Handle(state);
+  c.handle = test_support::enqueue_entry(eng, std::move(e), 30.0);
   return c;
 }
 
