@@ -77,7 +77,12 @@ Status GlooCommunicator::mark_broken(const Status& status) {
   // gloo sees only the pair that failed: a survivor whose neighbour gave up would blame the
   // neighbour. The board adds what the other ranks saw first-hand (failure_board.h).
   board_.post(status.message());
-  Status named(status.code(), board_.collect(status.message(), std::chrono::milliseconds(1000)));
+  std::string message = board_.collect(status.message(), std::chrono::milliseconds(1000));
+  // At two ranks the pair that failed can only be the other rank's, which posted nothing (it
+  // died, or its store went with it): name it.
+  if (size() == 2 && !FailureBoard::has_reports(message))
+    message += " (the peer, rank " + std::to_string(1 - rank()) + ", failed or left)";
+  Status named(status.code(), message);
   MutexLock lock(&mu_);
   broken_ = named;
   return named;
