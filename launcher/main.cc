@@ -22,6 +22,7 @@
 #include "launcher/options.h"
 #include "launcher/rank_process.h"
 #include "launcher/supervisor.h"
+#include "launcher/timeline_repair.h"
 
 extern char** environ;
 
@@ -87,6 +88,26 @@ int hand_off_to_mpirun(const LauncherOptions& o, const std::vector<HostSlots>& h
   argv.push_back(nullptr);
   ::execv(mpirun.value().c_str(), argv.data());
   return fail(kExitLauncherFailure, "cannot execute " + mpirun.value());
+}
+
+// After a failed job: rank 0 may have died while writing the timeline (HORA_TIMELINE, from
+// --timeline or horarun's environment). When it ran on this host, cut its torn tail and close
+// the array (launcher/timeline_repair.h). A rank 0 on another host wrote its file there.
+void repair_local_timeline(const std::string& option, const std::vector<RankPlacement>& ranks) {
+  const char* env = std::getenv("HORA_TIMELINE");
+  const std::string path = !option.empty() ? option : env ? env : "";
+  if (path.empty() || ::access(path.c_str(), F_OK) != 0) return;
+  for (const RankPlacement& p : ranks)
+    if (p.rank == 0 && !p.is_local) return;
+  auto repair = repair_timeline(path);
+  if (!repair.is_ok()) {
+    std::fprintf(stderr, "horarun: %s\n", repair.status().message().c_str());
+  } else if (repair.value().repaired) {
+    std::fprintf(stderr,
+                 "horarun: timeline '%s': rank 0 stopped while writing it; cut after its last "
+                 "complete event (%lld bytes dropped) and closed the array\n",
+                 path.c_str(), static_cast<long long>(repair.value().dropped_bytes));
+  }
 }
 
 int run_horarun(const std::vector<std::string>& args) {
@@ -201,6 +222,7 @@ int run_horarun(const std::vector<std::string>& args) {
   }
   const int code = supervisor.value()->run();
   store.value()->stop();
+  if (code != 0) repair_local_timeline(o.timeline, ranks);
   return code;
 }
 

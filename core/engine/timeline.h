@@ -13,9 +13,12 @@
 //
 // Off the hot path: event() and mark() only append a record under a mutex; a writer thread
 // formats and writes them every 100 ms (or sooner when many are waiting). The file is a JSON
-// array that stays valid after every write: each write replaces the closing "]" with the new
-// events followed by a new "]", in one pwrite, so a job killed at any point leaves a file that
-// loads (without the events not yet written).
+// array, one event per line, that is valid after every write: each write replaces the closing
+// "]" with the new events followed by a new "]", in one pwrite. A pwrite of many pages is not
+// atomic under SIGKILL (the kernel stops between pages), so a rank killed during one can leave
+// the array cut inside an event; horarun, which outlives its ranks, then cuts the file after
+// its last complete event and closes the array (launcher/timeline_repair.h), so the events
+// written before the kill load. Under another launcher such a file needs that cut by hand.
 //
 // event()/mark(): the engine's thread (any thread is safe). open()/close(): the engine.
 #pragma once
