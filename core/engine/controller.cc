@@ -34,41 +34,41 @@ Controller::Controller(collectives::Communicator& comm, const ControllerOptions&
   }
 }
 
-void Controller::route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
+void Controller::route(const std::vector<Request*>& fresh, std::vector<Request>& outgoing,
                        std::vector<int>& invalidate, std::chrono::steady_clock::time_point now) {
   // Every position a request can wait at exists before this round's routing.
   if (cached_.size() < static_cast<size_t>(cache_.position_count()))
     cached_.resize(cache_.position_count());
+  const int rank = comm_.rank();
   for (size_t i = 0; i < fresh.size();) {
-    Request& q = fresh[i];
-    q.rank = comm_.rank();
+    const Request& q = *fresh[i];
     // A group is routed as a unit: it takes the cache path only when every member does.
     const size_t n = q.group_size > 0 ? std::min<size_t>(q.group_size, fresh.size() - i) : 1;
     bool all_cached = q.type != CollectiveType::kJoin && q.type != CollectiveType::kBarrier;
     std::vector<int>& positions = positions_;
-    positions.assign(n, -1);
+    positions.resize(n);
     for (size_t k = 0; k < n; ++k) {
-      Request& m = fresh[i + k];
-      m.rank = comm_.rank();
-      positions[k] = cache_.find(m.name);
+      const Request& m = *fresh[i + k];
+      positions[k] = cache_.find(m.name, m.name_id);
       if (positions[k] < 0 || !ResponseCache::matches(m, cache_.at(positions[k])))
         all_cached = false;
     }
-    // `fresh` is the round's own: its requests move on rather than being copied.
+    // The cache path keeps the request where it lies; the coordinator's gets a copy.
     for (size_t k = 0; k < n; ++k) {
-      Request& m = fresh[i + k];
+      const Request& m = *fresh[i + k];
       if (m.type == CollectiveType::kJoin) joined_ = true;
       if (all_cached) {
         Waiting& w = cached_[positions[k]];
         if (waiting_count_ == 0) oldest_wait_ = now;  // later arrivals wait since `now` or later
         if (!w.in_use) ++waiting_count_;
-        w.request = std::move(m);
+        w.request = &m;
         w.since = now;
         w.in_use = true;
       } else {
         if (positions[k] >= 0) invalidate.push_back(positions[k]);
         sent_.insert(m.name);
-        outgoing.push_back(std::move(m));
+        outgoing.push_back(m);
+        outgoing.back().rank = rank;
       }
     }
     i += n;
@@ -99,23 +99,24 @@ void Controller::leave(int p) {
 }
 
 void Controller::send_to_coordinator(int p, std::vector<Request>& to) {
-  sent_.insert(cached_[p].request.name);
-  to.push_back(std::move(cached_[p].request));
+  const Request& request = *cached_[p].request;
+  sent_.insert(request.name);
+  to.push_back(request);
+  to.back().rank = comm_.rank();
   leave(p);
-  const Request& request = to.back();
   if (request.group_size <= 0) return;
-  const std::string group_key = request.group_key;  // `to` may grow below
   for (int m = 0; m < static_cast<int>(cached_.size()); ++m) {
     Waiting& w = cached_[m];
-    if (w.in_use && w.request.group_size > 0 && w.request.group_key == group_key) {
-      sent_.insert(w.request.name);
-      to.push_back(std::move(w.request));
+    if (w.in_use && w.request->group_size > 0 && w.request->group_key == request.group_key) {
+      sent_.insert(w.request->name);
+      to.push_back(*w.request);
+      to.back().rank = comm_.rank();
       leave(m);
     }
   }
 }
 
-StatusOr<ResponseList> Controller::round(std::vector<Request>& fresh, Asks asks) {
+StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Asks asks) {
   const auto now = std::chrono::steady_clock::now();
   const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
   ++stats_.rounds;
@@ -210,7 +211,7 @@ StatusOr<ResponseList> Controller::round(std::vector<Request>& fresh, Asks asks)
     list.responses.push_back(r);
     cache_.touch(p);
     if (Waiting* w = waiting_at(p)) {
-      list.responses.back().local_entry = w->request.local_entry;
+      list.responses.back().local_entry = w->request->local_entry;
       leave(p);
       ++stats_.cache_hits;
     }

@@ -71,11 +71,13 @@ class Controller {
     bool shutdown = false;  // stop after this round
     bool pause = false;     // park the engines after this round (every rank must ask)
   };
-  // One round. `fresh`: this rank's requests enqueued since the last round (moved from: the
-  // caller keeps the vector, to clear and reuse). The list's
+  // One round. `fresh`: this rank's requests enqueued since the last round, where they lie in
+  // their queue entries (TensorQueue::take_new): each must stay valid until its response was
+  // executed or the engine stopped (the cache path keeps the pointer; what goes to the
+  // coordinator is copied). The list's
   // shutdown is set when any rank asked, its pause when every rank asked. Fails only when
   // communication fails or a control message is corrupted (then the engine is broken).
-  StatusOr<ResponseList> round(std::vector<Request>& fresh, Asks asks);
+  StatusOr<ResponseList> round(const std::vector<Request*>& fresh, Asks asks);
 
   // This rank has requests not yet agreed (the engine then runs rounds back to back).
   bool has_pending() const { return waiting_count_ > 0 || !resubmit_.empty() || !sent_.empty(); }
@@ -83,9 +85,10 @@ class Controller {
   const ControllerStats& stats() const { return stats_; }
 
  private:
-  // A request of this rank waiting on the cache path, at its cache position.
+  // A request of this rank waiting on the cache path, at its cache position (in its queue
+  // entry, which outlives the wait).
   struct Waiting {
-    Request request;
+    const Request* request = nullptr;
     std::chrono::steady_clock::time_point since;
     bool in_use = false;
   };
@@ -95,9 +98,9 @@ class Controller {
   }
   // Empties position `p` (REQUIRES: in use).
   void leave(int p);
-  void route(std::vector<Request>& fresh, std::vector<Request>& outgoing,
+  void route(const std::vector<Request*>& fresh, std::vector<Request>& outgoing,
              std::vector<int>& invalidate, std::chrono::steady_clock::time_point now);
-  // Moves the request waiting at cache position `it` to `to` (for the coordinator), with every
+  // Copies the request waiting at cache position `p` to `to` (for the coordinator), with every
   // other member of its group waiting on the cache path: a group leaves that path only whole,
   // or the members left behind would wait for one that no longer comes.
   void send_to_coordinator(int p, std::vector<Request>& to);

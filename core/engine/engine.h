@@ -154,7 +154,7 @@ class Engine final : public detail::WaitSignal {
   Status run_fatal_ HORA_GUARDED_BY(run_mu_);              // why a round ended it, if failed
   Clock::time_point last_round_ HORA_GUARDED_BY(run_mu_);  // when the last round ended
   // The round's fresh requests, swapped with the queue's each round (capacity kept).
-  std::vector<Request> taken_ HORA_GUARDED_BY(run_mu_);
+  std::vector<Request*> taken_ HORA_GUARDED_BY(run_mu_);
   // Written with the token, read by the background thread's sleep without it.
   std::atomic<bool> last_round_progressed_{false};  // the last round agreed something
   std::atomic<bool> pending_{false};                // requests here not agreed yet

@@ -16,15 +16,22 @@ const std::vector<int64_t> kNoInts;
 // A thread is about to wait on `state`: unless it is complete, tell the engine (which ends
 // its burst) and, when it allows, run the engine's rounds on this thread (WaitSignal::help).
 // A help may outlast a timed wait's timeout by at most one round (bounded by HORA_TIMEOUT_S).
-void help_engine(detail::HandleState& state, bool wait) {
-  if (!wait) return;
+// Returns true, with the final status in *status, when the state was already done (the
+// caller then needs no second look under the mutex).
+bool help_engine(detail::HandleState& state, bool wait, Status* status) {
+  if (!wait) return false;
   bool help = false;
   {
     MutexLock lock(&state.mu);
-    if (state.done || state.waiting == nullptr) return;
+    if (state.done) {
+      *status = state.status;
+      return true;
+    }
+    if (state.waiting == nullptr) return false;
     help = state.waiting->waiting();
   }
   if (help) state.waiting->help(state);
+  return false;
 }
 }  // namespace
 
@@ -36,7 +43,8 @@ Status Handle::wait() {
   // within HORA_TIMEOUT_S (plus a margin) of a peer dying or stopping. A wait of its own would
   // race that deadline and report a bare timeout instead of the rank at fault, and would give
   // up on a rank that is merely slow to submit (it is alive: its engine answers every round).
-  help_engine(*state_, true);
+  Status status;
+  if (help_engine(*state_, true, &status)) return status;
   MutexLock lock(&state_->mu);
   while (!state_->done) state_->cv.wait(state_->mu);
   return state_->status;
@@ -46,7 +54,8 @@ Status Handle::wait(std::chrono::milliseconds timeout) {
   if (!state_) return Status::failed_precondition("wait() on an invalid (default) hora::Handle");
   const auto until = std::chrono::steady_clock::now() + timeout;
   // A zero timeout only looks; it neither ends the engine's burst nor helps.
-  help_engine(*state_, timeout.count() > 0);
+  Status status;
+  if (help_engine(*state_, timeout.count() > 0, &status)) return status;
   MutexLock lock(&state_->mu);
   while (!state_->done && std::chrono::steady_clock::now() < until)
     state_->cv.wait_until(state_->mu, until);
@@ -67,7 +76,8 @@ Status Handle::wait_on_stream(void* stream, std::chrono::milliseconds timeout) {
   if (!state_)
     return Status::failed_precondition("wait_on_stream() on an invalid (default) hora::Handle");
   const auto until = std::chrono::steady_clock::now() + timeout;
-  help_engine(*state_, timeout.count() > 0);
+  Status ignored;  // done or not, the stream waiter is read below
+  help_engine(*state_, timeout.count() > 0, &ignored);
   std::function<Status(void*)> waiter;
   {
     MutexLock lock(&state_->mu);

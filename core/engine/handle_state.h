@@ -70,20 +70,27 @@ struct HandleState {
 
   // One part finished with `status`; the first error is kept. On the last part: runs the
   // callback (outside the mutex), then marks the state done and wakes the waiters.
-  void complete(Status status) HORA_EXCLUDES(mu) {
+  // Without a callback, one critical section does it all (a bucket completes a handle per
+  // tensor).
+  void complete(const Status& status) HORA_EXCLUDES(mu) {
     Callback run;
     Status final_status;
     {
       MutexLock lock(&mu);
       if (is_final || done) return;
-      if (!status.is_ok() && this->status.is_ok()) this->status = std::move(status);
+      if (!status.is_ok() && this->status.is_ok()) this->status = status;
       if (--remaining > 0) return;
       is_final = true;
+      if (!callback) {
+        done = true;
+        cv.notify_all();
+        return;
+      }
       run = std::move(callback);
       callback = nullptr;
-      if (run) final_status = this->status;
+      final_status = this->status;
     }
-    if (run) run(final_status);
+    run(final_status);
     MutexLock lock(&mu);
     done = true;
     cv.notify_all();

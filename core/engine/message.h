@@ -56,6 +56,9 @@ struct Request {
   // This rank's queue entry of the request (set by TensorQueue::enqueue; never encoded, so
   // null in anything decoded). Valid until the executor completes the name.
   Entry* local_entry = nullptr;
+  // The name's id in this rank's queue (NameTable, set with local_entry; never encoded, so -1
+  // in anything decoded): the response cache finds the name by it without hashing.
+  int32_t name_id = -1;
 };
 
 // True when a and b ask for the same collective in every field that must agree across ranks

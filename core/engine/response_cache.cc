@@ -25,6 +25,20 @@ int ResponseCache::find(const std::string& name) const {
   return it == by_name_.end() ? -1 : it->second;
 }
 
+int ResponseCache::find(const std::string& name, int32_t name_id) {
+  if (name_id < 0) return find(name);
+  const size_t id = static_cast<size_t>(name_id);
+  if (id < by_id_.size()) {
+    const int p = by_id_[id];
+    if (p >= 0 && slots_[p].in_use && slots_[p].response.name == name) return p;
+  } else {
+    by_id_.resize(id + 1, -1);
+  }
+  const int p = find(name);
+  by_id_[id] = p;
+  return p;
+}
+
 int ResponseCache::insert(const Response& response, int* evicted) {
   *evicted = -1;
   if (capacity_ == 0) return -1;

@@ -34,6 +34,11 @@ class ResponseCache {
 
   // The position of `name`, or -1.
   int find(const std::string& name) const;
+  // The same, with `name_id` the name's id in this rank's queue (Request::name_id; -1: none):
+  // a name found once under its id is found again by the id and one comparison of the name,
+  // without hashing it. An id forgotten and given to another name, or a position erased since,
+  // only costs the lookup by name.
+  int find(const std::string& name, int32_t name_id);
   const Response& at(int position) const { return slots_[position].response; }
   bool in_use(int position) const { return slots_[position].in_use; }
   // Positions ever assigned (the length of the round's vector); identical on every rank.
@@ -57,6 +62,7 @@ class ResponseCache {
   std::vector<Slot> slots_;
   std::vector<int> free_;  // erased positions, reused lowest first
   std::unordered_map<std::string, int> by_name_;
+  std::vector<int> by_id_;  // by queue name id: the position last found for it (-1: none)
   uint64_t clock_ = 0;
   int64_t evictions_ = 0;
 };

@@ -1,7 +1,6 @@
 #include "core/engine/tensor_queue.h"
 
 #include <algorithm>
-#include <tuple>
 #include <utility>
 
 namespace hora {
@@ -14,46 +13,42 @@ Status TensorQueue::enqueue(std::vector<Entry>&& entries) {
       return Status(closed_why_.code(),
                     "tensor '" + (entries.empty() ? std::string() : entries[0].request.name) +
                         "': " + closed_why_.message());
-    // Each entry goes into the table with one lookup (in a node removed earlier when there is
-    // one: no allocation); a name already in flight, or twice in the batch, undoes the batch.
+    // Each entry goes into its name's slot with one lookup (the name interned on its first
+    // enqueue); a name already in flight, or twice in the batch, undoes the batch.
     const bool batch = entries.size() > 1;
     if (batch) inserted_.clear();
-    Table::iterator last = table_.end();
+    int32_t last = -1;
     for (Entry& e : entries) {
-      Table::iterator it;
-      bool is_new;
-      if (spare_.empty()) {
-        std::tie(it, is_new) = table_.try_emplace(e.request.name, std::move(e));
-      } else {
-        Table::node_type node = std::move(spare_.back());
-        spare_.pop_back();
-        node.key() = e.request.name;
-        node.mapped() = std::move(e);
-        Table::insert_return_type r = table_.insert(std::move(node));
-        std::tie(it, is_new) = std::make_pair(r.position, r.inserted);
-        if (!is_new) recycle(std::move(r.node));
-      }
-      if (!is_new) {
+      bool added = false;
+      const int32_t id = names_.intern(e.request.name, &added);
+      if (static_cast<size_t>(id) >= slots_.size()) slots_.resize(static_cast<size_t>(id) + 1);
+      Slot& slot = slots_[static_cast<size_t>(id)];
+      if (slot.in_flight) {
         const Status dup = Status::invalid_argument(
-            "tensor '" + it->first + "': " + collective_name(it->second.request.type) +
+            "tensor '" + e.request.name + "': " + collective_name(slot.entry.request.type) +
             " enqueued while a collective of that name is still in flight on this rank "
             "(wait for its handle before reusing the name)");
         if (batch) {
-          for (Table::iterator done : inserted_) recycle(table_.extract(done));
+          for (int32_t done : inserted_) release(done);
         }
         return dup;
       }
-      it->second.request.local_entry = &it->second;
-      if (batch) inserted_.push_back(it);
-      last = it;
+      slot.entry = std::move(e);
+      slot.entry.request.local_entry = &slot.entry;
+      slot.entry.request.name_id = id;
+      slot.in_flight = true;
+      ++in_flight_;
+      if (batch) inserted_.push_back(id);
+      last = id;
     }
     // take_new() may leave fresh_ without capacity: start at the largest burst seen (bounded),
     // so a step's requests are not moved again and again as the vector grows.
     if (fresh_.empty()) fresh_.reserve(std::max(fresh_reserve_, entries.size()));
+    // The round reads each request where it lies, in its entry (no copy per tensor).
     if (batch) {
-      for (Table::iterator it : inserted_) fresh_.push_back(it->second.request);
-    } else if (last != table_.end()) {
-      fresh_.push_back(last->second.request);
+      for (int32_t id : inserted_) fresh_.push_back(&slots_[static_cast<size_t>(id)].entry.request);
+    } else if (last >= 0) {
+      fresh_.push_back(&slots_[static_cast<size_t>(last)].entry.request);
     }
     fresh_reserve_ = std::min(std::max(fresh_reserve_, fresh_.size()), kMaxFreshReserve);
   }
@@ -61,13 +56,13 @@ Status TensorQueue::enqueue(std::vector<Entry>&& entries) {
   return Status::ok();
 }
 
-void TensorQueue::recycle(Table::node_type node) {
-  if (spare_.size() >= kMaxSpare) return;  // freed
-  // What the entry owns beyond its buffers goes now: a handle or a caller's allocator kept
-  // alive in a spare node would outlive the collective.
-  node.mapped().handle.reset();
-  node.mapped().allocate = nullptr;
-  spare_.push_back(std::move(node));
+void TensorQueue::release(int32_t id) {
+  Slot& slot = slots_[static_cast<size_t>(id)];
+  slot.in_flight = false;
+  --in_flight_;
+  slot.entry.handle.reset();
+  slot.entry.allocate = nullptr;
+  if (names_.size() > kMaxNames) names_.forget(id);
 }
 
 bool TensorQueue::wait_for_work(Clock::time_point until) {
@@ -88,13 +83,16 @@ void TensorQueue::wake() {
 }
 
 std::vector<Request> TensorQueue::take_new() {
+  std::vector<Request*> taken;
+  take_new(&taken);
   std::vector<Request> out;
-  take_new(&out);
+  out.reserve(taken.size());
+  for (const Request* q : taken) out.push_back(*q);
   return out;
 }
 
-void TensorQueue::take_new(std::vector<Request>* out) {
-  out->clear();  // outside the lock: the previous round's (moved-from) requests
+void TensorQueue::take_new(std::vector<Request*>* out) {
+  out->clear();
   MutexLock lock(&mu_);
   out->swap(fresh_);
   burst_over_ = false;
@@ -124,8 +122,9 @@ size_t TensorQueue::fresh_count() const {
 
 Entry* TensorQueue::find(const std::string& name) {
   MutexLock lock(&mu_);
-  auto it = table_.find(name);
-  return it == table_.end() ? nullptr : &it->second;
+  const int32_t id = names_.find(name);
+  if (id < 0 || !slots_[static_cast<size_t>(id)].in_flight) return nullptr;
+  return &slots_[static_cast<size_t>(id)].entry;
 }
 
 void TensorQueue::find_all(const std::vector<Response>& responses, std::vector<Entry*>* out) {
@@ -139,28 +138,32 @@ void TensorQueue::find_all(const std::vector<Response>& responses, std::vector<E
   MutexLock lock(&mu_);
   for (size_t i = 0; i < responses.size(); ++i) {
     if ((*out)[i] != nullptr) continue;
-    auto it = table_.find(responses[i].name);
-    (*out)[i] = it == table_.end() ? nullptr : &it->second;
+    const int32_t id = names_.find(responses[i].name);
+    if (id >= 0 && slots_[static_cast<size_t>(id)].in_flight)
+      (*out)[i] = &slots_[static_cast<size_t>(id)].entry;
   }
 }
 
 void TensorQueue::remove(const std::string& name) {
   MutexLock lock(&mu_);
-  Table::node_type node = table_.extract(name);
-  if (!node.empty()) recycle(std::move(node));
+  const int32_t id = names_.find(name);
+  if (id >= 0 && slots_[static_cast<size_t>(id)].in_flight) release(id);
 }
 
 void TensorQueue::remove_all(const std::vector<Entry*>& entries) {
   MutexLock lock(&mu_);
   for (Entry* e : entries) {
-    auto it = table_.find(e->request.name);
-    if (it != table_.end()) recycle(table_.extract(it));
+    // By the entry's own id: no lookup by name.
+    const int32_t id = e->request.name_id;
+    if (id >= 0 && static_cast<size_t>(id) < slots_.size() &&
+        &slots_[static_cast<size_t>(id)].entry == e && slots_[static_cast<size_t>(id)].in_flight)
+      release(id);
   }
 }
 
 size_t TensorQueue::in_flight() const {
   MutexLock lock(&mu_);
-  return table_.size();
+  return in_flight_;
 }
 
 void TensorQueue::request_shutdown() {
@@ -182,8 +185,12 @@ std::vector<Entry> TensorQueue::close(Status why) {
   MutexLock lock(&mu_);
   closed_ = true;
   closed_why_ = std::move(why);
-  for (auto& kv : table_) left.push_back(std::move(kv.second));
-  table_.clear();
+  for (Slot& slot : slots_) {
+    if (!slot.in_flight) continue;
+    left.push_back(std::move(slot.entry));
+    slot.in_flight = false;
+  }
+  in_flight_ = 0;
   fresh_.clear();
   return left;
 }

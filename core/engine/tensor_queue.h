@@ -6,8 +6,11 @@
 // Entries stay in the table until the background thread removes them after completing their
 // handles, so a name in flight cannot be enqueued again (an error at enqueue on that rank).
 //
-// Pointers returned by find() stay valid until remove() of that name (node-based map), so the
-// background thread uses entries without holding the lock while bytes move.
+// Each name is interned once (NameTable) and its entry lives in a slot indexed by the name's id,
+// reused step after step: enqueue hashes the name once, and removal, the executor's lookups and
+// the response cache's go by id or by the entry's pointer. Pointers returned by find() stay
+// valid until remove() of that name (slots never move), so the background thread uses entries
+// without holding the lock while bytes move.
 //
 // Burst end: the engine (the handles' WaitSignal) calls waiting(). A thread that waits on a
 // handle while requests are still untaken ends the burst (wait_in_burst returns true), because a
@@ -16,9 +19,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/base/mutex.h"
@@ -27,6 +31,7 @@
 #include "core/base/thread_annotations.h"
 #include "core/engine/handle_state.h"
 #include "core/engine/message.h"
+#include "core/engine/name_table.h"
 #include "core/hora.h"
 
 namespace hora {
@@ -60,12 +65,15 @@ class TensorQueue {
   // Makes the background thread's wait_for_work return now (the engine has something to ask
   // of the other ranks in its next round).
   void wake();
-  // The requests enqueued since the last call, in enqueue order.
+  // Copies of the requests enqueued since the last call, in enqueue order.
   std::vector<Request> take_new();
-  // The same into *out, whose previous contents are dropped and whose capacity the queue keeps
-  // for the next round's requests (a round's vector swapped with the previous round's: no
-  // allocation per round once both reached a step's size).
-  void take_new(std::vector<Request>* out);
+  // The same, as pointers to the requests in their entries, into *out, whose previous contents
+  // are dropped and whose capacity the queue keeps for the next round's (a round's vector
+  // swapped with the previous round's: no allocation per round once both reached a step's
+  // size). Each request stays valid while its entry is in flight (until remove(), remove_all()
+  // or close() takes it): the round reads it there and copies only what goes to the
+  // coordinator.
+  void take_new(std::vector<Request*>* out);
   // How many requests take_new() would return now.
   size_t fresh_count() const;
   // Background thread, during a burst: blocks until a thread waits on a handle while requests
@@ -99,17 +107,26 @@ class TensorQueue {
   CondVar cv_;        // fresh_, shutdown_requested_, woken_ changes
   CondVar burst_cv_;  // burst_over_, shutdown_requested_ changes (a separate variable, so
                       // enqueues during a burst do not wake the background thread)
-  using Table = std::unordered_map<std::string, Entry>;
-  // Keeps a removed node for enqueue to reuse (at most kMaxSpare), its handle and allocator
-  // released.
-  void recycle(Table::node_type node) HORA_REQUIRES(mu_);
+  // An interned name's entry: in flight from its enqueue until its removal; the entry stays (its
+  // handle and allocator released) to be overwritten by the name's next enqueue.
+  struct Slot {
+    Entry entry;
+    bool in_flight = false;
+  };
+  // Ends the flight of the entry in slot `id` (REQUIRES: in flight): releases its handle and
+  // allocator now (kept alive in an idle slot they would outlive the collective), and forgets
+  // the name when more than kMaxNames are interned.
+  void release(int32_t id) HORA_REQUIRES(mu_);
 
-  Table table_ HORA_GUARDED_BY(mu_);
-  // Nodes removed from table_, reused by enqueue: no allocation per tensor in the steady state.
-  static constexpr size_t kMaxSpare = 1024;
-  std::vector<Table::node_type> spare_ HORA_GUARDED_BY(mu_);
-  std::vector<Table::iterator> inserted_ HORA_GUARDED_BY(mu_);  // enqueue of a batch (reused)
-  std::vector<Request> fresh_ HORA_GUARDED_BY(mu_);
+  NameTable names_ HORA_GUARDED_BY(mu_);
+  // By name id; a deque, so slots never move as ids are added.
+  std::deque<Slot> slots_ HORA_GUARDED_BY(mu_);
+  size_t in_flight_ HORA_GUARDED_BY(mu_) = 0;
+  // Names kept interned while not in flight: a job's named tensors are interned once; beyond
+  // this (unnamed calls draw a new name each), a name is forgotten when its entry leaves.
+  static constexpr size_t kMaxNames = 4096;
+  std::vector<int32_t> inserted_ HORA_GUARDED_BY(mu_);  // enqueue of a batch (reused)
+  std::vector<Request*> fresh_ HORA_GUARDED_BY(mu_);    // in their entries' slots
   // The capacity an empty fresh_ starts with: the largest burst one take found, at most
   // kMaxFreshReserve requests.
   static constexpr size_t kMaxFreshReserve = 512;

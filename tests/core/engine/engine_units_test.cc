@@ -3,12 +3,14 @@
 // coordinator's decisions, the stall inspector, the tensor queue, InitOptions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "core/engine/coordinator.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
+#include "core/engine/name_table.h"
 #include "core/engine/response_cache.h"
 #include "core/engine/stall_inspector.h"
 #include "core/engine/tensor_queue.h"
@@ -359,6 +361,88 @@ TEST(TensorQueue, RefusesANameInFlightAndFailsAfterClose) {
   std::vector<Entry> late;
   late.push_back(entry("c"));
   EXPECT_EQ(q.enqueue(std::move(late)).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(TensorQueue, ASlotIsReusedByItsNameAndEntriesStayWhereTheyLie) {
+  TensorQueue q;
+  auto batch = [](const std::string& name) {
+    std::vector<Entry> one(1);
+    one[0].request.name = name;
+    one[0].handle = std::make_shared<detail::HandleState>(name, 1, 1.0);
+    return one;
+  };
+  ASSERT_TRUE(q.enqueue(batch("a")).is_ok());
+  ASSERT_TRUE(q.enqueue(batch("b")).is_ok());
+  std::vector<Request*> taken;
+  q.take_new(&taken);
+  ASSERT_EQ(taken.size(), 2u);
+  Entry* a = q.find("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(taken[0]->local_entry, a);  // the round reads the request in its entry
+  EXPECT_EQ(&a->request, taken[0]);
+  EXPECT_GE(a->request.name_id, 0);
+  EXPECT_NE(a->request.name_id, taken[1]->name_id);
+  std::weak_ptr<detail::HandleState> handle = a->handle;
+  q.remove_all({a});
+  EXPECT_TRUE(handle.expired());  // released with the slot
+  EXPECT_EQ(q.find("a"), nullptr);
+  EXPECT_EQ(q.in_flight(), 1u);
+  ASSERT_TRUE(q.enqueue(batch("a")).is_ok());
+  EXPECT_EQ(q.find("a"), a);  // the name's slot again
+  q.remove("b");
+  EXPECT_EQ(q.in_flight(), 1u);
+  EXPECT_EQ(q.close(Status::failed_precondition("closed")).size(), 1u);
+  EXPECT_EQ(q.in_flight(), 0u);
+}
+
+TEST(TensorQueue, ManyOneOffNamesAreForgottenOnceLeftAndTheirIdsReused) {
+  TensorQueue q;
+  int32_t largest = -1;
+  for (int i = 0; i < 6000; ++i) {  // past the names kept interned (unnamed calls draw new ones)
+    std::vector<Entry> one(1);
+    one[0].request.name = "allreduce.noname." + std::to_string(i);
+    ASSERT_TRUE(q.enqueue(std::move(one)).is_ok());
+    Entry* e = q.find("allreduce.noname." + std::to_string(i));
+    ASSERT_NE(e, nullptr);
+    largest = std::max(largest, e->request.name_id);
+    q.remove_all({e});
+  }
+  EXPECT_LT(largest, 4200);  // ids of forgotten names were given out again
+  EXPECT_EQ(q.in_flight(), 0u);
+  EXPECT_EQ(q.find("allreduce.noname.5999"), nullptr);
+}
+
+TEST(NameTable, InternsOnceAndReusesAForgottenId) {
+  NameTable t;
+  bool added = false;
+  const int32_t a = t.intern("a", &added);
+  EXPECT_TRUE(added);
+  EXPECT_EQ(t.intern("a", &added), a);
+  EXPECT_FALSE(added);
+  const int32_t b = t.intern("b", &added);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(t.find("b"), b);
+  EXPECT_EQ(t.name(b), "b");
+  EXPECT_EQ(t.find("c"), -1);
+  t.forget(a);
+  EXPECT_EQ(t.find("a"), -1);
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_EQ(t.intern("c", &added), a);  // the forgotten id goes to the next new name
+  EXPECT_EQ(t.name(a), "c");
+  EXPECT_EQ(t.id_bound(), 2);
+}
+
+TEST(ResponseCache, FindsByNameIdAndChecksTheName) {
+  ResponseCache cache(4);
+  int evicted = -1;
+  ASSERT_EQ(cache.insert(allreduce_response("a", 1), &evicted), 0);
+  ASSERT_EQ(cache.insert(allreduce_response("b", 1), &evicted), 1);
+  EXPECT_EQ(cache.find("b", 7), 1);  // by name, then remembered under id 7
+  EXPECT_EQ(cache.find("b", 7), 1);
+  EXPECT_EQ(cache.find("a", 7), 0);  // id 7 now names "a": the name is checked
+  cache.erase(0);
+  EXPECT_EQ(cache.find("a", 7), -1);
+  EXPECT_EQ(cache.find("b", -1), 1);
 }
 
 TEST(InitOptions, SettingsOverrideTheEnvironmentAndTyposAreErrors) {
