@@ -17,7 +17,7 @@ struct RawFlags {
   std::string algo = "auto", backend, compare, json, csv, plot, device = "cpu";
   double step_factor = 0;
   std::string step_bytes;
-  int root = 0, iters = 20, warmup = 5, check = 1, load = 0;
+  int root = 0, iters = 20, warmup = 5, check = 1, load = 0, rounds = 1;
   bool through_engine = false;
 };
 
@@ -36,6 +36,9 @@ void add_flags(CLI::App& app, RawFlags& f) {
   app.add_option("-r,--root", f.root, "root rank of broadcast (0)");
   app.add_option("-n,--iters", f.iters, "timed iterations per size (20)");
   app.add_option("-w,--warmup_iters", f.warmup, "untimed iterations per size (5)");
+  app.add_option("--rounds", f.rounds,
+                 "time every implementation this many times in turn per size, -n iterations "
+                 "each, statistics over all (1); evens out a noisy machine's drift");
   app.add_option("-c,--check", f.check, "check results against the closed form: 0 or 1 (1)");
   app.add_option("--algo", f.algo, "hora's allreduce algorithm: auto, ring, tree, rd, native");
   app.add_option("--backend", f.backend,
@@ -138,6 +141,11 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
   if (f.warmup < 0) {
     return Status::invalid_argument("-w " + std::to_string(f.warmup) + ": must be >= 0");
   }
+  if (f.rounds < 1) {
+    return Status::invalid_argument("--rounds " + std::to_string(f.rounds) +
+                                    ": needs at least 1 round");
+  }
+  o.rounds = f.rounds;
   if (f.check != 0 && f.check != 1) {
     return Status::invalid_argument("-c " + std::to_string(f.check) + ": expected 0 or 1");
   }

@@ -5,6 +5,7 @@
 //
 //   hora-bench allreduce|allgather|broadcast|reducescatter|alltoall [-b MIN] [-e MAX]
 //     [-f FACTOR | -i STEP] [-d dtype] [-o op] [-r root] [-n iters] [-w warmup] [-c 0|1]
+//     [--rounds R]
 //     [--algo ring|tree|rd|native|auto] [--backend builtin|gloo|mpi|nccl] [--through-engine]
 //     [--compare hora,gloo,mpi,wire,nccl] [--device cpu|cuda|cuda:N] [--json FILE] [--csv FILE]
 //     [--plot FILE.svg]
@@ -38,7 +39,11 @@ struct Options {
   int root = 0;                         // -r
   int iters = 20;                       // -n
   int warmup = 5;                       // -w
-  bool check = true;                    // -c
+  // --rounds: per size, every implementation is timed this many times in turn (the order
+  // reversed every other round), -n iterations each, and its statistics taken over all of
+  // them, so that a noisy machine's drift falls on every column alike.
+  int rounds = 1;
+  bool check = true;                                            // -c
   collectives::Algorithm algo = collectives::Algorithm::kAuto;  // --algo
   std::string backend;  // --backend: hora's algorithms over it; empty = job's
   // --device: where the sweep's buffers live. cuda index -1 = this rank's GPU (local rank
@@ -62,8 +67,8 @@ struct Options {
 // Parses argv (argv[0] is the program name). kInvalidArgument, one line, on any bad flag or
 // value: min > max, a size that does not parse, an unknown dtype, op, algorithm or backend,
 // an op given to a collective that reduces nothing, average on an integer dtype, -f <= 1,
-// -f together with -i, iterations < 1, warmup < 0, an unknown --compare entry, a --plot path
-// not ending in .svg.
+// -f together with -i, iterations < 1, warmup < 0, rounds < 1, an unknown --compare entry, a --plot
+// path not ending in .svg.
 StatusOr<Options> parse_options(int argc, const char* const* argv);
 // The same for a list of arguments without the program name (tests).
 StatusOr<Options> parse_options(const std::vector<std::string>& args);

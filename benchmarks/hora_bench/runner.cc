@@ -95,50 +95,74 @@ StatusOr<bool> agreed(collectives::Communicator& control, bool ok, double timeou
   return flag == 0;
 }
 
-StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size_t count,
-                              bool in_place, SweepMemory& memory,
-                              collectives::Communicator& control) {
-  const Options& o = s.options;
+// One implementation at one size and placement while its rounds run.
+struct Timing {
+  Implementation* impl = nullptr;
   Measurement m;
+  Call call;
+  std::vector<double> samples;  // every round's, in microseconds
+};
+
+// Sets up the measurement; m.available false (with a note) when some rank cannot run it.
+StatusOr<Timing> prepare(const SweepSettings& s, Implementation& impl, size_t count, bool in_place,
+                         SweepMemory& memory, collectives::Communicator& control) {
+  const Options& o = s.options;
+  Timing t;
+  t.impl = &impl;
+  Measurement& m = t.m;
   m.impl = impl.name();
   m.is_hora = impl.is_hora();
   m.is_reference = impl.is_reference();
   m.in_place = in_place;
   m.count = count;
   m.size_bytes = size_for_count(o.collective, count, o.dtype, s.ranks);
-  Call call = make_call(s, count, in_place, memory.a(), memory.b());
-  call.on_device = memory.on_device();
-  m.choice = impl.choice(call);
-  Status supported = impl.supports(call);
+  t.call = make_call(s, count, in_place, memory.a(), memory.b());
+  t.call.on_device = memory.on_device();
+  m.choice = impl.choice(t.call);
+  Status supported = impl.supports(t.call);
   HORA_ASSIGN_OR_RETURN(bool all_supported, agreed(control, supported.is_ok(), s.timeout_s));
   if (!all_supported) {
     m.available = false;
     m.note = supported.is_ok() ? "not supported on another rank" : supported.message();
     m.wrong = -1;
-    return m;
   }
-  auto run_once = [&]() -> Status {
-    call.deadline = Deadline::after_seconds(s.timeout_s);
-    Status st = impl.run(call);
-    if (!st.is_ok()) {
-      return st.with_context(impl.name() + " " + collective_name(o.collective) + " of " +
-                             std::to_string(m.size_bytes) + " B on rank " + std::to_string(s.rank));
-    }
-    return st;
-  };
-  if (s.set_engine) HORA_RETURN_IF_ERROR(s.set_engine(impl.uses_engine()));
-  HORA_RETURN_IF_ERROR(fill(s, call, memory));
+  return t;
+}
+
+Status run_once(const SweepSettings& s, Timing& t) {
+  t.call.deadline = Deadline::after_seconds(s.timeout_s);
+  Status st = t.impl->run(t.call);
+  if (!st.is_ok()) {
+    return st.with_context(t.m.impl + " " + collective_name(s.options.collective) + " of " +
+                           std::to_string(t.m.size_bytes) + " B on rank " + std::to_string(s.rank));
+  }
+  return st;
+}
+
+// One round: the engine set as the implementation needs, a fresh input, a barrier, the warmup
+// calls, then -n timed calls appended to t.samples.
+Status time_round(const SweepSettings& s, Timing& t, SweepMemory& memory,
+                  collectives::Communicator& control) {
+  const Options& o = s.options;
+  if (s.set_engine) HORA_RETURN_IF_ERROR(s.set_engine(t.impl->uses_engine()));
+  HORA_RETURN_IF_ERROR(fill(s, t.call, memory));
   HORA_RETURN_IF_ERROR(collectives::dissemination_barrier(control, control_options(s.timeout_s)));
-  for (int i = 0; i < o.warmup; ++i) HORA_RETURN_IF_ERROR(run_once());
-  std::vector<double> samples;
-  samples.reserve(static_cast<size_t>(o.iters));
+  for (int i = 0; i < o.warmup; ++i) HORA_RETURN_IF_ERROR(run_once(s, t));
   for (int i = 0; i < o.iters; ++i) {
     const auto start = Clock::now();
-    HORA_RETURN_IF_ERROR(run_once());
-    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    HORA_RETURN_IF_ERROR(run_once(s, t));
+    t.samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
   }
-  TimeStats t = time_stats(samples);
-  double times[3] = {t.median_us, t.p99_us, t.max_us};
+  return Status::ok();
+}
+
+// The statistics over every round (the slowest rank's) and, with -c 1, the check.
+Status finish(const SweepSettings& s, Timing& t, SweepMemory& memory,
+              collectives::Communicator& control) {
+  Measurement& m = t.m;
+  if (s.set_engine) HORA_RETURN_IF_ERROR(s.set_engine(t.impl->uses_engine()));
+  TimeStats stats = time_stats(t.samples);
+  double times[3] = {stats.median_us, stats.p99_us, stats.max_us};
   HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(
       control, times, times, 3, DataType::kFloat64, ReduceOp::kMax, control_options(s.timeout_s)));
   m.median_us = times[0];
@@ -146,19 +170,45 @@ StatusOr<Measurement> measure(const SweepSettings& s, Implementation& impl, size
   m.max_us = times[2];
   if (m.median_us > 0) {
     m.algbw_gbs = static_cast<double>(m.size_bytes) / (m.median_us * 1e3);
-    m.busbw_gbs = m.algbw_gbs * busbw_factor(o.collective, s.ranks);
+    m.busbw_gbs = m.algbw_gbs * busbw_factor(s.options.collective, s.ranks);
   }
   m.wrong = -1;
-  if (o.check && !m.is_reference) {
-    HORA_RETURN_IF_ERROR(fill(s, call, memory));
-    HORA_RETURN_IF_ERROR(run_once());
-    HORA_ASSIGN_OR_RETURN(int64_t wrong, wrong_in(s, call, memory));
+  if (s.options.check && !m.is_reference) {
+    HORA_RETURN_IF_ERROR(fill(s, t.call, memory));
+    HORA_RETURN_IF_ERROR(run_once(s, t));
+    HORA_ASSIGN_OR_RETURN(int64_t wrong, wrong_in(s, t.call, memory));
     HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(control, &wrong, &wrong, 1,
                                                                    DataType::kInt64, ReduceOp::kSum,
                                                                    control_options(s.timeout_s)));
     m.wrong = wrong;
   }
-  return m;
+  return Status::ok();
+}
+
+// Every implementation at one size and placement, in `rounds` turns.
+StatusOr<std::vector<Measurement>> measure_row(const SweepSettings& s,
+                                               std::vector<std::unique_ptr<Implementation>>& impls,
+                                               size_t count, bool in_place, SweepMemory& memory,
+                                               collectives::Communicator& control) {
+  std::vector<Timing> timings;
+  for (auto& impl : impls) {
+    HORA_ASSIGN_OR_RETURN(Timing t, prepare(s, *impl, count, in_place, memory, control));
+    t.samples.reserve(static_cast<size_t>(s.options.iters) * s.options.rounds);
+    timings.push_back(std::move(t));
+  }
+  const size_t n = timings.size();
+  for (int round = 0; round < s.options.rounds; ++round) {
+    for (size_t k = 0; k < n; ++k) {
+      Timing& t = timings[round % 2 == 0 ? k : n - 1 - k];
+      if (t.m.available) HORA_RETURN_IF_ERROR(time_round(s, t, memory, control));
+    }
+  }
+  std::vector<Measurement> row;
+  for (Timing& t : timings) {
+    if (t.m.available) HORA_RETURN_IF_ERROR(finish(s, t, memory, control));
+    row.push_back(t.m);
+  }
+  return row;
 }
 
 }  // namespace
@@ -192,11 +242,8 @@ StatusOr<std::vector<Measurement>> run_sweep(
     const size_t count = count_for_size(o.collective, size, o.dtype, s.ranks);
     for (bool in_place : {false, true}) {
       if (in_place && !s.run_in_place) continue;
-      std::vector<Measurement> row;
-      for (auto& impl : impls) {
-        HORA_ASSIGN_OR_RETURN(Measurement m, measure(s, *impl, count, in_place, *memory, control));
-        row.push_back(m);
-      }
+      HORA_ASSIGN_OR_RETURN(std::vector<Measurement> row,
+                            measure_row(s, impls, count, in_place, *memory, control));
       on_row(row);
       all.insert(all.end(), row.begin(), row.end());
     }

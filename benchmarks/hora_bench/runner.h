@@ -1,6 +1,8 @@
 // The timing loop: for each size of the sweep, each placement (out of place, then in place)
-// and each implementation: a barrier, `warmup` untimed calls, `iters` calls timed one by one,
-// then (with -c 1) a fresh input, one more call and the closed-form check (check.h).
+// and each implementation: a barrier, `warmup` untimed calls, `iters` calls timed one by one;
+// with --rounds R that turn of every implementation repeats R times (the order reversed every
+// other round) and the statistics are taken over all R x iters samples. Then, per
+// implementation (with -c 1), a fresh input, one more call and the closed-form check (check.h).
 // Times are the slowest rank's (a max over ranks of each statistic); #wrong is summed over
 // ranks, so every rank holds the same Measurement and exits with the same code.
 //

@@ -82,6 +82,10 @@ TEST(OptionsTest, NcclTestsFlags) {
   ASSERT_TRUE(step.is_ok()) << step.status().to_string();
   EXPECT_EQ(step->step_bytes, 1024u);
   EXPECT_EQ(step->root, 1);
+  EXPECT_EQ(step->rounds, 1);
+  auto rounds = parse_options({"allreduce", "--rounds", "3"});
+  ASSERT_TRUE(rounds.is_ok()) << rounds.status().to_string();
+  EXPECT_EQ(rounds->rounds, 3);
 }
 
 TEST(OptionsTest, BadArguments) {
@@ -95,6 +99,7 @@ TEST(OptionsTest, BadArguments) {
   expect_bad({"allreduce", "-f", "2", "-i", "1K"}, "exclude");
   expect_bad({"allreduce", "-n", "0"}, "-n 0");
   expect_bad({"allreduce", "-w", "-1"}, "-w -1");
+  expect_bad({"allreduce", "--rounds", "0"}, "--rounds 0");
   expect_bad({"allreduce", "-c", "2"}, "-c 2");
   expect_bad({"allreduce", "--algo", "bogus"}, "bogus");
   expect_bad({"allgather", "--algo", "ring"}, "allreduce only");
