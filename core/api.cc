@@ -173,6 +173,22 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   const std::string& name = resolve_name(given, CollectiveType::kAllreduce, &drawn);
   auto handle =
       std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+  if (in.device().is_cpu() && out.device().is_cpu()) {
+    // Host tensors: the queue fills the entry in place (no Entry built, moved and destroyed).
+    engine::AllreduceSpec spec;
+    spec.name = &name;
+    spec.in = &in;
+    spec.out = &out;
+    spec.handle = handle;
+    spec.op = op;
+    spec.prescale = prescale;
+    spec.postscale = postscale;
+    spec.compression = options.compression;
+    spec.enqueued = engine::Clock::now();
+    s = eng->enqueue_allreduce(std::move(spec));
+    if (!s.is_ok()) return fail(name, s);
+    return Handle(std::move(handle));
+  }
   std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, in, out, handle);
   e.request.op = op;

@@ -116,6 +116,18 @@ Status Engine::enqueue(std::vector<Entry>&& entries) {
   return queue_.enqueue(std::move(entries));
 }
 
+Status Engine::enqueue_allreduce(AllreduceSpec&& spec) {
+  {
+    MutexLock lock(&mu_);
+    if (stopped_)
+      return Status::failed_precondition("tensor '" + *spec.name +
+                                         "': hora has been shut down on this rank");
+    start_locked();
+  }
+  // Host tensors: DeviceExecutor::admit has nothing to route or record.
+  return queue_.enqueue_allreduce(std::move(spec));
+}
+
 Status Engine::ended_status() const {
   return fatal_.is_ok() ? Status::failed_precondition("hora's engine has stopped on rank " +
                                                       std::to_string(comm_.rank()))

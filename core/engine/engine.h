@@ -84,6 +84,10 @@ class Engine final : public detail::WaitSignal {
   // failure some may be); the caller may clear the vector and reuse its capacity (core/api.cc
   // keeps one per thread).
   Status enqueue(std::vector<Entry>&& entries);
+  // One allreduce of tensors in host memory (REQUIRES: spec.in and spec.out on the CPU), its
+  // entry filled in place in the queue (TensorQueue::enqueue_allreduce): the same as enqueue()
+  // of the entry core/api.cc would build, with no Entry built and moved per call.
+  Status enqueue_allreduce(AllreduceSpec&& spec);
   // Collective: every rank calls it. Blocks until this rank's engine parked after the round in
   // which every rank asked (the same round everywhere), then returns OK: the caller's thread
   // may use the communicator until resume(). Fails with kTimeout when not every rank asked

@@ -6,51 +6,95 @@
 namespace hora {
 namespace engine {
 
+TensorQueue::Slot* TensorQueue::claim(const std::string& name, CollectiveType type, int32_t* id,
+                                      Status* error) {
+  if (closed_) {
+    *error = Status(closed_why_.code(), "tensor '" + name + "': " + closed_why_.message());
+    return nullptr;
+  }
+  bool added = false;
+  *id = names_.intern(name, &added);
+  if (static_cast<size_t>(*id) >= slots_.size()) slots_.resize(static_cast<size_t>(*id) + 1);
+  Slot& slot = slots_[static_cast<size_t>(*id)];
+  if (slot.in_flight) {
+    *error = Status::invalid_argument(
+        "tensor '" + name + "': " + collective_name(type) +
+        " enqueued while a collective of that name is still in flight on this rank (wait for "
+        "its handle before reusing the name)");
+    return nullptr;
+  }
+  return &slot;
+}
+
+void TensorQueue::admit(int32_t id) {
+  Slot& slot = slots_[static_cast<size_t>(id)];
+  slot.entry.request.local_entry = &slot.entry;
+  slot.entry.request.name_id = id;
+  slot.in_flight = true;
+  ++in_flight_;
+  // take_new() may leave fresh_ without capacity: start at the largest burst seen (bounded),
+  // so a step's requests are not moved again and again as the vector grows.
+  if (fresh_.empty()) fresh_.reserve(fresh_reserve_);
+  // The round reads each request where it lies, in its entry (no copy per tensor).
+  fresh_.push_back(&slot.entry.request);
+  if (fresh_.size() > fresh_reserve_) fresh_reserve_ = std::min(fresh_.size(), kMaxFreshReserve);
+}
+
 Status TensorQueue::enqueue(std::vector<Entry>&& entries) {
   {
     MutexLock lock(&mu_);
-    if (closed_)
-      return Status(closed_why_.code(),
-                    "tensor '" + (entries.empty() ? std::string() : entries[0].request.name) +
-                        "': " + closed_why_.message());
+    if (entries.empty()) return Status::ok();
     // Each entry goes into its name's slot with one lookup (the name interned on its first
     // enqueue); a name already in flight, or twice in the batch, undoes the batch.
-    const bool batch = entries.size() > 1;
-    if (batch) inserted_.clear();
-    int32_t last = -1;
+    inserted_.clear();
     for (Entry& e : entries) {
-      bool added = false;
-      const int32_t id = names_.intern(e.request.name, &added);
-      if (static_cast<size_t>(id) >= slots_.size()) slots_.resize(static_cast<size_t>(id) + 1);
-      Slot& slot = slots_[static_cast<size_t>(id)];
-      if (slot.in_flight) {
-        const Status dup = Status::invalid_argument(
-            "tensor '" + e.request.name + "': " + collective_name(slot.entry.request.type) +
-            " enqueued while a collective of that name is still in flight on this rank "
-            "(wait for its handle before reusing the name)");
-        if (batch) {
-          for (int32_t done : inserted_) release(done);
-        }
-        return dup;
+      int32_t id = -1;
+      Status error;
+      Slot* slot = claim(e.request.name, e.request.type, &id, &error);
+      if (slot == nullptr) {
+        for (int32_t done : inserted_) release(done);
+        fresh_.resize(fresh_.size() - inserted_.size());  // admitted last, at its end
+        return error;
       }
-      slot.entry = std::move(e);
-      slot.entry.request.local_entry = &slot.entry;
-      slot.entry.request.name_id = id;
-      slot.in_flight = true;
-      ++in_flight_;
-      if (batch) inserted_.push_back(id);
-      last = id;
+      slot->entry = std::move(e);
+      admit(id);  // in flight: a repeat later in the batch is refused
+      inserted_.push_back(id);
     }
-    // take_new() may leave fresh_ without capacity: start at the largest burst seen (bounded),
-    // so a step's requests are not moved again and again as the vector grows.
-    if (fresh_.empty()) fresh_.reserve(std::max(fresh_reserve_, entries.size()));
-    // The round reads each request where it lies, in its entry (no copy per tensor).
-    if (batch) {
-      for (int32_t id : inserted_) fresh_.push_back(&slots_[static_cast<size_t>(id)].entry.request);
-    } else if (last >= 0) {
-      fresh_.push_back(&slots_[static_cast<size_t>(last)].entry.request);
-    }
-    fresh_reserve_ = std::min(std::max(fresh_reserve_, fresh_.size()), kMaxFreshReserve);
+  }
+  cv_.notify_one();
+  return Status::ok();
+}
+
+Status TensorQueue::enqueue_allreduce(AllreduceSpec&& spec) {
+  {
+    MutexLock lock(&mu_);
+    int32_t id = -1;
+    Status error;
+    Slot* slot = claim(*spec.name, CollectiveType::kAllreduce, &id, &error);
+    if (slot == nullptr) return error;
+    // What add_entry (core/api.cc) builds, field by field, into the entry the slot keeps: its
+    // name is most often the same already.
+    Request& q = slot->entry.request;
+    if (q.name != *spec.name) q.name = *spec.name;
+    q.type = CollectiveType::kAllreduce;
+    q.rank = 0;
+    q.dtype = spec.in->dtype();
+    q.shape = spec.in->shape();
+    q.device = spec.in->device();
+    q.op = spec.op;
+    q.root = 0;
+    q.prescale = spec.prescale;
+    q.postscale = spec.postscale;
+    q.compression = spec.compression;
+    q.splits.clear();
+    q.group_key.clear();
+    q.group_size = 0;
+    slot->entry.in = *spec.in;
+    slot->entry.out = *spec.out;
+    slot->entry.allocate = nullptr;
+    slot->entry.handle = std::move(spec.handle);
+    slot->entry.enqueued = spec.enqueued;
+    admit(id);
   }
   cv_.notify_one();
   return Status::ok();

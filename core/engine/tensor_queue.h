@@ -50,6 +50,21 @@ struct Entry {
   Clock::time_point enqueued;
 };
 
+// A single allreduce of host tensors, as the API hands it over: the queue fills its name's
+// slot from it (no Entry built in a batch, moved into the slot and destroyed on the way). The
+// pointers need only live through the call.
+struct AllreduceSpec {
+  const std::string* name = nullptr;
+  const TensorView* in = nullptr;
+  const TensorView* out = nullptr;
+  std::shared_ptr<detail::HandleState> handle;  // moved into the entry
+  ReduceOp op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  Compression compression = Compression::kNone;
+  Clock::time_point enqueued;
+};
+
 class TensorQueue {
  public:
   // Adds every entry or none: fails when one of the names is already in flight (or appears
@@ -57,6 +72,10 @@ class TensorQueue {
   // (on failure some may be, and none is enqueued); the caller may clear the vector and reuse
   // its capacity.
   Status enqueue(std::vector<Entry>&& entries);
+  // One allreduce of host tensors, its entry filled in place: the same as enqueue() of the
+  // entry the API would build from `spec` (fails the same way; spec.handle is moved from only
+  // on success).
+  Status enqueue_allreduce(AllreduceSpec&& spec);
 
   // Background thread: blocks until new requests arrive, shutdown is requested, wake() is
   // called, or `until`. Returns true when there is something new (requests, a shutdown
@@ -117,6 +136,12 @@ class TensorQueue {
   // allocator now (kept alive in an idle slot they would outlive the collective), and forgets
   // the name when more than kMaxNames are interned.
   void release(int32_t id) HORA_REQUIRES(mu_);
+  // The slot of `name` for a new entry (interned now when new), or null with *error set when
+  // the queue is closed or the name is in flight (`type`: what the refused call was).
+  Slot* claim(const std::string& name, CollectiveType type, int32_t* id, Status* error)
+      HORA_REQUIRES(mu_);
+  // The entry in slot `id` is in flight from now: its request goes to the fresh list.
+  void admit(int32_t id) HORA_REQUIRES(mu_);
 
   NameTable names_ HORA_GUARDED_BY(mu_);
   // By name id; a deque, so slots never move as ids are added.

@@ -412,6 +412,51 @@ TEST(TensorQueue, ManyOneOffNamesAreForgottenOnceLeftAndTheirIdsReused) {
   EXPECT_EQ(q.find("allreduce.noname.5999"), nullptr);
 }
 
+TEST(TensorQueue, AnAllreduceFilledInPlaceIsTheEntryABatchWouldHold) {
+  TensorQueue q;
+  float data[6] = {};
+  TensorView in = TensorView::make(data, DataType::kFloat32, {2, 3}).value();
+  auto spec = [&](const std::string* name) {
+    AllreduceSpec s;
+    s.name = name;
+    s.in = &in;
+    s.out = &in;
+    s.handle = std::make_shared<detail::HandleState>(*name, 1, 1.0);
+    s.op = ReduceOp::kAverage;
+    s.prescale = 2.0;
+    return s;
+  };
+  const std::string a = "a";
+  // A slot used before by a grouped entry of the same name: nothing of it is left.
+  std::vector<Entry> group(1);
+  group[0].request.name = a;
+  group[0].request.group_key = "a#group";
+  group[0].request.group_size = 1;
+  ASSERT_TRUE(q.enqueue(std::move(group)).is_ok());
+  std::vector<Request*> taken;
+  q.take_new(&taken);  // the round took it, and the executor completed it
+  q.remove("a");
+  ASSERT_TRUE(q.enqueue_allreduce(spec(&a)).is_ok());
+  Entry* e = q.find("a");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->request.name, "a");
+  EXPECT_EQ(e->request.op, ReduceOp::kAverage);
+  EXPECT_EQ(e->request.prescale, 2.0);
+  EXPECT_EQ(e->request.shape, SmallShape({2, 3}));
+  EXPECT_TRUE(e->request.group_key.empty());
+  EXPECT_EQ(e->request.group_size, 0);
+  EXPECT_EQ(e->request.local_entry, e);
+  EXPECT_EQ(e->in.data(), data);
+  Status again = q.enqueue_allreduce(spec(&a));
+  EXPECT_EQ(again.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(again.message().find("tensor 'a'"), std::string::npos);
+  q.take_new(&taken);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0], &e->request);
+  q.close(Status::failed_precondition("closed"));
+  EXPECT_EQ(q.enqueue_allreduce(spec(&a)).code(), StatusCode::kFailedPrecondition);
+}
+
 TEST(NameTable, InternsOnceAndReusesAForgottenId) {
   NameTable t;
   bool added = false;
