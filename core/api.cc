@@ -10,6 +10,7 @@
 #include "core/base/thread_annotations.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_access.h"
+#include "core/engine/handle_pool.h"
 #include "core/engine/handle_state.h"
 #include "core/hora.h"
 
@@ -171,8 +172,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
     s = check_reduction(label, CollectiveType::kAllreduce, in.dtype(), op, prescale, postscale);
   if (!s.is_ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kAllreduce, &drawn);
-  auto handle =
-      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   if (in.device().is_cpu() && out.device().is_cpu()) {
     // Host tensors: the queue fills the entry in place (no Entry built, moved and destroyed).
     engine::AllreduceSpec spec;
@@ -240,8 +240,8 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   for (const std::string& n : names)
     resolved.push_back(resolve_name(n, CollectiveType::kAllreduce, &drawn));
   const std::string key = resolved[0] + "#group";
-  auto handle = std::make_shared<detail::HandleState>(key, static_cast<int>(names.size()),
-                                                      eng->timeout_s(), eng->wait_signal());
+  auto handle = engine::make_handle_state(key, static_cast<int>(names.size()), eng->timeout_s(),
+                                          eng->wait_signal());
   std::vector<Entry> entries;
   entries.reserve(resolved.size());
   for (size_t i = 0; i < resolved.size(); ++i) {
@@ -296,8 +296,7 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
   for (size_t i = 0; i < n; ++i) {
     std::string drawn;
     const std::string& name = resolve_name(names[i], CollectiveType::kAllreduce, &drawn);
-    auto handle =
-        std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+    auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
     Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, ins[i], outs[i], handle);
     e.request.op = options.op;
     e.request.prescale = options.prescale;
@@ -322,8 +321,7 @@ Handle allgather_async(const std::string& given, const TensorView& in, OutputAll
   Status s = check_tensor(label, "input", in, CollectiveType::kAllgather, true);
   if (!s.is_ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kAllgather, &drawn);
-  auto handle =
-      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();
   add_entry(entries, name, CollectiveType::kAllgather, in, in, handle).allocate =
       std::move(allocate);
@@ -343,8 +341,7 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
                                  std::to_string(eng->size() - 1) + ")");
   if (!s.is_ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kBroadcast, &drawn);
-  auto handle =
-      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();
   add_entry(entries, name, CollectiveType::kBroadcast, tensor, tensor, handle).request.root = root;
   return submit(*eng, entries, std::move(handle));
@@ -386,8 +383,7 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
                            std::to_string(rows) + ", got " + std::to_string(resolved.size()) +
                            " splits summing to " + std::to_string(sum)));
   const std::string& name = resolve_name(given, CollectiveType::kAlltoall, &drawn);
-  auto handle =
-      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kAlltoall, in, in, handle);
   e.request.splits = std::move(resolved);
@@ -407,8 +403,7 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
     s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
   if (!s.is_ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kReducescatter, &drawn);
-  auto handle =
-      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
@@ -476,8 +471,7 @@ Handle control_request(CollectiveType type, const std::string& name) {
   if (!eng)
     return fail(name,
                 Status::failed_precondition(std::string(engine::collective_name(type)) + kNotInit));
-  auto handle =
-      std::make_shared<detail::HandleState>(name, 1, eng->timeout_s(), eng->wait_signal());
+  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();
   Entry& e = entries.emplace_back();
   e.request.name = name;

@@ -265,6 +265,8 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
     ResponseList decided;
     decided.responses = coordinator_->collect();
     decided.fatal = fatal;
+    // Alone, nothing goes on the wire: the list is used as it is, not encoded and decoded.
+    if (size == 1) return apply(std::move(decided), list);
     payload = encode_response_list(decided);
   }
   if (size > 1) {
@@ -282,6 +284,10 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
                                                           length, DataType::kUint8, 0, ao));
   }
   HORA_ASSIGN_OR_RETURN(ResponseList decided, decode_response_list(payload));
+  return apply(std::move(decided), list);
+}
+
+Status Controller::apply(ResponseList decided, ResponseList* list) {
   for (Response& r : decided.responses) {
     if (sent_.erase(r.name) > 0) ++stats_.coordinated;
     if (r.type == CollectiveType::kJoin) joined_ = false;

@@ -109,6 +109,9 @@ class Controller {
                   std::chrono::steady_clock::time_point at);
   Status exchange(const std::vector<Request>& outgoing, const std::string& fatal, Deadline deadline,
                   ResponseList* list);
+  // exchange()'s end, on every rank: the coordinator's list `decided` goes into the cache (what
+  // is cacheable) and is appended to *list.
+  Status apply(ResponseList decided, ResponseList* list);
 
   collectives::Communicator& comm_;
   const ControllerOptions options_;

@@ -94,6 +94,7 @@ void Engine::start() {
 void Engine::start_locked() {
   if (started_) return;
   started_ = true;
+  accepting_.store(!stopped_, std::memory_order_release);
   if (comm_.rank() == 0) {
     Status s = timeline_.open(config_.timeline_path);
     if (!s.is_ok()) {
@@ -117,7 +118,7 @@ Status Engine::enqueue(std::vector<Entry>&& entries) {
 }
 
 Status Engine::enqueue_allreduce(AllreduceSpec&& spec) {
-  {
+  if (!accepting_.load(std::memory_order_acquire)) {
     MutexLock lock(&mu_);
     if (stopped_)
       return Status::failed_precondition("tensor '" + *spec.name +
@@ -350,6 +351,7 @@ Status Engine::stop() {
     MutexLock lock(&mu_);
     if (stopped_) return fatal_;
     stopped_ = true;
+    accepting_.store(false, std::memory_order_release);
     pause_asked_ = false;
     // Take part in the shutdown round even if this rank never ran a collective.
     start_locked();

@@ -172,7 +172,11 @@ class Engine final : public detail::WaitSignal {
   // started again, so stop() joins it without the lock.
   std::thread thread_;
   bool started_ HORA_GUARDED_BY(mu_) = false;
-  bool stopped_ HORA_GUARDED_BY(mu_) = false;      // stop() called
+  bool stopped_ HORA_GUARDED_BY(mu_) = false;  // stop() called
+  // started_ && !stopped_, written under mu_: enqueue_allreduce reads it without the lock.
+  // (Taking mu_ would not close the window in which stop() runs between the check and the
+  // queue's insert either: the queue refuses once closed, and closing it fails what it holds.)
+  std::atomic<bool> accepting_{false};
   bool pause_asked_ HORA_GUARDED_BY(mu_) = false;  // pause() waits for every rank to ask
   bool parked_ HORA_GUARDED_BY(mu_) = false;       // the loop sits in park()
   bool loop_ended_ HORA_GUARDED_BY(mu_) = false;   // the loop returned (shutdown or failure)

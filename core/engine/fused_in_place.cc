@@ -34,8 +34,11 @@ void local_allreduce_spans(const std::vector<collectives::ReduceSpan>& spans, Da
       std::memset(s.out, 0, s.count * esize);
       continue;
     }
-    kernels::scale_copy(s.out, s.in, s.count, dtype, prescale);  // a no-op in place at 1
-    kernels::scale(s.out, s.count, dtype, postscale);
+    // Factors of 1 are skipped (no kernel call per tensor): in place, an average at one rank
+    // costs nothing.
+    if (s.in != s.out || prescale != 1.0)
+      kernels::scale_copy(s.out, s.in, s.count, dtype, prescale);
+    if (postscale != 1.0) kernels::scale(s.out, s.count, dtype, postscale);
   }
 }
 
