@@ -74,7 +74,11 @@ struct GradientReducer::Slot {
 
 struct GradientReducer::InFlight {
   Handle handle;
-  std::vector<size_t> members;
+  size_t index = 0;             // the parameter, when `members` is empty
+  std::vector<size_t> members;  // a group's members
+  // Iterates over its parameters: `index` alone, or `members`.
+  const size_t* begin() const { return members.empty() ? &index : members.data(); }
+  const size_t* end() const { return begin() + (members.empty() ? 1 : members.size()); }
 };
 
 StatusOr<std::unique_ptr<GradientReducer>> GradientReducer::create(std::vector<std::string> names,
@@ -87,6 +91,8 @@ StatusOr<std::unique_ptr<GradientReducer>> GradientReducer::create(std::vector<s
 GradientReducer::GradientReducer(std::vector<std::string> names, GradientReducerOptions options)
     : names_(std::move(names)), options_(std::move(options)), slots_(names_.size()) {
   for (size_t i = 0; i < names_.size(); ++i) index_.emplace_back(names_[i], i);
+  wire_names_.reserve(names_.size());
+  for (const std::string& name : names_) wire_names_.push_back(options_.name_prefix + name);
   std::sort(index_.begin(), index_.end());
   group_of_.assign(names_.size(), -1);
   for (size_t g = 0; g < options_.groups.size(); ++g)
@@ -179,42 +185,48 @@ Status GradientReducer::flush(size_t index, const TensorView& grad) {
 Status GradientReducer::ready_locked(size_t index) {
   slots_[index].ready = true;
   const int g = group_of_[index];
-  if (g < 0) return enqueue_locked({index});
+  if (g < 0) return enqueue_one_locked(index);
   const std::vector<size_t>& members = options_.groups[g];
   for (size_t m : members)
     if (!slots_[m].ready) return Status::ok();
-  return enqueue_locked(members);
+  return enqueue_group_locked(members);
 }
 
-Status GradientReducer::enqueue_locked(const std::vector<size_t>& members) {
-  AllreduceOptions ao;
-  ao.op = options_.op;
-  ao.prescale = prescale_;
-  ao.postscale = postscale_;
-  ao.compression = options_.compression;
-  Handle h;
-  if (group_of_[members.front()] < 0) {
-    const Slot& slot = slots_[members.front()];
-    h = allreduce_async(options_.name_prefix + names_[members.front()], slot.grad, slot.grad, ao);
-  } else {
-    std::vector<std::string> names;
-    std::vector<TensorView> views;
-    for (size_t m : members) {
-      names.push_back(options_.name_prefix + names_[m]);
-      views.push_back(slots_[m].grad);
-    }
-    h = grouped_allreduce_async(names, views, views, ao);
-  }
+Status GradientReducer::enqueue_one_locked(size_t index) {
+  const AllreduceOptions ao{options_.op, prescale_, postscale_, options_.compression};
+  const Slot& slot = slots_[index];
+  return track_locked(allreduce_async(wire_names_[index], slot.grad, slot.grad, ao), index, {});
+}
+
+Status GradientReducer::enqueue_group_locked(const std::vector<size_t>& members) {
+  const AllreduceOptions ao{options_.op, prescale_, postscale_, options_.compression};
+  std::vector<std::string> names;
+  std::vector<TensorView> views;
+  names.reserve(members.size());
+  views.reserve(members.size());
   for (size_t m : members) {
+    names.push_back(wire_names_[m]);
+    views.push_back(slots_[m].grad);
+  }
+  return track_locked(grouped_allreduce_async(names, views, views, ao), 0, members);
+}
+
+Status GradientReducer::track_locked(Handle h, size_t index, std::vector<size_t> members) {
+  InFlight& f = in_flight_.emplace_back();
+  f.handle = std::move(h);
+  f.index = index;
+  f.members = std::move(members);
+  for (size_t m : f) {
     slots_[m].ready = true;
     slots_[m].enqueued = true;
   }
-  in_flight_.push_back(InFlight{h, members});
+  Handle& handle = f.handle;
   // An enqueue the engine refused (not initialised, a bad tensor) has failed already: say so
   // now too. synchronize() reports it as well, like any failed allreduce of the step.
-  if (h.poll()) {
-    Status s = h.wait(std::chrono::milliseconds(0));
-    if (!s.is_ok()) return s.with_context(std::string(kWho) + "allreduce of " + quoted(h.name()));
+  if (handle.poll()) {
+    Status s = handle.wait(std::chrono::milliseconds(0));
+    if (!s.is_ok())
+      return s.with_context(std::string(kWho) + "allreduce of " + quoted(handle.name()));
   }
   return Status::ok();
 }
@@ -226,7 +238,7 @@ void GradientReducer::enqueue_leftovers_locked() {
     if (slot.enqueued || (slot.passes == 0 && !slot.ready)) continue;
     const int g = group_of_[i];
     if (g < 0) {
-      (void)enqueue_locked({i});
+      (void)enqueue_one_locked(i);
       continue;
     }
     if (done_group[g]) continue;
@@ -238,7 +250,7 @@ void GradientReducer::enqueue_leftovers_locked() {
       const Slot& s = slots_[m];
       if (!s.enqueued && (s.passes > 0 || s.ready)) members.push_back(m);
     }
-    if (!members.empty()) (void)enqueue_locked(members);
+    if (!members.empty()) (void)enqueue_group_locked(members);
   }
 }
 
@@ -254,13 +266,7 @@ void GradientReducer::retire_completed_locked() {
     if (!s.is_ok() && first_error_.is_ok())
       first_error_ =
           s.with_context(std::string(kWho) + "allreduce of " + quoted(it->handle.name()));
-    for (size_t m : it->members) {
-      Slot& slot = slots_[m];
-      slot.passes = 0;
-      slot.ready = false;
-      slot.enqueued = false;
-      slot.grad = TensorView();
-    }
+    for (size_t m : *it) slots_[m] = Slot();
   }
   in_flight_.erase(keep, in_flight_.end());
 }

@@ -124,8 +124,13 @@ class GradientReducer {
   Status check_gradient(size_t index, const TensorView& grad) const;
   // Marks `index` ready; enqueues it, or its group once every member is ready.
   Status ready_locked(size_t index) HORA_REQUIRES(mu_);
-  // One allreduce over `members` (a grouped one when they belong to a group).
-  Status enqueue_locked(const std::vector<size_t>& members) HORA_REQUIRES(mu_);
+  // The allreduce of parameter `index`, in no group (allocates nothing of its own).
+  Status enqueue_one_locked(size_t index) HORA_REQUIRES(mu_);
+  // One grouped allreduce over `members` of a group.
+  Status enqueue_group_locked(const std::vector<size_t>& members) HORA_REQUIRES(mu_);
+  // Records `h` as in flight over `index` (`members` empty) or `members`, and reports an
+  // enqueue the engine refused at once.
+  Status track_locked(Handle h, size_t index, std::vector<size_t> members) HORA_REQUIRES(mu_);
   // Enqueues what gradient_ready saw or flush() marked but nothing enqueued yet.
   void enqueue_leftovers_locked() HORA_REQUIRES(mu_);
   // Takes the completed handles out of in_flight_, keeping the first error.
@@ -134,6 +139,8 @@ class GradientReducer {
 
   const std::vector<std::string> names_;
   const GradientReducerOptions options_;
+  // name_prefix + name of each parameter, made once: the allreduces' names.
+  std::vector<std::string> wire_names_;
   std::vector<std::pair<std::string, size_t>> index_;  // name -> index, sorted by name
   std::vector<int> group_of_;  // parameter -> index into options_.groups, or -1
   double prescale_ = 1.0;      // from op, gradient_predivide_factor, aggregation

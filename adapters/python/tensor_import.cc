@@ -14,52 +14,57 @@ namespace {
 using dlpack::DLDataType;
 using dlpack::DLTensor;
 
-std::string prefix(const std::string& label, const char* what) {
-  return "tensor '" + label + "': " + what + " ";
+std::string prefix(const TensorLabel& label, const char* what) {
+  return "tensor '" + label.str() + "': " + what + " ";
 }
 
-StatusOr<DataType> dtype_of(const DLDataType& t, const std::string& where) {
-  if (t.lanes == 1) {
-    switch (t.code) {
-      case dlpack::kDLInt:
-        if (t.bits == 8) return DataType::kInt8;
-        if (t.bits == 16) return DataType::kInt16;
-        if (t.bits == 32) return DataType::kInt32;
-        if (t.bits == 64) return DataType::kInt64;
-        break;
-      case dlpack::kDLUInt:
-        if (t.bits == 8) return DataType::kUint8;
-        if (t.bits == 16) return DataType::kUint16;
-        break;
-      case dlpack::kDLFloat:
-        if (t.bits == 16) return DataType::kFloat16;
-        if (t.bits == 32) return DataType::kFloat32;
-        if (t.bits == 64) return DataType::kFloat64;
-        break;
-      case dlpack::kDLBfloat:
-        if (t.bits == 16) return DataType::kBFloat16;
-        break;
-      case dlpack::kDLBool:
-        if (t.bits == 8) return DataType::kBool;
-        break;
-      default: break;
-    }
+// The hora dtype of a DLPack dtype; false for one hora does not take.
+bool dtype_from_dlpack(const DLDataType& t, DataType* out) {
+  if (t.lanes != 1) return false;
+  switch (t.code) {
+    case dlpack::kDLInt:
+      if (t.bits == 8) return *out = DataType::kInt8, true;
+      if (t.bits == 16) return *out = DataType::kInt16, true;
+      if (t.bits == 32) return *out = DataType::kInt32, true;
+      if (t.bits == 64) return *out = DataType::kInt64, true;
+      return false;
+    case dlpack::kDLUInt:
+      if (t.bits == 8) return *out = DataType::kUint8, true;
+      if (t.bits == 16) return *out = DataType::kUint16, true;
+      return false;
+    case dlpack::kDLFloat:
+      if (t.bits == 16) return *out = DataType::kFloat16, true;
+      if (t.bits == 32) return *out = DataType::kFloat32, true;
+      if (t.bits == 64) return *out = DataType::kFloat64, true;
+      return false;
+    case dlpack::kDLBfloat:
+      if (t.bits == 16) return *out = DataType::kBFloat16, true;
+      return false;
+    case dlpack::kDLBool:
+      if (t.bits == 8) return *out = DataType::kBool, true;
+      return false;
+    default: return false;
   }
+}
+
+StatusOr<DataType> dtype_of(const DLDataType& t, const TensorLabel& label, const char* what) {
+  DataType dtype;
+  if (dtype_from_dlpack(t, &dtype)) return dtype;
   return Status::invalid_argument(
-      where + "has DLPack dtype (code " + std::to_string(t.code) + ", bits " +
+      prefix(label, what) + "has DLPack dtype (code " + std::to_string(t.code) + ", bits " +
       std::to_string(t.bits) + ", lanes " + std::to_string(t.lanes) +
       "), which hora does not support; expected one of uint8, int8, int16, uint16, int32, "
       "int64, float16, bfloat16, float32, float64, bool");
 }
 
-StatusOr<Device> device_of(const dlpack::DLDevice& d, const std::string& where) {
+StatusOr<Device> device_of(const dlpack::DLDevice& d, const TensorLabel& label, const char* what) {
   switch (d.device_type) {
     case dlpack::kDLCPU:
     case dlpack::kDLCUDAHost: return Device::cpu();
     case dlpack::kDLCUDA:
     case dlpack::kDLCUDAManaged: return Device::cuda(d.device_id);
     default:
-      return Status::invalid_argument(where + "lives on DLPack device type " +
+      return Status::invalid_argument(prefix(label, what) + "lives on DLPack device type " +
                                       std::to_string(d.device_type) +
                                       "; hora takes CPU and CUDA tensors");
   }
@@ -67,12 +72,12 @@ StatusOr<Device> device_of(const dlpack::DLDevice& d, const std::string& where) 
 
 // Row-major contiguity; dimensions of extent 1 may carry any stride, and a tensor with no
 // elements is contiguous.
-bool is_contiguous(const std::vector<int64_t>& shape, const int64_t* strides) {
+bool is_contiguous(const int64_t* shape, size_t ndim, const int64_t* strides) {
   if (strides == nullptr) return true;
+  for (size_t i = 0; i < ndim; ++i)
+    if (shape[i] == 0) return true;
   int64_t expected = 1;
-  for (int64_t d : shape)
-    if (d == 0) return true;
-  for (size_t i = shape.size(); i-- > 0;) {
+  for (size_t i = ndim; i-- > 0;) {
     if (shape[i] != 1 && strides[i] != expected) return false;
     expected *= shape[i];
   }
@@ -84,49 +89,65 @@ std::string strides_string(const int64_t* strides, size_t n) {
   return shape_to_string(v);
 }
 
+void* data_of(const DLTensor& t) {
+  return t.data == nullptr ? nullptr : static_cast<char*>(t.data) + t.byte_offset;
+}
+
 StatusOr<ImportedTensor> from_dltensor(const DLTensor& t, py::object owner,
-                                       const std::string& label, const char* what) {
-  const std::string where = prefix(label, what);
-  if (t.ndim < 0) return Status::invalid_argument(where + "has ndim " + std::to_string(t.ndim));
-  std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
-  if (!is_contiguous(shape, t.strides))
+                                       const TensorLabel& label, const char* what) {
+  if (t.ndim < 0)
+    return Status::invalid_argument(prefix(label, what) + "has ndim " + std::to_string(t.ndim));
+  const size_t ndim = static_cast<size_t>(t.ndim);
+  if (!is_contiguous(t.shape, ndim, t.strides))
     return Status::invalid_argument(
-        where + "is not contiguous (shape " + shape_to_string(shape) + ", strides " +
-        strides_string(t.strides, shape.size()) +
+        prefix(label, what) + "is not contiguous (shape " + shape_to_string(t.shape, ndim) +
+        ", strides " + strides_string(t.strides, ndim) +
         " elements); hora needs a contiguous tensor: pass a contiguous copy (torch: "
         ".contiguous(), NumPy: numpy.ascontiguousarray)");
-  HORA_ASSIGN_OR_RETURN(DataType dtype, dtype_of(t.dtype, where));
-  HORA_ASSIGN_OR_RETURN(Device device, device_of(t.device, where));
-  void* data = t.data == nullptr ? nullptr : static_cast<char*>(t.data) + t.byte_offset;
-  StatusOr<TensorView> view = TensorView::make(data, dtype, std::move(shape), device);
-  if (!view.is_ok()) return view.status().with_context(where);
+  HORA_ASSIGN_OR_RETURN(DataType dtype, dtype_of(t.dtype, label, what));
+  HORA_ASSIGN_OR_RETURN(Device device, device_of(t.device, label, what));
+  StatusOr<TensorView> view =
+      TensorView::make(data_of(t), dtype, std::vector<int64_t>(t.shape, t.shape + ndim), device);
+  if (!view.is_ok()) return view.status().with_context(prefix(label, what));
   return ImportedTensor{std::move(view).value(), std::move(owner)};
 }
 
-// Calls obj.__dlpack__, asking for a versioned capsule (which can say read-only) where the
-// producer understands max_version, the legacy one otherwise.
-py::object call_dlpack(py::handle obj) {
-  py::object fn = obj.attr("__dlpack__");
-  try {
-    return fn(py::arg("max_version") = py::make_tuple(1, 0));
-  } catch (py::error_already_set& e) {
-    if (!e.matches(PyExc_TypeError)) throw;
-  }
-  return fn();
+// The Python objects the per-call path uses, made once: interned names and the max_version
+// argument (the module is never unloaded, so they are never released).
+struct Interned {
+  PyObject* dlpack = PyUnicode_InternFromString("__dlpack__");
+  PyObject* kwnames = Py_BuildValue("(s)", "max_version");
+  PyObject* version = Py_BuildValue("(ii)", 1, 0);
+};
+
+const Interned& interned() {
+  static const Interned* const names = new Interned();
+  return *names;
 }
 
-StatusOr<ImportedTensor> from_capsule(py::object capsule, const std::string& label,
+// Calls obj.__dlpack__ (`fn`, looked up by the caller), asking for a versioned capsule (which
+// can say read-only) where the producer understands max_version, the legacy one otherwise.
+py::object call_dlpack(py::handle fn) {
+  PyObject* args[] = {interned().version};
+  PyObject* capsule = PyObject_Vectorcall(fn.ptr(), args, 0, interned().kwnames);
+  if (capsule != nullptr) return py::reinterpret_steal<py::object>(capsule);
+  if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+  PyErr_Clear();
+  return py::reinterpret_borrow<py::object>(fn)();
+}
+
+StatusOr<ImportedTensor> from_capsule(py::object capsule, const TensorLabel& label,
                                       const char* what, bool writable) {
-  const std::string where = prefix(label, what);
   PyObject* c = capsule.ptr();
   if (PyCapsule_IsValid(c, "dltensor_versioned")) {
     auto* m = static_cast<dlpack::DLManagedTensorVersioned*>(
         PyCapsule_GetPointer(c, "dltensor_versioned"));
     if (m->version.major > 1)
-      return Status::invalid_argument(where + "came as DLPack " + std::to_string(m->version.major) +
+      return Status::invalid_argument(prefix(label, what) + "came as DLPack " +
+                                      std::to_string(m->version.major) +
                                       ".x, newer than the 1.x hora reads");
     if (writable && (m->flags & dlpack::kDLFlagBitmaskReadOnly))
-      return Status::invalid_argument(where +
+      return Status::invalid_argument(prefix(label, what) +
                                       "is read-only, but the collective writes its "
                                       "result into it");
     return from_dltensor(m->dl_tensor, std::move(capsule), label, what);
@@ -135,7 +156,7 @@ StatusOr<ImportedTensor> from_capsule(py::object capsule, const std::string& lab
     auto* m = static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
     return from_dltensor(m->dl_tensor, std::move(capsule), label, what);
   }
-  return Status::invalid_argument(where +
+  return Status::invalid_argument(prefix(label, what) +
                                   "is a capsule that is not an unused DLPack tensor "
                                   "(a DLPack capsule can be consumed only once)");
 }
@@ -167,7 +188,7 @@ StatusOr<DataType> dtype_of_buffer(const py::buffer_info& info, const std::strin
                                   " bytes per item), which hora does not support");
 }
 
-StatusOr<ImportedTensor> from_buffer(py::handle obj, const std::string& label, const char* what,
+StatusOr<ImportedTensor> from_buffer(py::handle obj, const TensorLabel& label, const char* what,
                                      bool writable) {
   const std::string where = prefix(label, what);
   py::memoryview mv = py::reinterpret_steal<py::memoryview>(PyMemoryView_FromObject(obj.ptr()));
@@ -185,7 +206,8 @@ StatusOr<ImportedTensor> from_buffer(py::handle obj, const std::string& label, c
     if (s % info.itemsize != 0) strided_ok = false;
     strides.push_back(s / info.itemsize);
   }
-  if (!strided_ok || !is_contiguous(shape, strides.empty() ? nullptr : strides.data()))
+  if (!strided_ok ||
+      !is_contiguous(shape.data(), shape.size(), strides.empty() ? nullptr : strides.data()))
     return Status::invalid_argument(where + "is not a contiguous buffer (shape " +
                                     shape_to_string(shape) + "); hora needs a contiguous tensor");
   StatusOr<TensorView> view = TensorView::make(info.ptr, dtype, std::move(shape));
@@ -203,7 +225,7 @@ bool is_numpy_bfloat16(py::handle obj) {
          py::hasattr(dtype, "itemsize") && dtype.attr("itemsize").cast<int>() == 2;
 }
 
-StatusOr<ImportedTensor> from_numpy_bfloat16(py::handle obj, const std::string& label,
+StatusOr<ImportedTensor> from_numpy_bfloat16(py::handle obj, const TensorLabel& label,
                                              const char* what, bool writable) {
   HORA_ASSIGN_OR_RETURN(ImportedTensor t,
                         from_buffer(obj.attr("view")("uint16"), label, what, writable));
@@ -212,16 +234,23 @@ StatusOr<ImportedTensor> from_numpy_bfloat16(py::handle obj, const std::string& 
   return t;
 }
 
-StatusOr<ImportedTensor> import_any(py::handle obj, const std::string& label, const char* what,
+// obj.__dlpack__, or a null object when it has none.
+py::object dlpack_method(py::handle obj) {
+  PyObject* fn = PyObject_GetAttr(obj.ptr(), interned().dlpack);
+  if (fn == nullptr) PyErr_Clear();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
+StatusOr<ImportedTensor> import_any(py::handle obj, const TensorLabel& label, const char* what,
                                     bool writable) {
   if (obj.is_none())
     return Status::invalid_argument(prefix(label, what) + "is None; expected a tensor");
   if (PyCapsule_CheckExact(obj.ptr()))
     return from_capsule(py::reinterpret_borrow<py::object>(obj), label, what, writable);
-  if (py::hasattr(obj, "__dlpack__")) {
+  if (py::object fn = dlpack_method(obj)) {
     py::object capsule;
     try {
-      capsule = call_dlpack(obj);
+      capsule = call_dlpack(fn);
     } catch (py::error_already_set& e) {
       // Checked only on this slow path: reading a NumPy dtype's name costs microseconds.
       if (is_numpy_bfloat16(obj)) return from_numpy_bfloat16(obj, label, what, writable);
@@ -240,11 +269,43 @@ StatusOr<ImportedTensor> import_any(py::handle obj, const std::string& label, co
 
 }  // namespace
 
-StatusOr<ImportedTensor> import_tensor(py::handle obj, const std::string& label, const char* what,
+StatusOr<ImportedTensor> import_tensor(py::handle obj, const TensorLabel& label, const char* what,
                                        bool writable, void* stream) {
   HORA_ASSIGN_OR_RETURN(ImportedTensor t, import_any(obj, label, what, writable));
   if (t.view.device().is_cuda()) t.view = t.view.with_stream(stream);
   return t;
+}
+
+bool read_plain_capsule(py::handle capsule, TensorView* view) {
+  PyObject* c = capsule.ptr();
+  const DLTensor* t = nullptr;
+  if (PyCapsule_IsValid(c, "dltensor_versioned")) {
+    auto* m = static_cast<dlpack::DLManagedTensorVersioned*>(
+        PyCapsule_GetPointer(c, "dltensor_versioned"));
+    if (m->version.major > 1 || (m->flags & dlpack::kDLFlagBitmaskReadOnly)) return false;
+    t = &m->dl_tensor;
+  } else if (PyCapsule_IsValid(c, "dltensor")) {
+    t = &static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"))->dl_tensor;
+  } else {
+    return false;
+  }
+  Device device;
+  switch (t->device.device_type) {
+    case dlpack::kDLCPU:
+    case dlpack::kDLCUDAHost: device = Device::cpu(); break;
+    case dlpack::kDLCUDA:
+    case dlpack::kDLCUDAManaged: device = Device::cuda(t->device.device_id); break;
+    default: return false;
+  }
+  DataType dtype;
+  if (t->ndim < 0 || !dtype_from_dlpack(t->dtype, &dtype) ||
+      !is_contiguous(t->shape, static_cast<size_t>(t->ndim), t->strides))
+    return false;
+  StatusOr<TensorView> v = TensorView::make(
+      data_of(*t), dtype, std::vector<int64_t>(t->shape, t->shape + t->ndim), device);
+  if (!v.is_ok()) return false;
+  *view = std::move(v).value();
+  return true;
 }
 
 }  // namespace python

@@ -33,11 +33,35 @@ struct ImportedTensor {
   pybind11::object owner;
 };
 
+// The name of a tensor in errors: `name`, or `prefix` + `name` ("grad/" + "fc1.weight"),
+// joined only when an error is made (a successful import builds no string). Refers to the
+// caller's strings: valid for the call it is passed to.
+class TensorLabel {
+ public:
+  TensorLabel(const std::string& name) : name_(&name) {}  // implicit: a name is a label
+  TensorLabel(const std::string& prefix, const std::string& name)
+      : prefix_(&prefix), name_(&name) {}
+  std::string str() const { return prefix_ == nullptr ? *name_ : *prefix_ + *name_; }
+
+ private:
+  const std::string* prefix_ = nullptr;
+  const std::string* name_;
+};
+
 // `label` names the tensor in errors ("tensor 'loss': output ..."); `what` is its role
 // ("input", "output"). `writable`: the collective writes into it (refuses read-only arrays).
 // `stream`: a device tensor's stream (above); ignored for host tensors.
-StatusOr<ImportedTensor> import_tensor(pybind11::handle obj, const std::string& label,
+StatusOr<ImportedTensor> import_tensor(pybind11::handle obj, const TensorLabel& label,
                                        const char* what, bool writable, void* stream = nullptr);
+
+// The fast path of a framework's gradient hook: `capsule` (a DLPack capsule the framework's
+// exporter just made, e.g. torch._C._to_dlpack_versioned) read as a writable view when it is
+// a dense, contiguous tensor of a dtype hora takes, on the host or a CUDA device, not
+// read-only. A device view has no stream yet (the caller sets the framework's). Returns false,
+// and leaves `view` alone, for anything else (strides, another dtype or device, a consumed or
+// foreign capsule): the caller then takes import_tensor's general path, which says what is
+// wrong. Makes no Status and no string. REQUIRES: the GIL.
+bool read_plain_capsule(pybind11::handle capsule, TensorView* view);
 
 }  // namespace python
 }  // namespace hora

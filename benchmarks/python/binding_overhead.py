@@ -1,5 +1,7 @@
 """The Python half of benchmarks/python/binding_overhead.sh: the same two measurements as
-binding_overhead_cpp, through hora's Python binding (NumPy arrays, hora._core)."""
+binding_overhead_cpp, through hora's Python binding (NumPy arrays, hora._core), and the reducer
+step once more through hora.torch's DistributedOptimizer (where torch is installed): each
+gradient handed to the hook it registered on the parameter, as autograd calls it."""
 
 import statistics
 import sys
@@ -9,6 +11,37 @@ import numpy as np
 
 import hora
 from hora import _core
+
+
+def torch_step_times(names, bytes_each, steps):
+    """Per-step times (us) of len(names) gradients through DistributedOptimizer's hooks, then
+    synchronize(); None without torch."""
+    try:
+        import torch
+        import hora.torch as hvd
+    except ImportError:
+        return None
+    # One intra-op thread per rank (as hora's tests run torch): torch's idle OpenMP threads
+    # would otherwise spin on the cores the engine's threads need.
+    torch.set_num_threads(1)
+    params = [torch.nn.Parameter(torch.ones(bytes_each // 4)) for _ in names]
+    for p in params:
+        p.grad = torch.ones(bytes_each // 4)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(params, lr=0.0),
+                                   named_parameters=list(zip(names, params)))
+    # The hook autograd calls once p.grad is complete (post-accumulate-grad).
+    hooks = [(next(iter(p._post_accumulate_grad_hooks.values())), p) for p in params]
+    times = []
+    for step in range(steps + 5):
+        t0 = time.perf_counter()
+        for hook, p in hooks:
+            hook(p)
+        opt.synchronize()
+        if step >= 5:
+            times.append((time.perf_counter() - t0) * 1e6)
+        with opt.skip_synchronize():
+            opt.step()
+    return times
 
 
 def main():
@@ -42,11 +75,14 @@ def main():
         reducer.synchronize()
         if step >= 5:
             step_times.append((time.perf_counter() - t0) * 1e6)
+    del reducer
+    torch_times = torch_step_times(names, bytes_each, steps)
     if hora.rank() == 0:
+        torch_field = ("" if torch_times is None else
+                       f" torch_step_us {statistics.median(torch_times):.1f}")
         print(f"python small_allreduce_us {statistics.median(calls):.2f} "
               f"api_allreduce_us {statistics.median(api_calls):.2f} "
-              f"reducer_step_us {statistics.median(step_times):.1f}", flush=True)
-    del reducer
+              f"reducer_step_us {statistics.median(step_times):.1f}{torch_field}", flush=True)
     hora.shutdown()
 
 

@@ -145,6 +145,28 @@ def test_unused_parameters_and_set_to_none():
     assert not torch.equal(unused.weight.detach(), before)
 
 
+def test_non_contiguous_gradient_takes_the_general_hook():
+    # A transposed parameter gets a gradient of the same strides: the one-call hook leaves it
+    # to the Python hook, which reduces a contiguous copy as p.grad.
+    rank, size = hvd.rank(), hvd.size()
+    w = torch.nn.Parameter(torch.zeros(4, 3, dtype=torch.float64).t())
+    b = torch.nn.Parameter(torch.zeros(3, dtype=torch.float64))
+    assert not w.is_contiguous()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD([w, b], lr=1.0),
+                                   named_parameters=[("w", w), ("b", b)])
+    x = torch.arange(12, dtype=torch.float64).reshape(3, 4)
+    for _ in range(2):
+        opt.zero_grad()
+        ((w * x).sum() * (rank + 1) + b.sum() * (rank + 1)).backward()
+        opt.synchronize()
+        assert w.grad.is_contiguous()
+        assert torch.allclose(w.grad, x * (size + 1) / 2, rtol=1e-15, atol=0)
+        assert torch.allclose(b.grad, torch.full((3,), (size + 1) / 2, dtype=torch.float64),
+                              rtol=1e-15, atol=0)
+        with opt.skip_synchronize():
+            opt.step()
+
+
 def test_join_with_uneven_data():
     rank, size = hvd.rank(), hvd.size()
     for first in range(size):

@@ -18,6 +18,11 @@ DTYPES = {
     "bool": torch.bool,
 }
 
+# torch's DLPack exporter without Tensor.__dlpack__'s Python-level checks (microseconds per
+# call): the versioned capsule where this torch has it. For the gradient hook's fast path
+# (GradientReducer.ready_param), which takes only dense, contiguous gradients from it.
+DLPACK_EXPORTER = getattr(torch._C, "_to_dlpack_versioned", None) or torch._C._to_dlpack
+
 
 def allocator_like(tensor):
     """An OutputAllocator making torch tensors on ``tensor``'s device."""

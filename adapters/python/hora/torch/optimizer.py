@@ -5,9 +5,17 @@ Each parameter that requires a gradient gets a post-accumulate-grad hook; when a
 finished that gradient, the hook hands it to the reducer, which starts its allreduce at once
 (at the k-th backward pass, k = backward_passes_per_step), so communication overlaps the rest
 of backward. step() waits for every allreduce, then runs the wrapped optimizer's step.
+
+The hook is one C++ call, ``reducer.ready_param(index, fallback, p)`` (a functools.partial
+made at registration): it reads p.grad, exports it with torch's DLPack exporter (not
+Tensor.__dlpack__, whose Python-level checks cost microseconds) and reports it, with no
+Python code running per host gradient (a CUDA gradient's stream comes from
+``_tensors.stream_of``). Gradients it does not take as they are (sparse, non-contiguous) go to
+``fallback``, the Python hook (``_hora_hook``).
 """
 
 import contextlib
+import functools
 import warnings
 
 import torch
@@ -53,13 +61,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             names, op=op, compression=wire,
             backward_passes_per_step=int(backward_passes_per_step),
             gradient_predivide_factor=float(gradient_predivide_factor),
-            name_prefix="grad/", groups=self._hora_groups(params, groups))
+            name_prefix="grad/", groups=self._hora_groups(params, groups),
+            param_exporter=_tensors.DLPACK_EXPORTER, param_stream=_tensors.stream_of)
         self._hora_should_synchronize = True
         self._hora_synchronized = False
-        self._hora_backward_seen = False
         self._hora_sparse = {}  # index -> (indices handle, values handle) of this step
-        self._hora_hooks = [p.register_post_accumulate_grad_hook(self._hora_hook(i))
-                            for i, p in enumerate(params)]
+        ready = self._hora_reducer.ready_param
+        self._hora_hooks = [
+            p.register_post_accumulate_grad_hook(functools.partial(ready, i, self._hora_hook(i)))
+            for i, p in enumerate(params)]
 
     @staticmethod
     def _hora_names(params, named_parameters):
@@ -109,8 +119,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     # ---- backward ------------------------------------------------------------------------
 
     def _hora_hook(self, index):
+        """The general hook, for the gradients ready_param does not take itself."""
         def hook(p):
-            self._hora_backward_seen = True
             g = p.grad
             if g is None:
                 return
@@ -182,7 +192,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
                               "after optimizer.synchronize(); the gradients were reduced once, "
                               "by synchronize()")
-            elif not self._hora_backward_seen:
+            elif not self._hora_reducer.backward_seen:
                 raise FailedPreconditionError(
                     "DistributedOptimizer: step() called without a backward pass since the "
                     "last step; call loss.backward() before each step (reducing the same "
@@ -190,7 +200,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             else:
                 self.synchronize()
         self._hora_synchronized = False
-        self._hora_backward_seen = False
+        self._hora_reducer.backward_seen = False
         return super(self.__class__, self).step(closure)
 
     def zero_grad(self, set_to_none=True):
