@@ -103,8 +103,8 @@ Status check_scales(const std::string& name, double prescale, double postscale) 
 }
 
 Status check_allreduce(const std::string& name, const TensorView& in, const TensorView& out) {
-  HORA_RETURN_IF_ERROR(check_tensor(name, "input", in, CollectiveType::kAllreduce, false));
-  HORA_RETURN_IF_ERROR(check_tensor(name, "output", out, CollectiveType::kAllreduce, false));
+  // check_tensor has nothing to refuse for an allreduce (no rows needed; devices are the
+  // engine's to route), so it is not called per tensor.
   if (in.dtype() != out.dtype() || in.element_count() != out.element_count())
     return Status::invalid_argument(
         "tensor '" + name + "': allreduce output must match the input, got input " +

@@ -60,7 +60,10 @@ void Controller::route(const std::vector<Request*>& fresh, std::vector<Request>&
       if (all_cached) {
         Waiting& w = cached_[positions[k]];
         if (waiting_count_ == 0) oldest_wait_ = now;  // later arrivals wait since `now` or later
-        if (!w.in_use) ++waiting_count_;
+        if (!w.in_use) {
+          ++waiting_count_;
+          held_.push_back(positions[k]);
+        }
         w.request = &m;
         w.since = now;
         w.in_use = true;
@@ -124,6 +127,11 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
   outgoing.swap(resubmit_);
   std::vector<int>& invalidate = invalidate_;
   invalidate.clear();
+  // held_ keeps the positions still waiting (route adds the new ones, each once: a position
+  // is added only when it starts waiting, and one that left was dropped here).
+  held_.erase(
+      std::remove_if(held_.begin(), held_.end(), [this](int p) { return !cached_[p].in_use; }),
+      held_.end());
   route(fresh, outgoing, invalidate, now);
 
   // A joined rank is ready for every cached sum/average allreduce; the others it cannot take
@@ -153,7 +161,7 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
       (waiting_count_ > 0 || joined_ || !invalidate.empty()) ? 1 : 0;
   if (waiting_count_ > 0) {
     const int64_t holds = round_counts::position_word(true, true, false, size);
-    for (int p = 0; p < static_cast<int>(cached_.size()); ++p)
+    for (int p : held_)
       if (cached_[p].in_use) vector_[kHeader + p] += holds;
   }
   if (joined_) {
@@ -189,7 +197,20 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
   // No rank set a position word: nothing is agreed or invalidated (a round that only waits or
   // coordinates skips the pass over every position).
   const int scanned = vector_[round_counts::kPositionRanks] > 0 ? positions : 0;
-  for (int p = 0; p < scanned; ++p) {
+  // Alone (not joined), only this rank's words are set: its waiting and invalidated positions
+  // are visited, in position order, instead of every position.
+  const bool alone = size == 1 && !joined_ && scanned > 0;
+  std::vector<int>& visit = visit_;
+  visit.clear();
+  if (alone) {
+    visit.insert(visit.end(), held_.begin(), held_.end());
+    visit.insert(visit.end(), invalidate.begin(), invalidate.end());
+    std::sort(visit.begin(), visit.end());
+    visit.erase(std::unique(visit.begin(), visit.end()), visit.end());
+  }
+  const int visits = alone ? static_cast<int>(visit.size()) : scanned;
+  for (int v = 0; v < visits; ++v) {
+    const int p = alone ? visit[v] : v;
     const int64_t word = vector_[kHeader + p];
     if (word == 0) continue;  // nobody holds, is ready for or invalidates it
     const round_counts::PositionCounts c = round_counts::decode_position(word, size);

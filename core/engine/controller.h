@@ -132,6 +132,10 @@ class Controller {
   std::vector<int> positions_;   // route(): a group's cache positions (reused, no allocation)
   std::vector<int> invalidate_;  // round(): positions invalidated (reused)
   std::vector<int> agreed_;      // round(): positions agreed (reused)
+  // Positions of cached_ this rank waits at (those that left are dropped at the next round's
+  // start): the round adds its words from these, not from every position.
+  std::vector<int> held_;
+  std::vector<int> visit_;  // round(), one rank: the positions to decode (reused)
   ControllerStats stats_;
 };
 

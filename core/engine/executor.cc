@@ -368,7 +368,7 @@ Status Executor::execute(const ResponseList& list) {
       timeline_.event(r.name, "NEGOTIATE", e->enqueued, agreed, std::move(args));
     }
   }
-  for (const Bucket& b : plan_buckets(list.responses, options_.fusion_threshold_bytes)) {
+  for (const Bucket& b : planner_.plan(list.responses, options_.fusion_threshold_bytes)) {
     record(list.responses, b, "QUEUE", agreed);
     const Response& head = list.responses[b.members.front()];
     if (head.device.is_cuda() && !head.is_error() && options_.device != nullptr &&

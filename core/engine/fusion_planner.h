@@ -26,6 +26,34 @@ struct Bucket {
 
 std::vector<Bucket> plan_buckets(const std::vector<Response>& responses, int64_t threshold_bytes);
 
+// The same plans, in memory kept from call to call (the Executor plans every round): once it
+// reached a round's size, planning allocates nothing.
+class FusionPlanner {
+ public:
+  // The buckets of `responses`, valid until the next call.
+  const std::vector<Bucket>& plan(const std::vector<Response>& responses, int64_t threshold_bytes);
+
+ private:
+  // A unit: responses planned together (one response, or a group's members of one dtype and
+  // device). Its members are members_[begin, begin + count).
+  struct Unit {
+    int begin = 0;
+    int count = 0;
+    int head = 0;  // its first response
+    int64_t bytes = 0;
+    bool fusible = false;
+  };
+
+  void make_units(const std::vector<Response>& responses);
+
+  std::vector<Unit> units_;
+  std::vector<int> members_;  // every unit's members, unit after unit, each in list order
+  std::vector<int> unit_of_;  // grouped lists only: the unit of each response
+  std::vector<char> used_;
+  std::vector<Bucket> buckets_;                  // the last plan
+  std::vector<std::vector<int>> spare_members_;  // earlier buckets' member lists (emptied)
+};
+
 // Bytes of one rank's contribution to an allreduce response in the fusion buffer: in the
 // wire type, so a compressed float32 tensor counts two bytes per element.
 int64_t response_bytes(const Response& r);

@@ -219,6 +219,27 @@ TEST(FusionPlanner, PacksUpToTheThresholdAndLooksPastOneIncompatible) {
   EXPECT_EQ(members(plan_buckets(full, 1000)), (std::vector<std::vector<int>>{{0}, {1, 2}}));
 }
 
+TEST(FusionPlanner, APlannerReusedAcrossRoundsPlansAsAFreshOne) {
+  FusionPlanner planner;
+  std::vector<std::vector<Response>> rounds(3);
+  for (int i = 0; i < 6; ++i) rounds[0].push_back(allreduce_response("a" + std::to_string(i), 100));
+  rounds[1].push_back(allreduce_response("b", 100));
+  for (int i = 0; i < 4; ++i) {
+    Response g = allreduce_response("g" + std::to_string(i), 50,
+                                    i % 2 ? DataType::kFloat64 : DataType::kFloat32);
+    g.group_key = "g0#group";
+    g.group_size = 4;
+    rounds[2].push_back(g);
+  }
+  rounds[2].push_back(allreduce_response("c", 300));
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const std::vector<Response>& list : rounds) {
+      EXPECT_EQ(members(planner.plan(list, 1000)), members(plan_buckets(list, 1000)));
+      EXPECT_EQ(members(planner.plan(list, 0)), members(plan_buckets(list, 0)));
+    }
+  }
+}
+
 TEST(FusionPlanner, ManySmallTensorsUnderATinyThresholdEachGetABucket) {
   std::vector<Response> list;
   for (int i = 0; i < 20000; ++i) list.push_back(allreduce_response("t" + std::to_string(i), 1));
