@@ -98,6 +98,20 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
                                const std::vector<Response>& responses, const Bucket& bucket) {
   const std::string& first_name = responses[bucket.members.front()].name;
   const size_t bytes = count * data_type_bytes(dtype);
+  if (comm_.size() == 1) {
+    // Alone, any reduction of the one contribution is that contribution (an average's 1/size
+    // is 1): no algorithm to select (the selector's estimates cost more than a small tensor's
+    // whole allreduce) or run.
+    const auto start = Clock::now();
+    if (in != out && bytes > 0) std::memcpy(out, in, bytes);
+    if (timeline_.enabled())
+      record(responses, bucket, "ALLREDUCE", start,
+             {{"algorithm", "local"},
+              {"backend", comm_.backend_name()},
+              {"bytes", std::to_string(bytes)},
+              {"tensors", std::to_string(bucket.members.size())}});
+    return Status::ok();
+  }
   collectives::Selection sel = collectives::select_allreduce(
       bytes, comm_.size(), comm_.cost_model(), options_.algorithm, options_.topology);
   const auto start = Clock::now();

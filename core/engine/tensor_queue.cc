@@ -60,6 +60,9 @@ Status TensorQueue::enqueue(std::vector<Entry>&& entries) {
       admit(id);  // in flight: a repeat later in the batch is refused
       inserted_.push_back(id);
     }
+    // Only wait_for_work waits on cv_, and only while fresh_ is empty: a notification per
+    // enqueue would only repeat the first.
+    if (fresh_.size() > inserted_.size()) return Status::ok();
   }
   cv_.notify_one();
   return Status::ok();
@@ -95,6 +98,7 @@ Status TensorQueue::enqueue_allreduce(AllreduceSpec&& spec) {
     slot->entry.handle = std::move(spec.handle);
     slot->entry.enqueued = spec.enqueued;
     admit(id);
+    if (fresh_.size() > 1) return Status::ok();  // notified when fresh_ became non-empty
   }
   cv_.notify_one();
   return Status::ok();
