@@ -119,6 +119,12 @@ void bind_api(py::module_& m) {
       py::arg("tensor"), py::arg("name") = "",
       "(dtype name, shape, device) of a tensor as hora reads it.");
   m.def(
+      "register_exporter",
+      [](py::handle type, py::handle exporter) { register_exporter(type, exporter); },
+      py::arg("type"), py::arg("exporter"),
+      "Tensors of exactly `type` are exported with exporter(tensor) (a DLPack capsule) instead "
+      "of tensor.__dlpack__ (hora.torch: torch._C._to_dlpack_versioned for torch.Tensor).");
+  m.def(
       "drain", [] { drain(); }, "Releases the buffers of completed collectives.");
   m.def("tracked_count", &tracked_count,
         "Collectives whose buffers hora still holds (completed ones until the next drain).");

@@ -1,6 +1,7 @@
 #include "adapters/python/tensor_import.h"
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "adapters/python/dlpack_abi.h"
@@ -234,6 +235,27 @@ StatusOr<ImportedTensor> from_numpy_bfloat16(py::handle obj, const TensorLabel& 
   return t;
 }
 
+// register_exporter's types and exporters (a handful at most: a linear search). Guarded by
+// the GIL; never destroyed (the interpreter may be finalised before static destructors run).
+std::vector<std::pair<py::object, py::object>>& exporters() {
+  static auto* const registered = new std::vector<std::pair<py::object, py::object>>();
+  return *registered;
+}
+
+// exporter(obj) when obj's type has one registered, else a null object (also when the
+// exporter raised: __dlpack__ then says why).
+py::object export_registered(py::handle obj) {
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr()));
+  for (const auto& [t, exporter] : exporters()) {
+    if (t.ptr() != type) continue;
+    PyObject* arg = obj.ptr();
+    PyObject* capsule = PyObject_Vectorcall(exporter.ptr(), &arg, 1, nullptr);
+    if (capsule == nullptr) PyErr_Clear();
+    return py::reinterpret_steal<py::object>(capsule);
+  }
+  return py::object();
+}
+
 // obj.__dlpack__, or a null object when it has none.
 py::object dlpack_method(py::handle obj) {
   PyObject* fn = PyObject_GetAttr(obj.ptr(), interned().dlpack);
@@ -247,6 +269,8 @@ StatusOr<ImportedTensor> import_any(py::handle obj, const TensorLabel& label, co
     return Status::invalid_argument(prefix(label, what) + "is None; expected a tensor");
   if (PyCapsule_CheckExact(obj.ptr()))
     return from_capsule(py::reinterpret_borrow<py::object>(obj), label, what, writable);
+  if (py::object capsule = export_registered(obj))
+    return from_capsule(std::move(capsule), label, what, writable);
   if (py::object fn = dlpack_method(obj)) {
     py::object capsule;
     try {
@@ -274,6 +298,17 @@ StatusOr<ImportedTensor> import_tensor(py::handle obj, const TensorLabel& label,
   HORA_ASSIGN_OR_RETURN(ImportedTensor t, import_any(obj, label, what, writable));
   if (t.view.device().is_cuda()) t.view = t.view.with_stream(stream);
   return t;
+}
+
+void register_exporter(py::handle type, py::handle exporter) {
+  auto& registered = exporters();
+  for (auto& [t, e] : registered) {
+    if (!t.is(type)) continue;
+    e = py::reinterpret_borrow<py::object>(exporter);
+    return;
+  }
+  registered.emplace_back(py::reinterpret_borrow<py::object>(type),
+                          py::reinterpret_borrow<py::object>(exporter));
 }
 
 bool read_plain_capsule(py::handle capsule, TensorView* view) {

@@ -54,6 +54,13 @@ class TensorLabel {
 StatusOr<ImportedTensor> import_tensor(pybind11::handle obj, const TensorLabel& label,
                                        const char* what, bool writable, void* stream = nullptr);
 
+// Makes import_tensor export objects whose type is exactly `type` with `exporter(obj)` (a
+// DLPack capsule) instead of obj.__dlpack__: hora.torch registers torch._C._to_dlpack_versioned
+// for torch.Tensor, whose __dlpack__ runs microseconds of Python checks per call. When the
+// exporter raises, import_tensor goes on to __dlpack__ (whose error it reports). Registering
+// a type again replaces its exporter. REQUIRES: the GIL.
+void register_exporter(pybind11::handle type, pybind11::handle exporter);
+
 // The fast path of a framework's gradient hook: `capsule` (a DLPack capsule the framework's
 // exporter just made, e.g. torch._C._to_dlpack_versioned) read as a writable view when it is
 // a dense, contiguous tensor of a dtype hora takes, on the host or a CUDA device, not

@@ -218,3 +218,32 @@ def test_objects_and_flags():
     assert hvd.local_rank() < hvd.local_size()
     assert hvd.join() in range(size)
     hvd.barrier()
+
+
+def test_registered_exporter_and_its_fallback():
+    # hora.torch registers torch's C exporter for torch.Tensor; an exporter that raises leaves
+    # the tensor to its __dlpack__.
+    from hora import _core
+
+    assert _core.describe(torch.ones(2, 3), "t") == ("float32", (2, 3), "cpu")
+
+    class Wrapped:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, **kwargs):
+            return self.t.__dlpack__(**kwargs)
+
+    exported = []
+
+    def exporter(w):
+        exported.append(w)
+        if w.t.numel() == 0:
+            raise RuntimeError("refused")
+        return torch._C._to_dlpack(w.t)
+
+    _core.register_exporter(Wrapped, exporter)
+    assert _core.describe(Wrapped(torch.ones(4, dtype=torch.float64))) == \
+        ("float64", (4,), "cpu")
+    assert _core.describe(Wrapped(torch.ones(0, 2))) == ("float32", (0, 2), "cpu")
+    assert len(exported) == 2

@@ -2,6 +2,7 @@
 
 import torch
 
+from hora import _core
 from hora.errors import InvalidArgumentError
 
 DTYPES = {
@@ -22,6 +23,9 @@ DTYPES = {
 # call): the versioned capsule where this torch has it. For the gradient hook's fast path
 # (GradientReducer.ready_param), which takes only dense, contiguous gradients from it.
 DLPACK_EXPORTER = getattr(torch._C, "_to_dlpack_versioned", None) or torch._C._to_dlpack
+# Every collective's tensors too (hora.torch hands them over detached, so __dlpack__'s
+# requires_grad check has nothing to refuse; a subclass still goes through its __dlpack__).
+_core.register_exporter(torch.Tensor, DLPACK_EXPORTER)
 
 
 def allocator_like(tensor):
@@ -39,7 +43,7 @@ def stream_of(tensor):
     device, whose work produced it (the engine waits for that work on the GPU before reading
     the tensor; synchronize makes the current stream wait for the result on the GPU, and a
     completed handle's outputs are ready for any stream). 0 for CPU tensors."""
-    if tensor.device.type != "cuda":
+    if not tensor.is_cuda:  # (tensor.device builds a device object: microseconds)
         return 0
     return torch.cuda.current_stream(tensor.device).cuda_stream
 
