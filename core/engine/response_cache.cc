@@ -14,10 +14,14 @@ bool ResponseCache::cacheable(const Response& r) {
 }
 
 bool ResponseCache::matches(const Request& q, const Response& r) {
-  return q.name == r.name && q.type == r.type && q.dtype == r.dtype && q.shape == r.shape &&
+  return q.name == r.name && matches_found(q, r);
+}
+
+bool ResponseCache::matches_found(const Request& q, const Response& r) {
+  return q.type == r.type && q.dtype == r.dtype && q.shape == r.shape &&
          q.device.kind == r.device.kind && q.op == r.op && q.root == r.root &&
          q.prescale == r.prescale && q.postscale == r.postscale && q.compression == r.compression &&
-         q.group_key == r.group_key && q.group_size == r.group_size;
+         q.group_size == r.group_size && q.group_key == r.group_key;
 }
 
 int ResponseCache::find(const std::string& name) const {

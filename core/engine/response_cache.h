@@ -31,6 +31,9 @@ class ResponseCache {
   // True when `request` asks exactly for what `response` agreed (same name, collective, dtype,
   // shape, device, op, root, scales, group).
   static bool matches(const Request& request, const Response& response);
+  // matches() but for the name, which the caller knows equal (a position find() returned for
+  // the request's name).
+  static bool matches_found(const Request& request, const Response& response);
 
   // The position of `name`, or -1.
   int find(const std::string& name) const;
