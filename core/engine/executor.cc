@@ -63,12 +63,12 @@ collectives::AlgorithmOptions Executor::algorithm_options() {
   return ao;
 }
 
-void Executor::complete(const std::string& name, Status status) {
+void Executor::complete(const std::string& name, const Status& status) {
   Entry* e = queue_.find(name);
   if (e == nullptr) return;  // a joined rank's zero contribution: nothing to complete
   std::shared_ptr<detail::HandleState> handle = e->handle;
   queue_.remove(name);
-  handle->complete(std::move(status));
+  handle->complete(status);
 }
 
 void Executor::complete_bucket(const Bucket& bucket, const Status& status) {
@@ -363,7 +363,7 @@ Status Executor::run_single(const Response& r) {
   if (!s.is_ok())
     return Status(s.code(), std::string(collective_name(r.type)) + " of tensor '" + r.name +
                                 "': " + s.message());
-  complete(r.name, std::move(allocator_error));
+  complete(r.name, allocator_error);
   return Status::ok();
 }
 
@@ -387,7 +387,7 @@ Status Executor::execute(const ResponseList& list) {
     const Response& head = list.responses[b.members.front()];
     if (head.device.is_cuda() && !head.is_error() && options_.device != nullptr &&
         head.type != CollectiveType::kBarrier && head.type != CollectiveType::kJoin) {
-      auto done = [this](const std::string& name, Status s) { complete(name, std::move(s)); };
+      auto done = [this](const std::string& name, const Status& s) { complete(name, s); };
       HORA_RETURN_IF_ERROR(head.type == CollectiveType::kAllreduce
                                ? options_.device->run_allreduce(list.responses, b, done)
                            : head.type == CollectiveType::kBroadcast

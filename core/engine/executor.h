@@ -82,7 +82,7 @@ class Executor {
   // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
   void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
               std::chrono::steady_clock::time_point start, const Timeline::Args& args = {});
-  void complete(const std::string& name, Status status);
+  void complete(const std::string& name, const Status& status);
   // Completes the bucket's handles with `status`: removes their entries from the queue (one
   // lock), then completes each handle. Members without an entry (a joined rank) are skipped.
   void complete_bucket(const Bucket& bucket, const Status& status);
