@@ -192,8 +192,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   // joined reaches here with it (no entry) while the others ran it as a lone tensor above.
   if (!compressed && options_.fusion_in_place && comm_.size() == 1) {
     const auto start = Clock::now();
-    local_allreduce_spans(bucket_spans(responses, bucket, entries_), dtype, head.prescale,
-                          postscale);
+    bucket_spans(responses, bucket, entries_, &spans_);
+    local_allreduce_spans(spans_, dtype, head.prescale, postscale);
     record(responses, bucket, "ALLREDUCE", start, {{"algorithm", "local"}});
     complete_bucket(bucket, Status::ok());
     return Status::ok();
@@ -204,9 +204,9 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
                                     options_.topology)
               .algorithm == collectives::Algorithm::kNative) {
     const auto start = Clock::now();
-    Status s =
-        comm_.allreduce_spans(bucket_spans(responses, bucket, entries_), dtype, op, head.prescale,
-                              postscale, Deadline::after_seconds(options_.timeout_s));
+    bucket_spans(responses, bucket, entries_, &spans_);
+    Status s = comm_.allreduce_spans(spans_, dtype, op, head.prescale, postscale,
+                                     Deadline::after_seconds(options_.timeout_s));
     if (timeline_.enabled())
       record(responses, bucket, "ALLREDUCE", start,
              {{"algorithm", "native-in-place"},

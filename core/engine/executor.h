@@ -100,6 +100,7 @@ class Executor {
   std::vector<Entry*> done_entries_;                                // complete_bucket (reused)
   std::vector<std::shared_ptr<detail::HandleState>> done_handles_;  // complete_bucket (reused)
   FusionPlanner planner_;  // execute(): each round's buckets, in memory kept between rounds
+  std::vector<collectives::ReduceSpan> spans_;  // run_allreduce(): an in-place bucket's (reused)
   ExecutorStats stats_;
 };
 

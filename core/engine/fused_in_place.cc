@@ -7,10 +7,10 @@
 namespace hora {
 namespace engine {
 
-std::vector<collectives::ReduceSpan> bucket_spans(const std::vector<Response>& responses,
-                                                  const Bucket& bucket,
-                                                  const std::vector<Entry*>& entries) {
-  std::vector<collectives::ReduceSpan> spans;
+void bucket_spans(const std::vector<Response>& responses, const Bucket& bucket,
+                  const std::vector<Entry*>& entries, std::vector<collectives::ReduceSpan>* out) {
+  std::vector<collectives::ReduceSpan>& spans = *out;
+  spans.clear();
   spans.reserve(bucket.members.size());
   for (int i : bucket.members) {
     const Response& r = responses[i];
@@ -22,7 +22,6 @@ std::vector<collectives::ReduceSpan> bucket_spans(const std::vector<Response>& r
     }
     spans.push_back(s);
   }
-  return spans;
 }
 
 void local_allreduce_spans(const std::vector<collectives::ReduceSpan>& spans, DataType dtype,

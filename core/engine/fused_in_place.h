@@ -23,10 +23,11 @@ namespace engine {
 
 // The bucket's tensors as spans, in bucket order: each member's input and output where this
 // rank's entry has them, or a zero contribution without output (a rank that has joined and
-// lacks the tensor). `entries[i]`: the entry of responses[i] on this rank, or null.
-std::vector<collectives::ReduceSpan> bucket_spans(const std::vector<Response>& responses,
-                                                  const Bucket& bucket,
-                                                  const std::vector<Entry*>& entries);
+// lacks the tensor). `entries[i]`: the entry of responses[i] on this rank, or null. Into
+// *spans, whose previous contents are dropped (the executor's, reused: no allocation per
+// bucket).
+void bucket_spans(const std::vector<Response>& responses, const Bucket& bucket,
+                  const std::vector<Entry*>& entries, std::vector<collectives::ReduceSpan>* spans);
 
 // One rank's allreduce of `spans`: out = in * prescale * postscale (two roundings, as the
 // packed path), zeros for a span without input. REQUIRES: dtype scalable when a factor is not 1.
