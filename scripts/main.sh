@@ -13,6 +13,8 @@ PYTHON=$(bash scripts/setup_python.sh --print-python)
 echo "== horarun -np 2 python examples/pytorch/train.py"
 PYTHONPATH=$BUILD_DIR/python "$HORARUN" -np 2 "$PYTHON" examples/pytorch/train.py
 echo
-echo "== horarun -np 2 $BUILD_DIR/benchmarks/hora-bench allreduce -b 8 -e 64M -f 8 --compare hora,gloo"
+# --rounds 3: every column timed three times in turn per size, so that a noisy moment falls on
+# all of them alike rather than on whichever column it hit.
+echo "== horarun -np 2 $BUILD_DIR/benchmarks/hora-bench allreduce -b 8 -e 64M -f 8 -n 10 -w 2 --rounds 3 --compare hora,gloo"
 "$HORARUN" -np 2 "$BUILD_DIR/benchmarks/hora-bench" allreduce -b 8 -e 64M -f 8 -n 10 -w 2 \
-  --compare hora,gloo
+  --rounds 3 --compare hora,gloo
