@@ -27,8 +27,13 @@ template <typename F>
 Status run(GlooCommunicator& comm, const std::string& what, F&& f) {
   HORA_RETURN_IF_ERROR(comm.check_usable(what.c_str()));
   Status status = gloo_call(comm.describe() + ": " + what, std::forward<F>(f));
-  if (!status.is_ok()) return comm.mark_broken(status);
-  return status;
+  if (status.is_ok()) return status;
+  // gloo's timeout names no pair; at two ranks the collective can only have waited on the
+  // other rank (a stopped or stalled peer), so name it as a p2p wait would.
+  if (status.code() == StatusCode::kTimeout && comm.size() == 2)
+    status = Status(status.code(), status.message() + " (waiting on the peer, rank " +
+                                       std::to_string(1 - comm.rank()) + ")");
+  return comm.mark_broken(status);
 }
 
 Status check_counts(const GlooCommunicator& comm, const char* what,

@@ -224,6 +224,28 @@ TEST(GlooCommunicatorErrors, RecvWithoutSenderTimesOutAndBreaksTheCommunicator) 
   EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.to_string();
 }
 
+// gloo's own collectives time out without naming a pair; at two ranks hora names the peer.
+TEST(GlooCommunicatorErrors, NativeAllreduceTimeoutAtTwoRanksNamesThePeer) {
+  Status s = run_gloo(
+      2,
+      [](Communicator& c) -> Status {
+        if (c.rank() == 1) {
+          char b = 0;  // stays out of the allreduce until rank 0 gave up
+          return c.recv(0, &b, 1, 9, soon());
+        }
+        float x[4] = {1, 2, 3, 4};
+        Status t = c.allreduce(x, x, 4, DataType::kFloat32, ReduceOp::kSum,
+                               Deadline::after(std::chrono::milliseconds(200)));
+        if (t.code() != StatusCode::kTimeout)
+          return Status::internal("want kTimeout: " + t.to_string());
+        if (t.message().find("waiting on the peer, rank 1)") == std::string::npos)
+          return Status::internal("timeout does not name the peer: " + t.to_string());
+        return Status::ok();
+      },
+      /*timeout_s=*/3);
+  EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.to_string();
+}
+
 TEST(GlooCommunicatorErrors, AbortInterruptsAPendingRecv) {
   Status s = run_gloo(
       2,
