@@ -9,6 +9,7 @@
 #include "core/base/deadline.h"
 #include "core/base/logging.h"
 #include "core/engine/round_counts.h"
+#include "core/engine/tensor_queue.h"
 
 namespace hora {
 namespace engine {
@@ -73,6 +74,11 @@ void Controller::route(const std::vector<Request*>& fresh, std::vector<Request>&
         sent_.insert(m.name);
         outgoing.push_back(m);
         outgoing.back().rank = rank;
+        if (m.type == CollectiveType::kJoin && m.local_entry != nullptr)
+          outgoing.back().waited_us = std::max<int64_t>(
+              0, std::chrono::duration_cast<std::chrono::microseconds>(
+                     now - m.local_entry->enqueued)
+                     .count());
       }
     }
     i += n;

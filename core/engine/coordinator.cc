@@ -15,7 +15,13 @@ void Coordinator::ingest(int rank, const std::vector<Request>& requests,
       if (!joined_[rank]) {
         joined_[rank] = true;
         ++joined_count_;
-        last_joined_ = rank;
+        // When the rank called join: its arrival here less the time its request waited on
+        // its own rank (a join enqueued during a round goes out with the next one).
+        const auto at = now - std::chrono::microseconds(q.waited_us);
+        if (last_joined_ < 0 || at >= last_joined_at_) {
+          last_joined_ = rank;
+          last_joined_at_ = at;
+        }
       }
       continue;
     }

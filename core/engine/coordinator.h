@@ -51,6 +51,7 @@ class Coordinator {
   std::vector<bool> joined_;
   int joined_count_ = 0;
   int last_joined_ = -1;
+  std::chrono::steady_clock::time_point last_joined_at_;  // when last_joined_ called join
 };
 
 }  // namespace engine

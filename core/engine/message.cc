@@ -210,11 +210,17 @@ Status decode_common(Reader& r, T* out, const char* what) {
 void encode_request(const Request& r, Writer& w) {
   encode_common(r, w);
   w.i64(r.rank);
+  w.i64(r.waited_us);
 }
 
 Status decode_request(Reader& r, Request* out) {
   HORA_RETURN_IF_ERROR(decode_common(r, out, "request"));
-  return decode_int32(r, &out->rank, "request rank");
+  HORA_RETURN_IF_ERROR(decode_int32(r, &out->rank, "request rank"));
+  HORA_RETURN_IF_ERROR(r.i64(&out->waited_us, "request wait"));
+  if (out->waited_us < 0)
+    return Status::internal("corrupted control message: request wait " +
+                            std::to_string(out->waited_us) + " us");
+  return Status::ok();
 }
 
 void encode_response(const Response& r, Writer& w) {

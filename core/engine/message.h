@@ -53,6 +53,11 @@ struct Request {
   // Grouped allreduce: members share group_key (the first member's name) and group_size.
   std::string group_key;
   int32_t group_size = 0;
+  // kJoin: how long this rank's join had waited in its queue when the request was sent, in
+  // microseconds. A join enqueued while the engine was inside a round goes out a round late;
+  // the coordinator subtracts this wait so that "the last rank to join" follows the calls, not
+  // the rounds (Coordinator::ingest).
+  int64_t waited_us = 0;
   // This rank's queue entry of the request (set by TensorQueue::enqueue; never encoded, so
   // null in anything decoded). Valid until the executor completes the name.
   Entry* local_entry = nullptr;

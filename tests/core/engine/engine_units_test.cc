@@ -49,6 +49,7 @@ TEST(Wire, RequestsRoundTrip) {
   in[1].group_key = "g";
   in[1].group_size = 2;
   in[1].prescale = 0.25;
+  in[1].waited_us = 123456789;
   auto out = decode_requests(encode_requests(in));
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
   ASSERT_EQ(out->size(), 2u);
@@ -56,6 +57,7 @@ TEST(Wire, RequestsRoundTrip) {
   EXPECT_EQ((*out)[1].splits, in[1].splits);
   EXPECT_EQ((*out)[1].prescale, 0.25);
   EXPECT_EQ((*out)[1].group_key, "g");
+  EXPECT_EQ((*out)[1].waited_us, 123456789);
 }
 
 TEST(Wire, EveryTruncationAndBadEnumIsAnErrorNotACrash) {
@@ -325,6 +327,37 @@ TEST(Coordinator, JoinedRanksCountAndOnlySumTakesTheirZeros) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].type, CollectiveType::kJoin);
   EXPECT_EQ(out[0].last_joined, 1);
+}
+
+// A join that went out a round late (its rank's engine was inside a round when it was called)
+// carries how long it waited there: the last rank to join is the last to call join, not the
+// last to reach the coordinator.
+TEST(Coordinator, LastJoinedFollowsTheCallsNotTheRounds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Request join;
+  join.name = "hora.join";
+  join.type = CollectiveType::kJoin;
+  Coordinator c(3);
+  c.ingest(0, {}, t0);
+  c.ingest(1, {join}, t0);
+  c.ingest(2, {join}, t0);
+  EXPECT_TRUE(c.collect().empty());
+  // Rank 0 called join 100 ms before the first round's arrivals; it reaches the coordinator
+  // 10 ms after them.
+  join.waited_us = 110000;
+  c.ingest(0, {join}, t0 + std::chrono::milliseconds(10));
+  auto out = c.collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].last_joined, 2);
+  // Waits short enough that the late arrival is still the last call: it is the last joiner.
+  join.waited_us = 0;
+  c.ingest(1, {join}, t0);
+  c.ingest(2, {join}, t0);
+  join.waited_us = 5000;
+  c.ingest(0, {join}, t0 + std::chrono::milliseconds(10));
+  out = c.collect();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].last_joined, 0);
 }
 
 TEST(Coordinator, GroupReleasedWhole) {
