@@ -74,11 +74,6 @@ void Controller::route(const std::vector<Request*>& fresh, std::vector<Request>&
         sent_.insert(m.name);
         outgoing.push_back(m);
         outgoing.back().rank = rank;
-        if (m.type == CollectiveType::kJoin && m.local_entry != nullptr)
-          outgoing.back().waited_us = std::max<int64_t>(
-              0, std::chrono::duration_cast<std::chrono::microseconds>(
-                     now - m.local_entry->enqueued)
-                     .count());
       }
     }
     i += n;
@@ -260,10 +255,18 @@ void Controller::mark_ready(int rank, const std::vector<Request>& requests,
   for (const Request& q : requests) t->mark(q.name, label, at);
 }
 
-Status Controller::exchange(const std::vector<Request>& outgoing, const std::string& fatal,
+Status Controller::exchange(std::vector<Request>& outgoing, const std::string& fatal,
                             Deadline deadline, ResponseList* list) {
   const int rank = comm_.rank();
   const int size = comm_.size();
+  // A join's wait on this rank, up to the moment it goes to the coordinator (the round's
+  // counts allreduce before this may have held it for long): Coordinator::ingest subtracts it.
+  const auto sent_at = std::chrono::steady_clock::now();
+  for (Request& q : outgoing)
+    if (q.type == CollectiveType::kJoin && q.local_entry != nullptr)
+      q.waited_us = std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(
+                                             sent_at - q.local_entry->enqueued)
+                                             .count());
   std::vector<uint8_t> payload;
   if (rank != 0) {
     std::vector<uint8_t> bytes = encode_requests(outgoing);
@@ -271,9 +274,8 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
     HORA_RETURN_IF_ERROR(comm_.send(0, &length, sizeof(length), kControlTag, deadline));
     HORA_RETURN_IF_ERROR(comm_.send(0, bytes.data(), bytes.size(), kControlTag, deadline));
   } else {
-    const auto now = std::chrono::steady_clock::now();
-    coordinator_->ingest(0, outgoing, now);
-    mark_ready(0, outgoing, now);
+    coordinator_->ingest(0, outgoing, sent_at);
+    mark_ready(0, outgoing, sent_at);
     std::vector<uint8_t> bytes;
     for (int r = 1; r < size; ++r) {
       uint64_t length = 0;
@@ -287,8 +289,11 @@ Status Controller::exchange(const std::vector<Request>& outgoing, const std::str
       if (!requests.is_ok())
         return Status(requests.status().code(),
                       "from rank " + std::to_string(r) + ": " + requests.status().message());
-      coordinator_->ingest(r, *requests, now);
-      mark_ready(r, *requests, std::chrono::steady_clock::now());
+      // Each rank's requests arrive when its message did (a join's wait is counted back from
+      // there).
+      const auto arrived = std::chrono::steady_clock::now();
+      coordinator_->ingest(r, *requests, arrived);
+      mark_ready(r, *requests, arrived);
     }
     ResponseList decided;
     decided.responses = coordinator_->collect();

@@ -107,7 +107,7 @@ class Controller {
   // Rank 0: a timeline mark "rank R ready" on each tensor R asked for.
   void mark_ready(int rank, const std::vector<Request>& requests,
                   std::chrono::steady_clock::time_point at);
-  Status exchange(const std::vector<Request>& outgoing, const std::string& fatal, Deadline deadline,
+  Status exchange(std::vector<Request>& outgoing, const std::string& fatal, Deadline deadline,
                   ResponseList* list);
   // exchange()'s end, on every rank: the coordinator's list `decided` goes into the cache (what
   // is cacheable) and is appended to *list.
