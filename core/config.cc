@@ -121,6 +121,13 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
   if (auto v = env.get("HORA_CALIBRATE_MS")) {
     HORA_ASSIGN_OR_RETURN(c.calibrate_ms, parse_double("HORA_CALIBRATE_MS", *v, 0, 60000));
   }
+  if (auto v = env.get("HORA_AUTOTUNE")) {
+    HORA_ASSIGN_OR_RETURN(c.autotune, parse_bool("HORA_AUTOTUNE", *v));
+  }
+  if (auto v = env.get("HORA_AUTOTUNE_SAMPLES")) {
+    HORA_ASSIGN_OR_RETURN(const int64_t samples, parse_int("HORA_AUTOTUNE_SAMPLES", *v, 1, 1000));
+    c.autotune_samples = static_cast<int>(samples);
+  }
   if (auto v = env.get("HORA_HIERARCHICAL_ALLREDUCE")) {
     HORA_ASSIGN_OR_RETURN(c.hierarchical_allreduce,
                           parse_hierarchical("HORA_HIERARCHICAL_ALLREDUCE", *v));

@@ -45,6 +45,8 @@ struct Config {
   int64_t cache_capacity = 1024;                                      // HORA_CACHE_CAPACITY
   AllreduceAlgo allreduce_algo = AllreduceAlgo::kAuto;                // HORA_ALLREDUCE_ALGO
   double calibrate_ms = 100.0;                                        // HORA_CALIBRATE_MS, 0 = off
+  bool autotune = true;                                               // HORA_AUTOTUNE
+  int autotune_samples = 3;                                           // HORA_AUTOTUNE_SAMPLES
   HierarchicalMode hierarchical_allreduce = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLREDUCE
   HierarchicalMode hierarchical_allgather = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLGATHER
   std::string timeline_path;                                          // HORA_TIMELINE, empty = off

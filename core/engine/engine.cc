@@ -61,6 +61,8 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
   eo.fusion_threshold_bytes = config.fusion_threshold_bytes;
   eo.fusion_in_place = config.fusion_in_place;
   eo.algorithm = to_algorithm(config.allreduce_algo);
+  eo.autotune = config.autotune;
+  eo.autotune_samples = config.autotune_samples;
   const bool hosts = topology != nullptr && topology->hosts() > 1;
   if (hosts && config.hierarchical_allreduce == HierarchicalMode::kOn)
     eo.algorithm = collectives::Algorithm::kHierarchical;

@@ -115,6 +115,9 @@ class Engine final : public detail::WaitSignal {
   int rank() const { return comm_.rank(); }
   double timeout_s() const { return config_.timeout_s; }
   EngineStats stats() const;
+  // Tests: the executor's allreduce tuner (its decided() from any thread; its skew hook
+  // before the first allreduce is enqueued).
+  AlgorithmTuner& algorithm_tuner_for_test() { return executor_->tuner(); }
 
  private:
   void start_locked() HORA_REQUIRES(mu_);

@@ -49,11 +49,29 @@ void* output_of(Entry& e, const std::vector<int64_t>& shape, size_t bytes,
   return h.output.data();
 }
 
+AlgorithmTunerOptions tuner_options(const ExecutorOptions& options) {
+  AlgorithmTunerOptions o;
+  o.enabled = options.autotune;
+  o.samples = options.autotune_samples;
+  o.timeout_s = options.timeout_s;
+  o.requested = options.algorithm;
+  o.topology = options.topology;
+  return o;
+}
+
+double micros_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
 }  // namespace
 
 Executor::Executor(collectives::Communicator& comm, const ExecutorOptions& options,
                    TensorQueue& queue, Timeline& timeline)
-    : comm_(comm), options_(options), queue_(queue), timeline_(timeline) {}
+    : comm_(comm),
+      options_(options),
+      queue_(queue),
+      timeline_(timeline),
+      tuner_(comm, tuner_options(options)) {}
 
 collectives::AlgorithmOptions Executor::algorithm_options() {
   collectives::AlgorithmOptions ao;
@@ -112,14 +130,14 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
               {"tensors", std::to_string(bucket.members.size())}});
     return Status::ok();
   }
-  collectives::Selection sel = collectives::select_allreduce(
-      bytes, comm_.size(), comm_.cost_model(), options_.algorithm, options_.topology);
+  const TunerPick pick = tuner_.take(bytes);
   const auto start = Clock::now();
-  Status s = collectives::run_allreduce(sel.algorithm, comm_, in, out, count, dtype, op,
+  Status s = collectives::run_allreduce(pick.algorithm, comm_, in, out, count, dtype, op,
                                         algorithm_options());
+  if (s.is_ok()) s = tuner_.record(pick, micros_since(start));
   if (timeline_.enabled())
     record(responses, bucket, "ALLREDUCE", start,
-           {{"algorithm", collectives::algorithm_name(sel.algorithm)},
+           {{"algorithm", collectives::algorithm_name(pick.algorithm)},
             {"backend", comm_.backend_name()},
             {"bytes", std::to_string(bytes)},
             {"tensors", std::to_string(bucket.members.size())}});
@@ -198,15 +216,15 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     complete_bucket(bucket, Status::ok());
     return Status::ok();
   }
+  // The tuner's peek is what its take() returns next for these bytes, on every rank alike.
   if (!compressed && bucket.members.size() > 1 && options_.fusion_in_place &&
-      comm_.has_allreduce_spans() &&
-      collectives::select_allreduce(total, comm_.size(), comm_.cost_model(), options_.algorithm,
-                                    options_.topology)
-              .algorithm == collectives::Algorithm::kNative) {
+      comm_.has_allreduce_spans() && tuner_.peek(total) == collectives::Algorithm::kNative) {
+    const TunerPick pick = tuner_.take(total);
     const auto start = Clock::now();
     bucket_spans(responses, bucket, entries_, &spans_);
     Status s = comm_.allreduce_spans(spans_, dtype, op, head.prescale, postscale,
                                      Deadline::after_seconds(options_.timeout_s));
+    if (s.is_ok()) s = tuner_.record(pick, micros_since(start));
     if (timeline_.enabled())
       record(responses, bucket, "ALLREDUCE", start,
              {{"algorithm", "native-in-place"},

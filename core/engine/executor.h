@@ -11,12 +11,14 @@
 // postscale x 1/size. A compressed bucket (float32 sent as float16/bfloat16) is always packed,
 // alone too: the cast to the half type happens while packing (after the prescale), the algorithm
 // reduces the half type, and the cast back while unpacking (then the postscale, in float32;
-// compressed_copy.h). The algorithm comes from the selector (HORA_ALLREDUCE_ALGO or the cost
-// model). A rank that has joined and lacks the tensor contributes zeros. Other collectives run
-// hora's algorithms (allgatherv, broadcast, alltoallv, reducescatter); their outputs go where the
-// entry's OutputAllocator says, else into the handle. An allocator that fails does not stop this
-// rank's part: the result goes to engine-owned memory and the handle completes with the allocator's
-// error. Error responses complete the handle with the error and the engine goes on.
+// compressed_copy.h). The algorithm comes from the AlgorithmTuner (algorithm_tuner.h): under
+// kAuto it tries the candidates in turn per size class, times them, and fixes the agreed
+// fastest; otherwise (HORA_AUTOTUNE=0, HORA_ALLREDUCE_ALGO) the selector's choice. A rank that has
+// joined and lacks the tensor contributes zeros. Other collectives run hora's algorithms
+// (allgatherv, broadcast, alltoallv, reducescatter); their outputs go where the entry's
+// OutputAllocator says, else into the handle. An allocator that fails does not stop this rank's
+// part: the result goes to engine-owned memory and the handle completes with the allocator's error.
+// Error responses complete the handle with the error and the engine goes on.
 //
 // Buckets of tensors in GPU memory (Response::device cuda) go to the DeviceExecutor.
 //
@@ -34,6 +36,7 @@
 #include "collectives/selector.h"
 #include "collectives/topology.h"
 #include "core/base/status.h"
+#include "core/engine/algorithm_tuner.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
 #include "core/engine/tensor_queue.h"
@@ -51,6 +54,9 @@ struct ExecutorOptions {
   // can (HORA_FUSION_IN_PLACE); false: always packed into the fusion buffer.
   bool fusion_in_place = true;
   collectives::Algorithm algorithm = collectives::Algorithm::kAuto;
+  // Online tuning of kAuto's choice (algorithm_tuner.h); off when `algorithm` is fixed.
+  bool autotune = true;      // HORA_AUTOTUNE
+  int autotune_samples = 3;  // HORA_AUTOTUNE_SAMPLES
   // Hosts and links for the selector and hierarchical allreduce; null: flat algorithms only.
   const collectives::Topology* topology = nullptr;
   // Non-null: allgathers run hierarchical_allgatherv over it.
@@ -73,6 +79,8 @@ class Executor {
 
   Status execute(const ResponseList& list);
   const ExecutorStats& stats() const { return stats_; }
+  // The allreduce algorithm tuner (tests read its decisions, set its skew hook).
+  AlgorithmTuner& tuner() { return tuner_; }
 
  private:
   Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket);
@@ -102,6 +110,7 @@ class Executor {
   FusionPlanner planner_;  // execute(): each round's buckets, in memory kept between rounds
   std::vector<collectives::ReduceSpan> spans_;  // run_allreduce(): an in-place bucket's (reused)
   ExecutorStats stats_;
+  AlgorithmTuner tuner_;  // engine thread (see algorithm_tuner.h)
 };
 
 }  // namespace engine

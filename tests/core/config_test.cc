@@ -43,6 +43,8 @@ TEST(ConfigTest, EveryVariableParses) {
                     {"HORA_CACHE_CAPACITY", "0"},
                     {"HORA_ALLREDUCE_ALGO", "rd"},
                     {"HORA_CALIBRATE_MS", "0"},
+                    {"HORA_AUTOTUNE", "0"},
+                    {"HORA_AUTOTUNE_SAMPLES", "7"},
                     {"HORA_TIMELINE", "/tmp/t.json"},
                     {"HORA_STALL_WARNING_S", "5"},
                     {"HORA_STALL_SHUTDOWN_S", "10"},
@@ -60,6 +62,8 @@ TEST(ConfigTest, EveryVariableParses) {
   EXPECT_EQ(c.cache_capacity, 0);
   EXPECT_EQ(c.allreduce_algo, AllreduceAlgo::kRecursiveDoubling);
   EXPECT_DOUBLE_EQ(c.calibrate_ms, 0);
+  EXPECT_FALSE(c.autotune);
+  EXPECT_EQ(c.autotune_samples, 7);
   EXPECT_EQ(c.timeline_path, "/tmp/t.json");
   EXPECT_DOUBLE_EQ(c.stall_warning_s, 5);
   EXPECT_DOUBLE_EQ(c.stall_shutdown_s, 10);
@@ -110,7 +114,8 @@ INSTANTIATE_TEST_SUITE_P(
                     BadCase{"HORA_CACHE_CAPACITY", "-1"}, BadCase{"HORA_CYCLE_TIME_MS", "fast"},
                     BadCase{"HORA_HEARTBEAT_MS", "0"}, BadCase{"HORA_STALL_WARNING_S", "x"},
                     BadCase{"HORA_STALL_SHUTDOWN_S", "-3"}, BadCase{"HORA_CALIBRATE_MS", "-1"},
-                    BadCase{"HORA_CALIBRATE_MS", "soon"}),
+                    BadCase{"HORA_CALIBRATE_MS", "soon"}, BadCase{"HORA_AUTOTUNE", "maybe"},
+                    BadCase{"HORA_AUTOTUNE_SAMPLES", "0"}, BadCase{"HORA_AUTOTUNE_SAMPLES", "x"}),
     [](const testing::TestParamInfo<BadCase>& info) {
       return std::string(info.param.var).substr(5) + "_" + std::to_string(info.index);
     });
