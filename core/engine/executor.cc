@@ -113,7 +113,8 @@ void Executor::record(const std::vector<Response>& responses, const Bucket& buck
 }
 
 Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
-                               const std::vector<Response>& responses, const Bucket& bucket) {
+                               const std::vector<Response>& responses, const Bucket& bucket,
+                               const TunerPick* taken) {
   const std::string& first_name = responses[bucket.members.front()].name;
   const size_t bytes = count * data_type_bytes(dtype);
   if (comm_.size() == 1) {
@@ -130,11 +131,11 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
               {"tensors", std::to_string(bucket.members.size())}});
     return Status::ok();
   }
-  const TunerPick pick = tuner_.take(bytes);
+  const TunerPick pick = taken != nullptr ? *taken : tuner_.take(bytes);
   const auto start = Clock::now();
   Status s = collectives::run_allreduce(pick.algorithm, comm_, in, out, count, dtype, op,
                                         algorithm_options());
-  if (s.is_ok()) s = tuner_.record(pick, micros_since(start));
+  if (s.is_ok() && taken == nullptr) s = tuner_.record(pick, micros_since(start));
   if (timeline_.enabled())
     record(responses, bucket, "ALLREDUCE", start,
            {{"algorithm", collectives::algorithm_name(pick.algorithm)},
@@ -246,6 +247,10 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     if (fusion_.size() < total) fusion_.resize(total);
     fusion = fusion_.data();
   }
+  // Tuned over the whole packed path (packing, algorithm, unpacking): the fused in-place
+  // native path it competes with has no packing. (One rank selects nothing: run_algorithm's
+  // local copy.)
+  const TunerPick pick = comm_.size() > 1 ? tuner_.take(total) : TunerPick{};
   const auto start = Clock::now();
   size_t offset = 0;
   for (int i : bucket.members) {
@@ -263,7 +268,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     offset += count * elem;
   }
   record(responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
-  HORA_RETURN_IF_ERROR(run_algorithm(fusion, fusion, total / elem, dtype, op, responses, bucket));
+  HORA_RETURN_IF_ERROR(
+      run_algorithm(fusion, fusion, total / elem, dtype, op, responses, bucket, &pick));
   const auto unpack = Clock::now();
   offset = 0;
   for (int i : bucket.members) {
@@ -279,6 +285,7 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     offset += count * elem;
   }
   record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
+  HORA_RETURN_IF_ERROR(tuner_.record(pick, micros_since(start)));
   complete_bucket(bucket, Status::ok());
   return Status::ok();
 }

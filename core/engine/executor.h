@@ -85,8 +85,11 @@ class Executor {
  private:
   Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket);
   Status run_single(const Response& r);
+  // `pick`: the tuner's pick taken (and recorded) by the caller, who times more than the
+  // algorithm (a packed bucket: packing and unpacking too); null: taken and recorded here.
   Status run_algorithm(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
-                       const std::vector<Response>& responses, const Bucket& bucket);
+                       const std::vector<Response>& responses, const Bucket& bucket,
+                       const TunerPick* pick = nullptr);
   // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
   void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
               std::chrono::steady_clock::time_point start, const Timeline::Args& args = {});
