@@ -18,7 +18,8 @@
 // - scale: floats multiply by the factor in their own precision (float16/bfloat16 via float32).
 //   Integers are converted to float64, multiplied, and rounded to nearest with ties away from
 //   zero (std::llround), then wrapped to the dtype's width, as Horovod's ScaleBuffer does for
-//   integer tensors (it computes in double and converts back).
+//   integer tensors (it computes in double and converts back). A product beyond int64's range
+//   saturates at its limits (round_scaled.h), on the CPU and the GPU alike.
 #pragma once
 
 #include <cstddef>

@@ -227,12 +227,19 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   const DeviceBucketPlan plan = plan_device_allreduce(path, counts, elem);
   const size_t total = plan.total_bytes;
   const int device = support.device;
+  // The float32 region starts at the next multiple of kStagingAlign behind the wire region:
+  // right behind it, an odd count of 16-bit elements would leave it 2 bytes off float32
+  // alignment, which the GPU's cast and copy kernels refuse.
+  constexpr size_t kStagingAlign = 256;
+  const size_t f32_offset =
+      compressed ? (total + kStagingAlign - 1) / kStagingAlign * kStagingAlign : 0;
   const size_t f32_bytes = compressed ? total / elem * sizeof(float) : 0;
-  HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, total + f32_bytes));
+  HORA_ASSIGN_OR_RETURN(PerDevice * d,
+                        device_state(device, compressed ? f32_offset + f32_bytes : total));
   DeviceRuntime* rt = resources_.runtime;
   uint8_t* fusion = static_cast<uint8_t*>(d->fusion);
   // Where the members are packed and unpacked: the wire region itself, or the float32 region.
-  uint8_t* staging = compressed ? fusion + total : fusion;
+  uint8_t* staging = compressed ? fusion + f32_offset : fusion;
   const size_t staging_elem = compressed ? sizeof(float) : elem;
   const DataType staging_dtype = compressed ? DataType::kFloat32 : dtype;
 

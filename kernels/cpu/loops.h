@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "kernels/cpu/lanes.h"
+#include "kernels/round_scaled.h"
 
 namespace hora {
 namespace kernels {
@@ -96,7 +97,8 @@ void float_scale_kernel(void* dst, const void* src, size_t count, double factor)
   for_each_block<VL, SL>(count, body);
 }
 
-// Integers: float64 product rounded half away from zero (llround), wrapped to the width.
+// Integers: float64 product rounded half away from zero (round_scaled: saturating at long
+// long's limits), wrapped to the width.
 // Not vectorised: integer scaling is rare (integer averages) and llround has no vector form.
 template <int kDt>
 void int_scale_kernel(void* dst, const void* src, size_t count, double factor) {
@@ -107,7 +109,7 @@ void int_scale_kernel(void* dst, const void* src, size_t count, double factor) {
   const char* s = static_cast<const char*>(src);
   for (size_t i = 0; i < count; ++i) {
     const long long rounded =
-        ::llround(static_cast<double>(SL::load(s + i * sizeof(Elem))) * factor);
+        round_scaled(static_cast<double>(SL::load(s + i * sizeof(Elem))) * factor);
     SL::store(d + i * sizeof(Elem),
               static_cast<Elem>(static_cast<Unsigned>(static_cast<unsigned long long>(rounded))));
   }

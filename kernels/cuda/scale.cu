@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/round_scaled.h"
 
 namespace hora {
 namespace kernels {
@@ -24,7 +25,7 @@ __device__ __forceinline__ typename Traits<kDt>::Elem scale_one(typename Traits<
   using C = typename T::Compute;
   if constexpr (std::is_integral_v<C>) {
     using U = std::make_unsigned_t<typename T::Elem>;
-    const long long rounded = llround(static_cast<double>(T::load(x)) * factor);
+    const long long rounded = round_scaled(static_cast<double>(T::load(x)) * factor);
     return static_cast<typename T::Elem>(static_cast<U>(static_cast<unsigned long long>(rounded)));
   } else {
     return T::store(T::load(x) * static_cast<C>(factor));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -109,7 +110,11 @@ void combine_half(HalfFormat format, ReduceOp op, const void* a, const void* b, 
 
 template <typename T>
 void scale_int(double factor, const void* in, void* out) {
-  const long long rounded = std::llround(static_cast<double>(load<T>(in)) * factor);
+  // Saturating at long long's limits: llround has no value beyond them (kernels.h).
+  const double product = static_cast<double>(load<T>(in)) * factor;
+  const long long rounded = product >= 0x1p63    ? std::numeric_limits<long long>::max()
+                            : product < -0x1p63 ? std::numeric_limits<long long>::min()
+                                                : std::llround(product);
   store<T>(out, static_cast<T>(static_cast<uint64_t>(rounded)));
 }
 

@@ -1,5 +1,6 @@
 #include "tests/support/fake_device_runtime.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,6 +18,15 @@ Status FakeDeviceRuntime::check_device(int device, const char* what) const {
   if (device < 0 || device >= devices_)
     return Status::invalid_argument(std::string(what) + ": no fake device " +
                                     std::to_string(device));
+  return Status::ok();
+}
+
+// The alignment the CUDA kernels demand (kernels/cuda/device.cc's check_aligned), so that what
+// the engine hands the fake fails here as it would on a GPU: `p` holds `dtype` elements.
+static Status check_aligned(const char* what, DataType dtype, const void* p) {
+  if (reinterpret_cast<uintptr_t>(p) % data_type_bytes(dtype) != 0)
+    return Status::invalid_argument(std::string(what) + ": a " + data_type_name(dtype) +
+                                    " buffer is not aligned to its element size");
   return Status::ok();
 }
 
@@ -144,6 +154,10 @@ Status FakeDeviceRuntime::batched_scale_copy_async(int device,
   for (const DeviceCopyItem& it : items) {
     if (!is_device_memory(it.dst) || !is_device_memory(it.src))
       return Status::invalid_argument("batched_scale_copy_async: an item is not device memory");
+    if (factor != 1.0) {  // the GPU's scaled copy reads and writes whole elements
+      HORA_RETURN_IF_ERROR(check_aligned("batched_scale_copy_async", dtype, it.dst));
+      HORA_RETURN_IF_ERROR(check_aligned("batched_scale_copy_async", dtype, it.src));
+    }
     kernels::scale_copy(it.dst, it.src, it.count, dtype, factor);
   }
   return Status::ok();
@@ -161,6 +175,8 @@ Status FakeDeviceRuntime::cast_async(int device, void* dst, DataType dst_dtype, 
   HORA_RETURN_IF_ERROR(check_device(device, "cast_async"));
   if (count > 0 && (!is_device_memory(dst) || !is_device_memory(src)))
     return Status::invalid_argument("cast_async: a buffer is not device memory");
+  HORA_RETURN_IF_ERROR(check_aligned("cast_async", dst_dtype, dst));
+  HORA_RETURN_IF_ERROR(check_aligned("cast_async", src_dtype, src));
   note(std::string("cast ") + data_type_name(src_dtype) + "->" + data_type_name(dst_dtype));
   auto* half = static_cast<uint16_t*>(dst);
   const auto* half_in = static_cast<const uint16_t*>(src);

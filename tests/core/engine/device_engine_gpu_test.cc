@@ -253,10 +253,12 @@ TEST(GpuInit, HoraBackendNcclMakesANcclCommunicatorBesideTheHostOne) {
   ASSERT_NE(res.device_comm, nullptr);
   EXPECT_STREQ(res.device_comm->backend_name(), "nccl");
   EXPECT_STRNE(ctx.value()->communicator().backend_name(), "nccl");
-  Engine eng(ctx.value()->communicator(), c, nullptr, "", nullptr, &res);
-  Status s = run_step(eng, *res.runtime, 0, 1);
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
-  EXPECT_TRUE(eng.stop().is_ok());
+  {
+    Engine eng(ctx.value()->communicator(), c, nullptr, "", nullptr, &res);
+    Status s = run_step(eng, *res.runtime, 0, 1);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(eng.stop().is_ok());
+  }  // the engine gives its device buffers back to the runtime, which the context owns
   EXPECT_TRUE(ctx.value()->shutdown().is_ok());
 }
 
