@@ -4,6 +4,7 @@
 #
 #   bash scripts/gpu_check.sh            # build-gpu/, every GPU of the machine
 #   HORA_BUILD_DIR=build-x HORA_GPU_MAX_RANKS=2 bash scripts/gpu_check.sh
+#   HORA_GPU_PREBUILT=1 HORA_BUILD_DIR=.gpu/build-gpu bash scripts/gpu_check.sh  # a bundle
 #
 # Steps (each logged to $BUILD_DIR/gpu_check.<step>.log; the tail of a failing log is shown):
 #   1. configure (HORA_WITH_NCCL=ON, -Werror; Gloo and MPI off: not needed here; the Python
@@ -28,6 +29,9 @@
 # A missing GPU fails every GPU step (HORA_TEST_REQUIRE_GPU=1): here a skip is a failure.
 # Exit status: 0 when every step passed, 1 otherwise.
 # HORA_GPU_PYTHON: the interpreter with torch (default: hora's setup environment, else python3).
+# HORA_GPU_PREBUILT=1: the build directory is a bundle of scripts/gpu_bundle.sh, built on a
+#   machine with hora's build dependencies: configure and build are skipped, and the Python
+#   binding is compiled here against the bundle's static libraries (step "binding").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${HORA_BUILD_DIR:-build-gpu}
@@ -37,6 +41,12 @@ if [[ -z $PY ]]; then
   [[ -x $PY ]] || PY=$(command -v python3)
 fi
 JOBS=${HORA_JOBS:-$(nproc)}
+# hora loads libnccl.so.2 when first used: where the system has none, the nvidia-nccl wheel's
+# (the one torch loads) will do.
+if ! ldconfig -p 2>/dev/null | grep -q "libnccl.so.2 "; then
+  wheel_nccl=$("$PY" -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null || true)
+  [[ -n $wheel_nccl ]] && export LD_LIBRARY_PATH=$wheel_nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 export HORA_TEST_REQUIRE_GPU=1
 mkdir -p "$BUILD_DIR"
 
@@ -92,7 +102,40 @@ torch_cuda() {
     timeout 300 "$BUILD_DIR/launcher/horarun" -np "$n" "$PY" tests/python/gpu/gpu_main.py
 }
 
-if step configure configure && step build build; then
+# The Python binding from a bundle's static libraries: adapters/python/*.cc compiled for $PY
+# with its pybind11, beside the package's .py sources, in $BUILD_DIR/python/hora.
+binding() {
+  local inc pyinc ext objs=() pids=()
+  inc=$("$PY" -c "import pybind11; print(pybind11.get_include())") || return 1
+  pyinc=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+  ext=$("$PY" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+  mkdir -p "$BUILD_DIR/python/hora" "$BUILD_DIR/binding"
+  cp -r adapters/python/hora/. "$BUILD_DIR/python/hora/"
+  for src in adapters/python/*.cc; do
+    local obj="$BUILD_DIR/binding/$(basename "$src" .cc).o"
+    objs+=("$obj")
+    c++ -std=c++17 -O2 -DNDEBUG -fPIC -fvisibility=hidden -DHORA_HAVE_NCCL=1 -I. \
+      -isystem "$pyinc" -isystem "$inc" -isystem /usr/local/cuda/include -c "$src" -o "$obj" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || return 1; done
+  local l="$BUILD_DIR/libs" crypto
+  crypto=$(ls /usr/lib/x86_64-linux-gnu/libcrypto.so* /usr/lib64/libcrypto.so* 2>/dev/null | head -n 1)
+  c++ -shared -o "$BUILD_DIR/python/hora/_core$ext" "${objs[@]}" "$l/libhora.a" \
+    "$l/libhora_collectives.a" "$l/libhora_kernels.a" "$l/libhora_cuda_kernels.a" \
+    "$l/libhora_base.a" "$crypto" "$l/libcudart_static.a" -lrt -ldl -lpthread
+}
+built() {
+  if [[ ${HORA_GPU_PREBUILT:-0} == 1 ]]; then
+    summary+=("SKIP  configure, build (HORA_GPU_PREBUILT=1: $BUILD_DIR from scripts/gpu_bundle.sh)")
+    # The C++ steps run whether or not it builds; without it the torch steps fail naming it.
+    compgen -G "$BUILD_DIR/python/hora/_core*" >/dev/null || step binding binding
+    return 0
+  fi
+  step configure configure && step build build
+}
+
+if built; then
   bin=$BUILD_DIR
   horarun=$bin/launcher/horarun
   step cuda_kernels_test "$bin/tests/kernels/cuda/cuda_kernels_test"
