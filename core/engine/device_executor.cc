@@ -28,7 +28,8 @@ DeviceExecutor::DeviceExecutor(const DeviceResources& resources,
       host_comm_(host_comm),
       options_(options),
       queue_(queue),
-      timeline_(timeline) {}
+      timeline_(timeline),
+      ready_(resources.runtime) {}
 
 void DeviceExecutor::record(const std::vector<Response>& responses, const Bucket& bucket,
                             const char* phase, Clock::time_point start,
@@ -89,27 +90,13 @@ Status DeviceExecutor::admit(std::vector<Entry>& entries) {
                                       e.in.device().to_string() + " (float32 only)");
     // The framework's kernels that produce the input run on its stream: record where they end,
     // so the engine's stream can wait for exactly that on the GPU.
-    DeviceRuntime* rt = resources_.runtime;
-    const int device = e.in.device().index;
-    HORA_ASSIGN_OR_RETURN(DeviceEvent event, rt->create_event(device));
-    std::shared_ptr<void> ready(event, [rt, device](void* ev) { rt->destroy_event(device, ev); });
-    Status s = rt->record_event(device, event, e.in.stream());
+    Status s = ready_.record(name, e.in.device().index, e.in.stream());
     if (!s.is_ok())
       return Status(s.code(), "tensor '" + name + "': recording its ready event: " + s.message());
-    MutexLock lock(&ready_mu_);
-    ready_[name] = std::move(ready);
   }
   return Status::ok();
 }
 
-std::shared_ptr<void> DeviceExecutor::take_ready(const std::string& name) {
-  MutexLock lock(&ready_mu_);
-  auto it = ready_.find(name);
-  if (it == ready_.end()) return nullptr;
-  std::shared_ptr<void> ready = std::move(it->second);
-  ready_.erase(it);
-  return ready;
-}
 
 StatusOr<DeviceExecutor::PerDevice*> DeviceExecutor::device_state(int device, size_t fusion_bytes) {
   DeviceRuntime* rt = resources_.runtime;
@@ -162,11 +149,12 @@ Status DeviceExecutor::host_wait(int device, PerDevice& d, const std::string& wh
 }
 
 Status DeviceExecutor::wait_ready(int device, PerDevice& d, const std::string& name) {
-  std::shared_ptr<void> ready = take_ready(name);
-  if (ready == nullptr) return Status::ok();
+  std::vector<ReadyEvents::Ready> ready(1);
+  if (!ready_.take(name, &ready[0])) return Status::ok();
   ++stats_.ready_waits;
-  // Enqueued before `ready` is destroyed: the wait keeps what it needs of the event.
-  return resources_.runtime->stream_wait_event(device, d.stream, ready.get());
+  HORA_ASSIGN_OR_RETURN(int waits, ready_.wait(device, d.stream, ready));
+  stats_.ready_stream_waits += waits;
+  return Status::ok();
 }
 
 Status DeviceExecutor::publish_done(int device, PerDevice& d, const std::vector<Entry*>& entries) {
@@ -246,7 +234,7 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   // 1-2. Wait for the inputs on the GPU, pack them (zeros for a joined rank's missing ones).
   const auto start = Clock::now();
   std::vector<DeviceCopyItem> in_items;
-  std::vector<std::shared_ptr<void>> ready_events;  // alive until the pack was enqueued
+  std::vector<ReadyEvents::Ready> ready_events;  // waited for together, before the pack
   for (size_t m = 0; m < entries.size(); ++m) {
     Entry* e = entries[m];
     uint8_t* slot = staging + plan.offsets[m] / elem * staging_elem;
@@ -255,13 +243,14 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
           rt->memset_zero_async(device, slot, counts[m] * staging_elem, d->stream));
       continue;
     }
-    if (std::shared_ptr<void> ready = take_ready(responses[bucket.members[m]].name)) {
-      HORA_RETURN_IF_ERROR(rt->stream_wait_event(device, d->stream, ready.get()));
+    ReadyEvents::Ready ready;
+    if (ready_.take(responses[bucket.members[m]].name, &ready))
       ready_events.push_back(std::move(ready));
-      ++stats_.ready_waits;
-    }
     in_items.push_back({slot, e->in.data(), counts[m]});
   }
+  HORA_ASSIGN_OR_RETURN(int waits, ready_.wait(device, d->stream, ready_events));
+  stats_.ready_waits += static_cast<int64_t>(ready_events.size());
+  stats_.ready_stream_waits += waits;
   HORA_RETURN_IF_ERROR(with_tensor(
       rt->batched_scale_copy_async(device, in_items, staging_dtype, head.prescale, d->stream),
       "allreduce (pack)", first));

@@ -6,7 +6,8 @@
 // Per bucket (plan_device_allreduce in device_route.h gives the steps):
 //   1. the engine's own stream on the rank's GPU waits for each input's ready event, recorded
 //      on the framework's stream at enqueue (admit): the GPU orders the framework's kernels
-//      before the pack, and neither the host nor the rest of the device waits;
+//      before the pack, and neither the host nor the rest of the device waits (one wait per
+//      framework stream in the bucket: ready_events.h);
 //   2. one batched pack (kernels/cuda batched_scale_copy) of the inputs into this device's
 //      fusion buffer, with the prescale; a compressed bucket (float16/bfloat16) is packed in
 //      float32 behind the wire region and cast into it on the device (kernels/cuda casts);
@@ -55,6 +56,7 @@
 #include "core/engine/device_route.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
+#include "core/engine/ready_events.h"
 #include "core/engine/tensor_queue.h"
 #include "core/engine/timeline.h"
 
@@ -79,6 +81,7 @@ struct DeviceExecutorStats {
   std::atomic<int64_t> native_buckets{0};
   std::atomic<int64_t> staged_buckets{0};
   std::atomic<int64_t> ready_waits{0};  // inputs whose ready event the engine's stream waited on
+  std::atomic<int64_t> ready_stream_waits{0};  // the stream waits that took (one per stream)
   std::atomic<int64_t> done_events{0};  // completion events recorded and published on handles
   std::atomic<int64_t> compressed_buckets{0};  // cast to float16/bfloat16 on the device
 };
@@ -141,8 +144,6 @@ class DeviceExecutor {
   // Records d.done after the work enqueued so far and publishes it on the handles of
   // `entries` (null entries skipped), for Handle::wait_on_stream.
   Status publish_done(int device, PerDevice& d, const std::vector<Entry*>& entries);
-  // The ready event admit() recorded for `name` (removed from the table), or null.
-  std::shared_ptr<void> take_ready(const std::string& name) HORA_EXCLUDES(ready_mu_);
   collectives::AlgorithmOptions algorithm_options();
   // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
   void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
@@ -159,12 +160,10 @@ class DeviceExecutor {
   size_t pinned_bytes_ = 0;
   const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
   DeviceExecutorStats stats_;
-  // Ready events by tensor name, from admit() (enqueuing threads) to the background thread. An
-  // event is a DeviceEvent owned by its shared_ptr (destroyed with it). A name enqueued again
-  // while in flight (refused by the queue) replaces the event with a later one on the same
-  // stream: waiting for it is later than needed, never too early.
-  Mutex ready_mu_;  // guards ready_; never held while calling the runtime
-  std::unordered_map<std::string, std::shared_ptr<void>> ready_ HORA_GUARDED_BY(ready_mu_);
+  // Ready events by tensor name, from admit() (enqueuing threads) to the background thread. A
+  // name enqueued again while in flight (refused by the queue) replaces the event with a later
+  // one on the same stream: waiting for it is later than needed, never too early.
+  ReadyEvents ready_;
 };
 
 }  // namespace engine

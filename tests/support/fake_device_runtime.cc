@@ -46,6 +46,7 @@ void FakeDeviceRuntime::destroy_stream(int, DeviceStream) { note("destroy_stream
 
 StatusOr<DeviceEvent> FakeDeviceRuntime::create_event(int device) {
   HORA_RETURN_IF_ERROR(check_device(device, "create_event"));
+  note("create_event");
   MutexLock lock(&mu_);
   ++live_events_;
   return reinterpret_cast<DeviceEvent>(next_handle_++ << 4);
