@@ -301,12 +301,19 @@ void Engine::loop() {
 }
 
 bool Engine::waiting() {
-  queue_.waiting();  // the burst is over whether or not this thread helps
-  if (!help_enabled_ || t_in_round) return false;
-  MutexLock lock(&mu_);
-  if (stopped_ || loop_ended_ || pause_asked_ || parked_) return false;
-  ++helpers_;
-  return true;
+  bool help = help_enabled_ && !t_in_round;
+  if (help) {
+    MutexLock lock(&mu_);
+    help = !(stopped_ || loop_ended_ || pause_asked_ || parked_);
+    if (help) ++helpers_;
+  }
+  // The burst is over whether or not this thread helps. A helper runs the round itself, so the
+  // background thread is not woken for it: woken, it would only race the helper for the run
+  // token, and where the two share a core (mpirun binds each rank to one) the woken thread
+  // preempts the waker and wins every time, so no caller ever helped there. It sees the burst
+  // over when its quiet window (kQuiet) ends, and help() wakes it when it leaves work undone.
+  queue_.waiting(/*wake_background=*/!help);
+  return help;
 }
 
 void Engine::help(const detail::HandleState& state) {

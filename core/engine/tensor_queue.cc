@@ -154,13 +154,13 @@ bool TensorQueue::wait_in_burst(Clock::time_point until, size_t* fresh) {
   return burst_over_ || shutdown_requested_;
 }
 
-void TensorQueue::waiting() {
+void TensorQueue::waiting(bool wake_background) {
   {
     MutexLock lock(&mu_);
     if (fresh_.empty() || burst_over_) return;
     burst_over_ = true;
   }
-  burst_cv_.notify_one();
+  if (wake_background) burst_cv_.notify_one();
 }
 
 size_t TensorQueue::fresh_count() const {

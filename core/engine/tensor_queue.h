@@ -100,8 +100,10 @@ class TensorQueue {
   // first two); `fresh` receives fresh_count().
   bool wait_in_burst(Clock::time_point until, size_t* fresh);
   // A thread started waiting on a handle that is not complete (Engine::waiting, any thread;
-  // the handle's mutex may be held, this takes only the queue's): ends the burst.
-  void waiting();
+  // the handle's mutex may be held, this takes only the queue's): ends the burst. With
+  // `wake_background` false the background thread is not woken for it: it sees the burst over
+  // when its quiet window ends (a helping caller runs the round meanwhile).
+  void waiting(bool wake_background = true);
 
   Entry* find(const std::string& name);
   // Background thread: (*out)[i] = responses[i].local_entry, or find(responses[i].name) when

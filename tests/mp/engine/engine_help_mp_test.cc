@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <utility>
@@ -37,7 +38,10 @@ void reinit(std::vector<std::pair<std::string, std::string>> settings) {
 
 // `steps` steps of `tensors` allreduces named prefix.t, enqueued back to back then waited;
 // every result checked. Returns how many completion callbacks a round run on this thread ran.
-int run_steps(const std::string& prefix, int tensors, int steps) {
+// With `late` > 0, in step s rank s % size() sleeps that long before it enqueues, so that it
+// comes last and its round finds every other rank's request already there.
+int run_steps(const std::string& prefix, int tensors, int steps,
+              std::chrono::microseconds late = std::chrono::microseconds(0)) {
   std::vector<std::vector<float>> in(tensors), out(tensors);
   for (int t = 0; t < tensors; ++t) {
     const size_t n = 1 + static_cast<size_t>(t * 37) % 300;
@@ -49,6 +53,7 @@ int run_steps(const std::string& prefix, int tensors, int steps) {
   std::vector<Handle> handles(tensors);
   std::vector<char> registering(tensors, 0);  // outlives every callback of the handles
   for (int s = 0; s < steps; ++s) {
+    if (late.count() > 0 && s % size() == rank()) std::this_thread::sleep_for(late);
     for (int t = 0; t < tensors; ++t) {
       handles[t] =
           allreduce_async(prefix + std::to_string(t), view(in[t]), view(out[t]), ReduceOp::kSum);
@@ -84,9 +89,15 @@ TEST(EngineHelp, RanksThatHelpAndRanksThatDoNotAgree) {
 
 TEST(EngineHelp, TheWaitingThreadRunsRoundsOnlyWhenAllowed) {
   // With helping on, a waiting thread that finds the run token free runs the round. A lone
-  // call waited at once usually gets there before the background thread its enqueue woke:
-  // over 300 such calls some callbacks run here. With it off, never.
-  EXPECT_GT(run_steps("help.on.", 1, 300), 0);
+  // call waited at once gets there before the background thread, which its wait does not
+  // wake (Engine::waiting); its round completes the call when every other rank's request is
+  // already there, so the ranks take turns coming last (a rank that is always early finds
+  // its round agreeing nothing and leaves the next to its background thread: with no turns,
+  // a loaded peer made one rank help in none of 300 calls). Over 300 calls some callbacks
+  // run here. With it off, never.
+  const int helped = run_steps("help.on.", 1, 300, std::chrono::microseconds(2000));
+  std::printf("rank %d: %d of 300 lone calls completed on the waiting thread\n", rank(), helped);
+  EXPECT_GT(helped, 0);
   reinit({{"HORA_WAITERS_HELP", "0"}});
   EXPECT_EQ(run_steps("help.off.", 2, 50), 0);
   reinit({});
