@@ -97,7 +97,6 @@ Status DeviceExecutor::admit(std::vector<Entry>& entries) {
   return Status::ok();
 }
 
-
 StatusOr<DeviceExecutor::PerDevice*> DeviceExecutor::device_state(int device, size_t fusion_bytes) {
   DeviceRuntime* rt = resources_.runtime;
   auto it = devices_.find(device);

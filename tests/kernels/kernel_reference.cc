@@ -112,7 +112,7 @@ template <typename T>
 void scale_int(double factor, const void* in, void* out) {
   // Saturating at long long's limits: llround has no value beyond them (kernels.h).
   const double product = static_cast<double>(load<T>(in)) * factor;
-  const long long rounded = product >= 0x1p63    ? std::numeric_limits<long long>::max()
+  const long long rounded = product >= 0x1p63   ? std::numeric_limits<long long>::max()
                             : product < -0x1p63 ? std::numeric_limits<long long>::min()
                                                 : std::llround(product);
   store<T>(out, static_cast<T>(static_cast<uint64_t>(rounded)));

@@ -53,8 +53,9 @@ TEST_P(ScaleTest, IntegersRoundHalfAwayFromZeroAndWrap) {
   // x86's differ): the CPU and CUDA kernels agree on the limits.
   const int64_t max64 = std::numeric_limits<int64_t>::max();
   const int64_t min64 = std::numeric_limits<int64_t>::min();
-  EXPECT_EQ(scaled(V64{max64, min64, int64_t{1} << 62, -(int64_t{1} << 62)}, DataType::kInt64, -3.0),
-            (V64{min64, max64, min64, max64}));
+  EXPECT_EQ(
+      scaled(V64{max64, min64, int64_t{1} << 62, -(int64_t{1} << 62)}, DataType::kInt64, -3.0),
+      (V64{min64, max64, min64, max64}));
   EXPECT_EQ(scaled(V64{max64, min64}, DataType::kInt64, 1.0), (V64{max64, min64}));
   using VI16 = std::vector<int16_t>;
   EXPECT_EQ(scaled(VI16{5, -5, 30000, -3}, DataType::kInt16, 0.5), (VI16{3, -3, 15000, -2}));
