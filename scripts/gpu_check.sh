@@ -119,11 +119,11 @@ binding() {
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || return 1; done
-  local l="$BUILD_DIR/libs" crypto
+  local crypto
   crypto=$(ls /usr/lib/x86_64-linux-gnu/libcrypto.so* /usr/lib64/libcrypto.so* 2>/dev/null | head -n 1)
-  c++ -shared -o "$BUILD_DIR/python/hora/_core$ext" "${objs[@]}" "$l/libhora.a" \
-    "$l/libhora_collectives.a" "$l/libhora_kernels.a" "$l/libhora_cuda_kernels.a" \
-    "$l/libhora_base.a" "$crypto" "$l/libcudart_static.a" -lrt -ldl -lpthread
+  # Every library the bundle packed, in one group (their order then does not matter).
+  c++ -shared -o "$BUILD_DIR/python/hora/_core$ext" "${objs[@]}" -Wl,--start-group \
+    "$BUILD_DIR"/libs/*.a -Wl,--end-group "$crypto" -lrt -ldl -lpthread
 }
 built() {
   if [[ ${HORA_GPU_PREBUILT:-0} == 1 ]]; then

@@ -151,9 +151,7 @@ Status DeviceExecutor::wait_ready(int device, PerDevice& d, const std::string& n
   std::vector<ReadyEvents::Ready> ready(1);
   if (!ready_.take(name, &ready[0])) return Status::ok();
   ++stats_.ready_waits;
-  HORA_ASSIGN_OR_RETURN(int waits, ready_.wait(device, d.stream, ready));
-  stats_.ready_stream_waits += waits;
-  return Status::ok();
+  return ready_.wait(device, d.stream, ready).status();
 }
 
 Status DeviceExecutor::publish_done(int device, PerDevice& d, const std::vector<Entry*>& entries) {
@@ -247,9 +245,8 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
       ready_events.push_back(std::move(ready));
     in_items.push_back({slot, e->in.data(), counts[m]});
   }
-  HORA_ASSIGN_OR_RETURN(int waits, ready_.wait(device, d->stream, ready_events));
+  HORA_RETURN_IF_ERROR(ready_.wait(device, d->stream, ready_events).status());
   stats_.ready_waits += static_cast<int64_t>(ready_events.size());
-  stats_.ready_stream_waits += waits;
   HORA_RETURN_IF_ERROR(with_tensor(
       rt->batched_scale_copy_async(device, in_items, staging_dtype, head.prescale, d->stream),
       "allreduce (pack)", first));

@@ -81,7 +81,6 @@ struct DeviceExecutorStats {
   std::atomic<int64_t> native_buckets{0};
   std::atomic<int64_t> staged_buckets{0};
   std::atomic<int64_t> ready_waits{0};  // inputs whose ready event the engine's stream waited on
-  std::atomic<int64_t> ready_stream_waits{0};  // the stream waits that took (one per stream)
   std::atomic<int64_t> done_events{0};  // completion events recorded and published on handles
   std::atomic<int64_t> compressed_buckets{0};  // cast to float16/bfloat16 on the device
 };
