@@ -11,8 +11,10 @@
 //
 // Helping callers: a thread that waits on an incomplete handle runs rounds itself
 // (help()) while it can take the run token and each round agrees something, until its handle
-// is done; then the background thread, which would have run those rounds, finds nothing due
-// and goes back to sleep. Rounds are the same collective sequence on every rank whichever
+// is done. The background thread stands aside while a caller helps (it sleeps until the helper
+// leaves work to it, new requests arrive, or the heartbeat) instead of queueing on the run
+// token: woken by the wait when the burst is large (256 KiB or more), else when its burst
+// window ends. Rounds are the same collective sequence on every rank whichever
 // thread runs them, so ranks may mix the two freely. A caller never helps while a pause or
 // the shutdown is asked (those rounds are the loop's), nor from inside a completion callback
 // run by a round (the token is not reentrant). Steps whose ranks are ready together thus
@@ -127,6 +129,8 @@ class Engine final : public detail::WaitSignal {
   // Sleeps until the next round may be due (see the loop above). Returns true when one is
   // due whatever the queue holds (a wake-up, shutdown, or the heartbeat).
   bool wait_for_round();
+  // Whether a caller is inside help() (from waiting() on) now.
+  bool helper_active() const HORA_EXCLUDES(mu_);
   // With the token: whether a round is due (new requests, requests not yet agreed, the
   // heartbeat since the last round by any thread, a pause or shutdown asked).
   bool round_due() HORA_REQUIRES(run_mu_);

@@ -144,6 +144,25 @@ void TensorQueue::take_new(std::vector<Request*>* out) {
   MutexLock lock(&mu_);
   out->swap(fresh_);
   burst_over_ = false;
+  ++takes_;
+}
+
+uint64_t TensorQueue::takes() const {
+  MutexLock lock(&mu_);
+  return takes_;
+}
+
+TensorQueue::AfterHelp TensorQueue::wait_after_help(uint64_t takes, Clock::time_point until) {
+  MutexLock lock(&mu_);
+  while (true) {
+    if (woken_ || shutdown_requested_) {
+      woken_ = false;
+      return AfterHelp::kWoken;
+    }
+    if (takes_ != takes && !fresh_.empty()) return AfterHelp::kFresh;
+    if (Clock::now() >= until) return AfterHelp::kTimeout;
+    cv_.wait_until(mu_, until);
+  }
 }
 
 bool TensorQueue::wait_in_burst(Clock::time_point until, size_t* fresh) {
@@ -154,13 +173,19 @@ bool TensorQueue::wait_in_burst(Clock::time_point until, size_t* fresh) {
   return burst_over_ || shutdown_requested_;
 }
 
-void TensorQueue::waiting(bool wake_background) {
+void TensorQueue::waiting(size_t wake_at_bytes) {
   {
     MutexLock lock(&mu_);
     if (fresh_.empty() || burst_over_) return;
     burst_over_ = true;
+    size_t work = 0;
+    for (size_t i = 0; i < fresh_.size() && work < wake_at_bytes; ++i) {
+      const Entry& e = *fresh_[i]->local_entry;
+      work += kTensorBytes + static_cast<size_t>(std::max(e.in.byte_count(), e.out.byte_count()));
+    }
+    if (work < wake_at_bytes) return;
   }
-  if (wake_background) burst_cv_.notify_one();
+  burst_cv_.notify_one();
 }
 
 size_t TensorQueue::fresh_count() const {

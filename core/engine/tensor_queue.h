@@ -99,11 +99,22 @@ class TensorQueue {
   // are untaken, shutdown is requested, or `until`. Returns true when the burst is over (the
   // first two); `fresh` receives fresh_count().
   bool wait_in_burst(Clock::time_point until, size_t* fresh);
+  // How many take_new() calls ran so far (a burst's requests were taken when it changed).
+  uint64_t takes() const;
+  // Background thread, after a burst whose round a helping caller runs: blocks until wake()
+  // (the helper left work), shutdown is requested, requests arrive after the burst's were
+  // taken (take_new() ran since `takes` was read and the fresh list is not empty), or `until`.
+  // Returns what ended it.
+  enum class AfterHelp { kWoken, kFresh, kTimeout };
+  AfterHelp wait_after_help(uint64_t takes, Clock::time_point until);
   // A thread started waiting on a handle that is not complete (Engine::waiting, any thread;
-  // the handle's mutex may be held, this takes only the queue's): ends the burst. With
-  // `wake_background` false the background thread is not woken for it: it sees the burst over
-  // when its quiet window ends (a helping caller runs the round meanwhile).
-  void waiting(bool wake_background = true);
+  // the handle's mutex may be held, this takes only the queue's): ends the burst, and wakes the
+  // background thread when the untaken requests' work reaches `wake_at_bytes` (0: always): their
+  // bytes plus kTensorBytes per request, what the engine's per-tensor cost is worth in bytes
+  // moved. Otherwise it sees the burst over when its quiet window ends (a helping caller runs
+  // the round meanwhile).
+  static constexpr size_t kTensorBytes = 2048;
+  void waiting(size_t wake_at_bytes = 0);
 
   Entry* find(const std::string& name);
   // Background thread: (*out)[i] = responses[i].local_entry, or find(responses[i].name) when
@@ -125,7 +136,7 @@ class TensorQueue {
 
  private:
   mutable Mutex mu_;  // guards everything below; never held while calling out
-  CondVar cv_;        // fresh_, shutdown_requested_, woken_ changes
+  CondVar cv_;        // fresh_ (empty to not), shutdown_requested_, woken_ changes
   CondVar burst_cv_;  // burst_over_, shutdown_requested_ changes (a separate variable, so
                       // enqueues during a burst do not wake the background thread)
   // An interned name's entry: in flight from its enqueue until its removal; the entry stays (its
@@ -160,6 +171,7 @@ class TensorQueue {
   size_t fresh_reserve_ HORA_GUARDED_BY(mu_) = 0;
   bool shutdown_requested_ HORA_GUARDED_BY(mu_) = false;
   bool woken_ HORA_GUARDED_BY(mu_) = false;
+  uint64_t takes_ HORA_GUARDED_BY(mu_) = 0;       // take_new() calls
   bool burst_over_ HORA_GUARDED_BY(mu_) = false;  // a thread waits on untaken requests
   bool closed_ HORA_GUARDED_BY(mu_) = false;
   Status closed_why_ HORA_GUARDED_BY(mu_);

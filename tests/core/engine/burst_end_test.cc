@@ -1,7 +1,8 @@
 // The engine's burst window ends when a caller waits (tensor_queue.h, "Burst end"): a thread
 // waiting on a handle whose request is still queued ends it at once; a wait on a handle whose
 // request was already taken (the previous step's) does not end the next burst; a zero-timeout
-// wait only looks. No engine: a TensorQueue and handles whose WaitSignal tells it.
+// wait only looks; after a burst a helper runs, only work left or new requests wake the
+// background thread. No engine: a TensorQueue and handles whose WaitSignal tells it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -110,6 +111,47 @@ TEST(BurstEnd, ShutdownEndsTheBurstAndTakeNewResetsIt) {
   a.state->complete(Status::ok());
   b.state->complete(Status::ok());
   waiter.join();
+}
+
+// After a burst a helping caller runs (Engine::wait_for_round): the background thread sleeps
+// through the helper's take, and wakes for a wake() (the helper left work), for requests
+// enqueued after that take, for shutdown, or at its deadline.
+TEST(BurstEnd, AfterAHelpedBurstOnlyLeftWorkOrNewRequestsWake) {
+  using AfterHelp = TensorQueue::AfterHelp;
+  TensorQueue q;
+  Queued a = enqueue(q, "a");
+  uint64_t takes = q.takes();
+  // The helper has not taken the burst yet: its requests do not end the wait.
+  EXPECT_EQ(q.wait_after_help(takes, Clock::now() + milliseconds(20)), AfterHelp::kTimeout);
+  std::thread helper([&] {
+    std::this_thread::sleep_for(milliseconds(10));
+    EXPECT_EQ(q.take_new().size(), 1u);  // its round
+  });
+  EXPECT_EQ(q.wait_after_help(takes, Clock::now() + milliseconds(60)), AfterHelp::kTimeout);
+  helper.join();
+  // A request enqueued after the helper's take is a new burst.
+  std::thread producer([&] {
+    std::this_thread::sleep_for(milliseconds(10));
+    Queued b = enqueue(q, "b");
+    b.state->complete(Status::ok());
+  });
+  const auto t0 = Clock::now();
+  EXPECT_EQ(q.wait_after_help(takes, t0 + std::chrono::seconds(20)), AfterHelp::kFresh);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
+  producer.join();
+  // The helper left work: wake() ends the wait (and is consumed by it).
+  EXPECT_EQ(q.take_new().size(), 1u);
+  takes = q.takes();
+  std::thread leaver([&] {
+    std::this_thread::sleep_for(milliseconds(10));
+    q.wake();
+  });
+  EXPECT_EQ(q.wait_after_help(takes, Clock::now() + std::chrono::seconds(20)), AfterHelp::kWoken);
+  leaver.join();
+  EXPECT_EQ(q.wait_after_help(takes, Clock::now() + milliseconds(10)), AfterHelp::kTimeout);
+  q.request_shutdown();
+  EXPECT_EQ(q.wait_after_help(takes, Clock::now() + std::chrono::seconds(20)), AfterHelp::kWoken);
+  a.state->complete(Status::ok());
 }
 
 }  // namespace
