@@ -73,7 +73,7 @@ class SpanVector {
 };
 
 // The short path reduces a vector up to this size in one pass through a buffer on the stack.
-constexpr size_t kSmallResultBytes = 16 * 1024;
+constexpr size_t kSmallResultBytes = size_t{16} << 10;
 
 }  // namespace
 
