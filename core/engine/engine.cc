@@ -330,13 +330,13 @@ bool Engine::waiting() {
   // The burst is over whether or not this thread helps. Without a helper the background
   // thread is woken to run the round. With one, it is woken only for a burst whose work
   // (TensorQueue::waiting: its bytes plus 2 KiB a tensor) reaches kStandAsideBytes, to stand
-  // aside at once (wait_for_round): left asleep, its quiet window
-  // (kQuiet) would end in the middle of the helper's collective and take a core from a rank
-  // at work (with two ranks on two cores that cost more than the whole engine: a 200 x 16 KiB
-  // step took 1.6x one raw allreduce with the thread asleep throughout, 2.2-2.7x with it woken
-  // there). A smaller burst is over before the window ends, so waking the thread would only
-  // cost its wake-up (on a shared core, mpirun binding each rank to one, it preempts the
-  // waker; a 16-tensor 128 B call went from 12 to 40 us in some runs).
+  // aside at once (wait_for_round): left asleep, its quiet window (kQuiet) would end in the
+  // middle of the helper's collective and take a core from a rank at work (with two ranks on
+  // two cores that cost more than the whole engine: a 200 x 16 KiB step took 1.6x one raw
+  // allreduce with the thread asleep throughout, 2.2-2.7x with it woken there). A smaller burst is
+  // over before the window ends, so waking the thread would only cost its wake-up (on a shared
+  // core, mpirun binding each rank to one, it preempts the waker; a 16-tensor 128 B call went from
+  // 12 to 40 us in some runs).
   queue_.waiting(help ? kStandAsideBytes : 0);
   return help;
 }

@@ -72,7 +72,7 @@ class SpanVector {
   std::vector<size_t> starts_;  // spans_.size() + 1 logical offsets
 };
 
-// The short path reduces a vector up to this size in one pass through a buffer on the stack.
+// The short path reduces its vector in pieces of this size through a buffer on the stack.
 constexpr size_t kSmallResultBytes = size_t{16} << 10;
 
 }  // namespace
@@ -109,23 +109,19 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
     const uint64_t step = x.next_step();
     v.copy_in(0, count, x.slot(r, step), dtype, prescale, false);
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
-    if (count * esize <= kSmallResultBytes) {
-      // The slots hold the whole vector contiguously: one reduction of all of it (a few
-      // kernel calls, not a few per span), then each span's part copied out. Elementwise, so
-      // the bits are the per-span reduction's. An engine step of 200 one-element spans at 2
-      // ranks: 538 -> 176 instructions a span in this function (callgrind).
-      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step);
-      alignas(64) uint8_t result[kSmallResultBytes];
-      reduce_sources(srcs, count, dtype, kernel_op, factor, result, nullptr);
-      v.copy_out(0, count, result);
-      return Status::ok();
+    // The slots hold the whole vector contiguously: it is reduced in pieces of up to
+    // kSmallResultBytes through a buffer on the stack (a few kernel calls a piece, not a few
+    // per span), each piece then copied out to the spans it covers. Elementwise, so the bits
+    // are a per-span reduction's. An engine step of 200 one-element spans at 2 ranks: 538 ->
+    // 176 instructions a span in this function (callgrind).
+    alignas(64) uint8_t result[kSmallResultBytes];
+    const size_t piece = kSmallResultBytes / esize;
+    for (size_t lo = 0; lo < count; lo += piece) {
+      const size_t hi = std::min(count, lo + piece);
+      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step) + lo * esize;
+      reduce_sources(srcs, hi - lo, dtype, kernel_op, factor, result, nullptr);
+      v.copy_out(lo, hi, result);
     }
-    v.for_each(0, count, [&](const ReduceSpan& s, size_t at, size_t logical, size_t k) {
-      if (s.out == nullptr) return;
-      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step) + logical * esize;
-      reduce_sources(srcs, k, dtype, kernel_op, factor, static_cast<uint8_t*>(s.out) + at * esize,
-                     nullptr);
-    });
     return Status::ok();
   }
 

@@ -223,6 +223,37 @@ TEST_P(ShmSpanAllreduce, EveryDtypeOpSplitAndScaleIsBitwiseThePackedPath) {
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
 }
 
+// A short path (one sync point) larger than the 16 KiB stack buffer it reduces through, so
+// the vector is reduced in several pieces (shm_span_allreduce.cc).
+TEST_P(ShmSpanAllreduce, AShortPathLargerThanItsBufferIsBitwiseThePackedPath) {
+  const int n = GetParam();
+  auto results = run_processes(n, [n](int rank, Store& store) -> Status {
+    BuiltinOptions o = test_options(true);
+    o.shm_exchange_slot_bytes = 64 * 1024;
+    o.shm_small_bytes = 64 * 1024;
+    HORA_ASSIGN_OR_RETURN(auto comm, make_builtin_communicator(rank, n, store, o));
+    uint64_t hash = 1469598103934665603ull;
+    uint32_t seed = 1;
+    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kFloat64}) {
+      const size_t total = 60 * 1024 / data_type_bytes(dtype) + 3;  // 60 KiB: four pieces
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMax}) {
+        for (int variant = 0; variant < 3; ++variant) {
+          Case c{dtype, op, total, variant == 1, 1.0, 1.0, variant == 2};
+          if (variant == 0) {
+            c.prescale = 0.3;
+            c.postscale = 1.7;
+          }
+          Status st = run_case(*comm, c, seed++, &hash);
+          if (!st.is_ok()) return st.with_context(" (" + describe(c) + ")");
+        }
+      }
+    }
+    return expect_same_hash(store, rank, rank == n - 1 ? 0 : n - 1, hash);
+  });
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmSpanAllreduce, ::testing::Values(2, 3, 4, 5),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "np" + std::to_string(info.param);
