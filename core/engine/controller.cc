@@ -231,7 +231,15 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
   for (int p : agreed) {
     const Response& r = cache_.at(p);
     if (r.group_size > 0 && group_agreed[r.group_key] < r.group_size) continue;
-    list.responses.push_back(r);
+    if (spare_names_.empty()) {
+      list.responses.push_back(r);
+    } else {
+      // The name copied into a spare buffer (large enough: names are reused step by step).
+      Response& hit = list.responses.emplace_back();
+      hit.name = std::move(spare_names_.back());
+      spare_names_.pop_back();
+      hit = r;
+    }
     cache_.touch(p);
     if (Waiting* w = waiting_at(p)) {
       list.responses.back().local_entry = w->request->local_entry;
@@ -245,6 +253,17 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
     if (!fatal.empty() && list.fatal.empty()) list.fatal = fatal;
   }
   return list;
+}
+
+void Controller::recycle(ResponseList& list) {
+  static const size_t kInline = std::string().capacity();
+  // Bounded: a round never agrees more than the cache holds, and names beyond that would only
+  // be kept, never used.
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(options_.cache_capacity, 1));
+  for (Response& r : list.responses) {
+    if (spare_names_.size() >= keep) break;
+    if (r.name.capacity() > kInline) spare_names_.push_back(std::move(r.name));
+  }
 }
 
 void Controller::mark_ready(int rank, const std::vector<Request>& requests,

@@ -79,6 +79,12 @@ class Controller {
   // communication fails or a control message is corrupted (then the engine is broken).
   StatusOr<ResponseList> round(const std::vector<Request*>& fresh, Asks asks);
 
+  // After the engine executed a round's list: keeps its responses' names that live on the
+  // heap (a model's parameter names are longer than std::string's inline capacity), so that
+  // the next rounds' cache hits copy into them instead of allocating a name per tensor per
+  // step. Optional: a list not handed back is simply freed.
+  void recycle(ResponseList& list);
+
   // This rank has requests not yet agreed (the engine then runs rounds back to back).
   bool has_pending() const { return waiting_count_ > 0 || !resubmit_.empty() || !sent_.empty(); }
   bool joined() const { return joined_; }
@@ -136,6 +142,8 @@ class Controller {
   // start): the round adds its words from these, not from every position.
   std::vector<int> held_;
   std::vector<int> visit_;  // round(), one rank: the positions to decode (reused)
+  // Heap-held names of executed responses (recycle()), for the cache hits' copies to reuse.
+  std::vector<std::string> spare_names_;
   ControllerStats stats_;
 };
 

@@ -267,6 +267,7 @@ bool Engine::step(bool helping) {
   last_round_progressed_.store(status.is_ok() && !list->responses.empty(),
                                std::memory_order_release);
   if (status.is_ok()) status = executor_->execute(*list);
+  if (list.is_ok()) controller_->recycle(*list);
   if (status.is_ok() && !list->fatal.empty()) status = Status(StatusCode::kTimeout, list->fatal);
   pending_.store(controller_->has_pending(), std::memory_order_release);
   last_round_ = Clock::now();
