@@ -6,6 +6,10 @@
 // Ids are dense (0, 1, ...); a forgotten id goes to a later new name, so whoever keeps an id
 // beyond the name's lifetime (the response cache's hint) checks the name it finds. Not
 // thread-safe: the owner (TensorQueue) guards it with its mutex.
+//
+// A training loop enqueues its gradients' names in the same order every step, so intern()
+// first tries the id that followed the previous name the last time (one string comparison)
+// and hashes only when that guess is wrong.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,10 @@ class NameTable {
   std::unordered_map<std::string, int32_t> ids_;
   std::vector<const std::string*> names_;  // by id: its key in ids_ (null once forgotten)
   std::vector<int32_t> free_;              // forgotten ids, for later names
+  // By id: the id interned right after it the last time (-1: none yet), and the last id
+  // interned (-1: none).
+  std::vector<int32_t> next_;
+  int32_t last_ = -1;
 };
 
 }  // namespace engine

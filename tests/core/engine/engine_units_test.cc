@@ -531,6 +531,43 @@ TEST(NameTable, InternsOnceAndReusesAForgottenId) {
   EXPECT_EQ(t.id_bound(), 2);
 }
 
+TEST(NameTable, TheGuessedNextIdIsCheckedAgainstTheName) {
+  NameTable t;
+  bool added = false;
+  const int32_t a = t.intern("a", &added), b = t.intern("b", &added), c = t.intern("c", &added);
+  for (int step = 0; step < 3; ++step) {  // the order of a step, guessed from the last
+    EXPECT_EQ(t.intern("a", &added), a);
+    EXPECT_EQ(t.intern("b", &added), b);
+    EXPECT_EQ(t.intern("c", &added), c);
+    EXPECT_FALSE(added);
+  }
+  // Another order: each guess is wrong and the name decides.
+  EXPECT_EQ(t.intern("c", &added), c);
+  EXPECT_EQ(t.intern("a", &added), a);
+  EXPECT_EQ(t.intern("b", &added), b);
+  EXPECT_FALSE(added);
+  // b's id forgotten and given to "d": after "a" the guess is that id, now another name's.
+  EXPECT_EQ(t.intern("a", &added), a);
+  t.forget(b);
+  EXPECT_EQ(t.intern("d", &added), b);
+  EXPECT_TRUE(added);
+  EXPECT_EQ(t.intern("a", &added), a);
+  const int32_t b2 = t.intern("b", &added);
+  EXPECT_TRUE(added);
+  EXPECT_NE(b2, b);
+  EXPECT_EQ(t.name(b2), "b");
+  EXPECT_EQ(t.name(b), "d");
+  // A guess whose id was forgotten (no name now) falls back to the hash too.
+  EXPECT_EQ(t.intern("a", &added), a);
+  EXPECT_EQ(t.intern("b", &added), b2);
+  t.forget(b2);
+  EXPECT_EQ(t.intern("a", &added), a);
+  EXPECT_EQ(t.intern("b", &added), b2);  // new again, in the freed id
+  EXPECT_TRUE(added);
+  EXPECT_EQ(t.intern("c", &added), c);
+  EXPECT_FALSE(added);
+}
+
 TEST(ResponseCache, FindsByNameIdAndChecksTheName) {
   ResponseCache cache(4);
   int evicted = -1;
