@@ -146,6 +146,30 @@ Status check_options(const std::string& name, DataType dtype, const AllreduceOpt
   return Status::ok();
 }
 
+// Every check of one allreduce's input, output and options, in the order above. Most calls
+// pass them all, so one test of the conditions they check comes first, and the checks (each
+// a Status) run only when it fails, to say which and build the message.
+Status check_allreduce_call(const std::string& name, const TensorView& in, const TensorView& out,
+                            const AllreduceOptions& options) {
+  const int op = static_cast<int>(options.op);
+  const int compression = static_cast<int>(options.compression);
+  const DataType dtype = in.dtype();
+  if (dtype == out.dtype() && in.element_count() == out.element_count() && op >= 0 &&
+      op < kNumReduceOps && compression >= 0 && compression < kNumCompressions &&
+      (options.compression == Compression::kNone || dtype == DataType::kFloat32) &&
+      std::isfinite(options.prescale) && std::isfinite(options.postscale) &&
+      is_reduce_op_defined(options.op, dtype) && is_scale_defined(dtype, options.prescale) &&
+      is_scale_defined(dtype, options.postscale))
+    return Status::ok();
+  Status s = check_allreduce(name, in, out);
+  if (s.is_ok()) s = check_options(name, dtype, options);
+  if (s.is_ok()) s = check_scales(name, options.prescale, options.postscale);
+  if (s.is_ok())
+    s = check_reduction(name, CollectiveType::kAllreduce, dtype, options.op, options.prescale,
+                        options.postscale);
+  return s;
+}
+
 const char* kNotInit = " called before hora::init() or after hora::shutdown()";
 
 }  // namespace
@@ -165,11 +189,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   auto eng = detail::engine();
   if (!eng)
     return fail(label, Status::failed_precondition("allreduce of '" + label + "'" + kNotInit));
-  Status s = check_allreduce(label, in, out);
-  if (s.is_ok()) s = check_options(label, in.dtype(), options);
-  if (s.is_ok()) s = check_scales(label, prescale, postscale);
-  if (s.is_ok())
-    s = check_reduction(label, CollectiveType::kAllreduce, in.dtype(), op, prescale, postscale);
+  Status s = check_allreduce_call(label, in, out, options);
   if (!s.is_ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kAllreduce, &drawn);
   auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
@@ -225,12 +245,7 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   for (size_t i = 0; i < names.size(); ++i) {
     std::string unnamed;
     const std::string& label = label_of(names[i], CollectiveType::kAllreduce, &unnamed);
-    Status s = check_allreduce(label, ins[i], outs[i]);
-    if (s.is_ok()) s = check_options(label, ins[i].dtype(), options);
-    if (s.is_ok()) s = check_scales(label, prescale, postscale);
-    if (s.is_ok())
-      s = check_reduction(label, CollectiveType::kAllreduce, ins[i].dtype(), op, prescale,
-                          postscale);
+    Status s = check_allreduce_call(label, ins[i], outs[i], options);
     if (!s.is_ok())
       return fail(label_of(names[0], CollectiveType::kAllreduce, &unnamed) + "#group", s);
   }
@@ -281,12 +296,7 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
   for (size_t i = 0; i < n; ++i) {
     std::string unnamed;
     const std::string& label = label_of(names[i], CollectiveType::kAllreduce, &unnamed);
-    Status s = check_allreduce(label, ins[i], outs[i]);
-    if (s.is_ok()) s = check_options(label, ins[i].dtype(), options);
-    if (s.is_ok()) s = check_scales(label, options.prescale, options.postscale);
-    if (s.is_ok())
-      s = check_reduction(label, CollectiveType::kAllreduce, ins[i].dtype(), options.op,
-                          options.prescale, options.postscale);
+    Status s = check_allreduce_call(label, ins[i], outs[i], options);
     if (!s.is_ok()) return fail_all(s);
   }
   std::vector<Handle> handles;
