@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -464,6 +465,32 @@ TEST(EngineMp, BadInputFailsAtEnqueue) {
   Status s = allreduce("bad.count", view(a), view(b));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("output must match the input"), std::string::npos) << s.message();
+  // Each condition the call's first test covers, failing alone: the call is refused, naming
+  // the tensor and the value.
+  std::vector<double> d(4);
+  s = allreduce("bad.dtype", view(a), TensorView::flat(d.data(), DataType::kFloat64, 4).value());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tensor 'bad.dtype': allreduce output must match"), std::string::npos)
+      << s.message();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  s = allreduce("bad.pre", view(a), view(a), ReduceOp::kSum, nan, 1.0);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tensor 'bad.pre': prescale nan"), std::string::npos) << s.message();
+  s = allreduce("bad.post", view(a), view(a), ReduceOp::kSum, 1.0, -inf);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("postscale -inf"), std::string::npos) << s.message();
+  AllreduceOptions bad_op;
+  bad_op.op = static_cast<ReduceOp>(99);
+  s = allreduce_async("bad.op", view(a), view(a), bad_op).wait();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("99"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bad.op"), std::string::npos) << s.message();
+  AllreduceOptions bad_compression;
+  bad_compression.compression = static_cast<Compression>(42);
+  s = allreduce_async("bad.compression", view(a), view(a), bad_compression).wait();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("42"), std::string::npos) << s.message();
   s = broadcast("bad.root", view(a), size());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   s = alltoall_async("bad.splits", view(a, {4}), std::vector<int64_t>(size(), 5)).wait();
