@@ -40,8 +40,9 @@ struct AllreduceCalibration {
   double took_ms = 0;  // the calibration's own wall time on this rank (not agreed; for logs)
 
   // True when it holds figures for `cost_model` (the selector ignores it otherwise).
-  bool applies_to(const std::string& model) const {
-    return !sizes.empty() && !algorithms.empty() && model == cost_model;
+  bool applies_to(const std::string& model) const { return applies_to(model.c_str()); }
+  bool applies_to(const char* model) const {
+    return !sizes.empty() && !algorithms.empty() && cost_model == model;
   }
   // Estimated microseconds of `algorithm` at `bytes`: the probes' figures interpolated
   // linearly in bytes between neighbouring probe sizes; below the smallest probe its figure;

@@ -355,9 +355,17 @@ Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, vo
                      size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "allreduce"));
   if (algorithm == Algorithm::kAuto) {
-    algorithm = select_allreduce(count * data_type_bytes(dtype), comm.size(), comm.cost_model(),
-                                 Algorithm::kAuto, options.topology)
-                    .algorithm;
+    const size_t bytes = count * data_type_bytes(dtype);
+    // A size already chosen on this communicator's calibration: its memoised choice, without
+    // the estimate select_allreduce also returns (at 8 B on shared memory, the estimate and
+    // the backend name made into a string were a tenth of the whole call).
+    const Topology* t = options.topology;
+    const AllreduceCalibration* cal = t != nullptr ? t->calibration.get() : nullptr;
+    if (cal == nullptr || comm.size() != t->size() || !cal->applies_to(comm.cost_model()) ||
+        !cal->cached_choice(bytes, &algorithm)) {
+      algorithm =
+          select_allreduce(bytes, comm.size(), comm.cost_model(), Algorithm::kAuto, t).algorithm;
+    }
   }
   switch (algorithm) {
     case Algorithm::kRing: return ring_allreduce(comm, in, out, count, dtype, op, options);
