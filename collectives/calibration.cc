@@ -5,9 +5,11 @@
 //      size's agreed time scaled by the size ratio) exceeds options.budget (never before the
 //      third size): the decision reads only agreed figures, so every rank stops alike.
 //   2. One untimed warm-up call of every candidate at s (scratch pages, shm slots, caches).
-//   3. `repeats` rounds, each timing one call of every candidate in turn (interleaved, so a
-//      burst of other work on the machine lands on all candidates rather than one); each
-//      rank keeps its fastest call per candidate.
+//   3. `repeats` rounds, each visiting every candidate in turn (interleaved, so a burst of
+//      other work on the machine lands on all candidates rather than one): one untimed call,
+//      so that the candidate's own data is back in the caches the others' calls evicted it
+//      from, then a timed burst of back-to-back calls, as a job makes them. Each rank keeps
+//      per candidate the median of its rounds' time per call (of two rounds, the faster).
 //   4. The figures, plus this rank's time spent on s, are allreduced with max (rd over comm,
 //      float64): the agreed row for s.
 #include "collectives/calibration.h"

@@ -5,7 +5,7 @@
 // mpirun's binding, shared cores under horarun or a cgroup limit) the probe measures what the
 // job will get, which is how that affinity enters the choice.
 //
-// Agreement: each rank keeps its fastest call per (algorithm, size); the figures are then
+// Agreement: each rank keeps its median round per (algorithm, size); the figures are then
 // allreduced with max (the collective takes as long as its slowest rank; max is exact and
 // order-free, so every rank holds bitwise identical figures) and every decision (the budget
 // cut, the choice per size) is a pure function of the agreed figures. Every rank therefore
@@ -34,8 +34,8 @@ struct AllreduceCalibration {
   std::string cost_model;             // Communicator::cost_model() it was measured on
   std::vector<size_t> sizes;          // probe sizes in bytes, ascending
   std::vector<Algorithm> algorithms;  // the candidates measured
-  // us[a][s]: agreed microseconds of algorithms[a] at sizes[s] (the slowest rank's fastest
-  // call). Every row has sizes.size() entries.
+  // us[a][s]: agreed microseconds per call of algorithms[a] at sizes[s] (the slowest rank's
+  // median round). Every row has sizes.size() entries.
   std::vector<std::vector<double>> us;
   double took_ms = 0;  // the calibration's own wall time on this rank (not agreed; for logs)
 
@@ -86,7 +86,9 @@ struct CalibrationOptions {
   // A larger probe is skipped (and every one after it) when the agreed time spent plus its
   // projected cost would exceed this; the first two sizes are always measured.
   std::chrono::milliseconds budget{100};
-  // Timed calls per algorithm and size (after one untimed warm-up call); the fastest counts.
+  // Rounds per algorithm and size (after one untimed warm-up call of each); in each round a
+  // candidate makes one untimed call, then a timed burst of back-to-back calls (3 up to
+  // 512 KiB, 2 above). A rank's figure is its median round (of two, the faster).
   int repeats_small = 5;  // sizes up to 128 KiB
   int repeats_large = 2;  // larger sizes
   // Tests: replaces this rank's measured figure before agreement (the agreed figures must
