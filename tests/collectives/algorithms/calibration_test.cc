@@ -6,10 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "collectives/algorithms/algorithms.h"
 #include "collectives/topology.h"
 #include "tests/support/multi_rank.h"
 
@@ -98,6 +104,74 @@ TEST(CalibrationTest, MeasuresRealTimesAndStopsAtTheBudget) {
       for (double us : row) EXPECT_GT(us, 0.0);
     EXPECT_GT(cal.took_ms, 0.0);
     EXPECT_NE(cal.describe().find("1024 B:"), std::string::npos) << cal.describe();
+    return Status::ok();
+  });
+  ASSERT_TRUE(status.is_ok()) << status.to_string();
+}
+
+// A communicator with a native allreduce over an in-process rank ("mpi": a cost model whose
+// table offers native): hora's recursive doubling on the wrapped rank, after sleeping
+// `sleep_ms(call)` for the `call`-th native allreduce of `slow_bytes` (counting from 0).
+class SleepyNativeCommunicator final : public Communicator {
+ public:
+  SleepyNativeCommunicator(Communicator& inner, size_t slow_bytes, std::vector<int> sleep_ms)
+      : inner_(inner), slow_bytes_(slow_bytes), sleep_ms_(std::move(sleep_ms)) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  const char* backend_name() const override { return "mpi"; }
+  StatusOr<std::unique_ptr<Request>> isend(int peer, const void* data, size_t bytes,
+                                           uint32_t tag) override {
+    return inner_.isend(peer, data, bytes, tag);
+  }
+  StatusOr<std::unique_ptr<Request>> irecv(int peer, void* data, size_t bytes,
+                                           uint32_t tag) override {
+    return inner_.irecv(peer, data, bytes, tag);
+  }
+  Status allreduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
+                   Deadline deadline) override {
+    const size_t bytes = count * data_type_bytes(dtype);
+    if (bytes == slow_bytes_) {
+      const size_t call = calls_++;
+      if (call < sleep_ms_.size() && sleep_ms_[call] > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_[call]));
+    }
+    AlgorithmOptions o;
+    o.deadline = deadline;
+    o.tag = 0x6e617476;  // "natv"
+    return recursive_doubling_allreduce(inner_, in, out, count, dtype, op, o);
+  }
+  void abort() override { inner_.abort(); }
+  size_t calls() const { return calls_; }
+
+ private:
+  Communicator& inner_;
+  const size_t slow_bytes_;
+  const std::vector<int> sleep_ms_;
+  size_t calls_ = 0;
+};
+
+TEST(CalibrationTest, EachRoundTimesAWarmBurstAndTheMedianRoundCounts) {
+  // At 1 KiB (up to 128 KiB: CalibrationOptions::repeats_small rounds; up to 512 KiB a
+  // burst of 3): call 0 is the size's warm-up; then each round is one untimed call and three
+  // timed ones. Round 0's burst sleeps 60 ms a call, round 1's nothing, round 2's 10 ms, and
+  // every untimed call 50 ms: the figure is round 2's, about 10 ms per call (the fastest
+  // round would read about 0, the mean of the rounds 23, and timing the untimed call with
+  // the burst 20 or more).
+  const std::vector<int> sleeps = {50, 50, 60, 60, 60, 50, 0, 0, 0, 50, 10, 10, 10};
+  Status status = run_ranks(2, [&](Communicator& inner) -> Status {
+    SleepyNativeCommunicator comm(inner, 1024, sleeps);
+    CalibrationOptions o;
+    o.sizes = {8, 1024};
+    o.repeats_small = 3;
+    o.budget = std::chrono::milliseconds(10000);
+    HORA_ASSIGN_OR_RETURN(AllreduceCalibration cal,
+                          calibrate_allreduce(comm, nullptr, o, Deadline::after_seconds(60)));
+    EXPECT_EQ(comm.calls(), sleeps.size()) << "1 warm-up + 3 rounds x (1 untimed + 3 timed)";
+    const auto native = std::find(cal.algorithms.begin(), cal.algorithms.end(), Algorithm::kNative);
+    if (native == cal.algorithms.end()) return Status::internal("native is not a candidate");
+    const double us = cal.us[static_cast<size_t>(native - cal.algorithms.begin())][1];
+    EXPECT_GE(us, 9900.0) << cal.describe();
+    EXPECT_LT(us, 20000.0) << cal.describe();
     return Status::ok();
   });
   ASSERT_TRUE(status.is_ok()) << status.to_string();
