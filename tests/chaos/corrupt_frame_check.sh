@@ -11,6 +11,9 @@ HORARUN=$1 PROBE=$2 so=$3 np=$4 victim=$5
 : "${HORA_TIMEOUT_S:?set HORA_TIMEOUT_S to a few seconds}"
 GRACE_S=5
 export HORA_BACKEND=builtin HORA_SHM=0
+# The calibration at init sends as many frames as its time budget lets it: off, init sends
+# a fixed few, and the corrupted frame lands in the probe's allreduces after every rank started.
+export HORA_CALIBRATE_MS=0
 echo "== rank $victim of $np sends one corrupted frame header"
 export LD_PRELOAD="$so" CHAOS_CORRUPT_RANK="$victim" CHAOS_CORRUPT_FRAME=300
 start_job "$np" allreduce
