@@ -143,10 +143,10 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
       if (!st.is_ok()) return context(st);
     }
     const int repeats = bytes <= (128u << 10) ? options.repeats_small : options.repeats_large;
+    const int burst = bytes <= (512u << 10) ? 3 : 2;
     std::vector<std::vector<double>> samples(m);
     for (int r = 0; r < std::max(repeats, 1); ++r) {
       for (size_t a = 0; a < m; ++a) {
-        const int burst = bytes <= (512u << 10) ? 3 : 2;
         Clock::time_point t0;
         for (int b = 0; b <= burst; ++b) {
           if (b == 1) t0 = Clock::now();  // after one untimed call: this candidate's data warm
