@@ -216,9 +216,13 @@ int main(int argc, char** argv) {
   const int ranks = hora::size();
   if (fused_only) {
     const StepTimes fused = engine_step_us(tensors, elems, steps);
+    const hora::EngineStats stats = hora::engine_stats();
     if (root)
-      std::printf("engine step, fused: %d ranks, %d x %zu B: %.1f us\n", ranks, tensors, bytes_each,
-                  fused.step_us);
+      std::printf(
+          "engine step, fused: %d ranks, %d x %zu B: %.1f us (%lld of %lld rounds "
+          "repeated the step before)\n",
+          ranks, tensors, bytes_each, fused.step_us, static_cast<long long>(stats.repeated_steps),
+          static_cast<long long>(stats.rounds));
     return check(hora::shutdown(), "shutdown") ? 0 : 1;
   }
   std::vector<Round> measured;
@@ -291,9 +295,12 @@ int main(int argc, char** argv) {
         "fusion gains %.2fx over the median fused step)\n",
         unfused, unfused / sf.median);
     std::printf("  idle engine CPU              %10.2f %% of one core\n", idle_pct);
-    std::printf("  counters: rounds %lld, cache hits %lld, buckets %lld, fused tensors %lld\n",
-                static_cast<long long>(stats.rounds), static_cast<long long>(stats.cache_hits),
-                static_cast<long long>(stats.buckets), static_cast<long long>(stats.fused_tensors));
+    std::printf(
+        "  counters: rounds %lld, cache hits %lld, repeated steps %lld, buckets %lld, fused "
+        "tensors %lld\n",
+        static_cast<long long>(stats.rounds), static_cast<long long>(stats.cache_hits),
+        static_cast<long long>(stats.repeated_steps), static_cast<long long>(stats.buckets),
+        static_cast<long long>(stats.fused_tensors));
   }
   return 0;
 }

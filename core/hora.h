@@ -247,6 +247,9 @@ struct EngineStats {
   int64_t fused_tensors = 0;  // allreduce tensors executed in buckets of two or more
   int64_t cache_evictions = 0;
   int64_t errors = 0;  // tensors completed with an error response
+  // Rounds that agreed an earlier round's list of cache hits again (a training step like one
+  // before): that list reused, not copied out of the cache, and its fusion plan too.
+  int64_t repeated_steps = 0;
 };
 // REQUIRES: is_initialized(); zeros otherwise.
 EngineStats engine_stats();

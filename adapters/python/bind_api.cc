@@ -61,6 +61,7 @@ py::dict engine_stats() {
   py::dict d;
   d["rounds"] = s.rounds;
   d["cache_hits"] = s.cache_hits;
+  d["repeated_steps"] = s.repeated_steps;
   d["coordinated"] = s.coordinated;
   d["buckets"] = s.buckets;
   d["fused_tensors"] = s.fused_tensors;

@@ -227,40 +227,105 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
   std::map<std::string, int> group_agreed;
   for (int p : agreed)
     if (cache_.at(p).group_size > 0) ++group_agreed[cache_.at(p).group_key];
-  list.responses.reserve(agreed.size());
-  for (int p : agreed) {
-    const Response& r = cache_.at(p);
-    if (r.group_size > 0 && group_agreed[r.group_key] < r.group_size) continue;
-    if (spare_names_.empty()) {
-      list.responses.push_back(r);
-    } else {
-      // The name copied into a spare buffer (large enough: names are reused step by step).
-      Response& hit = list.responses.emplace_back();
-      hit.name = std::move(spare_names_.back());
-      spare_names_.pop_back();
-      hit = r;
+  // A list kept from an earlier round again (a training loop's next step): its responses are
+  // still the cache's at these positions (no insert or erase since), so they are reused
+  // instead of copied.
+  const uint64_t generation = cache_.generation();
+  KeptList* again = nullptr;
+  if (group_agreed.empty() && !agreed.empty()) {
+    for (KeptList& k : kept_)
+      if (k.id != 0 && k.generation == generation && k.positions == agreed) {
+        again = &k;
+        break;
+      }
+  }
+  std::vector<int>& listed = listed_;  // the positions of the list's responses, in order
+  listed.clear();
+  if (again != nullptr) {
+    list.responses.swap(again->responses);
+    listed.swap(again->positions);
+    out_.id = again->id;
+    again->id = 0;  // lent to this list until recycle() hands it back
+    for (size_t i = 0; i < listed.size(); ++i) take_hit(listed[i], list.responses[i]);
+  } else {
+    list.responses.reserve(agreed.size());
+    for (int p : agreed) {
+      const Response& r = cache_.at(p);
+      if (r.group_size > 0 && group_agreed[r.group_key] < r.group_size) continue;
+      if (spare_names_.empty()) {
+        list.responses.push_back(r);
+      } else {
+        // The name copied into a spare buffer (large enough: names are reused step by step).
+        Response& hit = list.responses.emplace_back();
+        hit.name = std::move(spare_names_.back());
+        spare_names_.pop_back();
+        hit = r;
+      }
+      listed.push_back(p);
+      take_hit(p, list.responses.back());
     }
-    cache_.touch(p);
-    if (Waiting* w = waiting_at(p)) {
-      list.responses.back().local_entry = w->request->local_entry;
-      leave(p);
-      ++stats_.cache_hits;
-    }
+    out_.id = ++next_list_id_;
   }
 
-  if (vector_[round_counts::kHasUncached] > 0) {
+  const bool cache_only = vector_[round_counts::kHasUncached] == 0;
+  if (!cache_only) {
     HORA_RETURN_IF_ERROR(exchange(outgoing, fatal, deadline, &list));
     if (!fatal.empty() && list.fatal.empty()) list.fatal = fatal;
+  }
+  // Only a list of the cache's responses alone can be kept for a later round.
+  if (cache_only && !list.responses.empty()) {
+    out_.positions.swap(listed);
+    out_.generation = generation;
+    list.cached_id = out_.id;
+    list.repeated = again != nullptr;
+    if (list.repeated) ++stats_.repeats;
+  } else {
+    out_.id = 0;
   }
   return list;
 }
 
+void Controller::take_hit(int p, Response& response) {
+  cache_.touch(p);
+  Waiting* w = waiting_at(p);
+  // A joined rank is ready without waiting there: no entry (a reused response may hold an
+  // earlier step's).
+  response.local_entry = w != nullptr ? w->request->local_entry : nullptr;
+  if (w == nullptr) return;
+  leave(p);
+  ++stats_.cache_hits;
+}
+
 void Controller::recycle(ResponseList& list) {
+  if (list.cached_id == 0 || list.cached_id != out_.id) {
+    keep_names(list.responses);
+    return;
+  }
+  // Kept in a free slot, else in place of the least recently kept list (its names become
+  // spares).
+  KeptList* slot = &kept_[0];
+  for (KeptList& k : kept_) {
+    if (k.id == 0) {
+      slot = &k;
+      break;
+    }
+    if (k.kept < slot->kept) slot = &k;
+  }
+  keep_names(slot->responses);
+  slot->responses.swap(list.responses);
+  slot->positions.swap(out_.positions);
+  slot->generation = out_.generation;
+  slot->id = out_.id;
+  slot->kept = ++kept_count_;
+  out_.id = 0;
+}
+
+void Controller::keep_names(std::vector<Response>& responses) {
   static const size_t kInline = std::string().capacity();
   // Bounded: a round never agrees more than the cache holds, and names beyond that would only
   // be kept, never used.
   const size_t keep = static_cast<size_t>(std::max<int64_t>(options_.cache_capacity, 1));
-  for (Response& r : list.responses) {
+  for (Response& r : responses) {
     if (spare_names_.size() >= keep) break;
     if (r.name.capacity() > kInline) spare_names_.push_back(std::move(r.name));
   }

@@ -26,6 +26,7 @@
 // Background thread only; the communicator is used only from here and the Executor.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -58,6 +59,7 @@ struct ControllerOptions {
 struct ControllerStats {
   std::atomic<int64_t> rounds{0};
   std::atomic<int64_t> cache_hits{0};
+  std::atomic<int64_t> repeats{0};  // lists that repeated a kept one (ResponseList::repeated)
   std::atomic<int64_t> coordinated{0};
   std::atomic<int64_t> evictions{0};
 };
@@ -79,10 +81,14 @@ class Controller {
   // communication fails or a control message is corrupted (then the engine is broken).
   StatusOr<ResponseList> round(const std::vector<Request*>& fresh, Asks asks);
 
-  // After the engine executed a round's list: keeps its responses' names that live on the
-  // heap (a model's parameter names are longer than std::string's inline capacity), so that
-  // the next rounds' cache hits copy into them instead of allocating a name per tensor per
-  // step. Optional: a list not handed back is simply freed.
+  // After the engine executed the list the last round returned: keeps it whole when it has an
+  // id (every response came from the cache), so that a later round agreeing the same positions
+  // in the same order (the next training step) returns it again, `repeated`, instead of copying
+  // each response out of the cache; the last few such lists are kept. Otherwise keeps its
+  // responses' names that live on the heap (a model's parameter names are longer than
+  // std::string's inline capacity), so that the next rounds' cache hits copy into them instead
+  // of allocating a name per tensor per step. Optional: a list not handed back is simply freed
+  // (and none repeats it).
   void recycle(ResponseList& list);
 
   // This rank has requests not yet agreed (the engine then runs rounds back to back).
@@ -104,6 +110,11 @@ class Controller {
   }
   // Empties position `p` (REQUIRES: in use).
   void leave(int p);
+  // Position `p` agreed with `response` (its cached response) in the round's list: touched,
+  // and the request waiting there, if any, leaves with its entry in the response.
+  void take_hit(int p, Response& response);
+  // recycle(): the responses' heap-held names go to spare_names_ (as many as it may hold).
+  void keep_names(std::vector<Response>& responses);
   void route(const std::vector<Request*>& fresh, std::vector<Request>& outgoing,
              std::vector<int>& invalidate, std::chrono::steady_clock::time_point now);
   // Copies the request waiting at cache position `p` to `to` (for the coordinator), with every
@@ -144,6 +155,23 @@ class Controller {
   std::vector<int> visit_;  // round(), one rank: the positions to decode (reused)
   // Heap-held names of executed responses (recycle()), for the cache hits' copies to reuse.
   std::vector<std::string> spare_names_;
+  // Lists of cache hits alone, kept for a later round that agrees them again (round(),
+  // recycle()): a training loop's step, and beside it a few other lists it repeats (a metric
+  // averaged each step in a round of its own).
+  struct KeptList {
+    uint64_t id = 0;  // ResponseList::cached_id; 0: no list here
+    std::vector<Response> responses;
+    std::vector<int> positions;  // the responses' cache positions, in list order
+    uint64_t generation = 0;     // the cache's generation they were read at
+    uint64_t kept = 0;           // when it was kept (the least recent is replaced)
+  };
+  static constexpr int kKeptLists = 4;
+  std::array<KeptList, kKeptLists> kept_;
+  // The last list round() returned when it had an id (responses aside): kept when handed back.
+  KeptList out_;
+  uint64_t next_list_id_ = 0;
+  uint64_t kept_count_ = 0;
+  std::vector<int> listed_;  // round(): the list's positions (reused)
   ControllerStats stats_;
 };
 

@@ -408,6 +408,7 @@ EngineStats Engine::stats() const {
   EngineStats s;
   s.rounds = cs.rounds;
   s.cache_hits = cs.cache_hits;
+  s.repeated_steps = cs.repeats;
   s.coordinated = cs.coordinated;
   s.buckets = es.buckets;
   s.fused_tensors = es.fused_tensors;

@@ -393,6 +393,8 @@ Status Executor::run_single(const Response& r) {
 }
 
 Status Executor::execute(const ResponseList& list) {
+  // Nothing agreed: the planner keeps the last list's plan for a list that repeats it.
+  if (list.responses.empty()) return Status::ok();
   const auto agreed = Clock::now();
   queue_.find_all(list.responses, &entries_);
   if (timeline_.enabled()) {
@@ -407,7 +409,8 @@ Status Executor::execute(const ResponseList& list) {
       timeline_.event(r.name, "NEGOTIATE", e->enqueued, agreed, std::move(args));
     }
   }
-  for (const Bucket& b : planner_.plan(list.responses, options_.fusion_threshold_bytes)) {
+  for (const Bucket& b : planner_.plan(list.responses, options_.fusion_threshold_bytes,
+                                       list.cached_id, list.repeated)) {
     record(list.responses, b, "QUEUE", agreed);
     const Response& head = list.responses[b.members.front()];
     if (head.device.is_cuda() && !head.is_error() && options_.device != nullptr &&

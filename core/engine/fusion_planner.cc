@@ -88,7 +88,13 @@ void FusionPlanner::make_units(const std::vector<Response>& responses) {
 }
 
 const std::vector<Bucket>& FusionPlanner::plan(const std::vector<Response>& responses,
-                                               int64_t threshold_bytes) {
+                                               int64_t threshold_bytes, uint64_t cached_id,
+                                               bool repeated) {
+  if (repeated) {
+    for (Kept& k : kept_)
+      if (k.id == cached_id && k.count == responses.size() && k.threshold == threshold_bytes)
+        return k.buckets;
+  }
   // The last plan's member lists keep their capacity for this one's buckets.
   for (Bucket& b : buckets_) {
     b.members.clear();
@@ -137,7 +143,17 @@ const std::vector<Bucket>& FusionPlanner::plan(const std::vector<Response>& resp
       }
     }
   }
-  return buckets_;
+  if (cached_id == 0) return buckets_;
+  // Kept in place of the least recently kept plan (whose member lists it reuses).
+  Kept* slot = &kept_[0];
+  for (Kept& k : kept_)
+    if (k.kept < slot->kept) slot = &k;
+  slot->id = cached_id;
+  slot->count = responses.size();
+  slot->threshold = threshold_bytes;
+  slot->buckets = buckets_;
+  slot->kept = ++kept_count_;
+  return slot->buckets;
 }
 
 }  // namespace engine

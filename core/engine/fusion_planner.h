@@ -11,6 +11,7 @@
 // the same buckets.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -30,8 +31,12 @@ std::vector<Bucket> plan_buckets(const std::vector<Response>& responses, int64_t
 // reached a round's size, planning allocates nothing.
 class FusionPlanner {
  public:
-  // The buckets of `responses`, valid until the next call.
-  const std::vector<Bucket>& plan(const std::vector<Response>& responses, int64_t threshold_bytes);
+  // The buckets of `responses`, valid until the next call. `cached_id` and `repeated` are the
+  // list's (ResponseList): the plan of a list with an id is kept, and a repeated list gets
+  // the plan kept under its id as it is (when that list was as long and planned under the same
+  // threshold). The last few ids' plans are kept, as the controller keeps their lists.
+  const std::vector<Bucket>& plan(const std::vector<Response>& responses, int64_t threshold_bytes,
+                                  uint64_t cached_id = 0, bool repeated = false);
 
  private:
   // A unit: responses planned together (one response, or a group's members of one dtype and
@@ -52,6 +57,16 @@ class FusionPlanner {
   std::vector<char> used_;
   std::vector<Bucket> buckets_;                  // the last plan
   std::vector<std::vector<int>> spare_members_;  // earlier buckets' member lists (emptied)
+  // Plans of lists with an id, for those lists repeated.
+  struct Kept {
+    uint64_t id = 0;   // 0: none here
+    size_t count = 0;  // responses in the list
+    int64_t threshold = 0;
+    std::vector<Bucket> buckets;
+    uint64_t kept = 0;  // when (the least recent is replaced)
+  };
+  std::array<Kept, 4> kept_;
+  uint64_t kept_count_ = 0;
 };
 
 // Bytes of one rank's contribution to an allreduce response in the fusion buffer: in the

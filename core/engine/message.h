@@ -113,6 +113,13 @@ struct ResponseList {
   // "3 ranks"), and whether every rank asked to park its engine after this list.
   std::string shutdown_by;
   bool pause = false;
+  // Set by the round (not encoded). A list whose every response came from the response cache
+  // gets an id (non-zero). A later list agreeing the same cache positions in the same order,
+  // none of them changed since, is that list again (a training loop's next step): it has the
+  // same id and `repeated` set, and its responses are the earlier list's, field for field but
+  // local_entry. Planning it again would give the same buckets (FusionPlanner).
+  uint64_t cached_id = 0;
+  bool repeated = false;
 };
 
 void encode_request(const Request& r, Writer& w);

@@ -65,6 +65,7 @@ int ResponseCache::insert(const Response& response, int* evicted) {
     ++evictions_;
   }
   Slot& slot = slots_[position];
+  ++generation_;
   slot.response = response;
   slot.in_use = true;
   slot.last_used = ++clock_;
@@ -78,6 +79,7 @@ void ResponseCache::erase(int position) {
   Slot& slot = slots_[position];
   if (!slot.in_use) return;
   by_name_.erase(slot.response.name);
+  ++generation_;
   slot.in_use = false;
   slot.response = Response();
   free_.push_back(position);

@@ -54,6 +54,9 @@ class ResponseCache {
   void touch(int position);
   void erase(int position);
   int64_t evictions() const { return evictions_; }
+  // Advances on every change of a position's response (insert, erase; not touch): a position
+  // read at one generation holds the same response while the generation stays.
+  uint64_t generation() const { return generation_; }
 
  private:
   struct Slot {
@@ -68,6 +71,7 @@ class ResponseCache {
   std::vector<int> by_id_;  // by queue name id: the position last found for it (-1: none)
   uint64_t clock_ = 0;
   int64_t evictions_ = 0;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace engine

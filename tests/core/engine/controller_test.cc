@@ -1,7 +1,8 @@
 // Controller over in-process ranks: the names of a round's responses are the requests' names,
 // round after round, whether they went through the coordinator or the cache, and whether the
 // engine handed the previous lists back (recycle: the cache hits then copy into the names'
-// kept buffers) or not.
+// kept buffers) or not. A step that agrees a kept list's positions again is that list, with
+// the step's own entries, and only while none of its positions changed.
 #include "core/engine/controller.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine/tensor_queue.h"
 #include "tests/support/multi_rank.h"
 
 namespace hora {
@@ -92,6 +94,103 @@ TEST_P(ControllerNames, AreTheRequestsNamesThroughTheCacheWithAndWithoutRecyclin
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ControllerNames, ::testing::Values(1, 2, 3));
+
+// What one step's single round returned.
+struct StepList {
+  uint64_t id = 0;
+  bool repeated = false;
+};
+
+// One step: every name of `names` enqueued at once, each request in its own entry of `entries`
+// (fresh each step), agreed in one round (every rank holds all of them); the list's responses
+// must be the requests' names with their own entries, in order.
+StatusOr<StepList> one_step(Controller& c, const std::vector<std::string>& names, bool recycle) {
+  std::vector<Entry> entries(names.size());
+  std::vector<Request> requests = requests_of(names);
+  std::vector<Request*> fresh;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].local_entry = &entries[i];
+    fresh.push_back(&requests[i]);
+  }
+  StatusOr<ResponseList> list = c.round(fresh, {});
+  if (!list.is_ok()) return list.status();
+  if (list->responses.size() != names.size())
+    return Status::internal("a step of " + std::to_string(names.size()) + " names agreed " +
+                            std::to_string(list->responses.size()) + " in its round");
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Response& r = list->responses[i];
+    // The coordinator's responses carry no entry (the executor looks them up by name).
+    const Entry* want = list->cached_id != 0 ? &entries[i] : nullptr;
+    if (r.name != names[i] || r.shape != requests[i].shape || r.local_entry != want)
+      return Status::internal("response " + std::to_string(i) + " is '" + r.name +
+                              "' with another entry or shape, not '" + names[i] + "'s");
+  }
+  StepList out{list->cached_id, list->repeated};
+  if (list->repeated && list->cached_id == 0)
+    return Status::internal("a repeated list without an id");
+  if (recycle) c.recycle(*list);
+  return out;
+}
+
+class ControllerRepeats : public ::testing::TestWithParam<int> {};
+
+TEST_P(ControllerRepeats, AStepAgreeingAKeptListsPositionsIsThatListWithItsOwnEntries) {
+  const int n = GetParam();
+  Status s = test_support::run_ranks(n, [](collectives::Communicator& comm) -> Status {
+    ControllerOptions options;
+    options.timeout_s = 60;
+    Controller c(comm, options);
+    std::vector<std::string> grads, metrics, other;
+    for (int i = 0; i < 30; ++i) grads.push_back(long_name(0, i));
+    for (int i = 0; i < 2; ++i) metrics.push_back("metric." + std::to_string(i));
+    other.push_back("a.new.name");
+    struct Want {
+      const std::vector<std::string>* names;
+      bool recycle;
+      bool has_id;    // made of cache hits alone
+      bool repeated;  // of the list with the id noted under `same_as`
+      int same_as;    // index of the step whose id it has (-1: a new one)
+    };
+    const std::vector<Want> steps = {
+        {&grads, true, false, false, -1},    // 0: the coordinator's
+        {&grads, true, true, false, -1},     // 1: cache hits, copied: kept
+        {&grads, true, true, true, 1},       // 2: step 1's list again
+        {&metrics, true, false, false, -1},  // 3: new names enter the cache
+        {&metrics, true, true, false, -1},   // 4: kept beside step 1's
+        {&grads, true, true, false, -1},     // 5: the cache changed since step 1: read again
+        {&metrics, true, true, true, 4},     // 6: two kept lists, alternating
+        {&grads, true, true, true, 5},       // 7
+        {&metrics, true, true, true, 4},     // 8
+        {&other, true, false, false, -1},    // 9: a new name again
+        {&grads, true, true, false, -1},     // 10
+        {&grads, false, true, true, 10},     // 11: repeated, not handed back
+        {&grads, true, true, false, -1},     // 12: so read again
+        {&grads, true, true, true, 12},      // 13
+    };
+    std::vector<StepList> got;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Want& w = steps[i];
+      StatusOr<StepList> step = one_step(c, *w.names, w.recycle);
+      if (!step.is_ok())
+        return Status(step.status().code(),
+                      "step " + std::to_string(i) + ": " + step.status().message());
+      const StepList& g = *step;
+      const bool id_ok = !w.has_id        ? g.id == 0
+                         : w.same_as >= 0 ? g.id == got[static_cast<size_t>(w.same_as)].id
+                                          : g.id != 0 && (i == 0 || g.id != got.back().id);
+      if (!id_ok || g.repeated != w.repeated)
+        return Status::internal("step " + std::to_string(i) + ": list id " + std::to_string(g.id) +
+                                ", repeated " + std::to_string(g.repeated));
+      got.push_back(g);
+    }
+    if (c.stats().repeats != 6)
+      return Status::internal(std::to_string(c.stats().repeats) + " repeats counted, not 6");
+    return Status::ok();
+  });
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ControllerRepeats, ::testing::Values(1, 2, 3));
 
 }  // namespace
 }  // namespace engine

@@ -242,6 +242,37 @@ TEST(FusionPlanner, APlannerReusedAcrossRoundsPlansAsAFreshOne) {
   }
 }
 
+TEST(FusionPlanner, ARepeatedListGetsThePlanKeptUnderItsId) {
+  FusionPlanner planner;
+  // Eight tensors each, of a size per list: six different plans under 4000 bytes.
+  const int64_t elements[] = {100, 1000, 300, 150, 500, 200};
+  std::vector<std::vector<Response>> lists(6);
+  for (size_t k = 0; k < lists.size(); ++k)
+    for (int i = 0; i < 8; ++i)
+      lists[k].push_back(allreduce_response("t" + std::to_string(i), elements[k]));
+  auto fresh = [&](size_t k, int64_t threshold) {
+    return members(plan_buckets(lists[k], threshold));
+  };
+  for (size_t k = 1; k < lists.size(); ++k) ASSERT_NE(fresh(k, 4000), fresh(k - 1, 4000)) << k;
+  // Four lists with ids (kept), one without.
+  for (size_t k = 0; k < 4; ++k)
+    EXPECT_EQ(members(planner.plan(lists[k], 4000, 10 + k)), fresh(k, 4000));
+  EXPECT_EQ(members(planner.plan(lists[4], 4000)), fresh(4, 4000));
+  // Each repeat gets its own list's plan, not the last one's.
+  for (size_t k : {0, 2, 1, 3, 0})
+    EXPECT_EQ(members(planner.plan(lists[k], 4000, 10 + k, true)), fresh(k, 4000)) << k;
+  // The kept plan stands for the list only at its length and threshold, else it is planned.
+  std::vector<Response> shorter(lists[1].begin(), lists[1].begin() + 3);
+  EXPECT_EQ(members(planner.plan(shorter, 4000, 11, true)), members(plan_buckets(shorter, 4000)));
+  EXPECT_EQ(members(planner.plan(lists[1], 1500, 11, true)), fresh(1, 1500));
+  EXPECT_EQ(members(planner.plan(lists[5], 4000, 99, true)), fresh(5, 4000));  // never kept
+  // More ids than the plans kept: each list still gets its own plan (made again when no longer
+  // kept).
+  EXPECT_EQ(members(planner.plan(lists[4], 4000, 14)), fresh(4, 4000));
+  for (size_t k : {1, 2, 3, 4})
+    EXPECT_EQ(members(planner.plan(lists[k], 4000, 10 + k, true)), fresh(k, 4000)) << k;
+}
+
 TEST(FusionPlanner, ManySmallTensorsUnderATinyThresholdEachGetABucket) {
   std::vector<Response> list;
   for (int i = 0; i < 20000; ++i) list.push_back(allreduce_response("t" + std::to_string(i), 1));

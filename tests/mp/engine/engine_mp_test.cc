@@ -345,6 +345,29 @@ TEST(EngineMp, JoinWithEveryRankTakingATurnLast) {
   }
 }
 
+// Steps of one tensor repeat their round's list (EngineStats::repeated_steps); once a rank has
+// joined, its rounds still agree that list while `last` runs it, and the joined rank must
+// contribute zeros instead of reading the tensors of the steps it ran before joining.
+TEST(EngineMp, AJoinedRankRepeatsAStepWithoutItsOldTensors) {
+  const int r = rank(), n = size();
+  const int last = n - 1;
+  const EngineStats before = engine_stats();
+  const int steps = r == last ? 8 : 4;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<float> x(17, static_cast<float>(r + 1 + s));
+    ASSERT_TRUE(allreduce("join.repeat", view(x), view(x), ReduceOp::kSum).is_ok());
+    // Steps 0-3: every rank; later steps: only `last`, the others contribute zeros.
+    const float want =
+        s < 4 ? static_cast<float>(n * (n + 1) / 2 + n * s) : static_cast<float>(r + 1 + s);
+    for (float v : x) ASSERT_EQ(v, want) << "step " << s;
+  }
+  StatusOr<int> j = join();
+  ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+  EXPECT_EQ(*j, last);
+  // Step 1's list (a cache hit) was repeated from step 2 on.
+  EXPECT_GE(engine_stats().repeated_steps - before.repeated_steps, 2);
+}
+
 TEST(EngineMp, ShutdownFailsPendingThenInitAgain) {
   const int r = rank();
   std::vector<float> x(4, 1.f);
