@@ -14,7 +14,7 @@ TensorQueue::Slot* TensorQueue::claim(const std::string& name, CollectiveType ty
   }
   bool added = false;
   *id = names_.intern(name, &added);
-  if (static_cast<size_t>(*id) >= slots_.size()) slots_.resize(static_cast<size_t>(*id) + 1);
+  if (static_cast<size_t>(*id) >= slots_.size()) slots_.grow_to(static_cast<size_t>(*id) + 1);
   Slot& slot = slots_[static_cast<size_t>(*id)];
   if (slot.in_flight) {
     *error = Status::invalid_argument(
@@ -258,7 +258,8 @@ std::vector<Entry> TensorQueue::close(Status why) {
   MutexLock lock(&mu_);
   closed_ = true;
   closed_why_ = std::move(why);
-  for (Slot& slot : slots_) {
+  for (size_t id = 0; id < slots_.size(); ++id) {
+    Slot& slot = slots_[id];
     if (!slot.in_flight) continue;
     left.push_back(std::move(slot.entry));
     slot.in_flight = false;
