@@ -165,7 +165,6 @@ class Controller {
     uint64_t generation = 0;     // the cache's generation they were read at
     uint64_t kept = 0;           // when it was kept (the least recent is replaced)
   };
-  static constexpr int kKeptLists = 4;
   std::array<KeptList, kKeptLists> kept_;
   // The last list round() returned when it had an id (responses aside): kept when handed back.
   KeptList out_;

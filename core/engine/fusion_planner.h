@@ -34,7 +34,7 @@ class FusionPlanner {
   // The buckets of `responses`, valid until the next call. `cached_id` and `repeated` are the
   // list's (ResponseList): the plan of a list with an id is kept, and a repeated list gets
   // the plan kept under its id as it is (when that list was as long and planned under the same
-  // threshold). The last few ids' plans are kept, as the controller keeps their lists.
+  // threshold). The last kKeptLists ids' plans are kept, as the controller keeps their lists.
   const std::vector<Bucket>& plan(const std::vector<Response>& responses, int64_t threshold_bytes,
                                   uint64_t cached_id = 0, bool repeated = false);
 
@@ -65,7 +65,7 @@ class FusionPlanner {
     std::vector<Bucket> buckets;
     uint64_t kept = 0;  // when (the least recent is replaced)
   };
-  std::array<Kept, 4> kept_;
+  std::array<Kept, kKeptLists> kept_;
   uint64_t kept_count_ = 0;
 };
 

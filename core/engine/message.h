@@ -121,6 +121,9 @@ struct ResponseList {
   uint64_t cached_id = 0;
   bool repeated = false;
 };
+// How many lists with an id the controller keeps for their repeats, and the fusion planner
+// the plans of (both replace the least recently kept).
+inline constexpr int kKeptLists = 4;
 
 void encode_request(const Request& r, Writer& w);
 Status decode_request(Reader& r, Request* out);
