@@ -129,6 +129,8 @@ class Engine final : public detail::WaitSignal {
   // Sleeps until the next round may be due (see the loop above). Returns true when one is
   // due whatever the queue holds (a wake-up, shutdown, or the heartbeat).
   bool wait_for_round();
+  // Whether the last bursts were each taken by a helping caller (wait_for_round).
+  bool predicting_help() const;
   // Whether a caller is inside help() (from waiting() on) now.
   bool helper_active() const HORA_EXCLUDES(mu_);
   // With the token: whether a round is due (new requests, requests not yet agreed, the
@@ -169,7 +171,10 @@ class Engine final : public detail::WaitSignal {
   // Written with the token, read by the background thread's sleep without it.
   std::atomic<bool> last_round_progressed_{false};  // the last round agreed something
   std::atomic<bool> pending_{false};                // requests here not agreed yet
-  const bool help_enabled_;                         // HORA_HELP (config), default on
+  // Bursts in a row whose round a helping caller ran (capped at kPredictHelpAfter): written by
+  // the background thread, read by waiting() on any thread.
+  std::atomic<int> helped_bursts_{0};
+  const bool help_enabled_;  // HORA_HELP (config), default on
 
   // mu_ guards the fields below it; never held while the loop runs a round, taken before
   // the queue's mutex when both are (enqueue takes them one after the other, never nested).

@@ -128,6 +128,7 @@ void TensorQueue::wake() {
     woken_ = true;
   }
   cv_.notify_one();
+  burst_cv_.notify_one();  // a burst window ends too (the thread may sleep through one)
 }
 
 std::vector<Request> TensorQueue::take_new() {
@@ -167,10 +168,10 @@ TensorQueue::AfterHelp TensorQueue::wait_after_help(uint64_t takes, Clock::time_
 
 bool TensorQueue::wait_in_burst(Clock::time_point until, size_t* fresh) {
   MutexLock lock(&mu_);
-  while (!burst_over_ && !shutdown_requested_ && Clock::now() < until)
+  while (!burst_over_ && !shutdown_requested_ && !woken_ && Clock::now() < until)
     burst_cv_.wait_until(mu_, until);
   *fresh = fresh_.size();
-  return burst_over_ || shutdown_requested_;
+  return burst_over_ || shutdown_requested_ || woken_;
 }
 
 void TensorQueue::waiting(size_t wake_at_bytes) {

@@ -95,8 +95,9 @@ class TensorQueue {
   // How many requests take_new() would return now.
   size_t fresh_count() const;
   // Background thread, during a burst: blocks until a thread waits on a handle while requests
-  // are untaken, shutdown is requested, or `until`. Returns true when the burst is over (the
-  // first two); `fresh` receives fresh_count().
+  // are untaken (and wakes it: waiting()), shutdown is requested, wake() is called, or `until`.
+  // Returns true when the burst is over (the first three; the wake-up is left for
+  // wait_for_work or wait_after_help to consume); `fresh` receives fresh_count().
   bool wait_in_burst(Clock::time_point until, size_t* fresh);
   // How many take_new() calls ran so far (a burst's requests were taken when it changed).
   uint64_t takes() const;
@@ -136,7 +137,7 @@ class TensorQueue {
  private:
   mutable Mutex mu_;  // guards everything below; never held while calling out
   CondVar cv_;        // fresh_ (empty to not), shutdown_requested_, woken_ changes
-  CondVar burst_cv_;  // burst_over_, shutdown_requested_ changes (a separate variable, so
+  CondVar burst_cv_;  // burst_over_, shutdown_requested_, woken_ changes (a separate variable, so
                       // enqueues during a burst do not wake the background thread)
   // An interned name's entry: in flight from its enqueue until its removal; the entry stays (its
   // handle and allocator released) to be overwritten by the name's next enqueue.

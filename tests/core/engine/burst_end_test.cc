@@ -113,6 +113,27 @@ TEST(BurstEnd, ShutdownEndsTheBurstAndTakeNewResetsIt) {
   waiter.join();
 }
 
+// wake() (a helping caller left work, a pause) ends a burst window too, and is left for the
+// next wait_for_work to consume: the thread may sleep through the whole cycle time in one
+// window when it expects a helper (Engine::wait_for_round).
+TEST(BurstEnd, AWakeUpEndsTheBurstAndIsLeftForTheNextWait) {
+  TensorQueue q;
+  Queued a = enqueue(q, "a");
+  std::thread leaver([&] {
+    std::this_thread::sleep_for(milliseconds(10));
+    q.wake();
+  });
+  size_t fresh = 0;
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(q.wait_in_burst(t0 + std::chrono::seconds(20), &fresh));
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
+  leaver.join();
+  EXPECT_EQ(q.take_new().size(), 1u);
+  EXPECT_TRUE(q.wait_for_work(Clock::now() + std::chrono::seconds(20)));  // the wake-up
+  EXPECT_FALSE(q.wait_for_work(Clock::now() + milliseconds(10)));         // consumed
+  a.state->complete(Status::ok());
+}
+
 // After a burst a helping caller runs (Engine::wait_for_round): the background thread sleeps
 // through the helper's take, and wakes for a wake() (the helper left work), for requests
 // enqueued after that take, for shutdown, or at its deadline.

@@ -2,7 +2,9 @@
 // docs/architecture.md, "The engine's fast paths"): ranks that help and ranks that leave every
 // round to the background thread agree bit for bit; the waiting thread does run rounds (the
 // completion callback sees it) and never does with HORA_WAITERS_HELP=0; many threads waiting
-// at once all complete; a timed wait on a tensor no peer submitted still returns in time.
+// at once all complete; a timed wait on a tensor no peer submitted still returns in time; after
+// a run of helped steps (the background thread then expects a helper, Engine::wait_for_round), a
+// step nobody waits on still goes, and helped steps resume after it.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -127,6 +129,27 @@ TEST(EngineHelp, ATimedWaitOnATensorNoPeerSubmittedReturnsInTime) {
   if (rank() != 0) h = allreduce_async("lonely", view(x), view(x), ReduceOp::kSum);
   ASSERT_TRUE(h.wait().is_ok());
   EXPECT_EQ(x[0], static_cast<float>(size()));
+}
+
+TEST(EngineHelp, AfterHelpedStepsAStepNobodyWaitsOnStillGoes) {
+  // A long cycle time: the background thread, expecting a helper after the helped steps,
+  // sleeps through it; the step nobody waits on goes when it ends.
+  reinit({{"HORA_CYCLE_TIME_MS", "300"}});
+  run_steps("streak.", 8, 12);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<float> x(5, static_cast<float>(rank() + 1));
+    Handle h = allreduce_async("polled", view(x), view(x), ReduceOp::kSum);
+    // Polled only: a zero-timeout wait neither ends the burst nor helps.
+    const auto t0 = Clock::now();
+    while (h.wait(std::chrono::milliseconds(0)).code() == StatusCode::kTimeout) {
+      ASSERT_LT(Clock::now() - t0, std::chrono::seconds(60)) << "the unwaited step never went";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(h.wait().is_ok());
+    EXPECT_EQ(x[0], static_cast<float>(size() * (size() + 1) / 2));
+    run_steps("streak.", 8, 6);  // helped again
+  }
+  reinit({});
 }
 
 }  // namespace
