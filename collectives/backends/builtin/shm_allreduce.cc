@@ -51,15 +51,15 @@ Status small_allreduce(ShmExchange& x, const void* in, void* out, size_t count, 
   const int n = x.size();
   const size_t bytes = count * data_type_bytes(dtype);
   const uint64_t step = x.next_step();
-  std::memcpy(x.slot(x.rank(), step), in, bytes);
+  std::memcpy(x.slot(x.rank(), step, bytes), in, bytes);
   HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
   auto* dst = static_cast<uint8_t*>(out);
   if (n == 2 && factor == 1.0) {  // the common case, without the block loop
-    kernels::reduce3(dst, x.slot(0, step), x.slot(1, step), count, dtype, op);
+    kernels::reduce3(dst, x.slot(0, step, bytes), x.slot(1, step, bytes), count, dtype, op);
     return Status::ok();
   }
   std::vector<const uint8_t*> srcs(n);
-  for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step);
+  for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step, bytes);
   reduce_sources(srcs, count, dtype, op, factor, dst, nullptr);
   return Status::ok();
 }
@@ -98,12 +98,13 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
   for (size_t first = 0; first < count; first += chunk_count) {
     const size_t m = std::min(chunk_count, count - first);
     const uint64_t step = x.next_step();
+    const size_t used = m * esize;  // of each slot, this step (ShmExchange::slot)
     const ChunkSlices slices(m, n, esize);
     const size_t lo = slices.lo(r), hi = slices.hi(r);
     // 1. copy-in, all but slice r (only this rank reads that, and from `in` directly)
     if (my_offset < 0) {
       const uint8_t* from = src + first * esize;
-      uint8_t* to = x.slot(r, step);
+      uint8_t* to = x.slot(r, step, used);
       std::memcpy(to, from, lo * esize);
       std::memcpy(to + hi * esize, from + hi * esize, (m - hi) * esize);
     }
@@ -123,12 +124,12 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
     if (hi > lo) {
       for (int p = 0; p < n; ++p) {
         const uint8_t* base =
-            sources[p] >= 0 ? x.shared(p) + sources[p] + first * esize : x.slot(p, step);
+            sources[p] >= 0 ? x.shared(p) + sources[p] + first * esize : x.slot(p, step, used);
         srcs[p] = base + lo * esize;
       }
       if (my_offset < 0) srcs[r] = src + (first + lo) * esize;
       reduce_sources(srcs, hi - lo, dtype, kernel_op, factor, dst + (first + lo) * esize,
-                     my_in_place ? nullptr : x.slot(r, step) + lo * esize);
+                     my_in_place ? nullptr : x.slot(r, step, used) + lo * esize);
     }
     // 4. sync B
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
@@ -137,7 +138,7 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
       if (q == r) continue;
       const size_t qlo = slices.lo(q), qhi = slices.hi(q);
       const uint8_t* result =
-          in_place[q] ? x.shared(q) + sources[q] + first * esize : x.slot(q, step);
+          in_place[q] ? x.shared(q) + sources[q] + first * esize : x.slot(q, step, used);
       if (qhi > qlo)
         std::memcpy(dst + (first + qlo) * esize, result + qlo * esize, (qhi - qlo) * esize);
     }
@@ -159,9 +160,9 @@ Status shm_broadcast(ShmExchange& x, void* buf, size_t count, DataType dtype, in
   for (size_t first = 0; first < bytes; first += x.slot_bytes()) {
     const size_t m = std::min(x.slot_bytes(), bytes - first);
     const uint64_t step = x.next_step();
-    if (x.rank() == root) std::memcpy(x.slot(root, step), data + first, m);
+    if (x.rank() == root) std::memcpy(x.slot(root, step, m), data + first, m);
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "broadcast"));
-    if (x.rank() != root) std::memcpy(data + first, x.slot(root, step), m);
+    if (x.rank() != root) std::memcpy(data + first, x.slot(root, step, m), m);
   }
   return Status::ok();
 }
@@ -192,12 +193,15 @@ Status shm_allgatherv(ShmExchange& x, const void* in, void* out, const std::vect
   if (n == 1) return Status::ok();
   for (size_t at = 0; at < largest; at += x.slot_bytes()) {
     const uint64_t step = x.next_step();
-    if (at < mine) std::memcpy(x.slot(r, step), src + at, std::min(x.slot_bytes(), mine - at));
+    const size_t used = std::min(x.slot_bytes(), largest - at);  // the same on every rank
+    if (at < mine)
+      std::memcpy(x.slot(r, step, used), src + at, std::min(x.slot_bytes(), mine - at));
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allgatherv"));
     for (int q = 0; q < n; ++q) {
       const size_t theirs = offset[q + 1] - offset[q];
       if (q == r || at >= theirs) continue;
-      std::memcpy(dst + offset[q] + at, x.slot(q, step), std::min(x.slot_bytes(), theirs - at));
+      std::memcpy(dst + offset[q] + at, x.slot(q, step, used),
+                  std::min(x.slot_bytes(), theirs - at));
     }
   }
   return Status::ok();
@@ -239,12 +243,13 @@ Status shm_reducescatter(ShmExchange& x, const void* in, void* out,
     const uint64_t step = x.next_step();
     // This rank's block inside the window: [a, b), possibly empty.
     const size_t a = std::min(std::max(lo, first), end), b = std::max(a, std::min(hi, end));
-    uint8_t* slot = x.slot(r, step);
+    const size_t used = (end - first) * esize;
+    uint8_t* slot = x.slot(r, step, used);
     std::memcpy(slot, src + first * esize, (a - first) * esize);
     std::memcpy(slot + (b - first) * esize, src + b * esize, (end - b) * esize);
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "reducescatter"));
     if (b > a) {
-      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step) + (a - first) * esize;
+      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step, used) + (a - first) * esize;
       srcs[r] = src + a * esize;
       reduce_sources(srcs, b - a, dtype, kernel_op, factor, dst + (a - lo) * esize, nullptr);
     }

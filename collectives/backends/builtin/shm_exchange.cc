@@ -21,6 +21,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kExchangeMagic = 0x484f524158434831ull;  // "HORAXCH1"
 constexpr size_t kPage = 4096;
+// Steps using less of a slot than this always use its start (ShmExchange::slot): writing a few
+// lines a peer holds costs less there than fetching lines this core no longer holds (at two
+// ranks, 256 B took 0.26 us from the start, 0.29 us rotated; 512 B the same; 1 KiB 0.41 and
+// 0.33 us).
+constexpr size_t kRotateFrom = 1024;
 
 struct Header {
   uint64_t magic;
@@ -141,6 +146,15 @@ ShmExchange::Control* ShmExchange::control(int r) const {
 uint8_t* ShmExchange::slot(int r, uint64_t step) const {
   auto* base = static_cast<uint8_t*>(segment_->data()) + kPage + kPage * static_cast<size_t>(size_);
   return base + region_bytes_ * static_cast<size_t>(r) + (step & 1) * slot_bytes_;
+}
+
+uint8_t* ShmExchange::slot(int r, uint64_t step, size_t bytes) const {
+  if (bytes < kRotateFrom) return slot(r, step);
+  const size_t window = round_up(std::max<size_t>(bytes, 1), kPage);
+  const size_t windows = slot_bytes_ / window;
+  if (windows < 2) return slot(r, step);
+  // A slot serves every other step (step & 1): count its own uses.
+  return slot(r, step) + static_cast<size_t>((step >> 1) % windows) * window;
 }
 
 uint8_t* ShmExchange::shared(int r) const {

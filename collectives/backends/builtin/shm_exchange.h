@@ -81,6 +81,15 @@ class ShmExchange {
   uint64_t next_step() { return ++step_; }
   // The slot that step `step` uses in rank `r`'s memory (slot_bytes bytes).
   uint8_t* slot(int r, uint64_t step) const;
+  // The `bytes` (at most slot_bytes) of that slot step `step` uses: the slot is used window
+  // after window (`bytes` rounded up to a page) rather than from its start every time, so that
+  // a step writes lines its peers last read many steps before. Lines a peer read recently are
+  // in its cache, and every store to one waits for that copy to be invalidated first: at two
+  // ranks a 64 KiB copy into a slot the peer had read the step before ran at about 9 GB/s,
+  // into one it had read 16 steps before at about 40 GB/s. Under 1 KiB, the slot's start.
+  // Every rank passes the same `bytes` for a step (it names the same window in every rank's
+  // slot).
+  uint8_t* slot(int r, uint64_t step, size_t bytes) const;
   // Rank r's shared region (null when shared_bytes is 0).
   uint8_t* shared(int r) const;
   // The offset of [data, data + bytes) in this rank's shared region, or -1 when it is not

@@ -107,7 +107,7 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
 
   if (count * esize <= options.small_bytes && count * esize <= x.slot_bytes()) {
     const uint64_t step = x.next_step();
-    v.copy_in(0, count, x.slot(r, step), dtype, prescale, false);
+    v.copy_in(0, count, x.slot(r, step, count * esize), dtype, prescale, false);
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
     // The slots hold the whole vector contiguously: it is reduced in pieces of up to
     // kSmallResultBytes through a buffer on the stack (a few kernel calls a piece, not a few
@@ -118,7 +118,7 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
     const size_t piece = kSmallResultBytes / esize;
     for (size_t lo = 0; lo < count; lo += piece) {
       const size_t hi = std::min(count, lo + piece);
-      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step) + lo * esize;
+      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step, count * esize) + lo * esize;
       reduce_sources(srcs, hi - lo, dtype, kernel_op, factor, result, nullptr);
       v.copy_out(lo, hi, result);
     }
@@ -131,9 +131,10 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
   for (size_t first = 0; first < count; first += chunk_count) {
     const size_t m = std::min(chunk_count, count - first);
     const uint64_t step = x.next_step();
+    const size_t used = m * esize;  // of each slot, this step (ShmExchange::slot)
     const ChunkSlices slices(m, n, esize);
     const size_t lo = slices.lo(r), hi = slices.hi(r);
-    uint8_t* mine = x.slot(r, step);
+    uint8_t* mine = x.slot(r, step, used);
     // 1. copy-in: all but slice r, which the reduction reads in place where it can.
     v.copy_in(first, first + lo, mine, dtype, prescale, false);
     v.copy_in(first + hi, first + m, mine + hi * esize, dtype, prescale, false);
@@ -144,7 +145,7 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
     v.for_each(first + lo, first + hi,
                [&](const ReduceSpan& s, size_t at, size_t logical, size_t k) {
                  const size_t off = (logical - first) * esize;
-                 for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step) + off;
+                 for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step, used) + off;
                  if (s.in != nullptr && prescale == 1.0)
                    srcs[r] = static_cast<const uint8_t*>(s.in) + at * esize;
                  if (s.out != nullptr) {
@@ -160,7 +161,7 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       const size_t qlo = slices.lo(q), qhi = slices.hi(q);
-      v.copy_out(first + qlo, first + qhi, x.slot(q, step) + qlo * esize);
+      v.copy_out(first + qlo, first + qhi, x.slot(q, step, used) + qlo * esize);
     }
   }
   return Status::ok();
