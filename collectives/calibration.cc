@@ -4,7 +4,8 @@
 //   1. Stop when the agreed time spent so far plus the projected cost of s (the previous
 //      size's agreed time scaled by the size ratio) exceeds options.budget (never before the
 //      third size): the decision reads only agreed figures, so every rank stops alike.
-//   2. One untimed warm-up call of every candidate at s (scratch pages, shm slots, caches).
+//   2. An untimed warm-up of every candidate at s (scratch pages, shm slots, caches): calls
+//      streaming options.warmup_bytes, the same number on every rank.
 //   3. `repeats` rounds, each visiting every candidate in turn (interleaved, so a burst of
 //      other work on the machine lands on all candidates rather than one): one untimed call,
 //      so that the candidate's own data is back in the caches the others' calls evicted it
@@ -34,6 +35,11 @@ double micros_since(Clock::time_point start) {
 
 // Tag of the calibration's agreement allreduce ("cali"): distinct from the probes' own.
 constexpr uint32_t kAgreeTag = 0x63616c69;
+
+// The warm-up (CalibrationOptions::warmup_bytes): one call below this size (nothing there
+// depends on what the calls before it touched), and never more calls than this.
+constexpr size_t kWarmupFrom = 1024;
+constexpr size_t kMaxWarmupCalls = 512;
 
 }  // namespace
 
@@ -137,10 +143,15 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
     const size_t count = std::max<size_t>(bytes / sizeof(float), 1);
     const auto size_start = Clock::now();
     std::vector<double> row(m + 1, std::numeric_limits<double>::infinity());
+    const size_t warmup_calls =
+        bytes < kWarmupFrom ? 1
+                            : std::clamp<size_t>(options.warmup_bytes / bytes, 1, kMaxWarmupCalls);
     for (size_t a = 0; a < m; ++a) {
-      Status st = run_allreduce(cal.algorithms[a], comm, in.data(), out.data(), count,
-                                DataType::kFloat32, ReduceOp::kSum, ao);
-      if (!st.is_ok()) return context(st);
+      for (size_t w = 0; w < warmup_calls; ++w) {
+        Status st = run_allreduce(cal.algorithms[a], comm, in.data(), out.data(), count,
+                                  DataType::kFloat32, ReduceOp::kSum, ao);
+        if (!st.is_ok()) return context(st);
+      }
     }
     const int repeats = bytes <= (128u << 10) ? options.repeats_small : options.repeats_large;
     const int burst = bytes <= (512u << 10) ? 3 : 2;

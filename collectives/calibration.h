@@ -86,10 +86,15 @@ struct CalibrationOptions {
   // A larger probe is skipped (and every one after it) when the agreed time spent plus its
   // projected cost would exceed this; the first two sizes are always measured.
   std::chrono::milliseconds budget{100};
-  // Rounds per algorithm and size (after one untimed warm-up call of each); in each round a
+  // Rounds per algorithm and size (after each one's warm-up, below); in each round a
   // candidate makes one untimed call, then a timed burst of back-to-back calls (3 up to
   // 512 KiB, 2 above). A rank's figure is its median round (of two, the faster).
   int repeats_small = 5;  // sizes up to 128 KiB
+  // The untimed warm-up of each candidate at a size streams about this many bytes (at least
+  // one call, at most kMaxWarmupCalls; one call below 1 KiB), so that it runs in the state a
+  // job's stream of calls keeps it in (the shared-memory allreduce takes its slots window
+  // after window, ShmExchange::slot, and its first pass over them is the slowest).
+  size_t warmup_bytes = size_t{2} << 20;
   int repeats_large = 2;  // larger sizes
   // Tests: replaces this rank's measured figure before agreement (the agreed figures must
   // still be identical on every rank). Null: none.

@@ -31,7 +31,11 @@ bool is_reduce_op_defined(ReduceOp op, DataType dtype);
 // OK when is_reduce_op_defined(op, dtype); otherwise kInvalidArgument "<what> op sum is not
 // defined for bool; use min (logical and) or max (logical or)". `what` names the caller's
 // collective ("allreduce", "tensor 'x': reducescatter", "gloo allreduce").
-Status check_reduce_op(ReduceOp op, DataType dtype, const std::string& what);
+// (A literal names it without building a std::string on every call that passes.)
+Status check_reduce_op(ReduceOp op, DataType dtype, const char* what);
+inline Status check_reduce_op(ReduceOp op, DataType dtype, const std::string& what) {
+  return check_reduce_op(op, dtype, what.c_str());
+}
 // False only for bool with a factor other than 1 (scaling has no meaning on truth values).
 bool is_scale_defined(DataType dtype, double factor);
 

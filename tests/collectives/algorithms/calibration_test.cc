@@ -163,6 +163,7 @@ TEST(CalibrationTest, EachRoundTimesAWarmBurstAndTheMedianRoundCounts) {
     CalibrationOptions o;
     o.sizes = {8, 1024};
     o.repeats_small = 3;
+    o.warmup_bytes = 0;  // a warm-up of one call
     o.budget = std::chrono::milliseconds(10000);
     HORA_ASSIGN_OR_RETURN(AllreduceCalibration cal,
                           calibrate_allreduce(comm, nullptr, o, Deadline::after_seconds(60)));
@@ -175,6 +176,33 @@ TEST(CalibrationTest, EachRoundTimesAWarmBurstAndTheMedianRoundCounts) {
     return Status::ok();
   });
   ASSERT_TRUE(status.is_ok()) << status.to_string();
+}
+
+TEST(CalibrationTest, TheWarmUpStreamsWarmupBytesFromOneKibOn) {
+  // warmup_bytes 5000: at 1 KiB four warm-up calls (5000 / 1024), at 2 KiB two, at 8 B one
+  // (below 1 KiB); at 16 KiB one (at least one), and never more than 512 (1 B of warm-up
+  // over 1 KiB calls would be 2 MiB: 512). Each size then makes 2 rounds x (1 untimed + 3
+  // timed) calls.
+  struct Case {
+    size_t bytes, warmup_bytes, warmup_calls;
+  };
+  for (const Case& c : {Case{1024, 5000, 4}, Case{2048, 5000, 2}, Case{8, 5000, 1},
+                        Case{16 << 10, 5000, 1}, Case{1024, size_t{2} << 20, 512}}) {
+    Status status = run_ranks(2, [&](Communicator& inner) -> Status {
+      SleepyNativeCommunicator comm(inner, c.bytes, {});
+      CalibrationOptions o;
+      o.sizes = {c.bytes};
+      o.repeats_small = 2;
+      o.warmup_bytes = c.warmup_bytes;
+      o.budget = std::chrono::milliseconds(10000);
+      HORA_ASSIGN_OR_RETURN(AllreduceCalibration cal,
+                            calibrate_allreduce(comm, nullptr, o, Deadline::after_seconds(60)));
+      EXPECT_EQ(comm.calls(), c.warmup_calls + 2 * 4)
+          << c.bytes << " B, warmup_bytes " << c.warmup_bytes << ": " << cal.describe();
+      return Status::ok();
+    });
+    ASSERT_TRUE(status.is_ok()) << status.to_string();
+  }
 }
 
 AllreduceCalibration handmade() {
