@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +39,11 @@ inline std::vector<std::string> segments_of(const std::vector<pid_t>& pids) {
   }
   closedir(d);
   return found;
+}
+
+// Names a test instantiated per rank count "np<N>" (INSTANTIATE_TEST_SUITE_P's last argument).
+inline std::string rank_count_name(const ::testing::TestParamInfo<int>& info) {
+  return "np" + std::to_string(info.param);
 }
 
 inline BuiltinOptions test_options(bool shm) {

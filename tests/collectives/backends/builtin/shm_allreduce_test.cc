@@ -263,9 +263,7 @@ TEST_P(ShmAllreduceMatrix, EveryDtypeOpCountAndPlacementIsBitwiseTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmAllreduceMatrix, ::testing::Values(1, 2, 3, 4, 5),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return "np" + std::to_string(info.param);
-                         });
+                         rank_count_name);
 
 // Rank 1 of 4 dies after a few allreduces while the others are in the next one. Every survivor
 // must fail with kRemote naming rank 1 (never kTimeout: the deadline is far away), whether it

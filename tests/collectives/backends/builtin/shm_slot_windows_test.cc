@@ -157,10 +157,7 @@ TEST_P(ShmSlotWindows, CallsOfChangingSizesEachReadTheirOwnData) {
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, ShmSlotWindows, ::testing::Values(2, 3, 4),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return "np" + std::to_string(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmSlotWindows, ::testing::Values(2, 3, 4), rank_count_name);
 
 }  // namespace
 }  // namespace builtin_test

@@ -254,10 +254,7 @@ TEST_P(ShmSpanAllreduce, AShortPathLargerThanItsBufferIsBitwiseThePackedPath) {
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, ShmSpanAllreduce, ::testing::Values(2, 3, 4, 5),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return "np" + std::to_string(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmSpanAllreduce, ::testing::Values(2, 3, 4, 5), rank_count_name);
 
 }  // namespace
 }  // namespace builtin_test
