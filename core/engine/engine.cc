@@ -245,6 +245,10 @@ bool Engine::wait_for_round() {
       helped_bursts_.store(0, std::memory_order_relaxed);
       return false;
     }
+    // A helping caller runs this burst's round (it ended the burst, or took its requests
+    // already): stand aside instead of queueing on the run token, which would wake this
+    // thread again when the helper's round ends, on a core the job needs. help() wakes it
+    // when it leaves work here.
     if (helped_bursts_.load(std::memory_order_relaxed) < kPredictHelpAfter)
       helped_bursts_.fetch_add(1, std::memory_order_relaxed);
     switch (queue_.wait_after_help(takes, Clock::now() + ms(config_.heartbeat_ms))) {
