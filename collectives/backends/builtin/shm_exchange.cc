@@ -150,7 +150,7 @@ uint8_t* ShmExchange::slot(int r, uint64_t step) const {
 
 uint8_t* ShmExchange::slot(int r, uint64_t step, size_t bytes) const {
   if (bytes < kRotateFrom) return slot(r, step);
-  const size_t window = round_up(std::max<size_t>(bytes, 1), kPage);
+  const size_t window = round_up(bytes, kPage);
   const size_t windows = slot_bytes_ / window;
   if (windows < 2) return slot(r, step);
   // A slot serves every other step (step & 1): count its own uses.
