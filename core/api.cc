@@ -204,7 +204,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
     spec.prescale = prescale;
     spec.postscale = postscale;
     spec.compression = options.compression;
-    spec.enqueued = engine::Clock::now();
+    spec.enqueued = eng->enqueue_stamp();
     s = eng->enqueue_allreduce(std::move(spec));
     if (!s.is_ok()) return fail(name, s);
     return Handle(std::move(handle));

@@ -55,7 +55,8 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
     : comm_(comm),
       config_(config),
       board_(store, store_prefix, comm.rank(), comm.size()),
-      help_enabled_(config.waiters_help) {
+      help_enabled_(config.waiters_help),
+      stamp_enqueues_(comm.rank() == 0 && !config.timeline_path.empty()) {
   ControllerOptions co;
   co.timeout_s = config.timeout_s;
   co.stall_warning_s = config.stall_warning_s;

@@ -116,6 +116,12 @@ class Engine final : public detail::WaitSignal {
   int size() const { return comm_.size(); }
   int rank() const { return comm_.rank(); }
   double timeout_s() const { return config_.timeout_s; }
+  // When an allreduce is enqueued, if that time is used: the timeline's NEGOTIATE phase
+  // starts there (rank 0, HORA_TIMELINE set). Otherwise a zero time point, so the per-tensor
+  // enqueue path reads no clock (about 15 ns a tensor).
+  Clock::time_point enqueue_stamp() const {
+    return stamp_enqueues_ ? Clock::now() : Clock::time_point{};
+  }
   EngineStats stats() const;
   // Tests: the executor's allreduce tuner (its decided() from any thread; its skew hook
   // before the first allreduce is enqueued).
@@ -174,7 +180,8 @@ class Engine final : public detail::WaitSignal {
   // Bursts in a row whose round a helping caller ran (capped at kPredictHelpAfter): written by
   // the background thread, read by waiting() on any thread.
   std::atomic<int> helped_bursts_{0};
-  const bool help_enabled_;  // HORA_HELP (config), default on
+  const bool help_enabled_;    // HORA_HELP (config), default on
+  const bool stamp_enqueues_;  // rank 0 with a timeline path: enqueue_stamp() reads the clock
 
   // mu_ guards the fields below it; never held while the loop runs a round, taken before
   // the queue's mutex when both are (enqueue takes them one after the other, never nested).

@@ -19,6 +19,10 @@ const std::vector<int64_t> kNoInts;
 // Returns true, with the final status in *status, when the state was already done (the
 // caller then needs no second look under the mutex).
 bool help_engine(detail::HandleState& state, bool wait, Status* status) {
+  if (state.is_done()) {
+    *status = state.final_status();
+    return true;
+  }
   if (!wait) return false;
   bool help = false;
   {
@@ -96,11 +100,7 @@ Status Handle::wait_on_stream(void* stream, std::chrono::milliseconds timeout) {
   return waiter(stream);  // outside the mutex: it calls the GPU runtime
 }
 
-bool Handle::poll() const {
-  if (!state_) return false;
-  MutexLock lock(&state_->mu);
-  return state_->done;
-}
+bool Handle::poll() const { return state_ && state_->is_done(); }
 
 void Handle::on_complete(std::function<void(const Status&)> callback) const {
   if (!state_) {

@@ -61,7 +61,7 @@ struct AllreduceSpec {
   double prescale = 1.0;
   double postscale = 1.0;
   Compression compression = Compression::kNone;
-  Clock::time_point enqueued;
+  Clock::time_point enqueued;  // Engine::enqueue_stamp(): zero unless the timeline uses it
 };
 
 class TensorQueue {

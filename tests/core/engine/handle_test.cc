@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/engine/handle_state.h"
@@ -130,6 +132,31 @@ TEST(HandleLastJoined, MinusOneUntilKnownAndSeenByTheCompletionCallback) {
   state->complete(Status::ok());
   EXPECT_EQ(in_callback, 2);
   EXPECT_EQ(h.last_joined(), 2);
+}
+
+// A step waits on hundreds of handles that are complete by then: once done, poll() and wait()
+// answer from the state's done flag, without taking its mutex (here held by another thread).
+TEST(HandleDone, ACompleteHandleAnswersWithoutItsMutex) {
+  auto state = std::make_shared<HandleState>("t", 2, 1.0);
+  Handle h(state);
+  state->complete(Status::ok());
+  EXPECT_FALSE(h.poll());
+  EXPECT_FALSE(state->is_done());  // one part of two
+  state->complete(Status::remote("peer 1 left"));
+  ASSERT_TRUE(state->is_done());
+  state->mu.lock();
+  auto answers = std::async(std::launch::async, [&] {
+    return std::make_tuple(h.poll(), h.wait().code(), h.wait(std::chrono::milliseconds(0)).code(),
+                           h.wait(std::chrono::seconds(5)).code());
+  });
+  const bool answered = answers.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  state->mu.unlock();
+  ASSERT_TRUE(answered) << "a complete handle's poll or wait waited for its mutex";
+  const auto [polled, waited, looked, timed] = answers.get();
+  EXPECT_TRUE(polled);
+  EXPECT_EQ(waited, StatusCode::kRemote);
+  EXPECT_EQ(looked, StatusCode::kRemote);
+  EXPECT_EQ(timed, StatusCode::kRemote);
 }
 
 }  // namespace

@@ -55,6 +55,11 @@ if not in_place:
     want |= {"MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER"}
 assert want <= phases, phases
 assert all(e["dur"] >= 0 for e in events if e.get("ph") == "X")
+# Every phase lies within the job: NEGOTIATE starts at the tensor's enqueue, which rank 0
+# stamps only when its timeline is on (Engine::enqueue_stamp).
+end = max(e["ts"] + e["dur"] for e in events if e.get("ph") == "X")
+assert all(e["ts"] >= 0 and e["ts"] + e["dur"] <= end for e in events if e.get("ph") == "X")
+assert all(e["dur"] < 60e6 for e in events if e.get("name") == "NEGOTIATE")
 for e in events:
     if e.get("name") == "ALLREDUCE":
         assert {"algorithm", "backend", "bytes", "tensors"} <= set(e["args"]), e
