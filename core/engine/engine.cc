@@ -32,6 +32,9 @@ constexpr size_t kStandAsideBytes = size_t{256} << 10;
 // After this many bursts in a row whose round a helping caller ran, the background thread
 // expects the next one to be helped too (Engine::wait_for_round).
 constexpr int kPredictHelpAfter = 3;
+// Expecting a helper, the background thread sleeps through this many cycle times after a
+// burst's first enqueue: a burst nobody waits on goes then (once: it ends the prediction).
+constexpr int kPredictedBurstCycles = 8;
 // How long a failing rank waits for the other ranks' failure posts before it fails its handles
 // (part of the margin over HORA_TIMEOUT_S within which a dead or stopped rank is reported).
 constexpr std::chrono::milliseconds kBoardWait{1000};
@@ -225,12 +228,14 @@ bool Engine::wait_for_round() {
     const Clock::time_point until = Clock::now() + cycle;
     if (predicting_help()) {
       // The last bursts were all taken by a caller that waited and helped (a training loop's
-      // steps): expect this one to be too, and sleep through the cycle time instead of quiet
-      // windows. Their wake-ups, and the stand-aside wake-up (waiting()), each took the core
-      // a rank at work needed: with two ranks on two cores, a 200 x 4 B step fell from
-      // 51-74 us to 39-41 us without them. A burst nobody waits on goes at the cycle time.
+      // steps): expect this one to be too, and sleep through kPredictedBurstCycles cycle
+      // times instead of quiet windows. Their wake-ups, and the stand-aside wake-up
+      // (waiting()), each took the core a rank at work needed: with two ranks on two cores, a
+      // 200 x 4 B step fell from 51-74 us to 39-41 us without them, and a 200 x 16 KiB step
+      // (about 240 us, a quarter of a cycle time) lost the wake-up at each cycle's end. A
+      // burst nobody waits on goes when the window ends, and ends the prediction.
       size_t n = 0;
-      queue_.wait_in_burst(until, &n);
+      queue_.wait_in_burst(Clock::now() + cycle * kPredictedBurstCycles, &n);
     } else {
       size_t seen = queue_.fresh_count();
       while (true) {

@@ -133,8 +133,9 @@ TEST(EngineHelp, ATimedWaitOnATensorNoPeerSubmittedReturnsInTime) {
 
 TEST(EngineHelp, AfterHelpedStepsAStepNobodyWaitsOnStillGoes) {
   // A long cycle time: the background thread, expecting a helper after the helped steps,
-  // sleeps through it; the step nobody waits on goes when it ends.
-  reinit({{"HORA_CYCLE_TIME_MS", "300"}});
+  // sleeps through eight of them (kPredictedBurstCycles); the step nobody waits on goes when
+  // they end.
+  reinit({{"HORA_CYCLE_TIME_MS", "100"}});
   run_steps("streak.", 8, 12);
   for (int round = 0; round < 2; ++round) {
     std::vector<float> x(5, static_cast<float>(rank() + 1));
