@@ -40,9 +40,19 @@ struct AllreduceCalibration {
   double took_ms = 0;  // the calibration's own wall time on this rank (not agreed; for logs)
 
   // True when it holds figures for `cost_model` (the selector ignores it otherwise).
-  bool applies_to(const std::string& model) const { return applies_to(model.c_str()); }
-  bool applies_to(const char* model) const {
+  bool applies_to(const std::string& model) const {
     return !sizes.empty() && !algorithms.empty() && cost_model == model;
+  }
+  // The same for a Communicator::cost_model(), a string literal: the one last found equal is
+  // known by its address, without a string compare on auto's every allreduce (an eighth of
+  // its own instructions around an 8-byte shared-memory allreduce). Any other string: the
+  // overload above.
+  bool applies_to(const char* model) const {
+    if (model != nullptr && model == matched_model_.load(std::memory_order_relaxed)) return true;
+    if (model == nullptr || sizes.empty() || algorithms.empty() || cost_model != model)
+      return false;
+    matched_model_.store(model, std::memory_order_relaxed);
+    return true;
   }
   // Estimated microseconds of `algorithm` at `bytes`: the probes' figures interpolated
   // linearly in bytes between neighbouring probe sizes; below the smallest probe its figure;
@@ -68,6 +78,7 @@ struct AllreduceCalibration {
     us = other.us;
     took_ms = other.took_ms;
     for (auto& c : choices_) c.store(0, std::memory_order_relaxed);
+    matched_model_.store(nullptr, std::memory_order_relaxed);
     return *this;
   }
 
@@ -75,6 +86,8 @@ struct AllreduceCalibration {
   static constexpr size_t kChoices = 64;
   // (bytes + 1) << 8 | algorithm; 0: empty. Sizes of 2^56 bytes and more are never cached.
   mutable std::atomic<uint64_t> choices_[kChoices] = {};
+  // The address of the cost model applies_to() last found equal to cost_model; null: none.
+  mutable std::atomic<const char*> matched_model_{nullptr};
 };
 
 struct CalibrationOptions {

@@ -53,7 +53,8 @@ class Communicator {
   virtual const char* backend_name() const = 0;
   // The selector's cost-table row for this communicator (collectives/selector.cc): the backend
   // name, unless its costs depend on how it was set up ("builtin-shm": the builtin backend with
-  // its shared-memory collectives, every rank on one host).
+  // its shared-memory collectives, every rank on one host). A string literal: a calibration
+  // remembers the one it matched by its address (AllreduceCalibration::applies_to).
   virtual const char* cost_model() const { return backend_name(); }
 
   // Point to point. `bytes` may be 0. Blocking forms return when the buffer may be reused.

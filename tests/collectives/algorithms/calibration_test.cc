@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -250,6 +251,32 @@ TEST(CalibrationTest, SelectorUsesItOnlyForItsCostModel) {
             Algorithm::kNative);
   EXPECT_EQ(select_allreduce(1000, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
             Algorithm::kRing);
+}
+
+TEST(CalibrationTest, AppliesToItsCostModelByNameAndThenByAddress) {
+  AllreduceCalibration cal = handmade();  // measured on "builtin-shm"
+  const char* literal = "builtin-shm";
+  EXPECT_FALSE(cal.applies_to(static_cast<const char*>(nullptr)));
+  EXPECT_FALSE(cal.applies_to("builtin"));
+  EXPECT_TRUE(cal.applies_to(literal));  // by name; remembered by address
+  EXPECT_TRUE(cal.applies_to(literal));
+  EXPECT_FALSE(cal.applies_to(static_cast<const char*>(nullptr)));
+  EXPECT_FALSE(cal.applies_to("builtin"));
+  EXPECT_TRUE(cal.applies_to(std::string("builtin-shm")));
+  EXPECT_FALSE(cal.applies_to(std::string("gloo")));
+  // A copy remembers nothing, and a calibration without figures applies to nothing.
+  AllreduceCalibration empty = cal;
+  empty.sizes.clear();
+  EXPECT_FALSE(empty.applies_to(literal));
+  EXPECT_FALSE(empty.applies_to(std::string("builtin-shm")));
+  const char* gloo = "gloo";
+  AllreduceCalibration other = cal;
+  other.cost_model = gloo;
+  EXPECT_FALSE(other.applies_to(literal));
+  EXPECT_TRUE(other.applies_to(gloo));  // remembered
+  other = cal;                          // forgets it
+  EXPECT_FALSE(other.applies_to(gloo));
+  EXPECT_TRUE(other.applies_to(literal));
 }
 
 }  // namespace
