@@ -225,7 +225,6 @@ bool Engine::wait_for_round() {
     // its requests are still here (it enqueues nothing more: a lone blocking call goes at
     // once), so a step's tensors enqueued back to back are negotiated and fused at once.
     const uint64_t takes = queue_.takes();
-    const Clock::time_point until = Clock::now() + cycle;
     if (predicting_help()) {
       // The last bursts were all taken by a caller that waited and helped (a training loop's
       // steps): expect this one to be too, and sleep through kPredictedBurstCycles cycle
@@ -237,6 +236,7 @@ bool Engine::wait_for_round() {
       size_t n = 0;
       queue_.wait_in_burst(Clock::now() + cycle * kPredictedBurstCycles, &n);
     } else {
+      const Clock::time_point until = Clock::now() + cycle;
       size_t seen = queue_.fresh_count();
       while (true) {
         const Clock::time_point t = Clock::now();
@@ -367,7 +367,7 @@ bool Engine::waiting() {
   // over before the window ends, so waking the thread would only cost its wake-up (on a shared
   // core, mpirun binding each rank to one, it preempts the waker; a 16-tensor 128 B call went from
   // 12 to 40 us in some runs). While the thread predicts a helper (wait_for_round), it sleeps
-  // through the cycle time whatever the burst's size, and is not woken either.
+  // through its window whatever the burst's size, and is not woken either.
   queue_.waiting(!help ? 0 : predicting_help() ? SIZE_MAX : kStandAsideBytes);
   return help;
 }
@@ -388,10 +388,7 @@ void Engine::help(const detail::HandleState& state) {
       break;
     }
     if (!ran) break;
-    {
-      MutexLock lock(&state.mu);
-      if (state.done) break;
-    }
+    if (state.is_done()) break;
     // Not done yet. A round that agreed nothing waits for other ranks: the loop's cycle
     // pacing takes over rather than this thread spinning rounds.
     if (!last_round_progressed_.load(std::memory_order_acquire)) {
