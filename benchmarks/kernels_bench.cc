@@ -4,6 +4,10 @@
 // before any timing, and reports bytes/s with bytes = 64 MiB per iteration, the size of
 // one buffer, for every kernel alike:
 //   memcpy              reads 64 MiB, writes 64 MiB
+//   copy/<isa>          the same with kernels::copy (the collectives' data path copy);
+//                       both copy and memcpy here go in 512 KiB pieces (bm_copy)
+//   .../dst+16          the same into a destination 16 bytes past a page (a glibc heap
+//                       block's start): memcpy's `rep movsb` slows down there on some CPUs
 //   reduce_sum/<dtype>  dst += src: reads 2 x 64 MiB, writes 64 MiB
 //   reduce_sum_l2/float32  the same on 128 KiB buffers (bytes = 128 KiB per iteration),
 //                       L2-resident, to show the compute-bound vector/scalar ratio
@@ -39,6 +43,7 @@ constexpr size_t kBufferBytes = size_t{64} << 20;
 // ratio once memory bandwidth no longer caps the vector paths.
 constexpr size_t kCachedBytes = size_t{128} << 10;
 constexpr const char* kCachedPrefix = "reduce_sum_l2";
+constexpr size_t kCopyPieceBytes = size_t{512} << 10;
 
 // A page-aligned buffer, written once so that every page is faulted in before timing.
 class Buffer {
@@ -67,15 +72,33 @@ void fill(void* dst, size_t bytes, DataType dtype, float value) {
   for (size_t i = 0; i < count; ++i) p[i] = bits;
 }
 
-void bm_memcpy(benchmark::State& state) {
-  Buffer src, dst;
-  std::memset(src.data(), 1, kBufferBytes);  // Pre-fault both buffers.
-  std::memset(dst.data(), 0, kBufferBytes);
+// Copies the buffer with memcpy (`copy` false) or kernels::copy on `isa`, into a destination
+// `dst_offset` bytes past a page (the buffers hold a page more than they copy), in pieces of
+// kCopyPieceBytes: the slice the shared-memory allreduce copies per step at 2 ranks (half its
+// 1 MiB slot). One call per piece, as there: glibc's memcpy takes `rep movsb` from about 2 KiB
+// up to a threshold it sets from the cache sizes (on AMD CPUs, the L2's), and vector moves
+// above, so a single 64 MiB call would not show what the collectives' copies get.
+void bm_copy(benchmark::State& state, bool copy, Isa isa, size_t dst_offset) {
+  if (copy && !hora::kernels::select_isa(isa)) {
+    state.SkipWithError("ISA not supported by this CPU");
+    return;
+  }
+  Buffer src(kBufferBytes + 4096), dst(kBufferBytes + 4096);
+  std::memset(src.data(), 1, kBufferBytes + 4096);  // Pre-fault both buffers.
+  std::memset(dst.data(), 0, kBufferBytes + 4096);
+  void* to = static_cast<char*>(dst.data()) + dst_offset;
+  const auto* from = static_cast<const char*>(src.data());
   for (auto _ : state) {
-    std::memcpy(dst.data(), src.data(), kBufferBytes);
+    for (size_t at = 0; at < kBufferBytes; at += kCopyPieceBytes) {
+      if (copy)
+        hora::kernels::copy(static_cast<char*>(to) + at, from + at, kCopyPieceBytes);
+      else
+        std::memcpy(static_cast<char*>(to) + at, from + at, kCopyPieceBytes);
+    }
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kBufferBytes));
+  hora::kernels::select_isa(hora::kernels::best_isa());
 }
 
 void bm_reduce_sum(benchmark::State& state, DataType dtype, Isa isa, size_t bytes) {
@@ -113,6 +136,15 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> rates_;  // By benchmark name ("reduce_sum/float32/avx2").
 };
 
+// The destination offsets of the copy benchmarks: none, and the 16 bytes of a glibc heap
+// block's header (a std::vector of a few MiB starts 16 bytes past a page).
+constexpr size_t kCopyOffsets[] = {0, 16};
+
+std::string copy_name(const char* isa, size_t dst_offset) {
+  return std::string(isa == nullptr ? "memcpy" : "copy/") + (isa == nullptr ? "" : isa) +
+         (dst_offset == 0 ? "" : "/dst+" + std::to_string(dst_offset));
+}
+
 std::string reduce_name(DataType dtype, Isa isa, const char* prefix = "reduce_sum") {
   return std::string(prefix) + "/" + hora::data_type_name(dtype) + "/" +
          hora::kernels::isa_name(isa);
@@ -127,9 +159,21 @@ void print_summary(const std::map<std::string, double>& rates, const std::vector
   const double scalar_f32 = find(reduce_name(DataType::kFloat32, Isa::kScalar));
   std::printf(
       "\nSummary (GB/s = 1e9 bytes/s, bytes = one buffer per iteration: 64 MiB, or 128 KiB "
-      "for _l2; the console's G/s is 2^30 bytes/s; memcpy moves 2x the buffer, reduce 3x):\n");
+      "for _l2; the console's G/s is 2^30 bytes/s; memcpy and copy move 2x the buffer, reduce "
+      "3x):\n");
   std::printf("%-28s %9s %10s %12s\n", "kernel", "GB/s", "x memcpy", "x scalar");
   std::printf("%-28s %9.2f %10.2f %12s\n", "memcpy", memcpy_rate / 1e9, 1.0, "");
+  for (size_t offset : kCopyOffsets) {
+    std::vector<std::string> names;
+    if (offset != 0) names.push_back(copy_name(nullptr, offset));
+    for (Isa isa : isas) names.push_back(copy_name(hora::kernels::isa_name(isa), offset));
+    for (const std::string& name : names) {
+      const double rate = find(name);
+      if (rate > 0)
+        std::printf("%-28s %9.2f %10.2f %12s\n", name.c_str(), rate / 1e9,
+                    memcpy_rate > 0 ? rate / memcpy_rate : 0.0, "");
+    }
+  }
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
     const double scalar = find(reduce_name(dtype, Isa::kScalar));
     for (Isa isa : isas) {
@@ -171,7 +215,18 @@ int main(int argc, char** argv) {
       std::printf("note: this CPU lacks %s; its benchmarks are not registered\n",
                   hora::kernels::isa_name(isa));
   }
-  benchmark::RegisterBenchmark("memcpy", bm_memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (size_t offset : kCopyOffsets) {
+    benchmark::RegisterBenchmark(copy_name(nullptr, offset).c_str(), bm_copy, false, Isa::kScalar,
+                                 offset)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    for (Isa isa : isas) {
+      benchmark::RegisterBenchmark(copy_name(hora::kernels::isa_name(isa), offset).c_str(), bm_copy,
+                                   true, isa, offset)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
     for (Isa isa : isas) {
       benchmark::RegisterBenchmark(reduce_name(dtype, isa).c_str(), bm_reduce_sum, dtype, isa,

@@ -122,7 +122,7 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
     // is 1): no algorithm to select (the selector's estimates cost more than a small tensor's
     // whole allreduce) or run.
     const auto start = Clock::now();
-    if (in != out && bytes > 0) std::memcpy(out, in, bytes);
+    kernels::copy(out, in, bytes);
     if (timeline_.enabled())
       record(responses, bucket, "ALLREDUCE", start,
              {{"algorithm", "local"},

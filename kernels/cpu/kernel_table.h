@@ -46,6 +46,8 @@ using BinaryFn = void (*)(void* dst, const void* a, const void* b, size_t count)
 using ScaleFn = void (*)(void* dst, const void* src, size_t count, double factor);
 // Element-wise conversion between float32 and a 16-bit float format.
 using ConvertFn = void (*)(void* dst, const void* src, size_t count);
+// dst = src, `bytes` bytes; no overlap (kernels.h: copy).
+using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
 
 // Entries an op does not define are null: binary[kDtBool][kOpSum / kOpAverage] and
 // scale_copy[kDtBool] (sum, average and scaling have no meaning on truth values).
@@ -56,6 +58,7 @@ struct KernelTable {
   ConvertFn f16_to_f32;
   ConvertFn f32_to_bf16;
   ConvertFn bf16_to_f32;
+  CopyFn copy;
 };
 
 // Each is defined in its own ISA translation unit. REQUIRES: the CPU supports that ISA

@@ -10,6 +10,8 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "kernels/cpu/lanes.h"
 #include "kernels/round_scaled.h"
@@ -142,6 +144,47 @@ void convert_kernel(void* dst, const void* src, size_t count) {
   for_each_block<SrcVL, ScalarLanes<kSrcDt>>(count, body);
 }
 
+// Copies below this many bytes go to memcpy, whose small-size path is vector moves too; from
+// it on, memcpy may take the string instruction (rep movsb), whose speed depends on the
+// destination's alignment on some CPUs (kernels.h: copy).
+inline constexpr size_t kCopyVectorFrom = 2048;
+
+// dst = src, `bytes` bytes, no overlap. memcpy with one lane, below kCopyVectorFrom, and when
+// dst and src lie at the same offset in a cache line (there the string instruction runs at
+// its best). Otherwise VL (byte lanes) registers: one unaligned register at dst, then blocks
+// of kUnroll registers stored at addresses aligned to a register (the first aligned byte on),
+// then the last block ending at the last byte, unaligned (it may rewrite bytes already
+// written, with the same values).
+template <class VL>
+void copy_kernel(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  if constexpr (VL::kWidth == 1) {
+    memcpy(d, s, bytes);
+  } else {
+    constexpr size_t kReg = sizeof(typename VL::Reg);
+    constexpr size_t kBlock = kUnroll * kReg;
+    static_assert(kCopyVectorFrom >= 2 * kBlock, "the head and the last block fit");
+    const uintptr_t apart = reinterpret_cast<uintptr_t>(d) - reinterpret_cast<uintptr_t>(s);
+    if (bytes < kCopyVectorFrom || apart % 64 == 0) {
+      memcpy(d, s, bytes);
+      return;
+    }
+    VL::store(d, VL::load(s));
+    size_t i = (kReg - reinterpret_cast<uintptr_t>(d) % kReg) % kReg;
+    typename VL::Reg r[kUnroll];
+    for (; i + kBlock <= bytes; i += kBlock) {
+      for (int k = 0; k < kUnroll; ++k) r[k] = VL::load(s + i + k * kReg);
+      for (int k = 0; k < kUnroll; ++k) VL::store(d + i + k * kReg, r[k]);
+    }
+    if (i < bytes) {
+      const size_t last = bytes - kBlock;
+      for (int k = 0; k < kUnroll; ++k) r[k] = VL::load(s + last + k * kReg);
+      for (int k = 0; k < kUnroll; ++k) VL::store(d + last + k * kReg, r[k]);
+    }
+  }
+}
+
 // bool gets min, max and product only; its sum, average and scale entries stay null.
 template <class P, int kDt>
 void fill_dtype(KernelTable& table) {
@@ -180,6 +223,7 @@ KernelTable make_table() {
   table.f16_to_f32 = &convert_kernel<P, kDtFloat16, kDtFloat32>;
   table.f32_to_bf16 = &convert_kernel<P, kDtFloat32, kDtBFloat16>;
   table.bf16_to_f32 = &convert_kernel<P, kDtBFloat16, kDtFloat32>;
+  table.copy = &copy_kernel<typename P::template Lanes<kDtUint8>>;
   return table;
 }
 

@@ -1,7 +1,5 @@
 // scale / scale_copy: the entry points, forwarding to the active ISA's table. factor == 1.0
 // is a no-op / plain copy (bit-exact, NaN payloads included).
-#include <cstring>
-
 #include "core/base/logging.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/kernels.h"
@@ -14,7 +12,7 @@ void scale_copy(void* dst, const void* src, size_t count, DataType dtype, double
   HORA_CHECK(dt >= 0 && dt < kNumDataTypes) << "dtype " << dt;
   if (count == 0) return;
   if (factor == 1.0) {
-    if (dst != src) std::memcpy(dst, src, count * data_type_bytes(dtype));
+    copy(dst, src, count * data_type_bytes(dtype));
     return;
   }
   const detail::ScaleFn fn = detail::active_table().scale_copy[dt];

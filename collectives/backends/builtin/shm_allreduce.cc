@@ -51,7 +51,7 @@ Status small_allreduce(ShmExchange& x, const void* in, void* out, size_t count, 
   const int n = x.size();
   const size_t bytes = count * data_type_bytes(dtype);
   const uint64_t step = x.next_step();
-  std::memcpy(x.slot(x.rank(), step, bytes), in, bytes);
+  kernels::copy(x.slot(x.rank(), step, bytes), in, bytes);
   HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
   auto* dst = static_cast<uint8_t*>(out);
   if (n == 2 && factor == 1.0) {  // the common case, without the block loop
@@ -105,8 +105,8 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
     if (my_offset < 0) {
       const uint8_t* from = src + first * esize;
       uint8_t* to = x.slot(r, step, used);
-      std::memcpy(to, from, lo * esize);
-      std::memcpy(to + hi * esize, from + hi * esize, (m - hi) * esize);
+      kernels::copy(to, from, lo * esize);
+      kernels::copy(to + hi * esize, from + hi * esize, (m - hi) * esize);
     }
     // 2. sync A
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
@@ -140,7 +140,7 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
       const uint8_t* result =
           in_place[q] ? x.shared(q) + sources[q] + first * esize : x.slot(q, step, used);
       if (qhi > qlo)
-        std::memcpy(dst + (first + qlo) * esize, result + qlo * esize, (qhi - qlo) * esize);
+        kernels::copy(dst + (first + qlo) * esize, result + qlo * esize, (qhi - qlo) * esize);
     }
   }
   // Peers copy results out of in-place shared regions: keep them until every peer is done.
@@ -160,9 +160,9 @@ Status shm_broadcast(ShmExchange& x, void* buf, size_t count, DataType dtype, in
   for (size_t first = 0; first < bytes; first += x.slot_bytes()) {
     const size_t m = std::min(x.slot_bytes(), bytes - first);
     const uint64_t step = x.next_step();
-    if (x.rank() == root) std::memcpy(x.slot(root, step, m), data + first, m);
+    if (x.rank() == root) kernels::copy(x.slot(root, step, m), data + first, m);
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "broadcast"));
-    if (x.rank() != root) std::memcpy(data + first, x.slot(root, step, m), m);
+    if (x.rank() != root) kernels::copy(data + first, x.slot(root, step, m), m);
   }
   return Status::ok();
 }
@@ -195,13 +195,13 @@ Status shm_allgatherv(ShmExchange& x, const void* in, void* out, const std::vect
     const uint64_t step = x.next_step();
     const size_t used = std::min(x.slot_bytes(), largest - at);  // the same on every rank
     if (at < mine)
-      std::memcpy(x.slot(r, step, used), src + at, std::min(x.slot_bytes(), mine - at));
+      kernels::copy(x.slot(r, step, used), src + at, std::min(x.slot_bytes(), mine - at));
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allgatherv"));
     for (int q = 0; q < n; ++q) {
       const size_t theirs = offset[q + 1] - offset[q];
       if (q == r || at >= theirs) continue;
-      std::memcpy(dst + offset[q] + at, x.slot(q, step, used),
-                  std::min(x.slot_bytes(), theirs - at));
+      kernels::copy(dst + offset[q] + at, x.slot(q, step, used),
+                    std::min(x.slot_bytes(), theirs - at));
     }
   }
   return Status::ok();
@@ -245,8 +245,8 @@ Status shm_reducescatter(ShmExchange& x, const void* in, void* out,
     const size_t a = std::min(std::max(lo, first), end), b = std::max(a, std::min(hi, end));
     const size_t used = (end - first) * esize;
     uint8_t* slot = x.slot(r, step, used);
-    std::memcpy(slot, src + first * esize, (a - first) * esize);
-    std::memcpy(slot + (b - first) * esize, src + b * esize, (end - b) * esize);
+    kernels::copy(slot, src + first * esize, (a - first) * esize);
+    kernels::copy(slot + (b - first) * esize, src + b * esize, (end - b) * esize);
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "reducescatter"));
     if (b > a) {
       for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step, used) + (a - first) * esize;

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/kernels.h"
+
 namespace hora {
 namespace collectives {
 namespace builtin {
@@ -157,8 +159,8 @@ StatusOr<size_t> ShmLink::write_some(const ConstSpan* spans, int count) {
     size_t n = std::min(budget, spans[i].bytes);
     size_t pos = tx_head_ & mask_;
     size_t first = std::min(n, capacity - pos);
-    std::memcpy(tx_ring_ + pos, src, first);
-    if (n > first) std::memcpy(tx_ring_, src + first, n - first);
+    kernels::copy(tx_ring_ + pos, src, first);
+    if (n > first) kernels::copy(tx_ring_, src + first, n - first);
     tx_head_ += n;
     written += n;
     budget -= n;
@@ -183,8 +185,8 @@ StatusOr<size_t> ShmLink::read_some(void* data, size_t bytes) {
   size_t pos = rx_tail_ & mask_;
   size_t first = std::min(n, capacity - pos);
   auto* out = static_cast<uint8_t*>(data);
-  std::memcpy(out, rx_ring_ + pos, first);
-  if (n > first) std::memcpy(out + first, rx_ring_, n - first);
+  kernels::copy(out, rx_ring_ + pos, first);
+  if (n > first) kernels::copy(out + first, rx_ring_, n - first);
   rx_tail_ += n;
   rx_->tail.store(rx_tail_, std::memory_order_release);
   peer_bell_.ring();

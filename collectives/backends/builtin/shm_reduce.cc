@@ -1,7 +1,6 @@
 #include "collectives/backends/builtin/shm_reduce.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "kernels/kernels.h"
 
@@ -25,14 +24,14 @@ void reduce_sources(const std::vector<const uint8_t*>& srcs, size_t count, DataT
     const size_t m = std::min(block, count - at);
     const size_t off = at * esize;
     if (n == 1) {
-      std::memcpy(tmp, srcs[0] + off, m * esize);
+      kernels::copy(tmp, srcs[0] + off, m * esize);
     } else {
       kernels::reduce3(tmp, srcs[0] + off, srcs[1] + off, m, dtype, op);
       for (int p = 2; p < n; ++p) kernels::reduce(tmp, srcs[p] + off, m, dtype, op);
     }
     if (factor != 1.0) kernels::scale(tmp, m, dtype, factor);
-    std::memcpy(dst + off, tmp, m * esize);
-    if (dst2 != nullptr) std::memcpy(dst2 + off, tmp, m * esize);
+    kernels::copy(dst + off, tmp, m * esize);
+    if (dst2 != nullptr) kernels::copy(dst2 + off, tmp, m * esize);
   }
 }
 

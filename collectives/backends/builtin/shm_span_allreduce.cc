@@ -61,8 +61,8 @@ class SpanVector {
   void copy_out(size_t lo, size_t hi, const uint8_t* from) const {
     for_each(lo, hi, [&](const ReduceSpan& s, size_t at, size_t logical, size_t k) {
       if (s.out != nullptr)
-        std::memcpy(static_cast<uint8_t*>(s.out) + at * esize_, from + (logical - lo) * esize_,
-                    k * esize_);
+        kernels::copy(static_cast<uint8_t*>(s.out) + at * esize_, from + (logical - lo) * esize_,
+                      k * esize_);
     });
   }
 
