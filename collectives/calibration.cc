@@ -89,28 +89,10 @@ double AllreduceCalibration::estimate_us(Algorithm algorithm, size_t bytes) cons
   return t[last] + (b - top) * per_byte;
 }
 
-namespace {
-
-size_t choice_slot(size_t bytes, size_t slots) {
-  return (bytes ^ (bytes >> 7) ^ (bytes >> 17)) % slots;
-}
-
-constexpr uint64_t kLargestCached = (uint64_t{1} << 56) - 2;
-
-}  // namespace
-
-bool AllreduceCalibration::cached_choice(size_t bytes, Algorithm* algorithm) const {
-  if (bytes > kLargestCached) return false;
-  const uint64_t word = choices_[choice_slot(bytes, kChoices)].load(std::memory_order_relaxed);
-  if (word == 0 || (word >> 8) != uint64_t{bytes} + 1) return false;
-  *algorithm = static_cast<Algorithm>(word & 0xff);
-  return true;
-}
-
 void AllreduceCalibration::cache_choice(size_t bytes, Algorithm algorithm) const {
   if (bytes > kLargestCached) return;
-  choices_[choice_slot(bytes, kChoices)].store(
-      ((uint64_t{bytes} + 1) << 8) | static_cast<uint8_t>(algorithm), std::memory_order_relaxed);
+  choices_[choice_slot(bytes)].store(((uint64_t{bytes} + 1) << 8) | static_cast<uint8_t>(algorithm),
+                                     std::memory_order_relaxed);
 }
 
 std::string AllreduceCalibration::describe() const {

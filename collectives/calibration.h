@@ -66,7 +66,14 @@ struct AllreduceCalibration {
   // topology are fixed, so a choice depends on the size alone): true and *algorithm when
   // `bytes` was chosen for before. Any thread; lock-free (a direct-mapped table of atomic
   // words: a collision only forgets). Copies start with an empty memo.
-  bool cached_choice(size_t bytes, Algorithm* algorithm) const;
+  // Inline: auto's every allreduce asks it.
+  bool cached_choice(size_t bytes, Algorithm* algorithm) const {
+    if (bytes > kLargestCached) return false;
+    const uint64_t word = choices_[choice_slot(bytes)].load(std::memory_order_relaxed);
+    if (word == 0 || (word >> 8) != uint64_t{bytes} + 1) return false;
+    *algorithm = static_cast<Algorithm>(word & 0xff);
+    return true;
+  }
   void cache_choice(size_t bytes, Algorithm algorithm) const;
 
   AllreduceCalibration() = default;
@@ -84,6 +91,10 @@ struct AllreduceCalibration {
 
  private:
   static constexpr size_t kChoices = 64;
+  static constexpr uint64_t kLargestCached = (uint64_t{1} << 56) - 2;
+  static size_t choice_slot(size_t bytes) {
+    return (bytes ^ (bytes >> 7) ^ (bytes >> 17)) % kChoices;
+  }
   // (bytes + 1) << 8 | algorithm; 0: empty. Sizes of 2^56 bytes and more are never cached.
   mutable std::atomic<uint64_t> choices_[kChoices] = {};
   // The address of the cost model applies_to() last found equal to cost_model; null: none.

@@ -349,24 +349,33 @@ Selection select_uncached(size_t bytes, int ranks, const std::string& backend, A
   return best;
 }
 
+// Auto's algorithm for `bytes` on `comm`. A size already chosen on this communicator's
+// calibration: its memoised choice, without the estimate select_allreduce also returns (at 8 B
+// on shared memory, the estimate and the backend name made into a string were a tenth of the
+// whole call). The first choice of a size, and auto without a calibration, select; that path
+// (a Selection, a log line) stays out of line, so that the memoised one sets up no frame for
+// it.
+__attribute__((noinline)) Algorithm select_uncached(Communicator& comm, size_t bytes,
+                                                    const Topology* t) {
+  return select_allreduce(bytes, comm.size(), comm.cost_model(), Algorithm::kAuto, t).algorithm;
+}
+
+Algorithm resolve_auto(Communicator& comm, size_t bytes, const Topology* t) {
+  const AllreduceCalibration* cal = t != nullptr ? t->calibration.get() : nullptr;
+  Algorithm algorithm = Algorithm::kAuto;
+  if (cal != nullptr && cal->cached_choice(bytes, &algorithm) && comm.size() == t->size() &&
+      cal->applies_to(comm.cost_model()))
+    return algorithm;
+  return select_uncached(comm, bytes, t);
+}
+
 }  // namespace
 
 Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,
                      size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "allreduce"));
-  if (algorithm == Algorithm::kAuto) {
-    const size_t bytes = count * data_type_bytes(dtype);
-    // A size already chosen on this communicator's calibration: its memoised choice, without
-    // the estimate select_allreduce also returns (at 8 B on shared memory, the estimate and
-    // the backend name made into a string were a tenth of the whole call).
-    const Topology* t = options.topology;
-    const AllreduceCalibration* cal = t != nullptr ? t->calibration.get() : nullptr;
-    if (cal == nullptr || comm.size() != t->size() || !cal->applies_to(comm.cost_model()) ||
-        !cal->cached_choice(bytes, &algorithm)) {
-      algorithm =
-          select_allreduce(bytes, comm.size(), comm.cost_model(), Algorithm::kAuto, t).algorithm;
-    }
-  }
+  if (algorithm == Algorithm::kAuto)
+    algorithm = resolve_auto(comm, count * data_type_bytes(dtype), options.topology);
   switch (algorithm) {
     case Algorithm::kRing: return ring_allreduce(comm, in, out, count, dtype, op, options);
     case Algorithm::kTree: return tree_allreduce(comm, in, out, count, dtype, op, options);

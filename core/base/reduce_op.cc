@@ -31,12 +31,7 @@ StatusOr<ReduceOp> reduce_op_from_int(int value) {
   return static_cast<ReduceOp>(value);
 }
 
-bool is_reduce_op_defined(ReduceOp op, DataType dtype) {
-  return dtype != DataType::kBool || (op != ReduceOp::kSum && op != ReduceOp::kAverage);
-}
-
-Status check_reduce_op(ReduceOp op, DataType dtype, const char* what) {
-  if (is_reduce_op_defined(op, dtype)) return Status::ok();
+Status reduce_op_undefined(ReduceOp op, DataType dtype, const char* what) {
   return Status::invalid_argument(std::string(what) + " op " + reduce_op_name(op) +
                                   " is not defined for " + data_type_name(dtype) +
                                   "; use min (logical and) or max (logical or)");

@@ -27,12 +27,20 @@ StatusOr<ReduceOp> parse_reduce_op(const std::string& name);
 StatusOr<ReduceOp> reduce_op_from_int(int value);
 
 // False only for sum and average on bool.
-bool is_reduce_op_defined(ReduceOp op, DataType dtype);
-// OK when is_reduce_op_defined(op, dtype); otherwise kInvalidArgument "<what> op sum is not
-// defined for bool; use min (logical and) or max (logical or)". `what` names the caller's
-// collective ("allreduce", "tensor 'x': reducescatter", "gloo allreduce").
-// (A literal names it without building a std::string on every call that passes.)
-Status check_reduce_op(ReduceOp op, DataType dtype, const char* what);
+inline bool is_reduce_op_defined(ReduceOp op, DataType dtype) {
+  return dtype != DataType::kBool || (op != ReduceOp::kSum && op != ReduceOp::kAverage);
+}
+// check_reduce_op's error: kInvalidArgument "<what> op sum is not defined for bool; use min
+// (logical and) or max (logical or)".
+Status reduce_op_undefined(ReduceOp op, DataType dtype, const char* what);
+// OK when is_reduce_op_defined(op, dtype); otherwise reduce_op_undefined's error. `what` names
+// the caller's collective ("allreduce", "tensor 'x': reducescatter", "gloo allreduce").
+// Inline, and a literal names the collective: a call that passes (every allreduce checks, at
+// each layer it goes through) costs a compare, not a call and a std::string.
+inline Status check_reduce_op(ReduceOp op, DataType dtype, const char* what) {
+  if (is_reduce_op_defined(op, dtype)) return Status::ok();
+  return reduce_op_undefined(op, dtype, what);
+}
 inline Status check_reduce_op(ReduceOp op, DataType dtype, const std::string& what) {
   return check_reduce_op(op, dtype, what.c_str());
 }
