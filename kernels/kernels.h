@@ -58,10 +58,10 @@ void scale_copy(void* dst, const void* src, size_t count, DataType dtype, double
 // undefined. The collectives' data path copies with it rather than memcpy. glibc's memcpy
 // takes `rep movsb` from about 2 KiB up to a cache-size threshold, and on AMD EPYC that ran
 // at 0.57-0.60x its usual speed into a destination 16 bytes past a page from a page-aligned
-// source: a glibc heap block (a std::vector of a few MiB) filled from a shared slot. Where
-// dst and src lie at different offsets in a cache line, this is the active ISA's vector loop
-// with its stores aligned to a register, at memcpy's usual speed whatever the alignment
-// (kernels_bench: copy against memcpy); elsewhere memcpy.
+// source: a glibc heap block (a std::vector of a few MiB) filled from a shared slot. From
+// 2 KiB on, where dst and src lie at different offsets in a cache line, this is the active
+// ISA's vector loop with its stores aligned to a register, at memcpy's usual speed whatever
+// the alignment (kernels_bench: copy against memcpy); elsewhere memcpy itself.
 void copy(void* dst, const void* src, size_t bytes);
 
 // Casts, round-to-nearest-even, NaN stays NaN, overflow goes to infinity.

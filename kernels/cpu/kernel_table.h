@@ -48,6 +48,12 @@ using ScaleFn = void (*)(void* dst, const void* src, size_t count, double factor
 using ConvertFn = void (*)(void* dst, const void* src, size_t count);
 // dst = src, `bytes` bytes; no overlap (kernels.h: copy).
 using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
+// kernels::copy hands a copy to memcpy below kCopyVectorFrom bytes, where memcpy's own path is
+// vector moves, and when dst - src is a multiple of kCopyAlignedAlike (the same offset in a
+// cache line), where its string instruction runs at its best; only the rest reaches a table's
+// copy (on some CPUs `rep movsb` slows down when the two are not aligned alike).
+inline constexpr size_t kCopyVectorFrom = 2048;
+inline constexpr size_t kCopyAlignedAlike = 64;
 
 // Entries an op does not define are null: binary[kDtBool][kOpSum / kOpAverage] and
 // scale_copy[kDtBool] (sum, average and scaling have no meaning on truth values).

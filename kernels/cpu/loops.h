@@ -144,17 +144,12 @@ void convert_kernel(void* dst, const void* src, size_t count) {
   for_each_block<SrcVL, ScalarLanes<kSrcDt>>(count, body);
 }
 
-// Copies below this many bytes go to memcpy, whose small-size path is vector moves too; from
-// it on, memcpy may take the string instruction (rep movsb), whose speed depends on the
-// destination's alignment on some CPUs (kernels.h: copy).
-inline constexpr size_t kCopyVectorFrom = 2048;
-
-// dst = src, `bytes` bytes, no overlap. memcpy with one lane, below kCopyVectorFrom, and when
-// dst and src lie at the same offset in a cache line (there the string instruction runs at
-// its best). Otherwise VL (byte lanes) registers: one unaligned register at dst, then blocks
-// of kUnroll registers stored at addresses aligned to a register (the first aligned byte on),
-// then the last block ending at the last byte, unaligned (it may rewrite bytes already
-// written, with the same values).
+// dst = src, `bytes` bytes, no overlap; kernels::copy calls it only for copies memcpy would
+// not do well. REQUIRES: bytes >= kCopyVectorFrom (kernel_table.h).
+// One lane: memcpy. Otherwise VL (byte lanes) registers: one unaligned register at dst, then
+// blocks of kUnroll registers stored at addresses aligned to a register (the first aligned
+// byte on), then the last block ending at the last byte, unaligned (it may rewrite bytes
+// already written, with the same values).
 template <class VL>
 void copy_kernel(void* dst, const void* src, size_t bytes) {
   auto* d = static_cast<char*>(dst);
@@ -165,11 +160,6 @@ void copy_kernel(void* dst, const void* src, size_t bytes) {
     constexpr size_t kReg = sizeof(typename VL::Reg);
     constexpr size_t kBlock = kUnroll * kReg;
     static_assert(kCopyVectorFrom >= 2 * kBlock, "the head and the last block fit");
-    const uintptr_t apart = reinterpret_cast<uintptr_t>(d) - reinterpret_cast<uintptr_t>(s);
-    if (bytes < kCopyVectorFrom || apart % 64 == 0) {
-      memcpy(d, s, bytes);
-      return;
-    }
     VL::store(d, VL::load(s));
     size_t i = (kReg - reinterpret_cast<uintptr_t>(d) % kReg) % kReg;
     typename VL::Reg r[kUnroll];
