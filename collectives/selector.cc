@@ -355,8 +355,8 @@ Selection select_uncached(size_t bytes, int ranks, const std::string& backend, A
 // whole call). The first choice of a size, and auto without a calibration, select; that path
 // (a Selection, a log line) stays out of line, so that the memoised one sets up no frame for
 // it.
-__attribute__((noinline)) Algorithm select_uncached(Communicator& comm, size_t bytes,
-                                                    const Topology* t) {
+__attribute__((noinline)) Algorithm select_out_of_line(Communicator& comm, size_t bytes,
+                                                       const Topology* t) {
   return select_allreduce(bytes, comm.size(), comm.cost_model(), Algorithm::kAuto, t).algorithm;
 }
 
@@ -366,7 +366,7 @@ Algorithm resolve_auto(Communicator& comm, size_t bytes, const Topology* t) {
   if (cal != nullptr && cal->cached_choice(bytes, &algorithm) && comm.size() == t->size() &&
       cal->applies_to(comm.cost_model()))
     return algorithm;
-  return select_uncached(comm, bytes, t);
+  return select_out_of_line(comm, bytes, t);
 }
 
 }  // namespace

@@ -13,8 +13,9 @@ void copy(void* dst, const void* src, size_t bytes) {
   // memcpy's cases (loops.h, copy_kernel) decided here, before the table: the common one, a
   // small copy or one between buffers aligned alike, pays a compare rather than the dispatch.
   const uintptr_t apart = reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src);
+  if (bytes == 0 || apart == 0) return;  // (memcpy's pointers must not be null, even for 0)
   if (bytes < detail::kCopyVectorFrom || apart % detail::kCopyAlignedAlike == 0) {
-    if (apart != 0) std::memcpy(dst, src, bytes);
+    std::memcpy(dst, src, bytes);
     return;
   }
   detail::active_table().copy(dst, src, bytes);

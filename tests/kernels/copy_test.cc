@@ -69,6 +69,13 @@ TEST_P(CopyTest, OntoItselfLeavesTheBytes) {
   EXPECT_EQ(before, data);
 }
 
+TEST_P(CopyTest, NoBytesReadNorWriteAnything) {
+  std::vector<uint8_t> data(64, 7);
+  kernels::copy(data.data(), nullptr, 0);
+  kernels::copy(nullptr, data.data(), 0);
+  EXPECT_EQ(std::vector<uint8_t>(64, 7), data);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, CopyTest, ::testing::ValuesIn(kAllIsas), isa_param_name);
 
 }  // namespace
