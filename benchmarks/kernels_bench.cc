@@ -4,10 +4,11 @@
 // before any timing, and reports bytes/s with bytes = 64 MiB per iteration, the size of
 // one buffer, for every kernel alike:
 //   memcpy              reads 64 MiB, writes 64 MiB
-//   copy/<isa>          the same with kernels::copy (the collectives' data path copy);
-//                       both copy and memcpy here go in 512 KiB pieces (bm_copy)
+//   pieces/memcpy       the same in 512 KiB calls (bm_copy), as the shared-memory allreduce
+//                       copies; pieces/copy/<isa> with kernels::copy (the collectives' copy)
 //   .../dst+16          the same into a destination 16 bytes past a page (a glibc heap
-//                       block's start): memcpy's `rep movsb` slows down there on some CPUs
+//                       block's start): memcpy's `rep movsb` slows down there on some CPUs;
+//                       the pieces rows' summary ratio is to pieces/memcpy
 //   reduce_sum/<dtype>  dst += src: reads 2 x 64 MiB, writes 64 MiB
 //   reduce_sum_l2/float32  the same on 128 KiB buffers (bytes = 128 KiB per iteration),
 //                       L2-resident, to show the compute-bound vector/scalar ratio
@@ -70,6 +71,17 @@ void fill(void* dst, size_t bytes, DataType dtype, float value) {
                                                     : hora::kernels::f32_to_bf16(value);
   auto* p = static_cast<uint16_t*>(dst);
   for (size_t i = 0; i < count; ++i) p[i] = bits;
+}
+
+void bm_memcpy(benchmark::State& state) {
+  Buffer src, dst;
+  std::memset(src.data(), 1, kBufferBytes);  // Pre-fault both buffers.
+  std::memset(dst.data(), 0, kBufferBytes);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), kBufferBytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kBufferBytes));
 }
 
 // Copies the buffer with memcpy (`copy` false) or kernels::copy on `isa`, into a destination
@@ -140,8 +152,10 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 // block's header (a std::vector of a few MiB starts 16 bytes past a page).
 constexpr size_t kCopyOffsets[] = {0, 16};
 
+// "pieces/memcpy[/dst+16]" or "pieces/copy/<isa>[/dst+16]" (bm_copy); their summary ratio is
+// to "pieces/memcpy", while the reductions' is to the whole-buffer "memcpy".
 std::string copy_name(const char* isa, size_t dst_offset) {
-  return std::string(isa == nullptr ? "memcpy" : "copy/") + (isa == nullptr ? "" : isa) +
+  return std::string("pieces/") + (isa == nullptr ? "memcpy" : std::string("copy/") + isa) +
          (dst_offset == 0 ? "" : "/dst+" + std::to_string(dst_offset));
 }
 
@@ -163,15 +177,15 @@ void print_summary(const std::map<std::string, double>& rates, const std::vector
       "3x):\n");
   std::printf("%-28s %9s %10s %12s\n", "kernel", "GB/s", "x memcpy", "x scalar");
   std::printf("%-28s %9.2f %10.2f %12s\n", "memcpy", memcpy_rate / 1e9, 1.0, "");
+  const double pieces_rate = find(copy_name(nullptr, 0));
   for (size_t offset : kCopyOffsets) {
-    std::vector<std::string> names;
-    if (offset != 0) names.push_back(copy_name(nullptr, offset));
+    std::vector<std::string> names = {copy_name(nullptr, offset)};
     for (Isa isa : isas) names.push_back(copy_name(hora::kernels::isa_name(isa), offset));
     for (const std::string& name : names) {
       const double rate = find(name);
       if (rate > 0)
         std::printf("%-28s %9.2f %10.2f %12s\n", name.c_str(), rate / 1e9,
-                    memcpy_rate > 0 ? rate / memcpy_rate : 0.0, "");
+                    pieces_rate > 0 ? rate / pieces_rate : 0.0, "");
     }
   }
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}) {
@@ -215,6 +229,7 @@ int main(int argc, char** argv) {
       std::printf("note: this CPU lacks %s; its benchmarks are not registered\n",
                   hora::kernels::isa_name(isa));
   }
+  benchmark::RegisterBenchmark("memcpy", bm_memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (size_t offset : kCopyOffsets) {
     benchmark::RegisterBenchmark(copy_name(nullptr, offset).c_str(), bm_copy, false, Isa::kScalar,
                                  offset)
