@@ -46,6 +46,8 @@ std::string to_json(const RunInfo& info, const std::vector<Measurement>& results
       r["time_us"] = m.median_us;
       r["p99_us"] = m.p99_us;
       r["max_us"] = m.max_us;
+      r["iterations"] = m.iterations;
+      if (!m.round_median_us.empty()) r["round_time_us"] = m.round_median_us;
       r["algbw_gbs"] = m.algbw_gbs;
       r["busbw_gbs"] = m.busbw_gbs;
       r["wrong"] = m.wrong;

@@ -29,13 +29,12 @@ using collectives::Algorithm;
 
 class HoraImplementation : public Implementation {
  public:
-  HoraImplementation(std::string name, Algorithm algo, std::unique_ptr<collectives::Store> store,
-                     std::unique_ptr<collectives::Communicator> comm,
+  HoraImplementation(std::string name, Algorithm algo, std::shared_ptr<OwnCommunicator> own,
                      const collectives::Topology* topology)
       : name_(std::move(name)),
         algo_(algo),
-        store_(std::move(store)),
-        comm_(std::move(comm)),
+        own_(std::move(own)),
+        comm_(own_->comm.get()),
         topology_(topology) {}
 
   const std::string& name() const override { return name_; }
@@ -68,7 +67,10 @@ class HoraImplementation : public Implementation {
     options.deadline = c.deadline;
     options.scratch = &scratch_;
     options.topology = topology_;
-    if (algo_ == Algorithm::kNative) return run_native(*comm_, c);
+    // An allreduce, native included, goes through run_allreduce, the entry point auto's
+    // column goes through too, so auto/algo compares the choice and not two entry points.
+    if (algo_ == Algorithm::kNative && c.collective != Collective::kAllreduce)
+      return run_native(*comm_, c);
     const int n = comm_->size();
     switch (c.collective) {
       case Collective::kAllreduce:
@@ -101,8 +103,10 @@ class HoraImplementation : public Implementation {
  private:
   const std::string name_;
   const Algorithm algo_;
-  std::unique_ptr<collectives::Store> store_;  // outlives comm_ (its rendezvous keys)
-  std::unique_ptr<collectives::Communicator> comm_;
+  // Shared by every hora column of the run (make_implementations): the columns compare the
+  // algorithms, not the placement of separate communicators' shared memory.
+  std::shared_ptr<OwnCommunicator> own_;
+  collectives::Communicator* comm_;  // own_'s
   // The job's (its ranks are comm_'s), borrowed; or own_topology_: the job's with a
   // calibration of comm_.
   const collectives::Topology* topology_;
@@ -112,12 +116,10 @@ class HoraImplementation : public Implementation {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const ImplementationEnv& env,
-                                                                   const std::string& backend,
-                                                                   Algorithm algo) {
+StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(
+    const ImplementationEnv& env, std::shared_ptr<OwnCommunicator> own, Algorithm algo) {
   const std::string name =
       algo == Algorithm::kAuto ? "hora" : std::string("hora-") + collectives::algorithm_name(algo);
-  HORA_ASSIGN_OR_RETURN(OwnCommunicator own, implementation_communicator(env, name, backend));
   const collectives::Topology* topology =
       env.context != nullptr ? &env.context->topology() : nullptr;
   std::unique_ptr<collectives::Topology> own_topology;
@@ -125,15 +127,15 @@ StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const Impleme
   // job's calibration was measured on another cost model, so calibrate this communicator as
   // init calibrates the job's (same budget, HORA_CALIBRATE_MS), collectively on every rank.
   const double budget_ms = env.context != nullptr ? env.context->config().calibrate_ms : 0;
-  if (algo == Algorithm::kAuto && topology != nullptr && budget_ms > 0 && own.comm->size() > 1 &&
+  if (algo == Algorithm::kAuto && topology != nullptr && budget_ms > 0 && own->comm->size() > 1 &&
       (topology->calibration == nullptr ||
-       !topology->calibration->applies_to(own.comm->cost_model()))) {
+       !topology->calibration->applies_to(own->comm->cost_model()))) {
     collectives::CalibrationOptions co;
     co.budget = std::chrono::milliseconds(static_cast<int64_t>(budget_ms));
     auto cal = collectives::calibrate_allreduce(
-        *own.comm, topology, co, Deadline::after_seconds(env.context->config().timeout_s));
+        *own->comm, topology, co, Deadline::after_seconds(env.context->config().timeout_s));
     if (!cal.is_ok()) return cal.status().with_context(" (hora-bench: calibrating " + name + ")");
-    HORA_LOG(kDebug) << "hora-bench: " << name << " over " << own.comm->cost_model()
+    HORA_LOG(kDebug) << "hora-bench: " << name << " over " << own->comm->cost_model()
                      << " calibrated in " << cal.value().took_ms
                      << " ms: " << cal.value().describe();
     own_topology = std::make_unique<collectives::Topology>(*topology);
@@ -142,7 +144,7 @@ StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const Impleme
     topology = own_topology.get();
   }
   auto impl = std::unique_ptr<HoraImplementation>(
-      new HoraImplementation(name, algo, std::move(own.store), std::move(own.comm), topology));
+      new HoraImplementation(name, algo, std::move(own), topology));
   impl->keep(std::move(own_topology));
   return std::unique_ptr<Implementation>(std::move(impl));
 }

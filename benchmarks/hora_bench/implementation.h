@@ -80,10 +80,13 @@ struct ImplementationEnv {
   int gpu = -1;             // --device cuda:N resolved (sweep_memory.h); -1: host buffers
 };
 
-// hora's algorithm `algo` over a fresh communicator of `backend`.
-StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(const ImplementationEnv& env,
-                                                                   const std::string& backend,
-                                                                   collectives::Algorithm algo);
+struct OwnCommunicator;  // native_call.h
+
+// hora's algorithm `algo` over `own`, a communicator of the run's backend
+// (implementation_communicator) that every hora column shares.
+StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(
+    const ImplementationEnv& env, std::shared_ptr<OwnCommunicator> own,
+    collectives::Algorithm algo);
 // Gloo's own collectives (allreduce: ring when !bcube, else bcube). kUnimplemented when
 // hora was built without Gloo.
 StatusOr<std::unique_ptr<Implementation>> make_gloo_implementation(const ImplementationEnv& env,

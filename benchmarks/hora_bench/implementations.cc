@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "benchmarks/hora_bench/implementation.h"
+#include "benchmarks/hora_bench/native_call.h"
 #include "collectives/selector.h"
 #include "core/context.h"
 
@@ -40,9 +41,12 @@ StatusOr<std::vector<std::unique_ptr<Implementation>>> make_implementations(
   // then ring, tree, rd (allreduce), native when the communicator hora runs on has one (its
   // cost model tells: builtin's is "builtin-shm" when every rank is on one host), and
   // hierarchical across hosts.
-  HORA_ASSIGN_OR_RETURN(
-      auto first,
-      make_hora_implementation(env, backend, o.compare.empty() ? o.algo : Algorithm::kAuto));
+  // One communicator for every hora column: each algorithm runs on the same shared memory
+  // (or sockets), as a job's auto does, so the columns differ in the algorithm alone.
+  HORA_ASSIGN_OR_RETURN(OwnCommunicator comm, implementation_communicator(env, "hora", backend));
+  auto own = std::make_shared<OwnCommunicator>(std::move(comm));
+  HORA_ASSIGN_OR_RETURN(auto first, make_hora_implementation(
+                                        env, own, o.compare.empty() ? o.algo : Algorithm::kAuto));
   const std::string model = first->cost_model();
   if (o.algo == Algorithm::kNative &&
       !has_native(o.collective == Collective::kAllreduce ? model : backend)) {
@@ -65,7 +69,7 @@ StatusOr<std::vector<std::unique_ptr<Implementation>>> make_implementations(
       algos.push_back(Algorithm::kHierarchical);
   }
   for (Algorithm a : algos) {
-    HORA_ASSIGN_OR_RETURN(auto impl, make_hora_implementation(env, backend, a));
+    HORA_ASSIGN_OR_RETURN(auto impl, make_hora_implementation(env, own, a));
     impls.push_back(std::move(impl));
   }
   if (wants(o, "gloo")) {

@@ -16,6 +16,7 @@ struct RawFlags {
   std::string collective, min_bytes = "32M", max_bytes = "32M", dtype = "float32", op = "sum";
   std::string algo = "auto", backend, compare, json, csv, plot, device = "cpu";
   double step_factor = 0;
+  double min_ms = 0;
   std::string step_bytes;
   int root = 0, iters = 20, warmup = 5, check = 1, load = 0, rounds = 1;
   bool through_engine = false;
@@ -39,6 +40,9 @@ void add_flags(CLI::App& app, RawFlags& f) {
   app.add_option("--rounds", f.rounds,
                  "time every implementation this many times in turn per size, -n iterations "
                  "each, statistics over all (1); evens out a noisy machine's drift");
+  app.add_option("--min-ms", f.min_ms,
+                 "time each implementation at least this many ms per size and round: more "
+                 "than -n iterations where a call is short (0: exactly -n)");
   app.add_option("-c,--check", f.check, "check results against the closed form: 0 or 1 (1)");
   app.add_option("--algo", f.algo, "hora's allreduce algorithm: auto, ring, tree, rd, native");
   app.add_option("--backend", f.backend,
@@ -146,6 +150,13 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
                                     ": needs at least 1 round");
   }
   o.rounds = f.rounds;
+  if (!(f.min_ms >= 0 && f.min_ms <= 60000)) {
+    std::ostringstream ms;
+    ms << f.min_ms;
+    return Status::invalid_argument("--min-ms " + ms.str() +
+                                    ": expected 0 (exactly -n) to 60000 milliseconds");
+  }
+  o.min_ms = f.min_ms;
   if (f.check != 0 && f.check != 1) {
     return Status::invalid_argument("-c " + std::to_string(f.check) + ": expected 0 or 1");
   }

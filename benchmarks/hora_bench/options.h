@@ -5,7 +5,7 @@
 //
 //   hora-bench allreduce|allgather|broadcast|reducescatter|alltoall [-b MIN] [-e MAX]
 //     [-f FACTOR | -i STEP] [-d dtype] [-o op] [-r root] [-n iters] [-w warmup] [-c 0|1]
-//     [--rounds R]
+//     [--rounds R] [--min-ms T]
 //     [--algo ring|tree|rd|native|auto] [--backend builtin|gloo|mpi|nccl] [--through-engine]
 //     [--compare hora,gloo,mpi,wire,nccl] [--device cpu|cuda|cuda:N] [--json FILE] [--csv FILE]
 //     [--plot FILE.svg]
@@ -43,6 +43,10 @@ struct Options {
   // reversed every other round), -n iterations each, and its statistics taken over all of
   // them, so that a noisy machine's drift falls on every column alike.
   int rounds = 1;
+  // --min-ms: each implementation's -n timed iterations of a round are followed by as many
+  // more as bring the round to at least this many milliseconds (the count agreed by every
+  // rank), so a call of 0.3 us is timed thousands of times, not 20; 0: exactly -n.
+  double min_ms = 0;
   bool check = true;                                            // -c
   collectives::Algorithm algo = collectives::Algorithm::kAuto;  // --algo
   std::string backend;  // --backend: hora's algorithms over it; empty = job's
@@ -67,8 +71,8 @@ struct Options {
 // Parses argv (argv[0] is the program name). kInvalidArgument, one line, on any bad flag or
 // value: min > max, a size that does not parse, an unknown dtype, op, algorithm or backend,
 // an op given to a collective that reduces nothing, average on an integer dtype, -f <= 1,
-// -f together with -i, iterations < 1, warmup < 0, rounds < 1, an unknown --compare entry, a --plot
-// path not ending in .svg.
+// -f together with -i, iterations < 1, warmup < 0, rounds < 1, min-ms < 0 or over 60000, an unknown
+// --compare entry, a --plot path not ending in .svg.
 StatusOr<Options> parse_options(int argc, const char* const* argv);
 // The same for a list of arguments without the program name (tests).
 StatusOr<Options> parse_options(const std::vector<std::string>& args);

@@ -61,18 +61,31 @@ double hora_ratio(const std::vector<Measurement>& row) {
 
 double auto_ratio(const std::vector<Measurement>& row, std::string* choice) {
   const Measurement* chosen = nullptr;
-  double best = 0;
+  const Measurement* best_m = nullptr;  // the fastest fixed algorithm over all rounds
   for (const Measurement& m : row) {
     if (!m.is_hora || !m.available) continue;
     if (!m.choice.empty() && chosen == nullptr) {
       chosen = &m;
-    } else if (m.choice.empty() && (best == 0 || m.median_us < best)) {
-      best = m.median_us;
+    } else if (m.choice.empty() && m.median_us > 0 &&
+               (best_m == nullptr || m.median_us < best_m->median_us)) {
+      best_m = &m;
     }
   }
-  if (chosen == nullptr || best <= 0 || chosen->median_us <= 0) return 0;
+  if (chosen == nullptr || best_m == nullptr || chosen->median_us <= 0) return 0;
   if (choice != nullptr) *choice = chosen->choice;
-  return best / chosen->median_us;
+  const std::vector<double>& a = chosen->round_median_us;
+  const std::vector<double>& b = best_m->round_median_us;
+  if (a.size() < 2 || a.size() != b.size()) return best_m->median_us / chosen->median_us;
+  // Each round's ratio, then their median: a drift of the machine's speed between rounds
+  // (or within one) moves one round's ratio, not the result.
+  std::vector<double> ratios;
+  for (size_t r = 0; r < a.size(); ++r) {
+    if (a[r] > 0) ratios.push_back(b[r] / a[r]);
+  }
+  if (ratios.empty()) return 0;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  return n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
 }
 
 Reporter::Reporter(RunInfo info) : info_(std::move(info)) {}
@@ -93,6 +106,8 @@ std::string Reporter::header() const {
   h << ", dtype " << data_type_name(o.dtype) << ", op " << redop_text(o) << ", iters " << o.iters
     << ", warmup " << o.warmup << ", check " << (o.check ? 1 : 0) << ", algo "
     << collectives::algorithm_name(o.algo);
+  if (o.rounds > 1) h << ", rounds " << o.rounds;
+  if (o.min_ms > 0) h << ", at least " << o.min_ms << " ms per round";
   if (o.load_threads > 0) h << ", load " << o.load_threads << " busy thread(s) per rank";
   h << "\n";
   h << "# time: median over iterations (slowest rank); algbw, busbw: decimal GB/s\n#\n";

@@ -9,7 +9,8 @@
 //     baseline);
 //     With --compare and --algo auto on allreduce, two more: auto (the algorithm hora's
 //     selector chose at that size) and auto/algo (the fastest of hora's fixed algorithms'
-//     time over auto's: 1.00x when auto chose the best);
+//     time over auto's: 1.00x when auto chose the best; with --rounds, the median of the
+//     ratios within each round, auto against the algorithm fastest over all rounds);
 //   footer: the average busbw (per implementation), auto/algo's summary (sizes within 0.90x
 //     and the worst) and the total #wrong.
 //
@@ -70,7 +71,9 @@ class Reporter {
 double hora_ratio(const std::vector<Measurement>& row);
 // hora auto's standing among hora's own algorithms in one row: the fastest fixed algorithm's
 // median time over auto's (1.00x: auto took the best; the selector's target is >= 0.90x),
-// with auto's choice in *choice. 0 when the row has no auto or no other hora algorithm.
+// with auto's choice in *choice. Where both have per-round medians (--rounds > 1), the ratio
+// is the median over rounds of the two within a round, the fastest algorithm still the one
+// fastest over all rounds. 0 when the row has no auto or no other hora algorithm.
 double auto_ratio(const std::vector<Measurement>& row, std::string* choice);
 
 }  // namespace bench

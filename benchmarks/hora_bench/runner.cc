@@ -100,7 +100,8 @@ struct Timing {
   Implementation* impl = nullptr;
   Measurement m;
   Call call;
-  std::vector<double> samples;  // every round's, in microseconds
+  std::vector<double> samples;       // every round's, in microseconds
+  std::vector<size_t> round_starts;  // where each round's samples begin
 };
 
 // Sets up the measurement; m.available false (with a note) when some rank cannot run it.
@@ -140,7 +141,8 @@ Status run_once(const SweepSettings& s, Timing& t) {
 }
 
 // One round: the engine set as the implementation needs, a fresh input, a barrier, the warmup
-// calls, then -n timed calls appended to t.samples.
+// calls, then -n timed calls (with --min-ms, as many more as the round needs) appended to
+// t.samples.
 Status time_round(const SweepSettings& s, Timing& t, SweepMemory& memory,
                   collectives::Communicator& control) {
   const Options& o = s.options;
@@ -148,12 +150,25 @@ Status time_round(const SweepSettings& s, Timing& t, SweepMemory& memory,
   HORA_RETURN_IF_ERROR(fill(s, t.call, memory));
   HORA_RETURN_IF_ERROR(collectives::dissemination_barrier(control, control_options(s.timeout_s)));
   for (int i = 0; i < o.warmup; ++i) HORA_RETURN_IF_ERROR(run_once(s, t));
-  for (int i = 0; i < o.iters; ++i) {
-    const auto start = Clock::now();
-    HORA_RETURN_IF_ERROR(run_once(s, t));
-    t.samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-  }
-  return Status::ok();
+  t.round_starts.push_back(t.samples.size());
+  const auto timed = [&](int64_t iterations) -> Status {
+    for (int64_t i = 0; i < iterations; ++i) {
+      const auto start = Clock::now();
+      HORA_RETURN_IF_ERROR(run_once(s, t));
+      t.samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+    return Status::ok();
+  };
+  const auto round_start = Clock::now();
+  HORA_RETURN_IF_ERROR(timed(o.iters));
+  if (o.min_ms <= 0) return Status::ok();
+  const double spent_us =
+      std::chrono::duration<double, std::micro>(Clock::now() - round_start).count();
+  int64_t more = more_iterations(o.iters, spent_us, o.min_ms * 1e3);
+  // Every rank must run the same count: the largest any rank asks for, agreed like the flags.
+  HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(
+      control, &more, &more, 1, DataType::kInt64, ReduceOp::kMax, control_options(s.timeout_s)));
+  return timed(more);
 }
 
 // The statistics over every round (the slowest rank's) and, with -c 1, the check.
@@ -165,9 +180,24 @@ Status finish(const SweepSettings& s, Timing& t, SweepMemory& memory,
   double times[3] = {stats.median_us, stats.p99_us, stats.max_us};
   HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(
       control, times, times, 3, DataType::kFloat64, ReduceOp::kMax, control_options(s.timeout_s)));
+  m.iterations = static_cast<int64_t>(t.samples.size());
   m.median_us = times[0];
   m.p99_us = times[1];
   m.max_us = times[2];
+  if (t.round_starts.size() > 1) {
+    m.round_median_us.clear();
+    for (size_t r = 0; r < t.round_starts.size(); ++r) {
+      const size_t end = r + 1 < t.round_starts.size() ? t.round_starts[r + 1] : t.samples.size();
+      m.round_median_us.push_back(
+          time_stats(std::vector<double>(
+                         t.samples.begin() + static_cast<std::ptrdiff_t>(t.round_starts[r]),
+                         t.samples.begin() + static_cast<std::ptrdiff_t>(end)))
+              .median_us);
+    }
+    HORA_RETURN_IF_ERROR(collectives::recursive_doubling_allreduce(
+        control, m.round_median_us.data(), m.round_median_us.data(), m.round_median_us.size(),
+        DataType::kFloat64, ReduceOp::kMax, control_options(s.timeout_s)));
+  }
   if (m.median_us > 0) {
     m.algbw_gbs = static_cast<double>(m.size_bytes) / (m.median_us * 1e3);
     m.busbw_gbs = m.algbw_gbs * busbw_factor(s.options.collective, s.ranks);
@@ -212,6 +242,14 @@ StatusOr<std::vector<Measurement>> measure_row(const SweepSettings& s,
 }
 
 }  // namespace
+
+int64_t more_iterations(int iters, double spent_us, double min_us) {
+  if (iters <= 0 || !(spent_us < min_us)) return 0;
+  const double per_call_us = std::max(spent_us / iters, 1e-3);
+  const double wanted = std::ceil((min_us - spent_us) / per_call_us);
+  return static_cast<int64_t>(
+      std::min(wanted, static_cast<double>(kMaxIterationsPerRound - iters)));
+}
 
 TimeStats time_stats(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());

@@ -38,10 +38,20 @@ struct Measurement {
   bool available = true;  // false: the implementation cannot run this (see note)
   std::string note;
   double median_us = 0, p99_us = 0, max_us = 0;
+  int64_t iterations = 0;  // timed calls on this rank, every round's (-n, --min-ms, --rounds)
+  // With --rounds > 1: each round's median on its own (the slowest rank's), in round order,
+  // so that two implementations compare within a round, side by side (auto_ratio).
+  std::vector<double> round_median_us;
   double algbw_gbs = 0, busbw_gbs = 0;  // decimal GB/s, from the median
   int64_t wrong = 0;                    // -1 when not checked
   std::string choice;                   // hora auto's algorithm at this size (else empty)
 };
+
+// --min-ms: after `iters` timed calls that took `spent_us` in all, how many more bring the
+// round to `min_us` at the same pace (0 when it is there already); at most
+// kMaxIterationsPerRound in all, so a round's samples stay a few MB.
+constexpr int64_t kMaxIterationsPerRound = 1000000;
+int64_t more_iterations(int iters, double spent_us, double min_us);
 
 // Median, 99th percentile and max of `samples` (microseconds). REQUIRES: non-empty.
 struct TimeStats {

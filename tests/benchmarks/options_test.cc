@@ -86,6 +86,10 @@ TEST(OptionsTest, NcclTestsFlags) {
   auto rounds = parse_options({"allreduce", "--rounds", "3"});
   ASSERT_TRUE(rounds.is_ok()) << rounds.status().to_string();
   EXPECT_EQ(rounds->rounds, 3);
+  EXPECT_EQ(rounds->min_ms, 0);
+  auto min_ms = parse_options({"allreduce", "--min-ms", "2.5"});
+  ASSERT_TRUE(min_ms.is_ok()) << min_ms.status().to_string();
+  EXPECT_DOUBLE_EQ(min_ms->min_ms, 2.5);
 }
 
 TEST(OptionsTest, BadArguments) {
@@ -100,6 +104,9 @@ TEST(OptionsTest, BadArguments) {
   expect_bad({"allreduce", "-n", "0"}, "-n 0");
   expect_bad({"allreduce", "-w", "-1"}, "-w -1");
   expect_bad({"allreduce", "--rounds", "0"}, "--rounds 0");
+  expect_bad({"allreduce", "--min-ms", "-1"}, "--min-ms -1");
+  expect_bad({"allreduce", "--min-ms", "1e9"}, "60000");
+  expect_bad({"allreduce", "--min-ms", "nan"}, "--min-ms");
   expect_bad({"allreduce", "-c", "2"}, "-c 2");
   expect_bad({"allreduce", "--algo", "bogus"}, "bogus");
   expect_bad({"allgather", "--algo", "ring"}, "allreduce only");

@@ -71,6 +71,34 @@ TEST(ReportTest, AutoIsComparedWithHorasOwnAlgorithms) {
       << r.footer();
 }
 
+TEST(ReportTest, AutoRatioWithRoundsIsTheMedianOfSideBySideRatios) {
+  const auto timed = [](const std::string& impl, std::vector<double> rounds,
+                        const std::string& choice) {
+    Measurement x = m(impl, true, 1);
+    x.round_median_us = rounds;
+    std::vector<double> sorted = rounds;
+    std::sort(sorted.begin(), sorted.end());
+    x.median_us = sorted[sorted.size() / 2];
+    x.choice = choice;
+    return x;
+  };
+  // The machine slowed 5x in rounds 2-4, for auto first: pooled medians would read 0.2x,
+  // but within every round auto is as fast as native, or 5% slower.
+  const Measurement automatic = timed("hora", {1.0, 5.0, 5.0, 5.25, 1.05}, "native");
+  const Measurement native = timed("hora-native", {1.0, 1.0, 5.0, 5.0, 1.0}, "");
+  const Measurement ring = timed("hora-ring", {2.0, 2.0, 9.0, 9.0, 2.0}, "");
+  std::string choice;
+  EXPECT_NEAR(auto_ratio({automatic, ring, native}, &choice), 1.0 / 1.05, 1e-12);
+  EXPECT_EQ(choice, "native");
+  // Against the fastest over all rounds (native), not each round's own fastest.
+  const Measurement rd = timed("hora-rd", {0.5, 9.0, 9.0, 9.0, 9.0}, "");
+  EXPECT_NEAR(auto_ratio({automatic, native, rd}, nullptr), 1.0 / 1.05, 1e-12);
+  // Round counts that differ (or one round): the pooled medians.
+  Measurement one_round = native;
+  one_round.round_median_us = {};
+  EXPECT_DOUBLE_EQ(auto_ratio({automatic, one_round}, nullptr), 1.0 / 5.0);
+}
+
 TEST(ReportTest, SingleTableHasBothPlacementsOnOneLine) {
   RunInfo info;
   info.ranks = 2;
