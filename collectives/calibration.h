@@ -104,9 +104,11 @@ struct AllreduceCalibration {
 struct CalibrationOptions {
   // Probe sizes in bytes, ascending; each a multiple of 4 (float32 elements).
   // 16 and 32 KiB straddle the shared-memory allreduce's switch from one sync point to chunks
-  // (shm_allreduce.h), where its time steps up and rd can win.
-  std::vector<size_t> sizes = {8,          1024,       16u << 10, 32u << 10,
-                               128u << 10, 512u << 10, 2u << 20,  8u << 20};
+  // (shm_allreduce.h), where its time steps up and rd can win; 4 and 8 KiB find where rd
+  // starts to win below that (an estimate between 1 and 16 KiB is a straight line, and
+  // native's time is not: rd ran 10-15% faster at 8 KiB where the line chose native).
+  std::vector<size_t> sizes = {8,         1024,       4u << 10,   8u << 10, 16u << 10,
+                               32u << 10, 128u << 10, 512u << 10, 2u << 20, 8u << 20};
   // A larger probe is skipped (and every one after it) when the agreed time spent plus its
   // projected cost would exceed this; the first two sizes are always measured.
   std::chrono::milliseconds budget{100};

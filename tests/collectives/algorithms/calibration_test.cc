@@ -243,14 +243,21 @@ TEST(CalibrationTest, SelectorUsesItOnlyForItsCostModel) {
   EXPECT_EQ(explain_allreduce(8, 2, "builtin-shm", &t).size(), 2u);
   // Another rank count than the calibration's topology: the table.
   EXPECT_EQ(explain_allreduce(8, 3, "builtin-shm", &t).size(), 4u);
-  // The table's choice (native on builtin-shm) stays unless it measured > 10% slower.
+  // The table's choice (native on builtin-shm) stays unless it measured > 5% slower.
   AllreduceCalibration close = handmade();
-  close.us = {{9.5, 20, 30}, {10, 25, 60}};  // ring 5% faster at 8 B, native 25% slower at 1000
+  close.us = {{9.6, 20, 30}, {10, 25, 60}};  // ring 4% faster at 8 B, native 25% slower at 1000
   t.calibration = std::make_shared<const AllreduceCalibration>(close);
   EXPECT_EQ(select_allreduce(8, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
             Algorithm::kNative);
   EXPECT_EQ(select_allreduce(1000, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
             Algorithm::kRing);
+  AllreduceCalibration past = handmade();
+  past.us = {{9.4, 20, 30}, {10, 18, 60}};  // ring 6% faster at 8 B; native faster at 1000
+  t.calibration = std::make_shared<const AllreduceCalibration>(past);
+  EXPECT_EQ(select_allreduce(8, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
+            Algorithm::kRing);
+  EXPECT_EQ(select_allreduce(1000, 2, "builtin-shm", Algorithm::kAuto, &t).algorithm,
+            Algorithm::kNative);
 }
 
 TEST(CalibrationTest, AppliesToItsCostModelByNameAndThenByAddress) {
