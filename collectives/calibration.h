@@ -37,6 +37,9 @@ struct AllreduceCalibration {
   // us[a][s]: agreed microseconds per call of algorithms[a] at sizes[s] (the slowest rank's
   // median round). Every row has sizes.size() entries.
   std::vector<std::vector<double>> us;
+  // Probe sizes whose figures overturned the table's choice and were measured again (step 5
+  // of calibration.cc), for the log line.
+  std::vector<size_t> confirmed;
   double took_ms = 0;  // the calibration's own wall time on this rank (not agreed; for logs)
 
   // True when it holds figures for `cost_model` (the selector ignores it otherwise).
@@ -83,6 +86,7 @@ struct AllreduceCalibration {
     sizes = other.sizes;
     algorithms = other.algorithms;
     us = other.us;
+    confirmed = other.confirmed;
     took_ms = other.took_ms;
     for (auto& c : choices_) c.store(0, std::memory_order_relaxed);
     matched_model_.store(nullptr, std::memory_order_relaxed);

@@ -239,13 +239,6 @@ const AllreduceCalibration* calibration_for(int ranks, const std::string& backen
   return cal != nullptr && cal->applies_to(backend) && ranks == topology->size() ? cal : nullptr;
 }
 
-// A measured choice replaces the table's only when the table's own choice measured more than
-// this much slower: noise in the probes then cannot flip a choice the table already gets right.
-// Half the selector's 10% target, either way: a kept table choice is within 5% of the best
-// measured, a replacing one measured over 5% faster (at 10%, a table choice measured 9% slower
-// was kept, and on shared memory at 8 KiB it ran 0.87-0.92x of rd). The tuner's margin too.
-constexpr double kCalibratedMargin = 1.05;
-
 template <typename Fn>
 void for_each_candidate(size_t bytes, int ranks, const std::string& backend,
                         const Topology* topology, bool calibrated, Fn&& fn) {
@@ -277,6 +270,31 @@ std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::str
     all.push_back(s);
   });
   return all;
+}
+
+namespace {
+
+// The candidate with the lowest estimate, in tie-break order (hora's own algorithms first):
+// from the calibration's figures where one applies and `calibrated`, else the table's.
+Selection cheapest(size_t bytes, int ranks, const std::string& backend, const Topology* topology,
+                   bool calibrated) {
+  Selection pick;
+  bool found = false;
+  for_each_candidate(bytes, ranks, backend, topology, calibrated, [&](Algorithm a, double us) {
+    if (us < 0 || (found && us >= pick.estimated_us)) return;
+    pick.algorithm = a;
+    pick.estimated_us = us;
+    found = true;
+  });
+  HORA_CHECK(found) << "no allreduce algorithm for backend " << backend;
+  return pick;
+}
+
+}  // namespace
+
+Algorithm table_allreduce_choice(size_t bytes, int ranks, const std::string& backend,
+                                 const Topology* topology) {
+  return cheapest(bytes, ranks, backend, topology, false).algorithm;
 }
 
 namespace {
@@ -317,22 +335,9 @@ Selection select_uncached(size_t bytes, int ranks, const std::string& backend, A
                             : estimate_allreduce_us(requested, backend, bytes, ranks);
     best.is_override = true;
   } else {
-    // Candidates in tie-break order: hora's own algorithms first.
-    auto cheapest = [&](bool calibrated) {
-      Selection pick;
-      bool found = false;
-      for_each_candidate(bytes, ranks, backend, topology, calibrated, [&](Algorithm a, double us) {
-        if (us < 0 || (found && us >= pick.estimated_us)) return;
-        pick.algorithm = a;
-        pick.estimated_us = us;
-        found = true;
-      });
-      HORA_CHECK(found) << "no allreduce algorithm for backend " << backend;
-      return pick;
-    };
-    best = cheapest(true);
+    best = cheapest(bytes, ranks, backend, topology, true);
     if (const AllreduceCalibration* cal = calibration_for(ranks, backend, topology)) {
-      const Algorithm table = cheapest(false).algorithm;
+      const Algorithm table = table_allreduce_choice(bytes, ranks, backend, topology);
       const double measured = bytes == 0 ? 0 : cal->estimate_us(table, bytes);
       if (table != best.algorithm && measured >= 0 &&
           measured <= best.estimated_us * kCalibratedMargin) {

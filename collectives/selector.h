@@ -81,6 +81,18 @@ Selection select_allreduce(size_t bytes, int ranks, const std::string& backend,
                            Algorithm requested = Algorithm::kAuto,
                            const Topology* topology = nullptr);
 
+// The table's own choice (the cost model fitted in selector.cc, never a calibration): what a
+// calibrated choice must beat by kCalibratedMargin to replace (select_allreduce), and what
+// the calibration confirms a probe against (calibrate_allreduce).
+Algorithm table_allreduce_choice(size_t bytes, int ranks, const std::string& backend,
+                                 const Topology* topology = nullptr);
+// A measured choice replaces the table's only when the table's own choice measured more than
+// this much slower: noise in the probes then cannot flip a choice the table already gets right.
+// Half the selector's 10% target, either way: a kept table choice is within 5% of the best
+// measured, a replacing one measured over 5% faster (at 10%, a table choice measured 9% slower
+// was kept, and on shared memory at 8 KiB it ran 0.87-0.92x of rd). The tuner's margin too.
+constexpr double kCalibratedMargin = 1.05;
+
 // Every candidate's estimate, for benchmarks and tests (unavailable ones have estimate < 0);
 // hierarchical is listed only with a topology of more than one host. With a calibration that
 // applies (see above), exactly its measured candidates, estimated from its figures.

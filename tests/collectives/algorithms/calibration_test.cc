@@ -196,13 +196,67 @@ TEST(CalibrationTest, TheWarmUpStreamsWarmupBytesFromOneKibOn) {
       o.repeats_small = 2;
       o.warmup_bytes = c.warmup_bytes;
       o.budget = std::chrono::milliseconds(10000);
+      // The table's own choice measures fastest, so no probe is confirmed (more calls).
+      const Algorithm table = table_allreduce_choice(c.bytes, 2, "mpi");
+      o.skew = [table](Algorithm a, size_t, double) { return a == table ? 1.0 : 2.0; };
       HORA_ASSIGN_OR_RETURN(AllreduceCalibration cal,
                             calibrate_allreduce(comm, nullptr, o, Deadline::after_seconds(60)));
+      EXPECT_TRUE(cal.confirmed.empty()) << cal.describe();
       EXPECT_EQ(comm.calls(), c.warmup_calls + 2 * 4)
           << c.bytes << " B, warmup_bytes " << c.warmup_bytes << ": " << cal.describe();
       return Status::ok();
     });
     ASSERT_TRUE(status.is_ok()) << status.to_string();
+  }
+}
+
+TEST(CalibrationTest, AProbeThatOverturnsTheTableIsMeasuredAgain) {
+  // At 1 KiB on "mpi" the table chooses rd. The skew stands for what the probes measured:
+  // `first` on the first figure of each candidate, `again` on rd's figure after the confirming
+  // rounds (the median over all its rounds). Every other candidate reads 10 us.
+  struct Case {
+    const char* what;
+    double first, again;
+    bool confirmed;
+    double figure;
+    bool table_kept;
+  };
+  for (const Case& c : {
+           Case{"a slow moment: confirmed, and the table's choice stays", 30, 10, true, 10, true},
+           Case{"slower again: confirmed, and the measured choice wins", 30, 30, true, 30, false},
+           Case{"within the margin: not confirmed", 10.4, 99, false, 10.4, true},
+       }) {
+    ASSERT_EQ(table_allreduce_choice(1024, 2, "mpi"), Algorithm::kRecursiveDoubling);
+    Status status = run_ranks(2, [&](Communicator& inner) -> Status {
+      SleepyNativeCommunicator comm(inner, 0, {});  // backend "mpi"
+      CalibrationOptions o;
+      o.sizes = {1024};
+      o.repeats_small = 2;
+      o.budget = std::chrono::milliseconds(10000);
+      int rd_figures = 0;
+      o.skew = [&](Algorithm a, size_t, double) {
+        if (a != Algorithm::kRecursiveDoubling) return 10.0;
+        return rd_figures++ == 0 ? c.first : c.again;
+      };
+      HORA_ASSIGN_OR_RETURN(AllreduceCalibration cal,
+                            calibrate_allreduce(comm, nullptr, o, Deadline::after_seconds(60)));
+      EXPECT_EQ(rd_figures, c.confirmed ? 2 : 1) << c.what;
+      EXPECT_EQ(cal.confirmed, c.confirmed ? std::vector<size_t>{1024} : std::vector<size_t>{})
+          << c.what;
+      EXPECT_EQ(cal.describe().find("(confirmed)") != std::string::npos, c.confirmed) << c.what;
+      const size_t rd = static_cast<size_t>(
+          std::find(cal.algorithms.begin(), cal.algorithms.end(), Algorithm::kRecursiveDoubling) -
+          cal.algorithms.begin());
+      EXPECT_DOUBLE_EQ(cal.us.at(rd).at(0), c.figure) << c.what;
+      Topology topology = Topology::single_host(comm.rank(), 2);
+      topology.calibration = std::make_shared<const AllreduceCalibration>(cal);
+      EXPECT_EQ(select_allreduce(1024, 2, "mpi", Algorithm::kAuto, &topology).algorithm ==
+                    Algorithm::kRecursiveDoubling,
+                c.table_kept)
+          << c.what << ": " << cal.describe();
+      return Status::ok();
+    });
+    ASSERT_TRUE(status.is_ok()) << c.what << ": " << status.to_string();
   }
 }
 
