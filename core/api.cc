@@ -90,7 +90,7 @@ Handle submit(engine::Engine& eng, std::vector<Entry>& entries,
               std::shared_ptr<detail::HandleState> handle) {
   Status s = eng.enqueue(std::move(entries));
   entries.clear();
-  if (!s.is_ok()) return fail(handle->name, s);
+  if (!s.is_ok()) return fail(handle->name(), s);
   return Handle(std::move(handle));
 }
 

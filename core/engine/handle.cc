@@ -39,7 +39,7 @@ bool help_engine(detail::HandleState& state, bool wait, Status* status) {
 }
 }  // namespace
 
-const std::string& Handle::name() const { return state_ ? state_->name : kInvalidName; }
+const std::string& Handle::name() const { return state_ ? state_->name() : kInvalidName; }
 
 Status Handle::wait() {
   if (!state_) return Status::failed_precondition("wait() on an invalid (default) hora::Handle");
@@ -64,7 +64,7 @@ Status Handle::wait(std::chrono::milliseconds timeout) {
   while (!state_->done && std::chrono::steady_clock::now() < until)
     state_->cv.wait_until(state_->mu, until);
   if (!state_->done) {
-    return Status::timeout("tensor '" + state_->name + "' is not complete after " +
+    return Status::timeout("tensor '" + state_->name() + "' is not complete after " +
                            std::to_string(timeout.count()) +
                            " ms: not every rank has submitted it yet, or it is still running "
                            "(rank 0 logs the missing ranks after HORA_STALL_WARNING_S)");
@@ -92,7 +92,7 @@ Status Handle::wait_on_stream(void* stream, std::chrono::milliseconds timeout) {
       state_->cv.wait_until(state_->mu, until);
     if (!(state_->stream_waiter && state_->status.is_ok())) {
       if (state_->done) return state_->status;
-      return Status::timeout("tensor '" + state_->name + "' is not complete after " +
+      return Status::timeout("tensor '" + state_->name() + "' is not complete after " +
                              std::to_string(timeout.count()) + " ms");
     }
     waiter = state_->stream_waiter;

@@ -20,8 +20,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,19 +54,49 @@ class WaitSignal {
   ~WaitSignal() = default;
 };
 
+// A tensor's name, held in the state's own block (which the engine's pool reuses,
+// handle_pool.h) up to kInline bytes: a handle for a model's parameter name allocates nothing,
+// where a std::string of one (past its 15 inline bytes) cost a heap allocation, a copy and a
+// free per tensor, a tenth of the engine's instructions per tensor. Longer names go to the
+// heap. The std::string that str() returns is made on the first call (Handle::name(), an
+// error message), from any thread.
+class HandleName {
+ public:
+  explicit HandleName(const std::string& name) : size_(name.size()) {
+    if (size_ <= kInline) {
+      std::memcpy(inline_, name.data(), size_);
+    } else {
+      string_ = name;
+    }
+  }
+  HandleName(const HandleName&) = delete;
+  HandleName& operator=(const HandleName&) = delete;
+  const std::string& str() const {
+    std::call_once(made_, [this] {
+      if (size_ <= kInline) string_.assign(inline_, size_);
+    });
+    return string_;
+  }
+
+ private:
+  static constexpr size_t kInline = 96;
+  const size_t size_;
+  char inline_[kInline];
+  mutable std::once_flag made_;
+  mutable std::string string_;  // the name once str() was called (or at once, when long)
+};
+
 struct HandleState {
   using Callback = std::function<void(const Status&)>;
 
   // `waiting` (may be null) is told when a thread waits on this state before it completed.
-  HandleState(std::string name, int parts, double default_timeout_s, WaitSignal* waiting = nullptr)
-      : name(std::move(name)),
-        remaining(parts),
-        default_timeout_s(default_timeout_s),
-        waiting(waiting) {}
+  HandleState(const std::string& name, int parts, double default_timeout_s,
+              WaitSignal* waiting = nullptr)
+      : name_(name), remaining(parts), default_timeout_s(default_timeout_s), waiting(waiting) {}
 
   // A handle that is complete from the start (an enqueue that failed).
-  static std::shared_ptr<HandleState> failed(std::string name, Status status) {
-    auto state = std::make_shared<HandleState>(std::move(name), 1, 0.0);
+  static std::shared_ptr<HandleState> failed(const std::string& name, Status status) {
+    auto state = std::make_shared<HandleState>(name, 1, 0.0);
     state->complete(std::move(status));
     return state;
   }
@@ -120,7 +152,10 @@ struct HandleState {
     if (cb) cb(final_status);
   }
 
-  const std::string name;
+  // The tensor's name (the group's key for a grouped allreduce).
+  const std::string& name() const { return name_.str(); }
+
+  const HandleName name_;
   mutable Mutex mu;  // guards the fields marked so; never held while a callback runs
   CondVar cv;        // done changes
   int remaining HORA_GUARDED_BY(mu);

@@ -159,5 +159,31 @@ TEST(HandleDone, ACompleteHandleAnswersWithoutItsMutex) {
   EXPECT_EQ(timed, StatusCode::kRemote);
 }
 
+TEST(HandleName, EveryLengthReadsBackFromEveryThread) {
+  // Empty, a model's parameter name, the inline capacity and one past it, and a long one
+  // (the heap): the same bytes back, from Handle::name() and from eight threads at once
+  // (the std::string is made on the first ask).
+  for (size_t size : {size_t{0}, size_t{31}, size_t{95}, size_t{96}, size_t{97}, size_t{4000}}) {
+    std::string name(size, 'x');
+    for (size_t i = 0; i < size; ++i) name[i] = static_cast<char>('a' + i % 26);
+    auto state = std::make_shared<HandleState>(name, 1, 1.0);
+    std::vector<std::future<std::string>> reads;
+    for (int t = 0; t < 8; ++t)
+      reads.push_back(std::async(std::launch::async, [&] { return state->name(); }));
+    for (auto& r : reads) EXPECT_EQ(r.get(), name) << size;
+    EXPECT_EQ(Handle(state).name(), name) << size;
+    EXPECT_EQ(&state->name(), &state->name()) << "one string, made once";
+  }
+  // A failed handle names its tensor too, as does the timeout of a wait on it.
+  EXPECT_EQ(
+      Handle(HandleState::failed("model.layers.17.weight.grad", Status::internal("x"))).name(),
+      "model.layers.17.weight.grad");
+  auto pending = std::make_shared<HandleState>("model.layers.3.bias.grad", 1, 1.0);
+  const Status timed_out = Handle(pending).wait(std::chrono::milliseconds(1));
+  EXPECT_EQ(timed_out.code(), StatusCode::kTimeout);
+  EXPECT_NE(timed_out.message().find("'model.layers.3.bias.grad'"), std::string::npos)
+      << timed_out.to_string();
+}
+
 }  // namespace
 }  // namespace hora
