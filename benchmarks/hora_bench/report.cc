@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "benchmarks/hora_bench/size_parse.h"
 
@@ -82,10 +83,7 @@ double auto_ratio(const std::vector<Measurement>& row, std::string* choice) {
   for (size_t r = 0; r < a.size(); ++r) {
     if (a[r] > 0) ratios.push_back(b[r] / a[r]);
   }
-  if (ratios.empty()) return 0;
-  std::sort(ratios.begin(), ratios.end());
-  const size_t n = ratios.size();
-  return n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  return ratios.empty() ? 0 : time_stats(std::move(ratios)).median_us;
 }
 
 Reporter::Reporter(RunInfo info) : info_(std::move(info)) {}
