@@ -85,6 +85,11 @@ class Communicator {
                                DataType dtype, ReduceOp op, Deadline deadline);
   virtual Status barrier(Deadline deadline);
 
+  // Whether allreduce() takes kAverage itself, scaling by 1/size in its reduction pass with the
+  // bits of kSum followed by kernels::scale; run_allreduce otherwise passes kSum and scales the
+  // result in a pass of its own. The same on every rank. Default: false.
+  virtual bool has_allreduce_average() const { return false; }
+
   // Gather-list allreduce (reduce_span.h): the native allreduce of the concatenation of this
   // rank's `spans`, each read and written where it lies, without packing them into one buffer.
   // Each contribution is multiplied by `prescale` as it is read (kernels::scale_copy) and each

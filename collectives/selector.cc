@@ -393,10 +393,10 @@ Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, vo
         return ring_allreduce(comm, in, out, count, dtype, op, options);
       return hierarchical_allreduce(comm, *options.topology, in, out, count, dtype, op, options);
     case Algorithm::kNative: {
-      const bool average = op == ReduceOp::kAverage;
-      HORA_RETURN_IF_ERROR(
-          comm.allreduce(in, out, count, dtype, average ? ReduceOp::kSum : op, options.deadline));
-      if (average && count > 0 && comm.size() > 1) {
+      const bool scale_after = op == ReduceOp::kAverage && !comm.has_allreduce_average();
+      HORA_RETURN_IF_ERROR(comm.allreduce(in, out, count, dtype, scale_after ? ReduceOp::kSum : op,
+                                          options.deadline));
+      if (scale_after && count > 0 && comm.size() > 1) {
         HORA_RETURN_IF_ERROR(detail::scale(comm, out, count, dtype, 1.0 / comm.size()));
       }
       return detail::finish(comm, options.deadline);

@@ -48,6 +48,13 @@ Isa current_isa();
 void reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
 // dst[i] = a[i] op b[i]. dst may alias a or b.
 void reduce3(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op);
+// dst[i] = (a[i] op b[i]) * factor, and the same into dst2 unless it is null: the bits of
+// reduce3 followed by scale (for float16, bfloat16 and the integers the combined value is
+// rounded to the dtype before it is scaled), in one pass over a and b where the arithmetic is
+// the dtype's own (float32, float64; any dtype when factor is 1). dst and dst2 may alias a or b
+// exactly. A factor other than 1 must be defined for the dtype (is_scale_defined).
+void reduce3_scaled(void* dst, void* dst2, const void* a, const void* b, size_t count,
+                    DataType dtype, ReduceOp op, double factor);
 // buf[i] *= factor.
 void scale(void* buf, size_t count, DataType dtype, double factor);
 // dst[i] = src[i] * factor (a plain copy when factor == 1.0). Used to pack and unpack

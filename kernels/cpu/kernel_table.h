@@ -42,6 +42,11 @@ inline constexpr int kNumOp = 5;
 
 // dst[i] = a[i] op b[i]; dst may alias a or b exactly.
 using BinaryFn = void (*)(void* dst, const void* a, const void* b, size_t count);
+// dst[i] = (a[i] op b[i]) * factor, and the same into dst2 unless it is null, in one pass;
+// dst and dst2 may alias a or b exactly. A factor other than 1 is applied by the float32 and
+// float64 entries only (kernels.h: reduce3_scaled scales the other dtypes in a second pass).
+using BinaryOutFn = void (*)(void* dst, void* dst2, const void* a, const void* b, size_t count,
+                             double factor);
 // dst[i] = src[i] * factor with the dtype's scale rule (kernels.h); dst may alias src.
 using ScaleFn = void (*)(void* dst, const void* src, size_t count, double factor);
 // Element-wise conversion between float32 and a 16-bit float format.
@@ -55,10 +60,11 @@ using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
 inline constexpr size_t kCopyVectorFrom = 2048;
 inline constexpr size_t kCopyAlignedAlike = 64;
 
-// Entries an op does not define are null: binary[kDtBool][kOpSum / kOpAverage] and
-// scale_copy[kDtBool] (sum, average and scaling have no meaning on truth values).
+// Entries an op does not define are null: binary[kDtBool] and binary_out[kDtBool] at kOpSum and
+// kOpAverage, and scale_copy[kDtBool] (sum, average and scaling mean nothing on truth values).
 struct KernelTable {
   BinaryFn binary[kNumDt][kNumOp];
+  BinaryOutFn binary_out[kNumDt][kNumOp];
   ScaleFn scale_copy[kNumDt];
   ConvertFn f32_to_f16;
   ConvertFn f16_to_f32;

@@ -82,12 +82,76 @@ struct ScaleBody {
   }
 };
 
+// dst (and dst2 when kSecond) = (a op b), times factor when kScale: one pass, each block
+// loaded before it is stored, so dst and dst2 may alias a or b exactly.
+template <int kOp, size_t kElemBytes, typename Compute, bool kScale, bool kSecond>
+struct BinaryOutBody {
+  char* dst;
+  char* dst2;
+  const char* a;
+  const char* b;
+  Compute factor;
+  template <class L, int kRegs>
+  void run(size_t i) const {
+    typename L::Reg r[kRegs];
+    for (int k = 0; k < kRegs; ++k) {
+      const size_t at = (i + k * L::kWidth) * kElemBytes;
+      r[k] = combine<L, kOp>(L::load(a + at), L::load(b + at));
+    }
+    if constexpr (kScale) {
+      const typename L::Reg f = L::splat(factor);
+      for (int k = 0; k < kRegs; ++k) r[k] = L::mul(r[k], f);
+    }
+    for (int k = 0; k < kRegs; ++k) {
+      const size_t at = (i + k * L::kWidth) * kElemBytes;
+      L::store(dst + at, r[k]);
+      if constexpr (kSecond) L::store(dst2 + at, r[k]);
+    }
+  }
+};
+
 template <class VL, int kDt, int kOp>
 void binary_kernel(void* dst, const void* a, const void* b, size_t count) {
   using SL = ScalarLanes<kDt>;
   const BinaryBody<kOp, SL::kElemBytes> body{static_cast<char*>(dst), static_cast<const char*>(a),
                                              static_cast<const char*>(b)};
   for_each_block<VL, SL>(count, body);
+}
+
+template <class VL, int kDt, int kOp, bool kScale, bool kSecond>
+void binary_out_pass(void* dst, void* dst2, const void* a, const void* b, size_t count,
+                     double factor) {
+  using SL = ScalarLanes<kDt>;
+  using Compute = typename SL::Compute;
+  const BinaryOutBody<kOp, SL::kElemBytes, Compute, kScale, kSecond> body{
+      static_cast<char*>(dst), static_cast<char*>(dst2), static_cast<const char*>(a),
+      static_cast<const char*>(b), static_cast<Compute>(factor)};
+  for_each_block<VL, SL>(count, body);
+}
+
+// The combined value is scaled in registers only where the arithmetic is the dtype's own
+// (float32, float64): there the bits are those of binary_kernel then float_scale_kernel.
+// Elsewhere the factor must be 1 (kernel_table.h).
+template <class VL, int kDt, int kOp>
+void binary_out_kernel(void* dst, void* dst2, const void* a, const void* b, size_t count,
+                       double factor) {
+  using SL = ScalarLanes<kDt>;
+  using Compute = typename SL::Compute;
+  if constexpr (std::is_floating_point_v<Compute> && sizeof(Compute) == SL::kElemBytes) {
+    if (factor != 1.0) {
+      if (dst2 != nullptr) {
+        binary_out_pass<VL, kDt, kOp, true, true>(dst, dst2, a, b, count, factor);
+      } else {
+        binary_out_pass<VL, kDt, kOp, true, false>(dst, dst2, a, b, count, factor);
+      }
+      return;
+    }
+  }
+  if (dst2 != nullptr) {
+    binary_out_pass<VL, kDt, kOp, false, true>(dst, dst2, a, b, count, factor);
+  } else {
+    binary_out_pass<VL, kDt, kOp, false, false>(dst, dst2, a, b, count, factor);
+  }
 }
 
 template <class VL, int kDt>
@@ -180,12 +244,18 @@ template <class P, int kDt>
 void fill_dtype(KernelTable& table) {
   using VL = typename P::template Lanes<kDt>;
   BinaryFn* row = table.binary[kDt];
+  BinaryOutFn* out = table.binary_out[kDt];
   row[kOpMin] = &binary_kernel<VL, kDt, kOpMin>;
   row[kOpMax] = &binary_kernel<VL, kDt, kOpMax>;
   row[kOpProduct] = &binary_kernel<VL, kDt, kOpProduct>;
+  out[kOpMin] = &binary_out_kernel<VL, kDt, kOpMin>;
+  out[kOpMax] = &binary_out_kernel<VL, kDt, kOpMax>;
+  out[kOpProduct] = &binary_out_kernel<VL, kDt, kOpProduct>;
   if constexpr (kDt != kDtBool) {
     row[kOpSum] = &binary_kernel<VL, kDt, kOpSum>;
     row[kOpAverage] = &binary_kernel<VL, kDt, kOpSum>;
+    out[kOpSum] = &binary_out_kernel<VL, kDt, kOpSum>;
+    out[kOpAverage] = &binary_out_kernel<VL, kDt, kOpSum>;
     if constexpr (std::is_integral_v<typename VL::Compute>) {
       table.scale_copy[kDt] = &int_scale_kernel<kDt>;
     } else {

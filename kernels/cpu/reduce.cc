@@ -1,4 +1,4 @@
-// reduce / reduce3: the entry points, forwarding to the active ISA's table.
+// reduce / reduce3 / reduce3_scaled: the entry points, forwarding to the active ISA's table.
 #include "core/base/logging.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/kernels.h"
@@ -17,6 +17,27 @@ void reduce3(void* dst, const void* a, const void* b, size_t count, DataType dty
                             << "; the caller must refuse it (check_reduce_op)";
   if (count == 0) return;
   fn(dst, a, b, count);
+}
+
+void reduce3_scaled(void* dst, void* dst2, const void* a, const void* b, size_t count,
+                    DataType dtype, ReduceOp op, double factor) {
+  const int dt = static_cast<int>(dtype);
+  const int op_index = static_cast<int>(op);
+  HORA_CHECK(dt >= 0 && dt < kNumDataTypes) << "dtype " << dt;
+  HORA_CHECK(op_index >= 0 && op_index < kNumReduceOps) << "op " << op_index;
+  const detail::BinaryOutFn fn = detail::active_table().binary_out[dt][op_index];
+  HORA_CHECK(fn != nullptr) << "reduce op " << reduce_op_name(op) << " is not defined for "
+                            << data_type_name(dtype)
+                            << "; the caller must refuse it (check_reduce_op)";
+  if (count == 0) return;
+  if (factor == 1.0 || dtype == DataType::kFloat32 || dtype == DataType::kFloat64) {
+    fn(dst, dst2, a, b, count, factor);
+    return;
+  }
+  // The combined value rounded to the dtype first, as reduce3 stores it, then scaled.
+  fn(dst, nullptr, a, b, count, 1.0);
+  scale(dst, count, dtype, factor);
+  if (dst2 != nullptr) copy(dst2, dst, count * data_type_bytes(dtype));
 }
 
 void reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {

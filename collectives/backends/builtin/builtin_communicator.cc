@@ -126,6 +126,8 @@ class BuiltinCommunicator : public Communicator {
     if (aborted_.load()) return aborted_status();
     return shm_allreduce(*exchange_, in, out, count, dtype, op, deadline, shm_options_);
   }
+  // The shm exchange scales kAverage as it reduces (shm_reduce.h); every rank has it or none.
+  bool has_allreduce_average() const override { return exchange_ != nullptr; }
   // Gather-list allreduce: through the shm exchange when every rank is on this host
   // (shm_span_allreduce.h), else kUnimplemented.
   bool has_allreduce_spans() const override { return exchange_ != nullptr; }

@@ -16,9 +16,10 @@
 //      offset, published for the call, tells peers where);
 //   2. sync A;
 //   3. reduce: rank r reduces slice r of the chunk from every rank's source (slot, shared
-//      region, or its own `in`), in rank order 0..N-1, through an L1-sized block `tmp` (so no
-//      source is overwritten before it is read), scales it for kAverage, and writes it to its `out`
-//      and into slice r of slot(r, step) (nobody else reads that slice of its slot);
+//      region, or its own `in`), in rank order 0..N-1, scales it for kAverage, and writes it
+//      to its `out` and into slice r of slot(r, step) (nobody else reads that slice of its
+//      slot), in one pass at two ranks, through an L1-sized block beyond (reduce_sources: no
+//      source is overwritten before it is read);
 //   4. sync B;
 //   5. copy-out: rank r copies slice q of slot(q, step) into `out`, for every q != r.
 // The two slots alternate by step, so chunk k + 1 fills the other slot while slow peers may
@@ -54,8 +55,9 @@ Status small_allreduce(ShmExchange& x, const void* in, void* out, size_t count, 
   kernels::copy(x.slot(x.rank(), step, bytes), in, bytes);
   HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
   auto* dst = static_cast<uint8_t*>(out);
-  if (n == 2 && factor == 1.0) {  // the common case, without the block loop
-    kernels::reduce3(dst, x.slot(0, step, bytes), x.slot(1, step, bytes), count, dtype, op);
+  if (n == 2) {  // the common case, without the sources' vector
+    kernels::reduce3_scaled(dst, nullptr, x.slot(0, step, bytes), x.slot(1, step, bytes), count,
+                            dtype, op, factor);
     return Status::ok();
   }
   std::vector<const uint8_t*> srcs(n);
