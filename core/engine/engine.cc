@@ -403,10 +403,11 @@ void Engine::help(const detail::HandleState& state) {
 }
 
 void Engine::end_help() {
-  {
-    MutexLock lock(&mu_);
-    --helpers_;
-  }
+  // Notified under mu_: stop() returns (and shutdown destroys the engine) once it sees no
+  // helper, so a notification after the unlock could reach a destroyed condition variable
+  // (engine_lease_test found it under TSan).
+  MutexLock lock(&mu_);
+  --helpers_;
   cv_.notify_all();
 }
 
