@@ -186,8 +186,9 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   const double prescale = options.prescale, postscale = options.postscale;
   std::string unnamed, drawn;
   const std::string& label = label_of(given, CollectiveType::kAllreduce, &unnamed);
-  auto eng = detail::engine();
-  if (!eng)
+  const detail::EngineLease lease;  // held until return: the enqueue does not block
+  engine::Engine* const eng = lease.get();
+  if (eng == nullptr)
     return fail(label, Status::failed_precondition("allreduce of '" + label + "'" + kNotInit));
   Status s = check_allreduce_call(label, in, out, options);
   if (!s.is_ok()) return fail(label, s);

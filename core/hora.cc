@@ -1,6 +1,9 @@
 #include "core/hora.h"
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "core/base/logging.h"
 #include "core/base/mutex.h"
@@ -23,7 +26,31 @@ struct Runtime {
   // Uses context's communicator; released first.
   std::shared_ptr<engine::Engine> engine HORA_GUARDED_BY(mu);
   int generation HORA_GUARDED_BY(mu) = 0;
+  // What EngineLease reads without mu: engine.get() from init's start of it until shutdown
+  // clears it, first thing. `leases` counts the leases held; shutdown then waits for it to
+  // reach zero before the engine stops. A lease takes its count before it reads the pointer,
+  // and shutdown clears the pointer before it reads the count (all sequentially consistent),
+  // so either the lease sees nullptr or shutdown sees the lease and waits for it.
+  std::atomic<engine::Engine*> leased{nullptr};
+  std::atomic<int64_t> leases{0};
 };
+
+// How long shutdown waits for leases taken before it began: each is an enqueue, which does not
+// block, so only a thread descheduled for that long outlasts it. Then the engine is kept alive
+// (never released) rather than destroyed under it.
+constexpr std::chrono::seconds kLeaseDrainLimit{30};
+
+// Clears the engine for new leases and waits for those held. Returns false when one outlived
+// kLeaseDrainLimit.
+bool drain_leases(Runtime& r) {
+  r.leased.store(nullptr, std::memory_order_seq_cst);
+  const auto until = std::chrono::steady_clock::now() + kLeaseDrainLimit;
+  while (r.leases.load(std::memory_order_seq_cst) != 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 Runtime& runtime() {
   static Runtime* r = new Runtime();  // never destroyed: safe from atexit handlers
@@ -74,6 +101,7 @@ Status init(const InitOptions& options) {
   // From now on this rank answers every round: a rank slow to reach its first collective is
   // alive to the others, a dead or stopped one is reported within HORA_TIMEOUT_S.
   r.engine->start();
+  r.leased.store(r.engine.get(), std::memory_order_seq_cst);
   return Status::ok();
 }
 
@@ -81,6 +109,11 @@ Status shutdown() {
   Runtime& r = runtime();
   MutexLock lock(&r.mu);
   if (!r.context) return Status::ok();
+  if (!drain_leases(r)) {
+    HORA_LOG(kError) << "shutdown: an allreduce_async call still holds the engine after "
+                     << kLeaseDrainLimit.count() << " s; the engine is stopped but kept";
+    new std::shared_ptr<engine::Engine>(r.engine);  // NOLINT: deliberately never released
+  }
   // The engine first: its shutdown round still needs the communicator. Its own failure (a
   // peer that died earlier) was already reported through the handles; shutdown reports only
   // what it could not release.
@@ -108,6 +141,15 @@ int cross_rank() { return layout_field(&RankLayout::cross_rank); }
 int cross_size() { return layout_field(&RankLayout::cross_size); }
 
 namespace detail {
+
+EngineLease::EngineLease() {
+  Runtime& r = runtime();
+  r.leases.fetch_add(1, std::memory_order_seq_cst);
+  engine_ = r.leased.load(std::memory_order_seq_cst);
+}
+
+EngineLease::~EngineLease() { runtime().leases.fetch_sub(1, std::memory_order_release); }
+
 std::shared_ptr<engine::Engine> engine() {
   Runtime& r = runtime();
   MutexLock lock(&r.mu);

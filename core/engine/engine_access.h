@@ -11,5 +11,21 @@ namespace detail {
 // The engine of the initialised runtime, shared so that a caller keeps it alive while it
 // enqueues; nullptr when not initialised.
 std::shared_ptr<engine::Engine> engine();
+
+// The running engine for one call that does not block (an enqueue), without the runtime's
+// mutex or a copy of its shared_ptr: the hot path of allreduce_async. The lease is counted;
+// shutdown() clears the engine for new leases, then waits for the count to reach zero before
+// it stops and releases the engine. get() is nullptr when not initialised (or shutting down).
+class EngineLease {
+ public:
+  EngineLease();
+  ~EngineLease();
+  EngineLease(const EngineLease&) = delete;
+  EngineLease& operator=(const EngineLease&) = delete;
+  engine::Engine* get() const { return engine_; }
+
+ private:
+  engine::Engine* engine_;
+};
 }  // namespace detail
 }  // namespace hora

@@ -90,14 +90,12 @@ TEST_P(Reduce3ScaledTest, OutputsMayAliasTheSources) {
       fill_random(dtype(), b.data(), count, 53);
       const std::vector<uint8_t> a0(a.data(), a.data() + bytes), b0(b.data(), b.data() + bytes);
       const std::vector<uint8_t> want = expected(a0.data(), b0.data(), count, factor);
-      kernels::reduce3_scaled(a.data(), b.data(), a.data(), b.data(), count, dtype(), op(),
-                              factor);
+      kernels::reduce3_scaled(a.data(), b.data(), a.data(), b.data(), count, dtype(), op(), factor);
       expect_bytes(a.data(), want, count, "dst = a");
       expect_bytes(b.data(), want, count, "dst2 = b");
       std::memcpy(a.data(), a0.data(), bytes);
       std::memcpy(b.data(), b0.data(), bytes);
-      kernels::reduce3_scaled(b.data(), b.data(), a.data(), b.data(), count, dtype(), op(),
-                              factor);
+      kernels::reduce3_scaled(b.data(), b.data(), a.data(), b.data(), count, dtype(), op(), factor);
       expect_bytes(b.data(), want, count, "dst = dst2 = b");
       if (HasFailure()) return;
     }
@@ -111,13 +109,12 @@ std::string param_name(const ::testing::TestParamInfo<Reduce3ScaledTest::ParamTy
 
 INSTANTIATE_TEST_SUITE_P(
     AllPaths, Reduce3ScaledTest,
-    ::testing::Combine(::testing::ValuesIn(kAllIsas),
-                       ::testing::Values(DataType::kUint8, DataType::kInt8, DataType::kInt16,
-                                         DataType::kUint16, DataType::kInt32, DataType::kInt64,
-                                         DataType::kFloat16, DataType::kBFloat16,
-                                         DataType::kFloat32, DataType::kFloat64),
-                       ::testing::Values(ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
-                                         ReduceOp::kProduct)),
+    ::testing::Combine(
+        ::testing::ValuesIn(kAllIsas),
+        ::testing::Values(DataType::kUint8, DataType::kInt8, DataType::kInt16, DataType::kUint16,
+                          DataType::kInt32, DataType::kInt64, DataType::kFloat16,
+                          DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64),
+        ::testing::Values(ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct)),
     param_name);
 
 INSTANTIATE_TEST_SUITE_P(
