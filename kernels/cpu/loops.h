@@ -49,23 +49,6 @@ inline void for_each_block(size_t count, const Body& body) {
   for (; i < count; ++i) body.template run<SL, 1>(i);
 }
 
-// dst = a op b, elements of kElemBytes.
-template <int kOp, size_t kElemBytes>
-struct BinaryBody {
-  char* dst;
-  const char* a;
-  const char* b;
-  template <class L, int kRegs>
-  void run(size_t i) const {
-    typename L::Reg r[kRegs];
-    for (int k = 0; k < kRegs; ++k) {
-      const size_t at = (i + k * L::kWidth) * kElemBytes;
-      r[k] = combine<L, kOp>(L::load(a + at), L::load(b + at));
-    }
-    for (int k = 0; k < kRegs; ++k) L::store(dst + (i + k * L::kWidth) * kElemBytes, r[k]);
-  }
-};
-
 // dst = src * factor (floats).
 template <size_t kElemBytes, typename Compute>
 struct ScaleBody {
@@ -82,8 +65,8 @@ struct ScaleBody {
   }
 };
 
-// dst (and dst2 when kSecond) = (a op b), times factor when kScale: one pass, each block
-// loaded before it is stored, so dst and dst2 may alias a or b exactly.
+// dst (and dst2 when kSecond) = a op b, elements of kElemBytes, times factor when kScale: one
+// pass, each block loaded before it is stored, so dst and dst2 may alias a or b exactly.
 template <int kOp, size_t kElemBytes, typename Compute, bool kScale, bool kSecond>
 struct BinaryOutBody {
   char* dst;
@@ -110,14 +93,6 @@ struct BinaryOutBody {
   }
 };
 
-template <class VL, int kDt, int kOp>
-void binary_kernel(void* dst, const void* a, const void* b, size_t count) {
-  using SL = ScalarLanes<kDt>;
-  const BinaryBody<kOp, SL::kElemBytes> body{static_cast<char*>(dst), static_cast<const char*>(a),
-                                             static_cast<const char*>(b)};
-  for_each_block<VL, SL>(count, body);
-}
-
 template <class VL, int kDt, int kOp, bool kScale, bool kSecond>
 void binary_out_pass(void* dst, void* dst2, const void* a, const void* b, size_t count,
                      double factor) {
@@ -127,6 +102,12 @@ void binary_out_pass(void* dst, void* dst2, const void* a, const void* b, size_t
       static_cast<char*>(dst), static_cast<char*>(dst2), static_cast<const char*>(a),
       static_cast<const char*>(b), static_cast<Compute>(factor)};
   for_each_block<VL, SL>(count, body);
+}
+
+// dst = a op b.
+template <class VL, int kDt, int kOp>
+void binary_kernel(void* dst, const void* a, const void* b, size_t count) {
+  binary_out_pass<VL, kDt, kOp, false, false>(dst, nullptr, a, b, count, 1.0);
 }
 
 // The combined value is scaled in registers only where the arithmetic is the dtype's own
