@@ -6,29 +6,43 @@
 namespace hora {
 namespace kernels {
 
-void reduce3(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op) {
+namespace {
+
+// The table's indices of `dtype` and `op`, checked.
+struct Cell {
+  int dt;
+  int op;
+};
+
+Cell cell_of(DataType dtype, ReduceOp op) {
   const int dt = static_cast<int>(dtype);
   const int op_index = static_cast<int>(op);
   HORA_CHECK(dt >= 0 && dt < kNumDataTypes) << "dtype " << dt;
   HORA_CHECK(op_index >= 0 && op_index < kNumReduceOps) << "op " << op_index;
-  const detail::BinaryFn fn = detail::active_table().binary[dt][op_index];
-  HORA_CHECK(fn != nullptr) << "reduce op " << reduce_op_name(op) << " is not defined for "
-                            << data_type_name(dtype)
-                            << "; the caller must refuse it (check_reduce_op)";
+  return {dt, op_index};
+}
+
+// Aborts naming op and dtype where the table has no kernel for them.
+void check_defined(bool defined, DataType dtype, ReduceOp op) {
+  HORA_CHECK(defined) << "reduce op " << reduce_op_name(op) << " is not defined for "
+                      << data_type_name(dtype) << "; the caller must refuse it (check_reduce_op)";
+}
+
+}  // namespace
+
+void reduce3(void* dst, const void* a, const void* b, size_t count, DataType dtype, ReduceOp op) {
+  const Cell c = cell_of(dtype, op);
+  const detail::BinaryFn fn = detail::active_table().binary[c.dt][c.op];
+  check_defined(fn != nullptr, dtype, op);
   if (count == 0) return;
   fn(dst, a, b, count);
 }
 
 void reduce3_scaled(void* dst, void* dst2, const void* a, const void* b, size_t count,
                     DataType dtype, ReduceOp op, double factor) {
-  const int dt = static_cast<int>(dtype);
-  const int op_index = static_cast<int>(op);
-  HORA_CHECK(dt >= 0 && dt < kNumDataTypes) << "dtype " << dt;
-  HORA_CHECK(op_index >= 0 && op_index < kNumReduceOps) << "op " << op_index;
-  const detail::BinaryOutFn fn = detail::active_table().binary_out[dt][op_index];
-  HORA_CHECK(fn != nullptr) << "reduce op " << reduce_op_name(op) << " is not defined for "
-                            << data_type_name(dtype)
-                            << "; the caller must refuse it (check_reduce_op)";
+  const Cell c = cell_of(dtype, op);
+  const detail::BinaryOutFn fn = detail::active_table().binary_out[c.dt][c.op];
+  check_defined(fn != nullptr, dtype, op);
   if (count == 0) return;
   if (factor == 1.0 || dtype == DataType::kFloat32 || dtype == DataType::kFloat64) {
     fn(dst, dst2, a, b, count, factor);

@@ -43,5 +43,36 @@ inline std::string isa_param_name(const ::testing::TestParamInfo<kernels::Isa>& 
   return kernels::isa_name(info.param);
 }
 
+// A test run once per (ISA, dtype, op): SetUp selects the ISA as IsaTest does.
+class IsaDtypeOpTest
+    : public ::testing::TestWithParam<std::tuple<kernels::Isa, DataType, ReduceOp>> {
+ protected:
+  void SetUp() override { HORA_SELECT_ISA_OR_SKIP(std::get<0>(GetParam())); }
+  void TearDown() override { kernels::select_isa(kernels::best_isa()); }
+  DataType dtype() const { return std::get<1>(GetParam()); }
+  ReduceOp op() const { return std::get<2>(GetParam()); }
+  size_t elem() const { return data_type_bytes(dtype()); }
+};
+
+// Every dtype but bool, which has min, max and product only (no sum, average or scale).
+inline const DataType kNonBoolDtypes[] = {
+    DataType::kUint8,   DataType::kInt8,   DataType::kInt16,   DataType::kUint16,
+    DataType::kInt32,   DataType::kInt64,  DataType::kFloat16, DataType::kBFloat16,
+    DataType::kFloat32, DataType::kFloat64};
+
+// (Isa, DataType, ReduceOp) for every ISA and the ops bool has: min (and), max (or) and
+// product (and).
+inline auto bool_reduce_params() {
+  return ::testing::Combine(::testing::ValuesIn(kAllIsas), ::testing::Values(DataType::kBool),
+                            ::testing::Values(ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct));
+}
+
+// "<isa>_<dtype>_<op>" for a test parameterised by (Isa, DataType, ReduceOp).
+template <class Param>
+std::string isa_dtype_op_name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(kernels::isa_name(std::get<0>(info.param))) + "_" +
+         data_type_name(std::get<1>(info.param)) + "_" + reduce_op_name(std::get<2>(info.param));
+}
+
 }  // namespace kernels_test
 }  // namespace hora

@@ -21,14 +21,8 @@ using kernels::Isa;
 
 constexpr size_t kLengths[] = {0, 1, 7, 8, 9, 63, 64, 65, (size_t{1} << 20) + 3};
 
-class ReduceTest : public ::testing::TestWithParam<std::tuple<Isa, DataType, ReduceOp>> {
+class ReduceTest : public IsaDtypeOpTest {
  protected:
-  void SetUp() override { HORA_SELECT_ISA_OR_SKIP(std::get<0>(GetParam())); }
-  void TearDown() override { kernels::select_isa(kernels::best_isa()); }
-  DataType dtype() const { return std::get<1>(GetParam()); }
-  ReduceOp op() const { return std::get<2>(GetParam()); }
-  size_t elem() const { return data_type_bytes(dtype()); }
-
   // Expects out[i] == ref(a[i], b[i]) for i < count, naming the first mismatch.
   void expect_combined(const uint8_t* out, const uint8_t* a, const uint8_t* b, size_t count,
                        const std::string& what) {
@@ -102,28 +96,16 @@ TEST_P(ReduceTest, AliasedDst) {
   }
 }
 
-std::string reduce_param_name(const ::testing::TestParamInfo<ReduceTest::ParamType>& info) {
-  return std::string(kernels::isa_name(std::get<0>(info.param))) + "_" +
-         data_type_name(std::get<1>(info.param)) + "_" + reduce_op_name(std::get<2>(info.param));
-}
+INSTANTIATE_TEST_SUITE_P(AllPaths, ReduceTest,
+                         ::testing::Combine(::testing::ValuesIn(kAllIsas),
+                                            ::testing::ValuesIn(kNonBoolDtypes),
+                                            ::testing::Values(ReduceOp::kSum, ReduceOp::kAverage,
+                                                              ReduceOp::kMin, ReduceOp::kMax,
+                                                              ReduceOp::kProduct)),
+                         isa_dtype_op_name<ReduceTest::ParamType>);
 
-INSTANTIATE_TEST_SUITE_P(
-    AllPaths, ReduceTest,
-    ::testing::Combine(::testing::ValuesIn(kAllIsas),
-                       ::testing::Values(DataType::kUint8, DataType::kInt8, DataType::kInt16,
-                                         DataType::kUint16, DataType::kInt32, DataType::kInt64,
-                                         DataType::kFloat16, DataType::kBFloat16,
-                                         DataType::kFloat32, DataType::kFloat64),
-                       ::testing::Values(ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
-                                         ReduceOp::kMax, ReduceOp::kProduct)),
-    reduce_param_name);
-
-// bool has min (and), max (or) and product (and) only.
-INSTANTIATE_TEST_SUITE_P(
-    Bool, ReduceTest,
-    ::testing::Combine(::testing::ValuesIn(kAllIsas), ::testing::Values(DataType::kBool),
-                       ::testing::Values(ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct)),
-    reduce_param_name);
+INSTANTIATE_TEST_SUITE_P(Bool, ReduceTest, bool_reduce_params(),
+                         isa_dtype_op_name<ReduceTest::ParamType>);
 
 // Sum and average on bool are a caller's bug (refused before the kernels by check_reduce_op):
 // the kernels abort with a message that names the op and the dtype, even for count 0.
@@ -133,6 +115,8 @@ TEST(ReduceDeathTest, BoolSumAndAverageAbort) {
                "reduce op sum is not defined for bool");
   EXPECT_DEATH(kernels::reduce3(a, a, b, 0, DataType::kBool, ReduceOp::kAverage),
                "reduce op average is not defined for bool");
+  EXPECT_DEATH(kernels::reduce3_scaled(a, nullptr, a, b, 0, DataType::kBool, ReduceOp::kSum, 1.0),
+               "reduce op sum is not defined for bool");
 }
 
 }  // namespace

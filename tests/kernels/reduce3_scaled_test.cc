@@ -22,14 +22,8 @@ using kernels::Isa;
 
 constexpr size_t kCounts[] = {0, 1, 7, 15, 16, 17, 63, 64, 65, 129, 4099};
 
-class Reduce3ScaledTest : public ::testing::TestWithParam<std::tuple<Isa, DataType, ReduceOp>> {
+class Reduce3ScaledTest : public IsaDtypeOpTest {
  protected:
-  void SetUp() override { HORA_SELECT_ISA_OR_SKIP(std::get<0>(GetParam())); }
-  void TearDown() override { kernels::select_isa(kernels::best_isa()); }
-  DataType dtype() const { return std::get<1>(GetParam()); }
-  ReduceOp op() const { return std::get<2>(GetParam()); }
-  size_t elem() const { return data_type_bytes(dtype()); }
-
   std::vector<double> factors() const {
     std::vector<double> out;
     for (double f : {1.0, 0.5, 1.0 / 3.0})
@@ -102,33 +96,17 @@ TEST_P(Reduce3ScaledTest, OutputsMayAliasTheSources) {
   }
 }
 
-std::string param_name(const ::testing::TestParamInfo<Reduce3ScaledTest::ParamType>& info) {
-  return std::string(kernels::isa_name(std::get<0>(info.param))) + "_" +
-         data_type_name(std::get<1>(info.param)) + "_" + reduce_op_name(std::get<2>(info.param));
-}
+INSTANTIATE_TEST_SUITE_P(AllPaths, Reduce3ScaledTest,
+                         ::testing::Combine(::testing::ValuesIn(kAllIsas),
+                                            ::testing::ValuesIn(kNonBoolDtypes),
+                                            ::testing::Values(ReduceOp::kSum, ReduceOp::kMin,
+                                                              ReduceOp::kMax, ReduceOp::kProduct)),
+                         isa_dtype_op_name<Reduce3ScaledTest::ParamType>);
 
-INSTANTIATE_TEST_SUITE_P(
-    AllPaths, Reduce3ScaledTest,
-    ::testing::Combine(
-        ::testing::ValuesIn(kAllIsas),
-        ::testing::Values(DataType::kUint8, DataType::kInt8, DataType::kInt16, DataType::kUint16,
-                          DataType::kInt32, DataType::kInt64, DataType::kFloat16,
-                          DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64),
-        ::testing::Values(ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct)),
-    param_name);
+INSTANTIATE_TEST_SUITE_P(Bool, Reduce3ScaledTest, bool_reduce_params(),
+                         isa_dtype_op_name<Reduce3ScaledTest::ParamType>);
 
-INSTANTIATE_TEST_SUITE_P(
-    Bool, Reduce3ScaledTest,
-    ::testing::Combine(::testing::ValuesIn(kAllIsas), ::testing::Values(DataType::kBool),
-                       ::testing::Values(ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct)),
-    param_name);
-
-// Sum and average on bool are refused like reduce3's, even for count 0.
-TEST(Reduce3ScaledDeathTest, BoolSumAborts) {
-  uint8_t a[4] = {0, 1, 1, 0}, b[4] = {1, 1, 0, 0};
-  EXPECT_DEATH(kernels::reduce3_scaled(a, nullptr, a, b, 0, DataType::kBool, ReduceOp::kSum, 1.0),
-               "reduce op sum is not defined for bool");
-}
+// Bool's sum and average abort as reduce3's do (kernels_test.cc, ReduceDeathTest).
 
 }  // namespace
 }  // namespace kernels_test
