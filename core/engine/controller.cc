@@ -50,10 +50,7 @@ void Controller::route(const std::vector<Request*>& fresh, std::vector<Request>&
     positions.resize(n);
     for (size_t k = 0; k < n; ++k) {
       const Request& m = *fresh[i + k];
-      positions[k] = cache_.find(m.name, m.name_id);
-      // find() matched the name already.
-      if (positions[k] < 0 || !ResponseCache::matches_found(m, cache_.at(positions[k])))
-        all_cached = false;
+      if (!cache_.lookup(m, &positions[k])) all_cached = false;
     }
     // The cache path keeps the request where it lies; the coordinator's gets a copy.
     for (size_t k = 0; k < n; ++k) {

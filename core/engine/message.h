@@ -64,6 +64,11 @@ struct Request {
   // The name's id in this rank's queue (NameTable, set with local_entry; never encoded, so -1
   // in anything decoded): the response cache finds the name by it without hashing.
   int32_t name_id = -1;
+  // The content's version in its queue slot (set with name_id; never encoded, so 0 in anything
+  // decoded): it changes whenever the slot's request differs from the one before it, so a
+  // request whose version was matched against a cached response once matches it again while
+  // that response stays (ResponseCache::lookup), without comparing its fields. 0: unknown.
+  uint32_t version = 0;
 };
 
 // True when a and b ask for the same collective in every field that must agree across ranks

@@ -43,6 +43,27 @@ int ResponseCache::find(const std::string& name, int32_t name_id) {
   return p;
 }
 
+bool ResponseCache::lookup(const Request& q, int* position) {
+  const bool versioned = q.version != 0 && q.name_id >= 0;
+  const size_t id = static_cast<size_t>(q.name_id);
+  if (versioned && id < matched_.size()) {
+    const Matched& m = matched_[id];
+    // The stamp changes with every insert and erase at the position: the response there is the
+    // one this version matched.
+    if (m.version == q.version && m.position >= 0 && slots_[m.position].stamp == m.stamp) {
+      *position = m.position;
+      return true;
+    }
+  }
+  *position = find(q.name, q.name_id);
+  if (*position < 0 || !matches_found(q, slots_[*position].response)) return false;
+  if (versioned) {
+    if (id >= matched_.size()) matched_.resize(id + 1);
+    matched_[id] = Matched{q.version, *position, slots_[*position].stamp};
+  }
+  return true;
+}
+
 int ResponseCache::insert(const Response& response, int* evicted) {
   *evicted = -1;
   if (capacity_ == 0) return -1;
@@ -65,7 +86,7 @@ int ResponseCache::insert(const Response& response, int* evicted) {
     ++evictions_;
   }
   Slot& slot = slots_[position];
-  ++generation_;
+  slot.stamp = ++generation_;
   slot.response = response;
   slot.in_use = true;
   slot.last_used = ++clock_;
@@ -79,7 +100,7 @@ void ResponseCache::erase(int position) {
   Slot& slot = slots_[position];
   if (!slot.in_use) return;
   by_name_.erase(slot.response.name);
-  ++generation_;
+  slot.stamp = ++generation_;
   slot.in_use = false;
   slot.response = Response();
   free_.push_back(position);

@@ -42,6 +42,12 @@ class ResponseCache {
   // without hashing it. An id forgotten and given to another name, or a position erased since,
   // only costs the lookup by name.
   int find(const std::string& name, int32_t name_id);
+  // Whether `request` asks exactly for what its name's cached response agreed (matches());
+  // *position receives the name's position either way (-1: not cached). A request with the
+  // version (Request::version) of one that matched a position, whose response has not changed
+  // since, matches it again by that alone: a training step's requests, the same step after
+  // step, are found without hashing or comparing their names and fields.
+  bool lookup(const Request& request, int* position);
   const Response& at(int position) const { return slots_[position].response; }
   bool in_use(int position) const { return slots_[position].in_use; }
   // Positions ever assigned (the length of the round's vector); identical on every rank.
@@ -62,13 +68,21 @@ class ResponseCache {
   struct Slot {
     Response response;
     uint64_t last_used = 0;
+    uint64_t stamp = 0;  // generation_ when the response here last changed
     bool in_use = false;
+  };
+  // By queue name id: the request version that last matched, where, and that position's stamp.
+  struct Matched {
+    uint32_t version = 0;
+    int position = -1;
+    uint64_t stamp = 0;
   };
   const int64_t capacity_;
   std::vector<Slot> slots_;
   std::vector<int> free_;  // erased positions, reused lowest first
   std::unordered_map<std::string, int> by_name_;
   std::vector<int> by_id_;  // by queue name id: the position last found for it (-1: none)
+  std::vector<Matched> matched_;
   uint64_t clock_ = 0;
   int64_t evictions_ = 0;
   uint64_t generation_ = 0;

@@ -26,6 +26,11 @@ TensorQueue::Slot* TensorQueue::claim(const std::string& name, CollectiveType ty
   return &slot;
 }
 
+void TensorQueue::new_version(Slot& slot) {
+  if (++slot.version == 0) ++slot.version;  // 0 means unknown (Request::version)
+  slot.entry.request.version = slot.version;
+}
+
 void TensorQueue::admit(int32_t id) {
   Slot& slot = slots_[static_cast<size_t>(id)];
   slot.entry.request.local_entry = &slot.entry;
@@ -57,6 +62,7 @@ Status TensorQueue::enqueue(std::vector<Entry>&& entries) {
         return error;
       }
       slot->entry = std::move(e);
+      new_version(*slot);
       admit(id);  // in flight: a repeat later in the batch is refused
       inserted_.push_back(id);
     }
@@ -75,23 +81,35 @@ Status TensorQueue::enqueue_allreduce(AllreduceSpec&& spec) {
     Status error;
     Slot* slot = claim(*spec.name, CollectiveType::kAllreduce, &id, &error);
     if (slot == nullptr) return error;
-    // What add_entry (core/api.cc) builds, field by field, into the entry the slot keeps: its
-    // name is most often the same already.
+    // What add_entry (core/api.cc) builds, field by field, into the entry the slot keeps. A
+    // training step enqueues the same request under a name step after step: then the request
+    // there is kept with its version, which the response cache matches without its fields.
     Request& q = slot->entry.request;
-    if (q.name != *spec.name) q.name = *spec.name;
-    q.type = CollectiveType::kAllreduce;
+    const TensorView& in = *spec.in;
+    const bool same = q.version != 0 && q.type == CollectiveType::kAllreduce &&
+                      q.name == *spec.name && q.dtype == in.dtype() && q.shape == in.shape() &&
+                      q.device == in.device() && q.op == spec.op && q.root == 0 &&
+                      q.prescale == spec.prescale && q.postscale == spec.postscale &&
+                      q.compression == spec.compression && q.splits.empty() &&
+                      q.group_key.empty() && q.group_size == 0 && q.waited_us == 0;
+    if (!same) {
+      if (q.name != *spec.name) q.name = *spec.name;
+      q.type = CollectiveType::kAllreduce;
+      q.dtype = in.dtype();
+      q.shape = in.shape();
+      q.device = in.device();
+      q.op = spec.op;
+      q.root = 0;
+      q.prescale = spec.prescale;
+      q.postscale = spec.postscale;
+      q.compression = spec.compression;
+      q.splits.clear();
+      q.group_key.clear();
+      q.group_size = 0;
+      q.waited_us = 0;
+      new_version(*slot);
+    }
     q.rank = 0;
-    q.dtype = spec.in->dtype();
-    q.shape = spec.in->shape();
-    q.device = spec.in->device();
-    q.op = spec.op;
-    q.root = 0;
-    q.prescale = spec.prescale;
-    q.postscale = spec.postscale;
-    q.compression = spec.compression;
-    q.splits.clear();
-    q.group_key.clear();
-    q.group_size = 0;
     slot->entry.in = *spec.in;
     slot->entry.out = *spec.out;
     slot->entry.allocate = nullptr;

@@ -144,7 +144,10 @@ class TensorQueue {
   struct Slot {
     Entry entry;
     bool in_flight = false;
+    uint32_t version = 0;  // the last Request::version given out here (never 0 once given)
   };
+  // A new content version for the request in `slot` (it differs from the one before it).
+  static void new_version(Slot& slot);
   // Ends the flight of the entry in slot `id` (REQUIRES: in flight): releases its handle and
   // allocator now (kept alive in an idle slot they would outlive the collective), and forgets
   // the name when more than kMaxNames are interned.
