@@ -27,7 +27,7 @@ bool help_engine(detail::HandleState& state, bool wait, Status* status) {
   bool help = false;
   {
     MutexLock lock(&state.mu);
-    if (state.done) {
+    if (state.is_done()) {
       *status = state.status;
       return true;
     }
@@ -50,7 +50,8 @@ Status Handle::wait() {
   Status status;
   if (help_engine(*state_, true, &status)) return status;
   MutexLock lock(&state_->mu);
-  while (!state_->done) state_->cv.wait(state_->mu);
+  if (state_->watch())
+    while (!state_->is_done()) state_->cv.wait(state_->mu);
   return state_->status;
 }
 
@@ -61,9 +62,10 @@ Status Handle::wait(std::chrono::milliseconds timeout) {
   Status status;
   if (help_engine(*state_, timeout.count() > 0, &status)) return status;
   MutexLock lock(&state_->mu);
-  while (!state_->done && std::chrono::steady_clock::now() < until)
-    state_->cv.wait_until(state_->mu, until);
-  if (!state_->done) {
+  if (state_->watch())
+    while (!state_->is_done() && std::chrono::steady_clock::now() < until)
+      state_->cv.wait_until(state_->mu, until);
+  if (!state_->is_done()) {
     return Status::timeout("tensor '" + state_->name() + "' is not complete after " +
                            std::to_string(timeout.count()) +
                            " ms: not every rank has submitted it yet, or it is still running "
@@ -87,11 +89,12 @@ Status Handle::wait_on_stream(void* stream, std::chrono::milliseconds timeout) {
     MutexLock lock(&state_->mu);
     // A device collective publishes its completion event before it completes; a host one
     // (or a failure) only completes.
-    while (!state_->done && !(state_->stream_waiter && state_->status.is_ok()) &&
-           std::chrono::steady_clock::now() < until)
-      state_->cv.wait_until(state_->mu, until);
+    if (state_->watch())
+      while (!state_->is_done() && !(state_->stream_waiter && state_->status.is_ok()) &&
+             std::chrono::steady_clock::now() < until)
+        state_->cv.wait_until(state_->mu, until);
     if (!(state_->stream_waiter && state_->status.is_ok())) {
-      if (state_->done) return state_->status;
+      if (state_->is_done()) return state_->status;
       return Status::timeout("tensor '" + state_->name() + "' is not complete after " +
                              std::to_string(timeout.count()) + " ms");
     }

@@ -159,6 +159,48 @@ TEST(HandleDone, ACompleteHandleAnswersWithoutItsMutex) {
   EXPECT_EQ(timed, StatusCode::kRemote);
 }
 
+// A single-part handle completed OK while nobody watches it goes done with one atomic
+// operation; a thread already blocked in wait() has watched it first, so it is woken.
+TEST(HandleDone, AnUnwatchedHandleCompletesWithoutItsMutexAndAWaiterIsWoken) {
+  auto quiet = std::make_shared<HandleState>("quiet", 1, 1.0);
+  quiet->mu.lock();  // held elsewhere: completion and every look at it must not need it
+  auto completed = std::async(std::launch::async, [&] {
+    quiet->complete(Status::ok());
+    return Handle(quiet).poll();
+  });
+  const bool finished = completed.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  quiet->mu.unlock();
+  ASSERT_TRUE(finished) << "an unwatched handle's completion waited for its mutex";
+  EXPECT_TRUE(completed.get());
+  EXPECT_TRUE(Handle(quiet).wait().is_ok());
+  int calls = 0;
+  Handle(quiet).on_complete([&](const Status& s) {  // complete: runs at once
+    EXPECT_TRUE(s.is_ok());
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+  quiet->complete(Status::remote("late"));  // a late completion changes nothing
+  EXPECT_TRUE(Handle(quiet).wait().is_ok());
+
+  for (int round = 0; round < 50; ++round) {
+    auto watched = std::make_shared<HandleState>("watched", 1, 1.0);
+    Handle h(watched);
+    auto waited = std::async(std::launch::async, [&] { return h.wait().code(); });
+    // The waiter watches the state before it blocks on the condition variable.
+    while (watched->phase.load() != HandleState::kWatched) std::this_thread::yield();
+    watched->complete(Status::ok());
+    ASSERT_EQ(waited.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+        << "round " << round << ": a waiter was not woken by completion";
+    EXPECT_EQ(waited.get(), StatusCode::kOk);
+  }
+  // A timed wait that gave up leaves the state watched: completion still marks it done.
+  auto left = std::make_shared<HandleState>("left", 1, 1.0);
+  EXPECT_EQ(Handle(left).wait(std::chrono::milliseconds(1)).code(), StatusCode::kTimeout);
+  left->complete(Status::ok());
+  EXPECT_TRUE(Handle(left).poll());
+  EXPECT_TRUE(Handle(left).wait().is_ok());
+}
+
 TEST(HandleName, EveryLengthReadsBackFromEveryThread) {
   // Empty, a model's parameter name, the inline capacity and one past it, and a long one
   // (the heap): the same bytes back, from Handle::name() and from eight threads at once
