@@ -50,7 +50,7 @@ bool ResponseCache::lookup(const Request& q, int* position) {
     const Matched& m = matched_[id];
     // The stamp changes with every insert and erase at the position: the response there is the
     // one this version matched.
-    if (m.version == q.version && m.position >= 0 && slots_[m.position].stamp == m.stamp) {
+    if (m.version == q.version && m.position >= 0 && stamps_[m.position] == m.stamp) {
       *position = m.position;
       return true;
     }
@@ -59,7 +59,7 @@ bool ResponseCache::lookup(const Request& q, int* position) {
   if (*position < 0 || !matches_found(q, slots_[*position].response)) return false;
   if (versioned) {
     if (id >= matched_.size()) matched_.resize(id + 1);
-    matched_[id] = Matched{q.version, *position, slots_[*position].stamp};
+    matched_[id] = Matched{q.version, *position, stamps_[*position]};
   }
   return true;
 }
@@ -75,10 +75,12 @@ int ResponseCache::insert(const Response& response, int* evicted) {
   } else if (static_cast<int64_t>(slots_.size()) < capacity_) {
     position = static_cast<int>(slots_.size());
     slots_.emplace_back();
+    stamps_.push_back(0);
+    last_used_.push_back(0);
   } else {
     position = 0;
     for (int i = 1; i < static_cast<int>(slots_.size()); ++i)
-      if (slots_[i].last_used < slots_[position].last_used) position = i;
+      if (last_used_[i] < last_used_[position]) position = i;
     HORA_LOG(kDebug) << "response cache full (" << capacity_ << "): evicting '"
                      << slots_[position].response.name << "' for '" << response.name << "'";
     by_name_.erase(slots_[position].response.name);
@@ -86,21 +88,21 @@ int ResponseCache::insert(const Response& response, int* evicted) {
     ++evictions_;
   }
   Slot& slot = slots_[position];
-  slot.stamp = ++generation_;
+  stamps_[position] = ++generation_;
   slot.response = response;
   slot.in_use = true;
-  slot.last_used = ++clock_;
+  last_used_[position] = ++clock_;
   by_name_[response.name] = position;
   return position;
 }
 
-void ResponseCache::touch(int position) { slots_[position].last_used = ++clock_; }
+void ResponseCache::touch(int position) { last_used_[position] = ++clock_; }
 
 void ResponseCache::erase(int position) {
   Slot& slot = slots_[position];
   if (!slot.in_use) return;
   by_name_.erase(slot.response.name);
-  slot.stamp = ++generation_;
+  stamps_[position] = ++generation_;
   slot.in_use = false;
   slot.response = Response();
   free_.push_back(position);

@@ -67,8 +67,6 @@ class ResponseCache {
  private:
   struct Slot {
     Response response;
-    uint64_t last_used = 0;
-    uint64_t stamp = 0;  // generation_ when the response here last changed
     bool in_use = false;
   };
   // By queue name id: the request version that last matched, where, and that position's stamp.
@@ -83,6 +81,11 @@ class ResponseCache {
   std::unordered_map<std::string, int> by_name_;
   std::vector<int> by_id_;  // by queue name id: the position last found for it (-1: none)
   std::vector<Matched> matched_;
+  // By position, apart from the slots (a Response is hundreds of bytes), so that a step's
+  // lookups and touches go through dense arrays instead of a cache line per tensor: when the
+  // response there last changed (generation_), and when it was last used (clock_).
+  std::vector<uint64_t> stamps_;
+  std::vector<uint64_t> last_used_;
   uint64_t clock_ = 0;
   int64_t evictions_ = 0;
   uint64_t generation_ = 0;
