@@ -99,8 +99,8 @@ struct HandleState {
   // `waiting` (may be null) is told when a thread waits on this state before it completed.
   HandleState(const std::string& name, int parts, double default_timeout_s,
               WaitSignal* waiting = nullptr)
-      : name_(name),
-        parts_(parts),
+      : parts_(parts),
+        name_(name),
         remaining(parts),
         default_timeout_s(default_timeout_s),
         waiting(waiting) {}
@@ -181,15 +181,18 @@ struct HandleState {
   // The tensor's name (the group's key for a grouped allreduce).
   const std::string& name() const { return name_.str(); }
 
-  const HandleName name_;
+  // First, beside the shared_ptr's counts: what completion and is_done() read, so that they
+  // touch one cache line of the state (a step's states are out of cache by then: its data
+  // went through in between).
+  // kDone: final and the callback ran; waiters may return. kWatched: completion takes mu.
+  enum : uint8_t { kPending = 0, kWatched = 1, kDone = 2 };
+  std::atomic<uint8_t> phase{kPending};
   const int parts_;
+  const HandleName name_;
   mutable Mutex mu;  // guards the fields marked so; never held while a callback runs
   CondVar cv;        // phase becomes kDone (under mu once watched)
   int remaining HORA_GUARDED_BY(mu);
   bool is_final HORA_GUARDED_BY(mu) = false;  // the status will not change any more
-  // kDone: final and the callback ran; waiters may return. kWatched: completion takes mu.
-  enum : uint8_t { kPending = 0, kWatched = 1, kDone = 2 };
-  std::atomic<uint8_t> phase{kPending};
   Status status HORA_GUARDED_BY(mu);
   Callback callback HORA_GUARDED_BY(mu);  // taken out (and run) once final
   const double default_timeout_s;

@@ -7,13 +7,14 @@ namespace hora {
 namespace engine {
 
 TensorQueue::Slot* TensorQueue::claim(const std::string& name, CollectiveType type, int32_t* id,
-                                      Status* error) {
+                                      Status* error, bool* interned) {
   if (closed_) {
     *error = Status(closed_why_.code(), "tensor '" + name + "': " + closed_why_.message());
     return nullptr;
   }
   bool added = false;
   *id = names_.intern(name, &added);
+  if (interned != nullptr) *interned = added;
   if (static_cast<size_t>(*id) >= slots_.size()) slots_.grow_to(static_cast<size_t>(*id) + 1);
   Slot& slot = slots_[static_cast<size_t>(*id)];
   if (slot.in_flight) {
@@ -79,21 +80,23 @@ Status TensorQueue::enqueue_allreduce(AllreduceSpec&& spec) {
     MutexLock lock(&mu_);
     int32_t id = -1;
     Status error;
-    Slot* slot = claim(*spec.name, CollectiveType::kAllreduce, &id, &error);
+    bool interned = true;
+    Slot* slot = claim(*spec.name, CollectiveType::kAllreduce, &id, &error, &interned);
     if (slot == nullptr) return error;
     // What add_entry (core/api.cc) builds, field by field, into the entry the slot keeps. A
     // training step enqueues the same request under a name step after step: then the request
     // there is kept with its version, which the response cache matches without its fields.
     Request& q = slot->entry.request;
     const TensorView& in = *spec.in;
-    const bool same = q.version != 0 && q.type == CollectiveType::kAllreduce &&
-                      q.name == *spec.name && q.dtype == in.dtype() && q.shape == in.shape() &&
-                      q.device == in.device() && q.op == spec.op && q.root == 0 &&
-                      q.prescale == spec.prescale && q.postscale == spec.postscale &&
-                      q.compression == spec.compression && q.splits.empty() &&
-                      q.group_key.empty() && q.group_size == 0 && q.waited_us == 0;
+    // The name is the slot's unless the call interned it (claim).
+    const bool same = !interned && q.version != 0 && q.type == CollectiveType::kAllreduce &&
+                      q.dtype == in.dtype() && q.shape == in.shape() && q.device == in.device() &&
+                      q.op == spec.op && q.root == 0 && q.prescale == spec.prescale &&
+                      q.postscale == spec.postscale && q.compression == spec.compression &&
+                      q.splits.empty() && q.group_key.empty() && q.group_size == 0 &&
+                      q.waited_us == 0;
     if (!same) {
-      if (q.name != *spec.name) q.name = *spec.name;
+      if (interned) q.name = *spec.name;
       q.type = CollectiveType::kAllreduce;
       q.dtype = in.dtype();
       q.shape = in.shape();

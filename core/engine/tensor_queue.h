@@ -39,14 +39,16 @@ namespace engine {
 using Clock = std::chrono::steady_clock;
 
 struct Entry {
-  Request request;
-  TensorView in;
-  TensorView out;  // allreduce: where the result goes; broadcast: the tensor itself
+  // First: what completion and removal touch once the bucket's data went through (and the
+  // entry out of cache), beside the slot's flags (TensorQueue::Slot).
+  std::shared_ptr<detail::HandleState> handle;
   // allgather, alltoall, reducescatter: where the result goes (core/hora.h); empty: into
   // the handle's output. Called on the thread that runs the round (Engine::step).
   OutputAllocator allocate;
-  std::shared_ptr<detail::HandleState> handle;
   Clock::time_point enqueued;
+  TensorView in;
+  TensorView out;  // allreduce: where the result goes; broadcast: the tensor itself
+  Request request;
 };
 
 // A single allreduce of host tensors, as the API hands it over: the queue fills its name's
@@ -142,9 +144,10 @@ class TensorQueue {
   // An interned name's entry: in flight from its enqueue until its removal; the entry stays (its
   // handle and allocator released) to be overwritten by the name's next enqueue.
   struct Slot {
-    Entry entry;
+    // Before the entry (568 bytes): what a removal reads and writes beside the entry's handle.
     bool in_flight = false;
     uint32_t version = 0;  // the last Request::version given out here (never 0 once given)
+    Entry entry;
   };
   // A new content version for the request in `slot` (it differs from the one before it).
   static void new_version(Slot& slot);
@@ -153,9 +156,12 @@ class TensorQueue {
   // the name when more than kMaxNames are interned.
   void release(int32_t id) HORA_REQUIRES(mu_);
   // The slot of `name` for a new entry (interned now when new), or null with *error set when
-  // the queue is closed or the name is in flight (`type`: what the refused call was).
-  Slot* claim(const std::string& name, CollectiveType type, int32_t* id, Status* error)
-      HORA_REQUIRES(mu_);
+  // the queue is closed or the name is in flight (`type`: what the refused call was). With
+  // *interned false, the name had its id already, and its slot's request holds that name
+  // (every enqueue of a name fills its slot, and an id goes to another name only once the
+  // name was forgotten).
+  Slot* claim(const std::string& name, CollectiveType type, int32_t* id, Status* error,
+              bool* interned = nullptr) HORA_REQUIRES(mu_);
   // The entry in slot `id` is in flight from now: its request goes to the fresh list.
   void admit(int32_t id) HORA_REQUIRES(mu_);
 
