@@ -140,6 +140,14 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
   ao.scratch = &scratch;
   ao.topology = topology;
   auto context = [](const Status& st) { return st.with_context(" (allreduce calibration)"); };
+  // `base` with the deadline of a call starting now (options.call_timeout).
+  auto starting_now = [&](AlgorithmOptions base) {
+    if (options.call_timeout.count() > 0) {
+      const Deadline call(Clock::now() + options.call_timeout);
+      if (call.at() < deadline.at()) base.deadline = call;
+    }
+    return base;
+  };
 
   const double budget_us = 1000.0 * static_cast<double>(options.budget.count());
   double spent_us = 0;      // agreed, over every size so far
@@ -161,7 +169,7 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
     for (size_t a = 0; a < m; ++a) {
       for (size_t w = 0; w < warmup_calls; ++w) {
         Status st = run_allreduce(cal.algorithms[a], comm, in.data(), out.data(), count,
-                                  DataType::kFloat32, ReduceOp::kSum, ao);
+                                  DataType::kFloat32, ReduceOp::kSum, starting_now(ao));
         if (!st.is_ok()) return context(st);
       }
     }
@@ -174,10 +182,11 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
       for (int r = 0; r < repeats; ++r) {
         for (size_t a : which) {
           Clock::time_point t0;
+          const AlgorithmOptions call = starting_now(ao);  // once a burst: no clock per call
           for (int b = 0; b <= burst; ++b) {
             if (b == 1) t0 = Clock::now();  // after one untimed call: this candidate's data warm
             HORA_RETURN_IF_ERROR(run_allreduce(cal.algorithms[a], comm, in.data(), out.data(),
-                                               count, DataType::kFloat32, ReduceOp::kSum, ao));
+                                               count, DataType::kFloat32, ReduceOp::kSum, call));
           }
           samples[a].push_back(micros_since(t0) / burst);
         }
@@ -200,7 +209,7 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
     for (size_t a = 0; a < m; ++a) row[a] = figure(a);
     row[m] = micros_since(size_start);
     st = recursive_doubling_allreduce(comm, row.data(), row.data(), row.size(), DataType::kFloat64,
-                                      ReduceOp::kMax, agree);
+                                      ReduceOp::kMax, starting_now(agree));
     if (!st.is_ok()) return context(st);
     // 5. A probe that would overturn the table's choice is confirmed (the agreed row decides,
     //    so every rank confirms alike): the two run `repeats` more rounds, and their figures
@@ -217,7 +226,7 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
       if (!st.is_ok()) return context(st);
       double again[3] = {figure(table), figure(best), micros_since(confirm_start)};
       st = recursive_doubling_allreduce(comm, again, again, 3, DataType::kFloat64, ReduceOp::kMax,
-                                        agree);
+                                        starting_now(agree));
       if (!st.is_ok()) return context(st);
       row[table] = again[0];
       row[best] = again[1];

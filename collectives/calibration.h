@@ -126,6 +126,11 @@ struct CalibrationOptions {
   // after window, ShmExchange::slot, and its first pass over them is the slowest).
   size_t warmup_bytes = size_t{2} << 20;
   int repeats_large = 2;  // larger sizes
+  // Each collective call's deadline: at most this after the call (a timed burst: its first
+  // call) starts, besides the calibration's own deadline; zero: that deadline alone. So a peer
+  // that stops is named within it, as in any collective (HORA_TIMEOUT_S), while a slow but
+  // live calibration (ranks sharing cores) is not cut off by a deadline over all its calls.
+  std::chrono::milliseconds call_timeout{0};
   // Tests: replaces this rank's measured figure before agreement (the agreed figures must
   // still be identical on every rank). Null: none.
   std::function<double(Algorithm algorithm, size_t bytes, double measured_us)> skew;

@@ -343,9 +343,11 @@ Status Context::calibrate_allreduce(Deadline deadline) {
   if (config_.calibrate_ms <= 0) return Status::ok();
   collectives::CalibrationOptions co;
   co.budget = std::chrono::milliseconds(static_cast<int64_t>(config_.calibrate_ms));
-  // A stopped or dead peer is named within HORA_TIMEOUT_S, as in any collective.
-  const Deadline bounded(std::min(deadline.at(), Deadline::after_seconds(config_.timeout_s).at()));
-  auto cal = collectives::calibrate_allreduce(*communicator_, &topology_, co, bounded);
+  // A stopped or dead peer is named within HORA_TIMEOUT_S of the call it stopped in, as in
+  // any collective. (A deadline of HORA_TIMEOUT_S over the whole calibration failed inits
+  // whose ranks share cores: hundreds of calls, each slow but live, ran past it.)
+  co.call_timeout = std::chrono::milliseconds(static_cast<int64_t>(config_.timeout_s * 1000.0));
+  auto cal = collectives::calibrate_allreduce(*communicator_, &topology_, co, deadline);
   if (!cal.is_ok()) return cal.status().with_context(" (hora init: calibrating allreduce)");
   HORA_LOG(kDebug) << "hora init: allreduce calibrated in " << cal.value().took_ms << " ms on "
                    << cal.value().cost_model << " (HORA_CALIBRATE_MS=" << config_.calibrate_ms
