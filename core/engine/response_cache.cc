@@ -33,33 +33,33 @@ int ResponseCache::find(const std::string& name, int32_t name_id) {
   if (name_id < 0) return find(name);
   const size_t id = static_cast<size_t>(name_id);
   if (id < by_id_.size()) {
-    const int p = by_id_[id];
+    const int p = by_id_[id].position;
     if (p >= 0 && slots_[p].in_use && slots_[p].response.name == name) return p;
   } else {
-    by_id_.resize(id + 1, -1);
+    by_id_.resize(id + 1);
   }
   const int p = find(name);
-  by_id_[id] = p;
+  by_id_[id] = ById{p};  // no version matched there yet
   return p;
 }
 
 bool ResponseCache::lookup(const Request& q, int* position) {
   const bool versioned = q.version != 0 && q.name_id >= 0;
   const size_t id = static_cast<size_t>(q.name_id);
-  if (versioned && id < matched_.size()) {
-    const Matched& m = matched_[id];
+  if (versioned && id < by_id_.size()) {
+    const ById& e = by_id_[id];
     // The stamp changes with every insert and erase at the position: the response there is the
     // one this version matched.
-    if (m.version == q.version && m.position >= 0 && stamps_[m.position] == m.stamp) {
-      *position = m.position;
+    if (e.version == q.version && e.position >= 0 && stamps_[e.position] == e.stamp) {
+      *position = e.position;
       return true;
     }
   }
-  *position = find(q.name, q.name_id);
+  *position = find(q.name, q.name_id);  // with a name id, by_id_ holds it from here on
   if (*position < 0 || !matches_found(q, slots_[*position].response)) return false;
   if (versioned) {
-    if (id >= matched_.size()) matched_.resize(id + 1);
-    matched_[id] = Matched{q.version, *position, stamps_[*position]};
+    by_id_[id].version = q.version;
+    by_id_[id].stamp = stamps_[*position];
   }
   return true;
 }

@@ -69,18 +69,18 @@ class ResponseCache {
     Response response;
     bool in_use = false;
   };
-  // By queue name id: the request version that last matched, where, and that position's stamp.
-  struct Matched {
-    uint32_t version = 0;
+  // By queue name id: the position last found for it, and the request version that matched
+  // the response there with that position's stamp at the time (version 0: none).
+  struct ById {
     int position = -1;
+    uint32_t version = 0;
     uint64_t stamp = 0;
   };
   const int64_t capacity_;
   std::vector<Slot> slots_;
   std::vector<int> free_;  // erased positions, reused lowest first
   std::unordered_map<std::string, int> by_name_;
-  std::vector<int> by_id_;  // by queue name id: the position last found for it (-1: none)
-  std::vector<Matched> matched_;
+  std::vector<ById> by_id_;
   // By position, apart from the slots (a Response is hundreds of bytes), so that a step's
   // lookups and touches go through dense arrays instead of a cache line per tensor: when the
   // response there last changed (generation_), and when it was last used (clock_).
