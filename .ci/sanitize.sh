@@ -44,7 +44,7 @@ ASAN_MP='^(communicator_mp_test\.np3\.(builtin|builtin_tcp|gloo|mpi)|engine_mp_t
 # thread, clients from many threads), the builtin transports' in-process tests. Gloo and MPI
 # are left to the ASan stage: their libraries are not built with TSan, so it would not see
 # their own synchronisation.
-TSAN_UNIT="engine_units_test handle_test request_version_test burst_end_test engine_lease_test gradient_reducer_test device_engine_test
+TSAN_UNIT="base_test engine_units_test handle_test request_version_test burst_end_test engine_lease_test gradient_reducer_test device_engine_test
   device_collectives_test store_test builtin_communicator_test builtin_shm_allreduce_test builtin_tcp_security_test"
 TSAN_MP_TARGETS="engine_mp_test engine_pause_mp_test engine_api_mp_test engine_help_mp_test"
 TSAN_MP='^(engine_mp_test\.np2\.(builtin|builtin_tcp)|engine_pause_mp_test\.np2\.builtin|engine_api_mp_test\.np2\.builtin|engine_help_mp_test\.np2\.builtin)$'

@@ -3,11 +3,11 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <thread>
 
 #include "core/base/logging.h"
 #include "core/base/mutex.h"
 #include "core/base/thread_annotations.h"
+#include "core/base/thread_leases.h"
 #include "core/config.h"
 #include "core/context.h"
 #include "core/context_access.h"
@@ -27,12 +27,9 @@ struct Runtime {
   std::shared_ptr<engine::Engine> engine HORA_GUARDED_BY(mu);
   int generation HORA_GUARDED_BY(mu) = 0;
   // What EngineLease reads without mu: engine.get() from init's start of it until shutdown
-  // clears it, first thing. `leases` counts the leases held; shutdown then waits for it to
-  // reach zero before the engine stops. A lease takes its count before it reads the pointer,
-  // and shutdown clears the pointer before it reads the count (all sequentially consistent),
-  // so either the lease sees nullptr or shutdown sees the lease and waits for it.
+  // clears it, first thing. The leases themselves are the threads' (thread_leases.h):
+  // shutdown clears the pointer, then waits for the leases taken before.
   std::atomic<engine::Engine*> leased{nullptr};
-  std::atomic<int64_t> leases{0};
 };
 
 // How long shutdown waits for leases taken before it began: each is an enqueue, which does not
@@ -44,12 +41,7 @@ constexpr std::chrono::seconds kLeaseDrainLimit{30};
 // kLeaseDrainLimit.
 bool drain_leases(Runtime& r) {
   r.leased.store(nullptr, std::memory_order_seq_cst);
-  const auto until = std::chrono::steady_clock::now() + kLeaseDrainLimit;
-  while (r.leases.load(std::memory_order_seq_cst) != 0) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::yield();
-  }
-  return true;
+  return thread_leases::drain(std::chrono::steady_clock::now() + kLeaseDrainLimit);
 }
 
 Runtime& runtime() {
@@ -143,12 +135,11 @@ int cross_size() { return layout_field(&RankLayout::cross_size); }
 namespace detail {
 
 EngineLease::EngineLease() {
-  Runtime& r = runtime();
-  r.leases.fetch_add(1, std::memory_order_seq_cst);
-  engine_ = r.leased.load(std::memory_order_seq_cst);
+  thread_leases::enter();
+  engine_ = runtime().leased.load(std::memory_order_seq_cst);
 }
 
-EngineLease::~EngineLease() { runtime().leases.fetch_sub(1, std::memory_order_release); }
+EngineLease::~EngineLease() { thread_leases::leave(); }
 
 std::shared_ptr<engine::Engine> engine() {
   Runtime& r = runtime();

@@ -170,12 +170,10 @@ Status DeviceExecutor::publish_done(int device, PerDevice& d, const std::vector<
   for (Entry* e : entries)
     if (e != nullptr) ++parts[e->handle.get()];
   for (const auto& [h, n] : parts) {
-    {
-      MutexLock lock(&h->mu);
-      if (h->remaining > n) continue;
-      h->stream_waiter = waiter;
-    }
-    h->cv.notify_all();  // a Handle::wait_on_stream waiting for it
+    MutexLock lock(&h->mu);
+    if (h->remaining > n) continue;
+    h->stream_waiter = waiter;
+    h->notify();  // a Handle::wait_on_stream waiting for it
   }
   return Status::ok();
 }

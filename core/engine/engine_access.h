@@ -13,9 +13,10 @@ namespace detail {
 std::shared_ptr<engine::Engine> engine();
 
 // The running engine for one call that does not block (an enqueue), without the runtime's
-// mutex or a copy of its shared_ptr: the hot path of allreduce_async. The lease is counted;
-// shutdown() clears the engine for new leases, then waits for the count to reach zero before
-// it stops and releases the engine. get() is nullptr when not initialised (or shutting down).
+// mutex or a copy of its shared_ptr: the hot path of allreduce_async. The lease is the
+// thread's (core/base/thread_leases.h: no atomic read-modify-write); shutdown() clears the
+// engine for new leases, then waits for those held before it stops and releases the engine.
+// get() is nullptr when not initialised (or shutting down).
 class EngineLease {
  public:
   EngineLease();

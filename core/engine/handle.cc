@@ -51,7 +51,7 @@ Status Handle::wait() {
   if (help_engine(*state_, true, &status)) return status;
   MutexLock lock(&state_->mu);
   if (state_->watch())
-    while (!state_->is_done()) state_->cv.wait(state_->mu);
+    while (!state_->is_done()) state_->cv->wait(state_->mu);
   return state_->status;
 }
 
@@ -64,7 +64,7 @@ Status Handle::wait(std::chrono::milliseconds timeout) {
   MutexLock lock(&state_->mu);
   if (state_->watch())
     while (!state_->is_done() && std::chrono::steady_clock::now() < until)
-      state_->cv.wait_until(state_->mu, until);
+      state_->cv->wait_until(state_->mu, until);
   if (!state_->is_done()) {
     return Status::timeout("tensor '" + state_->name() + "' is not complete after " +
                            std::to_string(timeout.count()) +
@@ -92,7 +92,7 @@ Status Handle::wait_on_stream(void* stream, std::chrono::milliseconds timeout) {
     if (state_->watch())
       while (!state_->is_done() && !(state_->stream_waiter && state_->status.is_ok()) &&
              std::chrono::steady_clock::now() < until)
-        state_->cv.wait_until(state_->mu, until);
+        state_->cv->wait_until(state_->mu, until);
     if (!(state_->stream_waiter && state_->status.is_ok())) {
       if (state_->is_done()) return state_->status;
       return Status::timeout("tensor '" + state_->name() + "' is not complete after " +

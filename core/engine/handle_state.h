@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -136,7 +137,7 @@ struct HandleState {
       is_final = true;
       if (!callback) {
         phase.store(kDone, std::memory_order_release);
-        cv.notify_all();
+        notify();
         return;
       }
       run = std::move(callback);
@@ -146,19 +147,26 @@ struct HandleState {
     run(final_status);
     MutexLock lock(&mu);
     phase.store(kDone, std::memory_order_release);
-    cv.notify_all();
+    notify();
   }
 
   // True once done: a look without the mutex (a step waits on hundreds of handles that are
   // complete by then). After it, status no longer changes: read it with final_status().
   bool is_done() const { return phase.load(std::memory_order_acquire) == kDone; }
   // Before blocking on cv or registering a callback: makes completion take the mutex from now
-  // on. Returns false when the state is done already (then nothing was changed).
+  // on, and makes cv. Returns false when the state is done already (then nothing was changed).
   bool watch() HORA_REQUIRES(mu) {
     uint8_t seen = kPending;
-    return phase.compare_exchange_strong(seen, kWatched, std::memory_order_acq_rel,
-                                         std::memory_order_acquire) ||
-           seen == kWatched;
+    if (!phase.compare_exchange_strong(seen, kWatched, std::memory_order_acq_rel,
+                                       std::memory_order_acquire) &&
+        seen != kWatched)
+      return false;
+    if (!cv) cv.emplace();
+    return true;
+  }
+  // Wakes the threads blocked on cv (there are none unless watch() made it).
+  void notify() HORA_REQUIRES(mu) {
+    if (cv) cv->notify_all();
   }
   // The final status; only after is_done() returned true.
   const Status& final_status() const HORA_NO_THREAD_SAFETY_ANALYSIS { return status; }
@@ -190,7 +198,10 @@ struct HandleState {
   const int parts_;
   const HandleName name_;
   mutable Mutex mu;  // guards the fields marked so; never held while a callback runs
-  CondVar cv;        // phase becomes kDone (under mu once watched)
+  // Notified when phase becomes kDone (under mu once watched). Made by watch(): a step's
+  // states are mostly complete before anyone looks at them, and destroying a condition
+  // variable is an atomic read-modify-write (glibc), one per handle otherwise.
+  std::optional<CondVar> cv HORA_GUARDED_BY(mu);
   int remaining HORA_GUARDED_BY(mu);
   bool is_final HORA_GUARDED_BY(mu) = false;  // the status will not change any more
   Status status HORA_GUARDED_BY(mu);

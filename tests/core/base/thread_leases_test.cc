@@ -1,0 +1,119 @@
+// The threads' leases (core/base/thread_leases.h): a resource retired while threads lease it
+// on every call is freed only once no thread can still touch it (ASan in CI sees a use after
+// free otherwise), with the process's fence mode (membarrier where the kernel has it) and with
+// full fences (in a child process: the mode is decided once per process); drain() waits for
+// a lease held before it began and gives up at its deadline; leases nest.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "core/base/thread_leases.h"
+
+namespace hora {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Resource {
+  static constexpr uint64_t kAlive = 0x600dcafe;
+  std::atomic<uint64_t> magic{kAlive};
+};
+
+// Readers lease `current` in a loop and check what they see is alive, while the main thread
+// retires and frees one resource after another (a new one published each time). Returns the
+// number of reads of a retired resource (must be 0).
+int retire_while_leased(int readers, int cycles) {
+  std::atomic<Resource*> current{new Resource()};
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::atomic<long> reads{0};
+  std::vector<std::thread> threads;
+  threads.reserve(readers);
+  for (int t = 0; t < readers; ++t) {
+    threads.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        thread_leases::enter();
+        if (Resource* r = current.load(std::memory_order_seq_cst)) {
+          // Held for a while (reads at its start and end), so that a drain that did not wait
+          // for it would be seen retiring the resource in between.
+          for (int i = 0; i < 200; ++i)
+            if (r->magic.load(std::memory_order_relaxed) != Resource::kAlive) bad.fetch_add(1);
+          reads.fetch_add(1, std::memory_order_relaxed);
+        }
+        thread_leases::leave();
+      }
+    });
+  }
+  for (int c = 0; c < cycles; ++c) {
+    const long before = reads.load();
+    while (reads.load() < before + 50) std::this_thread::yield();  // readers are in their loop
+    Resource* old = current.exchange(nullptr, std::memory_order_seq_cst);
+    EXPECT_TRUE(thread_leases::drain(Clock::now() + std::chrono::seconds(60)));
+    old->magic.store(0, std::memory_order_relaxed);
+    delete old;
+    current.store(new Resource(), std::memory_order_seq_cst);
+  }
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  delete current.load();
+  return bad.load();
+}
+
+TEST(ThreadLeases, RetiredResourceIsNeverReadAfterDrain) {
+  EXPECT_EQ(retire_while_leased(2, 200), 0)
+      << (thread_leases::asymmetric() ? "membarrier mode" : "full-fence mode");
+}
+
+TEST(ThreadLeases, FullFenceModeInAChildProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (!thread_leases::force_full_fence_for_testing() || thread_leases::asymmetric())
+          std::_Exit(2);
+        std::_Exit(retire_while_leased(2, 200) == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(ThreadLeases, DrainWaitsForALeaseHeldBeforeItAndGivesUpAtItsDeadline) {
+  std::atomic<bool> held{false}, release{false};
+  std::thread holder([&] {
+    thread_leases::enter();
+    thread_leases::enter();  // nested: returned only by the second leave
+    thread_leases::leave();
+    held.store(true);
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    thread_leases::leave();
+  });
+  while (!held.load()) std::this_thread::yield();
+  const auto t0 = Clock::now();
+  EXPECT_FALSE(thread_leases::drain(Clock::now() + std::chrono::milliseconds(50)));
+  EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(50));
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    release.store(true);
+  });
+  const auto t1 = Clock::now();
+  EXPECT_TRUE(thread_leases::drain(Clock::now() + std::chrono::seconds(60)));
+  EXPECT_GE(Clock::now() - t1, std::chrono::milliseconds(90));
+  releaser.join();
+  holder.join();
+  EXPECT_TRUE(thread_leases::drain(Clock::now()));  // nothing held: at once
+}
+
+TEST(ThreadLeases, AThreadThatExitedHoldsNothing) {
+  for (int i = 0; i < 20; ++i) {
+    std::thread([] {
+      thread_leases::enter();
+      thread_leases::leave();
+    }).join();
+  }
+  EXPECT_TRUE(thread_leases::drain(Clock::now()));
+}
+
+}  // namespace
+}  // namespace hora
