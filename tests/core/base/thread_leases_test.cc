@@ -3,6 +3,8 @@
 // free otherwise), with the process's fence mode (membarrier where the kernel has it) and with
 // full fences (in a child process: the mode is decided once per process); drain() waits for
 // a lease held before it began and gives up at its deadline; leases nest.
+#include "core/base/thread_leases.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,8 +12,6 @@
 #include <cstdlib>
 #include <thread>
 #include <vector>
-
-#include "core/base/thread_leases.h"
 
 namespace hora {
 namespace {
