@@ -64,6 +64,47 @@ TEST(RequestVersion, KeptForTheSameRequestAndNewForAnyChange) {
   EXPECT_NE(cycle(q, "v", a23), 0u);
 }
 
+// The entry's views are those of the latest enqueue, whatever the version: a step may hand
+// over new buffers, an output of another shape (same element count) or another stream under
+// the same request (the queue writes only the fields that differ).
+TEST(RequestVersion, TheEntryHoldsEachEnqueuesViewsWhenTheRequestIsTheSame) {
+  TensorQueue q;
+  float a[6] = {}, b[6] = {}, c[6] = {};
+  const TensorView va = TensorView::make(a, DataType::kFloat32, {2, 3}).value();
+  const TensorView vb = TensorView::make(b, DataType::kFloat32, {2, 3}).value();
+  const TensorView vc = TensorView::make(c, DataType::kFloat32, {6}).value();
+  int stream = 0;
+  struct Case {
+    TensorView in, out;
+  };
+  const Case cases[] = {{va, va}, {va, va}, {vb, vb}, {va, vc}, {va, va.with_stream(&stream)}};
+  uint32_t version = 0;
+  for (const Case& k : cases) {
+    const std::string name = "w";
+    AllreduceSpec spec;
+    spec.name = &name;
+    spec.in = &k.in;
+    spec.out = &k.out;
+    spec.handle = std::make_shared<detail::HandleState>(name, 1, 1.0);
+    ASSERT_TRUE(q.enqueue_allreduce(std::move(spec)).is_ok());
+    const Entry* e = q.find(name);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->in.data(), k.in.data());
+    EXPECT_EQ(e->out.data(), k.out.data());
+    EXPECT_EQ(e->out.shape(), k.out.shape());
+    EXPECT_EQ(e->out.stream(), k.out.stream());
+    EXPECT_EQ(e->out.element_count(), 6);
+    std::vector<Request*> taken;
+    q.take_new(&taken);
+    ASSERT_EQ(taken.size(), 1u);
+    if (version != 0) {
+      EXPECT_EQ(taken[0]->version, version);  // the request is the input's
+    }
+    version = taken[0]->version;
+    q.remove(name);
+  }
+}
+
 TEST(RequestVersion, ABatchEnqueueAlwaysGivesANewVersion) {
   TensorQueue q;
   float data[6] = {};
