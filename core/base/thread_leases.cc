@@ -1,6 +1,7 @@
 #include "core/base/thread_leases.h"
 
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,10 +55,31 @@ bool register_membarrier() {
   return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 }
 
+// This thread's slot once made (ThreadSlot): the one a forked child keeps.
+thread_local Slot* t_slot = nullptr;
+
+// fork(): the child has only the thread that forked, so it keeps only that thread's slot
+// (another thread's word may read held forever there). It registers for membarrier again:
+// the kernel keeps the registration across fork (thread_leases_test passes without this), so
+// this only guards a kernel that would not, by falling back to full fences (the child has one
+// thread then: no lease in flight). The registry's mutex is held across the fork, so the
+// child finds the registry whole.
+void before_fork() HORA_NO_THREAD_SAFETY_ANALYSIS { registry().mu.lock(); }
+void after_fork_in_parent() HORA_NO_THREAD_SAFETY_ANALYSIS { registry().mu.unlock(); }
+void after_fork_in_child() HORA_NO_THREAD_SAFETY_ANALYSIS {
+  Registry& r = registry();
+  r.slots.clear();
+  if (t_slot != nullptr) r.slots.push_back(t_slot);
+  if (g_asymmetric.load(std::memory_order_relaxed) && !register_membarrier())
+    g_asymmetric.store(false, std::memory_order_relaxed);
+  r.mu.unlock();
+}
+
 void decide(Registry& r) HORA_REQUIRES(r.mu) {
   if (r.decided) return;
   r.decided = true;
   g_asymmetric.store(!r.force_full && register_membarrier(), std::memory_order_relaxed);
+  pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
 
 // This thread's slot, registered while the thread lives.
@@ -68,11 +90,14 @@ class ThreadSlot {
     MutexLock lock(&r.mu);
     decide(r);
     r.slots.push_back(&slot_);
+    t_slot = &slot_;
   }
   ~ThreadSlot() {
     Registry& r = registry();
     MutexLock lock(&r.mu);
-    r.slots.erase(std::find(r.slots.begin(), r.slots.end(), &slot_));
+    t_slot = nullptr;
+    const auto it = std::find(r.slots.begin(), r.slots.end(), &slot_);
+    if (it != r.slots.end()) r.slots.erase(it);  // (a forked child dropped it)
   }
   ThreadSlot(const ThreadSlot&) = delete;
   ThreadSlot& operator=(const ThreadSlot&) = delete;
