@@ -82,29 +82,48 @@ TEST(ThreadLeases, FullFenceModeInAChildProcess) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// A thread that holds a lease (taken `depth` times, given back all but one at once) from its
+// start until release(); the constructor returns once it holds it.
+class LeaseHolder {
+ public:
+  explicit LeaseHolder(int depth) {
+    thread_ = std::thread([this, depth] {
+      for (int i = 0; i < depth; ++i) thread_leases::enter();
+      for (int i = 1; i < depth; ++i) thread_leases::leave();
+      held_.store(true);
+      while (!release_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      thread_leases::leave();
+    });
+    while (!held_.load()) std::this_thread::yield();
+  }
+  ~LeaseHolder() {
+    release();
+    thread_.join();
+  }
+  LeaseHolder(const LeaseHolder&) = delete;
+  LeaseHolder& operator=(const LeaseHolder&) = delete;
+  void release() { release_.store(true); }
+
+ private:
+  std::atomic<bool> held_{false}, release_{false};
+  std::thread thread_;
+};
+
 TEST(ThreadLeases, DrainWaitsForALeaseHeldBeforeItAndGivesUpAtItsDeadline) {
-  std::atomic<bool> held{false}, release{false};
-  std::thread holder([&] {
-    thread_leases::enter();
-    thread_leases::enter();  // nested: returned only by the second leave
-    thread_leases::leave();
-    held.store(true);
-    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    thread_leases::leave();
-  });
-  while (!held.load()) std::this_thread::yield();
-  const auto t0 = Clock::now();
-  EXPECT_FALSE(thread_leases::drain(Clock::now() + std::chrono::milliseconds(50)));
-  EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(50));
-  std::thread releaser([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    release.store(true);
-  });
-  const auto t1 = Clock::now();
-  EXPECT_TRUE(thread_leases::drain(Clock::now() + std::chrono::seconds(60)));
-  EXPECT_GE(Clock::now() - t1, std::chrono::milliseconds(90));
-  releaser.join();
-  holder.join();
+  {
+    LeaseHolder holder(2);  // nested: returned only by the second leave
+    const auto t0 = Clock::now();
+    EXPECT_FALSE(thread_leases::drain(Clock::now() + std::chrono::milliseconds(50)));
+    EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(50));
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      holder.release();
+    });
+    const auto t1 = Clock::now();
+    EXPECT_TRUE(thread_leases::drain(Clock::now() + std::chrono::seconds(60)));
+    EXPECT_GE(Clock::now() - t1, std::chrono::milliseconds(90));
+    releaser.join();
+  }
   EXPECT_TRUE(thread_leases::drain(Clock::now()));  // nothing held: at once
 }
 
@@ -124,14 +143,7 @@ TEST(ThreadLeases, AThreadThatExitedHoldsNothing) {
 TEST(ThreadLeases, AForkedChildDrainsWithoutTheParentsOtherThreads) {
   thread_leases::enter();  // this thread's slot exists in the child
   thread_leases::leave();
-  std::atomic<bool> held{false}, release{false};
-  std::thread holder([&] {
-    thread_leases::enter();
-    held.store(true);
-    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    thread_leases::leave();
-  });
-  while (!held.load()) std::this_thread::yield();
+  LeaseHolder holder(1);
   const bool asymmetric = thread_leases::asymmetric();
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -154,8 +166,6 @@ TEST(ThreadLeases, AForkedChildDrainsWithoutTheParentsOtherThreads) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  release.store(true);
-  holder.join();
   ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit in 120 s (status " << status << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "1: drain waited for a thread the child does not have; 2: the fence mode changed; 3: "
