@@ -37,9 +37,9 @@ struct Runtime {
 // (never released) rather than destroyed under it.
 constexpr std::chrono::seconds kLeaseDrainLimit{30};
 
-// Clears the engine for new leases and waits for those held. Returns false when one outlived
-// kLeaseDrainLimit.
-bool drain_leases(Runtime& r) {
+// Clears the engine for new leases and waits for those held: a timeout when one outlived
+// kLeaseDrainLimit (thread_leases::drain).
+Status drain_leases(Runtime& r) {
   r.leased.store(nullptr, std::memory_order_seq_cst);
   return thread_leases::drain(std::chrono::steady_clock::now() + kLeaseDrainLimit);
 }
@@ -101,9 +101,11 @@ Status shutdown() {
   Runtime& r = runtime();
   MutexLock lock(&r.mu);
   if (!r.context) return Status::ok();
-  if (!drain_leases(r)) {
-    HORA_LOG(kError) << "shutdown: an allreduce_async call still holds the engine after "
-                     << kLeaseDrainLimit.count() << " s; the engine is stopped but kept";
+  if (const Status drained = drain_leases(r); !drained.is_ok()) {
+    HORA_LOG(kError) << "shutdown: cannot tell that no allreduce_async call still holds the "
+                        "engine ("
+                     << drained.to_string() << ", after up to " << kLeaseDrainLimit.count()
+                     << " s); the engine is stopped but kept";
     new std::shared_ptr<engine::Engine>(r.engine);  // NOLINT: deliberately never released
   }
   // The engine first: its shutdown round still needs the communicator. Its own failure (a

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -132,7 +135,7 @@ void leave() {
   s.word.store((w & kHeldMask) == 0 ? w + kReturned : w, std::memory_order_release);
 }
 
-bool drain(std::chrono::steady_clock::time_point until) {
+Status drain(std::chrono::steady_clock::time_point until) {
   Registry& r = registry();
   MutexLock lock(&r.mu);
   decide(r);
@@ -140,16 +143,18 @@ bool drain(std::chrono::steady_clock::time_point until) {
   // below was taken after the barrier, and its read of the pointer then sees it cleared.
   if (g_asymmetric.load(std::memory_order_relaxed) &&
       membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
-    return false;  // cannot tell: the caller keeps the resource
+    return Status::internal(std::string("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed: ") +
+                            std::strerror(errno));
   for (const Slot* s : r.slots) {
     const uint64_t seen = s->word.load(std::memory_order_seq_cst);
     if ((seen & kHeldMask) == 0) continue;
     while ((s->word.load(std::memory_order_acquire) & ~kHeldMask) == (seen & ~kHeldMask)) {
-      if (std::chrono::steady_clock::now() >= until) return false;
+      if (std::chrono::steady_clock::now() >= until)
+        return Status::timeout("a thread still holds a lease taken before the drain began");
       std::this_thread::yield();
     }
   }
-  return true;
+  return Status::ok();
 }
 
 bool asymmetric() {

@@ -12,12 +12,15 @@
 // began is waited for, and one that takes it after sees the pointer cleared:
 //
 //   enter(): my slot := held;   fence; read the pointer
-//   retire:  pointer := null;   drain(): heavy fence; wait until no slot is held
+//   retire:  pointer := null;   drain(): heavy fence; wait for each slot held then to be
+//                                returned
 //
 // Nested leases on one thread are counted in its slot.
 #pragma once
 
 #include <chrono>
+
+#include "core/base/status.h"
 
 namespace hora {
 namespace thread_leases {
@@ -29,11 +32,11 @@ void enter();
 void leave();
 
 // Called once the resource's pointer is cleared (sequentially consistent store): waits until
-// every lease taken before is returned. False when one is still held at `until`.
-bool drain(std::chrono::steady_clock::time_point until);
+// every lease taken before is returned. A timeout when one is still held at `until`; an
+// internal error when the membarrier fails (then nothing can be told: keep the resource).
+Status drain(std::chrono::steady_clock::time_point until);
 
-// True when enter() fences with a compiler barrier only (membarrier is available); for tests
-// and the logs.
+// True when enter() fences with a compiler barrier only (membarrier is available); for tests.
 bool asymmetric();
 
 // Makes enter() fence fully (the mode without membarrier), for tests of that mode: effective
