@@ -41,7 +41,7 @@ double median_us(const std::function<hora::Status()>& run) {
     hora::Status s = run();
     cudaEventRecord(stop);
     cudaEventSynchronize(stop);
-    if (!s.is_ok()) {
+    if (!s.ok()) {
       std::fprintf(stderr, "cuda_kernels_bench: %s\n", s.to_string().c_str());
       return -1;
     }
@@ -64,7 +64,7 @@ void report(const char* name, size_t bytes, double us, double memcpy_us) {
 
 int main() {
   auto devices = cuda::device_count();
-  if (!devices.is_ok()) {
+  if (!devices.ok()) {
     std::printf("SKIPPED: no usable CUDA device: %s\n", devices.status().to_string().c_str());
     return 77;
   }

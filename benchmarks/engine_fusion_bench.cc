@@ -52,7 +52,7 @@ double us_since(Clock::time_point t) {
 }
 
 bool check(const hora::Status& s, const char* what) {
-  if (s.is_ok()) return true;
+  if (s.ok()) return true;
   std::fprintf(stderr, "%s: %s\n", what, s.to_string().c_str());
   return false;
 }

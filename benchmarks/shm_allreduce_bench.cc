@@ -71,7 +71,7 @@ Status timed(hc::Communicator& comm, const Call& call, int iters, double* us) {
   auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) HORA_RETURN_IF_ERROR(call());
   *us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
-  return Status::ok();
+  return Status::OK();
 }
 
 size_t count_wrong(const float* out, size_t count, int n) {
@@ -186,7 +186,7 @@ Status run_rank(int rank, const Args& args, const std::string& dir) {
                   bytes / copy_us / 1000.0, bytes / reduce_us / 1000.0);
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Args parse(int argc, char** argv) {
@@ -250,9 +250,9 @@ int main(int argc, char** argv) {
     pid_t pid = fork();
     if (pid == 0) {
       Status st = run_rank(r, args, dir);
-      if (!st.is_ok()) std::fprintf(stderr, "rank %d: %s\n", r, st.to_string().c_str());
+      if (!st.ok()) std::fprintf(stderr, "rank %d: %s\n", r, st.to_string().c_str());
       std::fflush(stdout);
-      _exit(st.is_ok() ? 0 : 1);
+      _exit(st.ok() ? 0 : 1);
     }
     pids.push_back(pid);
   }

@@ -92,7 +92,7 @@ Status run(const Flags& flags) {
   HORA_RETURN_IF_ERROR(broadcast_parameters(model.parameters(), 0));
 
   trainer::StepBuffers buffers;
-  const trainer::GradientReadyFn no_hook = [](const std::string&) { return Status::ok(); };
+  const trainer::GradientReadyFn no_hook = [](const std::string&) { return Status::OK(); };
   Clock::duration waiting{};
   Clock::time_point start;
   for (int s = 0; s < flags.warmup + flags.steps; ++s) {
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   hora::Status status = hora::run(flags);
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "trainer_scaling_bench: rank %d: %s\n", hora::rank(),
                  status.to_string().c_str());
     (void)hora::shutdown();

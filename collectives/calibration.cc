@@ -170,7 +170,7 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
       for (size_t w = 0; w < warmup_calls; ++w) {
         Status st = run_allreduce(cal.algorithms[a], comm, in.data(), out.data(), count,
                                   DataType::kFloat32, ReduceOp::kSum, starting_now(ao));
-        if (!st.is_ok()) return context(st);
+        if (!st.ok()) return context(st);
       }
     }
     const int repeats =
@@ -191,7 +191,7 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
           samples[a].push_back(micros_since(t0) / burst);
         }
       }
-      return Status::ok();
+      return Status::OK();
     };
     // This rank's figure for candidate a: the median of its samples (skewed, in tests).
     auto figure = [&](size_t a) {
@@ -205,12 +205,12 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
     std::vector<size_t> every(m);
     for (size_t a = 0; a < m; ++a) every[a] = a;
     Status st = time_rounds(every);
-    if (!st.is_ok()) return context(st);
+    if (!st.ok()) return context(st);
     for (size_t a = 0; a < m; ++a) row[a] = figure(a);
     row[m] = micros_since(size_start);
     st = recursive_doubling_allreduce(comm, row.data(), row.data(), row.size(), DataType::kFloat64,
                                       ReduceOp::kMax, starting_now(agree));
-    if (!st.is_ok()) return context(st);
+    if (!st.ok()) return context(st);
     // 5. A probe that would overturn the table's choice is confirmed (the agreed row decides,
     //    so every rank confirms alike): the two run `repeats` more rounds, and their figures
     //    become the medians over all their rounds, agreed again.
@@ -223,11 +223,11 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
     if (table < m && best != table && row[table] > row[best] * kCalibratedMargin) {
       const auto confirm_start = Clock::now();
       st = time_rounds({table, best});
-      if (!st.is_ok()) return context(st);
+      if (!st.ok()) return context(st);
       double again[3] = {figure(table), figure(best), micros_since(confirm_start)};
       st = recursive_doubling_allreduce(comm, again, again, 3, DataType::kFloat64, ReduceOp::kMax,
                                         starting_now(agree));
-      if (!st.is_ok()) return context(st);
+      if (!st.ok()) return context(st);
       row[table] = again[0];
       row[best] = again[1];
       row[m] += again[2];

@@ -59,7 +59,7 @@ Status echo_pair(Communicator& comm, Deadline deadline) {
     HORA_RETURN_IF_ERROR(comm.recv(0, buf.data(), bytes, kProbeTag, deadline));
     HORA_RETURN_IF_ERROR(comm.send(0, buf.data(), bytes, kProbeTag, deadline));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::string format_link(const LinkCosts& c) {
@@ -133,7 +133,7 @@ StatusOr<Topology> exchange_topology(Store& store, const std::string& prefix, in
   std::vector<std::string> ids(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
     auto v = store.get(prefix + std::to_string(r), deadline);
-    if (!v.is_ok())
+    if (!v.ok())
       return v.status().with_context(" (rank " + std::to_string(rank) +
                                      " reading the host identity of rank " + std::to_string(r) +
                                      ")");
@@ -167,7 +167,7 @@ Status measure_links(Communicator& comm, Store& store, const std::string& prefix
   if (!parse_link(in, &topology->intra) || !parse_link(in, &topology->cross))
     return Status::internal("rank " + std::to_string(rank) + ": malformed link figures '" +
                             std::string(value.begin(), value.end()) + "' under " + key);
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace collectives

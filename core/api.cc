@@ -54,7 +54,7 @@ Status check_tensor(const std::string& name, const char* what, const TensorView&
     return Status::invalid_argument("tensor '" + name + "': " + engine::collective_name(type) +
                                     " needs at least one dimension (it splits or joins along the "
                                     "first), got a scalar");
-  return Status::ok();
+  return Status::OK();
 }
 
 // Appends the entry of `name` to `entries` (built in place: no Entry is moved or copied on its
@@ -90,7 +90,7 @@ Handle submit(engine::Engine& eng, std::vector<Entry>& entries,
               std::shared_ptr<detail::HandleState> handle) {
   Status s = eng.enqueue(std::move(entries));
   entries.clear();
-  if (!s.is_ok()) return fail(handle->name(), s);
+  if (!s.ok()) return fail(handle->name(), s);
   return Handle(std::move(handle));
 }
 
@@ -99,7 +99,7 @@ Status check_scales(const std::string& name, double prescale, double postscale) 
     return Status::invalid_argument("tensor '" + name + "': prescale " + std::to_string(prescale) +
                                     " and postscale " + std::to_string(postscale) +
                                     " must be finite");
-  return Status::ok();
+  return Status::OK();
 }
 
 Status check_allreduce(const std::string& name, const TensorView& in, const TensorView& out) {
@@ -110,7 +110,7 @@ Status check_allreduce(const std::string& name, const TensorView& in, const Tens
         "tensor '" + name + "': allreduce output must match the input, got input " +
         data_type_name(in.dtype()) + in.shape_string() + " and output " +
         data_type_name(out.dtype()) + out.shape_string());
-  return Status::ok();
+  return Status::OK();
 }
 
 // What reduce_op.h leaves undefined: sum and average on bool, and scaling bool by anything
@@ -125,7 +125,7 @@ Status check_reduction(const std::string& name, CollectiveType type, DataType dt
                                     " and postscale " + std::to_string(postscale) +
                                     " are not defined for " + data_type_name(dtype) +
                                     " (only 1.0)");
-  return Status::ok();
+  return Status::OK();
 }
 
 // The enum fields of AllreduceOptions (a binding may hand over any integer), and compression
@@ -143,7 +143,7 @@ Status check_options(const std::string& name, DataType dtype, const AllreduceOpt
     return Status::invalid_argument(
         "tensor '" + name + "': compression " + compression_name(options.compression) +
         " applies to float32 tensors only, got " + data_type_name(dtype));
-  return Status::ok();
+  return Status::OK();
 }
 
 // Every check of one allreduce's input, output and options, in the order above. Most calls
@@ -160,11 +160,11 @@ Status check_allreduce_call(const std::string& name, const TensorView& in, const
       std::isfinite(options.prescale) && std::isfinite(options.postscale) &&
       is_reduce_op_defined(options.op, dtype) && is_scale_defined(dtype, options.prescale) &&
       is_scale_defined(dtype, options.postscale))
-    return Status::ok();
+    return Status::OK();
   Status s = check_allreduce(name, in, out);
-  if (s.is_ok()) s = check_options(name, dtype, options);
-  if (s.is_ok()) s = check_scales(name, options.prescale, options.postscale);
-  if (s.is_ok())
+  if (s.ok()) s = check_options(name, dtype, options);
+  if (s.ok()) s = check_scales(name, options.prescale, options.postscale);
+  if (s.ok())
     s = check_reduction(name, CollectiveType::kAllreduce, dtype, options.op, options.prescale,
                         options.postscale);
   return s;
@@ -191,7 +191,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
   if (eng == nullptr)
     return fail(label, Status::failed_precondition("allreduce of '" + label + "'" + kNotInit));
   Status s = check_allreduce_call(label, in, out, options);
-  if (!s.is_ok()) return fail(label, s);
+  if (!s.ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kAllreduce, &drawn);
   auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   if (in.device().is_cpu() && out.device().is_cpu()) {
@@ -207,7 +207,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
     spec.compression = options.compression;
     spec.enqueued = eng->enqueue_stamp();
     s = eng->enqueue_allreduce(std::move(spec));
-    if (!s.is_ok()) return fail(name, s);
+    if (!s.ok()) return fail(name, s);
     return Handle(std::move(handle));
   }
   std::vector<Entry>& entries = one_entry();
@@ -247,7 +247,7 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
     std::string unnamed;
     const std::string& label = label_of(names[i], CollectiveType::kAllreduce, &unnamed);
     Status s = check_allreduce_call(label, ins[i], outs[i], options);
-    if (!s.is_ok())
+    if (!s.ok())
       return fail(label_of(names[0], CollectiveType::kAllreduce, &unnamed) + "#group", s);
   }
   std::vector<std::string> resolved;
@@ -298,7 +298,7 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
     std::string unnamed;
     const std::string& label = label_of(names[i], CollectiveType::kAllreduce, &unnamed);
     Status s = check_allreduce_call(label, ins[i], outs[i], options);
-    if (!s.is_ok()) return fail_all(s);
+    if (!s.ok()) return fail_all(s);
   }
   std::vector<Handle> handles;
   handles.reserve(n);
@@ -317,7 +317,7 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
   }
   if (n == 0) return handles;
   Status s = eng->enqueue(std::move(entries));
-  if (!s.is_ok()) {
+  if (!s.ok()) {
     for (Handle& h : handles) h = fail(h.name(), s);
   }
   return handles;
@@ -330,7 +330,7 @@ Handle allgather_async(const std::string& given, const TensorView& in, OutputAll
   if (!eng)
     return fail(label, Status::failed_precondition("allgather of '" + label + "'" + kNotInit));
   Status s = check_tensor(label, "input", in, CollectiveType::kAllgather, true);
-  if (!s.is_ok()) return fail(label, s);
+  if (!s.ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kAllgather, &drawn);
   auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();
@@ -346,11 +346,11 @@ Handle broadcast_async(const std::string& given, const TensorView& tensor, int r
   if (!eng)
     return fail(label, Status::failed_precondition("broadcast of '" + label + "'" + kNotInit));
   Status s = check_tensor(label, "tensor", tensor, CollectiveType::kBroadcast, false);
-  if (s.is_ok() && (root < 0 || root >= eng->size()))
+  if (s.ok() && (root < 0 || root >= eng->size()))
     s = Status::invalid_argument("tensor '" + label + "': broadcast root " + std::to_string(root) +
                                  " is not a rank of this job (0.." +
                                  std::to_string(eng->size() - 1) + ")");
-  if (!s.is_ok()) return fail(label, s);
+  if (!s.ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kBroadcast, &drawn);
   auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();
@@ -366,7 +366,7 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
   if (!eng)
     return fail(label, Status::failed_precondition("alltoall of '" + label + "'" + kNotInit));
   Status s = check_tensor(label, "input", in, CollectiveType::kAlltoall, true);
-  if (!s.is_ok()) return fail(label, s);
+  if (!s.ok()) return fail(label, s);
   const int size = eng->size();
   const int64_t rows = in.shape()[0];
   std::vector<int64_t> resolved = splits;
@@ -410,9 +410,8 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   if (!eng)
     return fail(label, Status::failed_precondition("reducescatter of '" + label + "'" + kNotInit));
   Status s = check_tensor(label, "input", in, CollectiveType::kReducescatter, true);
-  if (s.is_ok())
-    s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
-  if (!s.is_ok()) return fail(label, s);
+  if (s.ok()) s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
+  if (!s.ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kReducescatter, &drawn);
   auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();

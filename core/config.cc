@@ -63,7 +63,7 @@ constexpr double kMaxSeconds = 7 * 24 * 3600.0;
 StatusOr<HierarchicalMode> parse_hierarchical(const char* var, const std::string& value) {
   if (value == "auto") return HierarchicalMode::kAuto;
   auto on = parse_bool(var, value);
-  if (!on.is_ok())
+  if (!on.ok())
     return Status::invalid_argument(std::string(var) + "='" + value +
                                     "' is not valid: expected 0, 1 or auto");
   return on.value() ? HierarchicalMode::kOn : HierarchicalMode::kOff;
@@ -180,7 +180,7 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
   }
   if (auto v = env.get("HORA_LOG_LEVEL")) {
     auto level = parse_log_level(*v);
-    if (!level.is_ok())
+    if (!level.ok())
       return Status::invalid_argument("HORA_LOG_LEVEL='" + *v +
                                       "' is not valid: expected one of trace, debug, info, "
                                       "warning, error");
@@ -225,7 +225,7 @@ class LayoutReader {
     auto v = get(name);
     if (!v) return std::optional<int>();
     auto n = parse_int(name, *v, min, max);
-    if (!n.is_ok()) return error(n.status().message());
+    if (!n.ok()) return error(n.status().message());
     return std::optional<int>(static_cast<int>(n.value()));
   }
   // Both of a pair or neither: "HORA_LOCAL_RANK is set but HORA_LOCAL_SIZE is missing".
@@ -243,7 +243,7 @@ class LayoutReader {
       *index = *i;
       *count = *n;
     }
-    return Status::ok();
+    return Status::OK();
   }
 
  private:
@@ -287,7 +287,7 @@ Status read_self_hosted_store(LayoutReader& env, RankLayout& l) {
       port = *port + 1;
     }
   }
-  if (!addr) return Status::ok();  // no store: fine for size 1 and store-less backends
+  if (!addr) return Status::OK();  // no store: fine for size 1 and store-less backends
   l.store_addr = *addr;
   l.store_port = *port;
   l.hosts_store = l.rank == 0;
@@ -306,7 +306,7 @@ Status read_self_hosted_store(LayoutReader& env, RankLayout& l) {
                id.value_or("") + ":" + l.store_addr + ":" + std::to_string(l.store_port);
     l.secret_is_fallback = true;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<RankLayout> read_horarun(LayoutReader& env) {
@@ -385,7 +385,7 @@ StatusOr<RankLayout> read_slurm(LayoutReader& env) {
                          std::to_string(node_id.value_or(0)));
     } else if (auto per_node = env.get("SLURM_NTASKS_PER_NODE")) {
       auto n = parse_int("SLURM_NTASKS_PER_NODE", *per_node, 1, 1 << 20);
-      if (!n.is_ok()) return env.error(n.status().message());
+      if (!n.ok()) return env.error(n.status().message());
       local_size = static_cast<int>(n.value());
     } else {
       return env.error(
@@ -439,7 +439,7 @@ StatusOr<RankLayout> read_rank_layout(const Config::Lookup& lookup) {
   } else if (env.has("RANK") || env.has("WORLD_SIZE")) {
     layout = read_torchrun(env);
   }
-  if (!layout.is_ok()) return layout.status();
+  if (!layout.ok()) return layout.status();
   RankLayout l = std::move(layout).value();
   l.variables_read = env.read();
   HORA_RETURN_IF_ERROR(validate_layout(l));

@@ -41,7 +41,7 @@ std::vector<int> missing_ranks(collectives::Store& store, const std::string& pre
   std::vector<int> missing;
   for (int r = 0; r < size; ++r) {
     auto present = store.check({prefix + std::to_string(r)});
-    if (!present.is_ok() || !present.value()) missing.push_back(r);
+    if (!present.ok() || !present.value()) missing.push_back(r);
   }
   return missing;
 }
@@ -93,7 +93,7 @@ StatusOr<StoreAddress> share_store_address(collectives::Communicator& comm, cons
       host_status = Status::io(
           "rank 0 has no external IPv4 address for the store of a multi-host job; set "
           "HORA_RENDEZVOUS_ADDR and HORA_RENDEZVOUS_PORT");
-    } else if (!secret.is_ok()) {
+    } else if (!secret.ok()) {
       host_status = secret.status();
     } else {
       collectives::TcpStoreServer::Options options;
@@ -101,7 +101,7 @@ StatusOr<StoreAddress> share_store_address(collectives::Communicator& comm, cons
       options.port = 0;
       options.secret = secret.value();
       auto started = collectives::TcpStoreServer::start(options);
-      if (started.is_ok()) {
+      if (started.ok()) {
         *server = std::move(started).value();
         text = a.addr + " " + std::to_string((*server)->port()) + " " + secret.value();
       } else {
@@ -112,7 +112,7 @@ StatusOr<StoreAddress> share_store_address(collectives::Communicator& comm, cons
   int64_t length = static_cast<int64_t>(text.size());
   HORA_RETURN_IF_ERROR(comm.broadcast(&length, 1, DataType::kInt64, 0, deadline));
   if (length == 0) {
-    if (!host_status.is_ok()) return host_status.with_context(" (rank 0 starting the store)");
+    if (!host_status.ok()) return host_status.with_context(" (rank 0 starting the store)");
     return Status::remote("rank 0 could not start the rendezvous store (its log says why)");
   }
   if (length > 4096)
@@ -135,7 +135,7 @@ Context::Context(const Config& config, const RankLayout& layout, int generation)
 
 Context::~Context() {
   Status status = shutdown();
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     HORA_LOG(kWarning) << "hora shutdown: " << status.to_string();
   }
 }
@@ -175,12 +175,12 @@ Status Context::start() {
     options.local_rank = l.local_rank;
     auto communicator = collectives::make_communicator(backend, l.rank, l.size, rendezvous, options,
                                                        start_deadline);
-    if (!communicator.is_ok())
+    if (!communicator.ok())
       return communicator.status().with_context(
           " (hora init: " + who + ", HORA_BACKEND=" + backend_name_of(config_) +
           (backend != backend_name_of(config_) ? " meaning " + backend : std::string()) + ")");
     communicator_ = std::move(communicator).value();
-    return Status::ok();
+    return Status::OK();
   };
 
   // 0. A backend that connects without the store (mpi) comes first; with no store given
@@ -194,12 +194,12 @@ Status Context::start() {
   // 1. The store.
   if (!l.has_store() && l.size > 1 && communicator_first) {
     auto shared = share_store_address(*communicator_, l, start_deadline, &server_);
-    if (!shared.is_ok())
+    if (!shared.ok())
       return shared.status().with_context(
           " (hora init: " + who + " sharing the rendezvous store's address over " + backend + ")");
     const StoreAddress& a = shared.value();
     auto client = collectives::TcpStoreClient::connect(a.addr, a.port, a.secret, start_deadline);
-    if (!client.is_ok())
+    if (!client.ok())
       return client.status().with_context(" (hora init: " + who + " connecting the store at " +
                                           a.addr + ":" + std::to_string(a.port) +
                                           " that rank 0 started, within HORA_START_TIMEOUT_S)");
@@ -220,7 +220,7 @@ Status Context::start() {
       options.port = l.store_port;
       options.secret = l.secret;
       auto server = collectives::TcpStoreServer::start(options);
-      if (!server.is_ok())
+      if (!server.ok())
         return server.status().with_context(" (hora init: " + who + " hosts the store on port " +
                                             std::to_string(l.store_port) +
                                             "; set HORA_RENDEZVOUS_PORT to a free port)");
@@ -235,13 +235,13 @@ Status Context::start() {
     // A self-hosted store of a previous init (same address) may still hold a backlog of
     // connections it will never serve: a connection closed during the handshake is retried
     // until the deadline, by when the new host is listening.
-    while (!client.is_ok() && client.status().code() == StatusCode::kRemote &&
+    while (!client.ok() && client.status().code() == StatusCode::kRemote &&
            !start_deadline.expired()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       client = collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret,
                                                     start_deadline);
     }
-    if (!client.is_ok())
+    if (!client.ok())
       return client.status().with_context(" (hora init: " + who + " connecting the store at " +
                                           l.store_addr + ":" + std::to_string(l.store_port) +
                                           " within HORA_START_TIMEOUT_S)");
@@ -256,7 +256,7 @@ Status Context::start() {
                                    collectives::Bytes(me.begin(), me.end())));
   HORA_RETURN_IF_ERROR(store_->add(init_prefix + "start", 1).status());
   Status arrived = store_->wait(rank_keys(init_prefix + "arrived/", l.size), start_deadline);
-  if (!arrived.is_ok()) {
+  if (!arrived.ok()) {
     std::vector<int> missing = missing_ranks(*store_, init_prefix + "arrived/", l.size);
     if (missing.empty()) return arrived;
     return Status::timeout("hora init: " + who + " waited HORA_START_TIMEOUT_S=" +
@@ -279,7 +279,7 @@ Status Context::start() {
   const std::string ready = "hora/ready/" + std::to_string(generation_) + "/";
   HORA_RETURN_IF_ERROR(store_->set(ready + std::to_string(l.rank), collectives::Bytes{1}));
   Status all_ready = store_->wait(rank_keys(ready, l.size), start_deadline);
-  if (!all_ready.is_ok()) {
+  if (!all_ready.ok()) {
     std::vector<int> missing = missing_ranks(*store_, ready, l.size);
     return Status::timeout("hora init: " + who + ": rank" + (missing.size() > 1 ? "s " : " ") +
                            join_ranks(missing) + " did not finish connecting within " +
@@ -289,12 +289,12 @@ Status Context::start() {
   // 7. GPU tensors.
   auto device = DeviceSetup::create(backend_name_of(config_), l.rank, l.size, l.local_rank,
                                     generation_, config_.timeout_s, *store_, start_deadline);
-  if (!device.is_ok()) return device.status().with_context(" (hora init: " + who + ")");
+  if (!device.ok()) return device.status().with_context(" (hora init: " + who + ")");
   device_ = std::move(device).value();
   HORA_LOG(kDebug) << "hora init: " << who << " ready (" << layout_source_name(l.source) << ", "
                    << communicator_->backend_name() << ", " << topology_.hosts() << " host"
                    << (topology_.hosts() > 1 ? "s" : "") << ")";
-  return Status::ok();
+  return Status::OK();
 }
 
 // Step 6 (see context.h).
@@ -303,11 +303,11 @@ Status Context::discover_topology(Deadline deadline) {
   const std::string prefix = "hora/topo/" + std::to_string(generation_) + "/";
   if (l.size == 1) {
     topology_ = collectives::Topology::single_host(0, 1);
-    return Status::ok();
+    return Status::OK();
   }
   auto topology = collectives::exchange_topology(*store_, prefix + "host/", l.rank, l.size,
                                                  host_identity(), deadline);
-  if (!topology.is_ok())
+  if (!topology.ok())
     return topology.status().with_context(" (hora init: exchanging host identities)");
   topology_ = std::move(topology).value();
   if (l.source != LayoutSource::kHorarun) {
@@ -327,7 +327,7 @@ Status Context::discover_topology(Deadline deadline) {
   if (topology_.hosts() > 1 && wants_links) {
     Status measured =
         collectives::measure_links(*communicator_, *store_, prefix, &topology_, deadline);
-    if (!measured.is_ok())
+    if (!measured.ok())
       return measured.with_context(" (hora init: measuring the links within and across hosts)");
     HORA_LOG(kDebug) << "hora init: " << topology_.hosts() << " hosts; link across hosts "
                      << topology_.cross.alpha_us << " us + "
@@ -340,7 +340,7 @@ Status Context::discover_topology(Deadline deadline) {
 
 // Step 6, last part (see context.h): time the allreduce candidates on this communicator.
 Status Context::calibrate_allreduce(Deadline deadline) {
-  if (config_.calibrate_ms <= 0) return Status::ok();
+  if (config_.calibrate_ms <= 0) return Status::OK();
   collectives::CalibrationOptions co;
   co.budget = std::chrono::milliseconds(static_cast<int64_t>(config_.calibrate_ms));
   // A stopped or dead peer is named within HORA_TIMEOUT_S of the call it stopped in, as in
@@ -348,17 +348,17 @@ Status Context::calibrate_allreduce(Deadline deadline) {
   // whose ranks share cores: hundreds of calls, each slow but live, ran past it.)
   co.call_timeout = std::chrono::milliseconds(static_cast<int64_t>(config_.timeout_s * 1000.0));
   auto cal = collectives::calibrate_allreduce(*communicator_, &topology_, co, deadline);
-  if (!cal.is_ok()) return cal.status().with_context(" (hora init: calibrating allreduce)");
+  if (!cal.ok()) return cal.status().with_context(" (hora init: calibrating allreduce)");
   HORA_LOG(kDebug) << "hora init: allreduce calibrated in " << cal.value().took_ms << " ms on "
                    << cal.value().cost_model << " (HORA_CALIBRATE_MS=" << config_.calibrate_ms
                    << "; us per call, slowest rank): " << cal.value().describe();
   topology_.calibration =
       std::make_shared<const collectives::AllreduceCalibration>(std::move(cal).value());
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Context::shutdown() {
-  if (shut_down_) return Status::ok();
+  if (shut_down_) return Status::OK();
   shut_down_ = true;
   device_.reset();
   communicator_.reset();
@@ -378,12 +378,12 @@ Status Context::shutdown() {
       Status closed =
           store_->wait({prefix + "never"}, Deadline::after_seconds(config_.start_timeout_s));
       if (status.code() == StatusCode::kRemote && closed.code() == StatusCode::kRemote)
-        status = Status::ok();
+        status = Status::OK();
     }
-    if (status.is_ok() && server_ != nullptr) {
+    if (status.ok() && server_ != nullptr) {
       Status all = store_->wait(rank_keys(prefix, layout_.size),
                                 Deadline::after_seconds(config_.start_timeout_s));
-      if (!all.is_ok()) {
+      if (!all.ok()) {
         status =
             Status::timeout("hora shutdown: the store host (rank " + std::to_string(layout_.rank) +
                             ") stopped waiting after " + seconds_text(config_.start_timeout_s) +

@@ -47,7 +47,7 @@ StatusOr<std::unique_ptr<DeviceSetup>> DeviceSetup::create(const std::string& re
   // 1. The runtime and this process's GPUs.
   StatusOr<std::unique_ptr<DeviceRuntime>> runtime = collectives::make_device_runtime();
   int mine = 0;
-  if (runtime.is_ok()) {
+  if (runtime.ok()) {
     setup->runtime_ = std::move(runtime).value();
     mine = setup->runtime_->device_count();
   } else {
@@ -62,7 +62,7 @@ StatusOr<std::unique_ptr<DeviceSetup>> DeviceSetup::create(const std::string& re
         store.set(prefix + std::to_string(rank), collectives::Bytes(text.begin(), text.end())));
     for (int r = 0; r < size; ++r) {
       StatusOr<collectives::Bytes> got = store.get(prefix + std::to_string(r), deadline);
-      if (!got.is_ok())
+      if (!got.ok())
         return got.status().with_context(" (hora init: rank " + std::to_string(rank) +
                                          " reading rank " + std::to_string(r) + "'s GPU count)");
       const std::string count(got.value().begin(), got.value().end());
@@ -83,7 +83,7 @@ StatusOr<std::unique_ptr<DeviceSetup>> DeviceSetup::create(const std::string& re
     options.local_rank = local_rank;
     auto comm =
         collectives::make_communicator("nccl", rank, size, *setup->comm_store_, options, deadline);
-    if (!comm.is_ok())
+    if (!comm.ok())
       return comm.status().with_context(" (hora init: rank " + std::to_string(rank) +
                                         " creating the NCCL communicator for GPU tensors on cuda:" +
                                         std::to_string(support.device) + ")");

@@ -60,7 +60,7 @@ Status check_options(const std::vector<std::string>& names, const GradientReduce
       group_of[index] = static_cast<int>(g);
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace
@@ -135,7 +135,7 @@ Status GradientReducer::check_gradient(size_t index, const TensorView& grad) con
                                     " is " + data_type_name(grad.dtype()) + " but compression " +
                                     compression_name(options_.compression) +
                                     " applies to float32 gradients only");
-  return Status::ok();
+  return Status::OK();
 }
 
 Status GradientReducer::gradient_ready(const std::string& name, const TensorView& grad) {
@@ -161,7 +161,7 @@ Status GradientReducer::gradient_ready(size_t index, const TensorView& grad) {
   ++slot.passes;
   slot.grad = grad;
   if (options_.overlap_backward && slot.passes == k) return ready_locked(index);
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<size_t> GradientReducer::unreported() const {
@@ -176,9 +176,9 @@ Status GradientReducer::flush(size_t index, const TensorView& grad) {
   HORA_RETURN_IF_ERROR(check_gradient(index, grad));
   MutexLock lock(&mu_);
   Slot& slot = slots_[index];
-  if (slot.enqueued) return Status::ok();
+  if (slot.enqueued) return Status::OK();
   slot.grad = grad;
-  if (slot.ready) return Status::ok();  // waiting for the rest of its group
+  if (slot.ready) return Status::OK();  // waiting for the rest of its group
   return ready_locked(index);
 }
 
@@ -188,7 +188,7 @@ Status GradientReducer::ready_locked(size_t index) {
   if (g < 0) return enqueue_one_locked(index);
   const std::vector<size_t>& members = options_.groups[g];
   for (size_t m : members)
-    if (!slots_[m].ready) return Status::ok();
+    if (!slots_[m].ready) return Status::OK();
   return enqueue_group_locked(members);
 }
 
@@ -225,10 +225,9 @@ Status GradientReducer::track_locked(Handle h, size_t index, std::vector<size_t>
   // now too. synchronize() reports it as well, like any failed allreduce of the step.
   if (handle.poll()) {
     Status s = handle.wait(std::chrono::milliseconds(0));
-    if (!s.is_ok())
-      return s.with_context(std::string(kWho) + "allreduce of " + quoted(handle.name()));
+    if (!s.ok()) return s.with_context(std::string(kWho) + "allreduce of " + quoted(handle.name()));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void GradientReducer::enqueue_leftovers_locked() {
@@ -263,7 +262,7 @@ void GradientReducer::retire_completed_locked() {
       continue;
     }
     Status s = it->handle.wait(std::chrono::milliseconds(0));
-    if (!s.is_ok() && first_error_.is_ok())
+    if (!s.ok() && first_error_.ok())
       first_error_ =
           s.with_context(std::string(kWho) + "allreduce of " + quoted(it->handle.name()));
     for (size_t m : *it) slots_[m] = Slot();
@@ -298,7 +297,7 @@ Status GradientReducer::wait_step(const std::chrono::milliseconds* timeout) {
           deadline - std::chrono::steady_clock::now());
       s = h.wait(std::max(left, std::chrono::milliseconds(0)));
     }
-    if (!h.poll() && timed_out.is_ok()) timed_out = s;
+    if (!h.poll() && timed_out.ok()) timed_out = s;
   }
   MutexLock lock(&mu_);
   retire_completed_locked();
@@ -318,12 +317,12 @@ Status GradientReducer::wait_step(const std::chrono::milliseconds* timeout) {
                            "); they stay pending: call synchronize() again");
   // Waited HORA_TIMEOUT_S for each: report the step's first error now, else the timeout. The
   // pending handles stay; a later synchronize (or the destructor) waits for them again.
-  if (!first_error_.is_ok()) {
+  if (!first_error_.ok()) {
     Status first = std::move(first_error_);
     first_error_ = Status();
     return first;
   }
-  return timed_out.is_ok()
+  return timed_out.ok()
              ? Status::timeout(std::string(kWho) + "allreduce of " +
                                quoted(in_flight_.front().handle.name()) + " is still pending")
              : timed_out.with_context(std::string(kWho) + "synchronize");

@@ -61,7 +61,7 @@ Status apply_cpu_isa(CpuIsa isa) {
     return Status::invalid_argument(std::string("HORA_CPU_ISA=") + cpu_isa_name(isa) +
                                     " but this CPU lacks it; the best it has is " +
                                     kernels::isa_name(kernels::best_isa()));
-  return Status::ok();
+  return Status::OK();
 }
 
 int layout_field(int RankLayout::*field) {
@@ -77,7 +77,7 @@ Status init() { return init(InitOptions{}); }
 Status init(const InitOptions& options) {
   Runtime& r = runtime();
   MutexLock lock(&r.mu);
-  if (r.context) return Status::ok();
+  if (r.context) return Status::OK();
   HORA_ASSIGN_OR_RETURN(Config::Lookup lookup, make_lookup(options));
   HORA_ASSIGN_OR_RETURN(Config config, Config::from_lookup(lookup));
   HORA_ASSIGN_OR_RETURN(RankLayout layout, read_rank_layout(lookup));
@@ -94,14 +94,14 @@ Status init(const InitOptions& options) {
   // alive to the others, a dead or stopped one is reported within HORA_TIMEOUT_S.
   r.engine->start();
   r.leased.store(r.engine.get(), std::memory_order_seq_cst);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status shutdown() {
   Runtime& r = runtime();
   MutexLock lock(&r.mu);
-  if (!r.context) return Status::ok();
-  if (const Status drained = drain_leases(r); !drained.is_ok()) {
+  if (!r.context) return Status::OK();
+  if (const Status drained = drain_leases(r); !drained.ok()) {
     HORA_LOG(kError) << "shutdown: cannot tell that no allreduce_async call still holds the "
                         "engine ("
                      << drained.to_string() << ", after up to " << kLeaseDrainLimit.count()
@@ -112,7 +112,7 @@ Status shutdown() {
   // peer that died earlier) was already reported through the handles; shutdown reports only
   // what it could not release.
   Status engine_status = r.engine->stop();
-  if (!engine_status.is_ok()) {
+  if (!engine_status.ok()) {
     HORA_LOG(kDebug) << "engine had stopped with: " << engine_status.to_string();
   }
   r.engine.reset();

@@ -1,7 +1,7 @@
 // hora: the public C++ API. The only header users include.
 //
 //   hora::Status s = hora::init();     // reads HORA_* (or mpirun/Slurm/torchrun) variables
-//   if (!s.is_ok()) { std::cerr << s.to_string() << "\n"; return 1; }
+//   if (!s.ok()) { std::cerr << s.to_string() << "\n"; return 1; }
 //   auto grad = hora::TensorView::flat(g.data(), hora::DataType::kFloat32, g.size()).value();
 //   hora::Handle h = hora::allreduce_async("grad/fc1.weight", grad, grad,
 //   hora::ReduceOp::kAverage);

@@ -41,7 +41,7 @@ Status validate_layout(const RankLayout& l) {
   if (l.has_store() && (l.store_port < 1 || l.store_port > 65535))
     return bad("store port " + std::to_string(l.store_port) + " is not in [1, 65535]");
   if (l.has_store() && l.secret.empty()) return bad("a store address is set but no secret");
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace hora

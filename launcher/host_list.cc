@@ -44,7 +44,7 @@ Status add_host(std::vector<HostSlots>* hosts, std::set<std::string>* seen, cons
   if (!seen->insert(host).second)
     return Status::invalid_argument(where + ": host '" + host + "' is listed twice");
   hosts->push_back({host, slots});
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ std::string join(const std::vector<std::string>& words) {
 int hand_off_to_mpirun(const LauncherOptions& o, const std::vector<HostSlots>& hosts,
                        bool hosts_given, bool all_local, const std::string& path_env) {
   auto mpirun = find_executable("mpirun", path_env);
-  if (!mpirun.is_ok()) return fail(kExitBadInvocation, "--mpi: mpirun not found in PATH");
+  if (!mpirun.ok()) return fail(kExitBadInvocation, "--mpi: mpirun not found in PATH");
   // What the ranks need travels in horarun's own environment, exported with -x.
   ::setenv("HORA_BACKEND", o.backend.empty() ? "mpi" : o.backend.c_str(), 1);
   if (!o.timeline.empty()) ::setenv("HORA_TIMELINE", o.timeline.c_str(), 1);
@@ -100,7 +100,7 @@ void repair_local_timeline(const std::string& option, const std::vector<RankPlac
   for (const RankPlacement& p : ranks)
     if (p.rank == 0 && !p.is_local) return;
   auto repair = repair_timeline(path);
-  if (!repair.is_ok()) {
+  if (!repair.ok()) {
     std::fprintf(stderr, "horarun: %s\n", repair.status().message().c_str());
   } else if (repair.value().repaired) {
     std::fprintf(stderr,
@@ -112,7 +112,7 @@ void repair_local_timeline(const std::string& option, const std::vector<RankPlac
 
 int run_horarun(const std::vector<std::string>& args) {
   auto parsed = parse_options(args);
-  if (!parsed.is_ok()) return fail(kExitBadInvocation, parsed.status().message());
+  if (!parsed.ok()) return fail(kExitBadInvocation, parsed.status().message());
   const LauncherOptions& o = parsed.value();
   if (o.help) {
     std::fputs(usage_text().c_str(), stdout);
@@ -122,18 +122,18 @@ int run_horarun(const std::vector<std::string>& args) {
   const bool hosts_given = !o.hosts.empty() || !o.hostfile.empty();
   if (!o.hosts.empty()) {
     auto h = parse_host_list(o.hosts);
-    if (!h.is_ok()) return fail(kExitBadInvocation, h.status().message());
+    if (!h.ok()) return fail(kExitBadInvocation, h.status().message());
     hosts = h.value();
   } else if (!o.hostfile.empty()) {
     auto h = read_hostfile(o.hostfile);
-    if (!h.is_ok()) return fail(kExitBadInvocation, h.status().message());
+    if (!h.ok()) return fail(kExitBadInvocation, h.status().message());
     hosts = h.value();
   } else {
     hosts = {{"localhost", o.np}};
   }
   const std::string me = this_hostname();
   auto layout = layout_ranks(hosts, o.np, me);
-  if (!layout.is_ok()) return fail(kExitBadInvocation, layout.status().message());
+  if (!layout.ok()) return fail(kExitBadInvocation, layout.status().message());
   const std::vector<RankPlacement>& ranks = layout.value();
   bool any_local = false;
   std::vector<std::string> remote_hosts;
@@ -149,7 +149,7 @@ int run_horarun(const std::vector<std::string>& args) {
   std::string exe;
   if (any_local || o.use_mpirun) {
     auto found = find_executable(o.command[0], path_env);
-    if (!found.is_ok()) return fail(kExitBadInvocation, found.status().message());
+    if (!found.ok()) return fail(kExitBadInvocation, found.status().message());
     exe = found.value();
   }
   if (o.use_mpirun)
@@ -158,10 +158,10 @@ int run_horarun(const std::vector<std::string>& args) {
   std::string rsh_exe;
   if (!remote_hosts.empty()) {
     auto words = split_words(o.rsh);
-    if (!words.is_ok()) return fail(kExitBadInvocation, "--rsh: " + words.status().message());
+    if (!words.ok()) return fail(kExitBadInvocation, "--rsh: " + words.status().message());
     rsh_words = words.value();
     auto found = find_executable(rsh_words[0], path_env);
-    if (!found.is_ok()) return fail(kExitBadInvocation, "--rsh: " + found.status().message());
+    if (!found.ok()) return fail(kExitBadInvocation, "--rsh: " + found.status().message());
     rsh_exe = found.value();
   }
 
@@ -170,16 +170,16 @@ int run_horarun(const std::vector<std::string>& args) {
   sup_options.output_dir = o.output_dir;
   sup_options.verbose = o.verbose;
   auto supervisor = Supervisor::create(sup_options);  // before the store's thread starts
-  if (!supervisor.is_ok()) return fail(kExitLauncherFailure, supervisor.status().message());
+  if (!supervisor.ok()) return fail(kExitLauncherFailure, supervisor.status().message());
 
   auto secret = generate_secret();
-  if (!secret.is_ok()) return fail(kExitLauncherFailure, secret.status().message());
+  if (!secret.ok()) return fail(kExitLauncherFailure, secret.status().message());
   collectives::TcpStoreServer::Options store_options;
   store_options.bind_address = remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0";
   store_options.port = 0;
   store_options.secret = secret.value();
   auto store = collectives::TcpStoreServer::start(store_options);
-  if (!store.is_ok())
+  if (!store.ok())
     return fail(kExitLauncherFailure,
                 "cannot start the rendezvous store: " + store.status().to_string());
   JobEnvironment job;
@@ -209,10 +209,10 @@ int run_horarun(const std::vector<std::string>& args) {
                    launch.display.c_str());
     std::fflush(stderr);
     auto proc = spawn_rank(launch);
-    Status added = proc.is_ok()
+    Status added = proc.ok()
                        ? supervisor.value()->add_rank(p.rank, p.host, !p.is_local, proc.value())
                        : proc.status();
-    if (!added.is_ok()) {
+    if (!added.ok()) {
       fail(kExitLauncherFailure,
            "rank " + std::to_string(p.rank) + " (host " + p.host + "): " + added.message());
       supervisor.value()->abort_start();

@@ -83,7 +83,7 @@ StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
     };
     auto no_value = [&]() -> Status {
       if (inline_value) return Status::invalid_argument(arg + " takes no value");
-      return Status::ok();
+      return Status::OK();
     };
     if (arg == "-np" || arg == "-n" || arg == "--num-proc" || arg == "--np") {
       HORARUN_ASSIGN_OR_RETURN(std::string v, value());

@@ -68,7 +68,7 @@ Status make_dirs(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return Status::io("--output-dir '" + path + "' is not a directory");
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace
@@ -113,7 +113,7 @@ StatusOr<std::unique_ptr<Supervisor>> Supervisor::create(const Options& options)
   std::unique_ptr<Supervisor> s(new Supervisor(options));
   if (!options.output_dir.empty()) {
     Status st = make_dirs(options.output_dir);
-    if (!st.is_ok()) return st;
+    if (!st.ok()) return st;
   }
   sigset_t set;
   sigemptyset(&set);
@@ -147,7 +147,7 @@ Status Supervisor::add_rank(int rank, const std::string& host, bool is_remote,
       const std::string path = options_.output_dir + "/rank." + std::to_string(rank) +
                                (s == r->out.get() ? ".stdout" : ".stderr");
       s->file_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (s->file_fd < 0 && status.is_ok())
+      if (s->file_fd < 0 && status.ok())
         status = Status::io("cannot write '" + path + "': " + std::strerror(errno));
     }
   }

@@ -5,15 +5,15 @@
 
 #include "core/base/status.h"
 
-#define HORARUN_RETURN_IF_ERROR(expr)                     \
-  do {                                                    \
-    ::hora::Status horarun_status_ = (expr);              \
-    if (!horarun_status_.is_ok()) return horarun_status_; \
+#define HORARUN_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::hora::Status horarun_status_ = (expr);           \
+    if (!horarun_status_.ok()) return horarun_status_; \
   } while (0)
 
 #define HORARUN_ASSIGN_OR_RETURN(decl, expr) \
   HORARUN_ASSIGN_OR_RETURN_IMPL(HORA_STATUS_CONCAT(horarun_statusor_, __LINE__), decl, expr)
 #define HORARUN_ASSIGN_OR_RETURN_IMPL(tmp, decl, expr) \
   auto tmp = (expr);                                   \
-  if (!tmp.is_ok()) return tmp.status();               \
+  if (!tmp.ok()) return tmp.status();                  \
   decl = std::move(tmp).value()

@@ -17,7 +17,7 @@ Status check_root(int root, const char* who) {
     return Status::invalid_argument(std::string(who) + ": root " + std::to_string(root) +
                                     " is not a rank of this job (size " + std::to_string(size()) +
                                     ")");
-  return Status::ok();
+  return Status::OK();
 }
 
 // Waits for every handle, so no buffer is left in use, and returns the first error.
@@ -25,7 +25,7 @@ Status wait_all(std::vector<Handle>& handles) {
   Status first_error;
   for (Handle& h : handles) {
     Status s = h.wait();
-    if (!s.is_ok() && first_error.is_ok()) first_error = s;
+    if (!s.ok() && first_error.ok()) first_error = s;
   }
   return first_error;
 }
@@ -39,14 +39,14 @@ Status broadcast_state_tensors(const std::vector<StateTensor>& tensors, const st
   Status first_error;
   for (const StateTensor& t : tensors) {
     auto view = TensorView::flat(t.data, DataType::kFloat32, t.count);
-    if (!view.is_ok()) {
+    if (!view.ok()) {
       first_error = view.status();
       break;
     }
     handles.push_back(broadcast_async(prefix + t.name, view.value(), root));
   }
   Status waited = wait_all(handles);
-  return first_error.is_ok() ? waited : first_error;
+  return first_error.ok() ? waited : first_error;
 }
 
 Status broadcast_parameters(const std::vector<Parameter>& params, int root) {

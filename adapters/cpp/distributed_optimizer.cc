@@ -25,7 +25,7 @@ StatusOr<std::unique_ptr<DistributedOptimizer>> DistributedOptimizer::create(
   ro.name_prefix = options.name_prefix;
   StatusOr<std::unique_ptr<GradientReducer>> reducer =
       GradientReducer::create(std::move(names), std::move(ro));
-  if (!reducer.is_ok()) return reducer.status().with_context("DistributedOptimizer::create");
+  if (!reducer.ok()) return reducer.status().with_context("DistributedOptimizer::create");
   return std::unique_ptr<DistributedOptimizer>(new DistributedOptimizer(
       inner, std::move(options), std::move(reducer).value(), std::move(grads)));
 }
@@ -55,10 +55,10 @@ Status DistributedOptimizer::synchronize() {
   Status first_error;
   for (size_t index : reducer_->unreported()) {
     Status s = reducer_->flush(index, grads_[index]);
-    if (!s.is_ok() && first_error.is_ok()) first_error = s;
+    if (!s.ok() && first_error.ok()) first_error = s;
   }
   Status s = reducer_->synchronize();
-  return first_error.is_ok() ? s : first_error;
+  return first_error.ok() ? s : first_error;
 }
 
 Status DistributedOptimizer::zero_grad() {

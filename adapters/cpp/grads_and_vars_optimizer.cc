@@ -31,7 +31,7 @@ StatusOr<std::unique_ptr<GradsAndVarsOptimizer>> GradsAndVarsOptimizer::create(
   probe.gradient_predivide_factor = options.gradient_predivide_factor;
   StatusOr<std::unique_ptr<GradientReducer>> check =
       GradientReducer::create({"probe"}, std::move(probe));
-  if (!check.is_ok()) return check.status().with_context("GradsAndVarsOptimizer::create");
+  if (!check.ok()) return check.status().with_context("GradsAndVarsOptimizer::create");
   return std::unique_ptr<GradsAndVarsOptimizer>(
       new GradsAndVarsOptimizer(inner, std::move(options), std::move(index)));
 }
@@ -99,7 +99,7 @@ Status GradsAndVarsOptimizer::apply_gradients(const std::vector<GradAndVar>& gra
       return Status::invalid_argument(std::string(kWho) + "variable '" +
                                       params[pairs[i].first].name + "' is listed twice");
 
-  if (++passes_ < options_.backward_passes_per_step) return Status::ok();
+  if (++passes_ < options_.backward_passes_per_step) return Status::OK();
   passes_ = 0;
 
   std::vector<size_t> members;
@@ -111,7 +111,7 @@ Status GradsAndVarsOptimizer::apply_gradients(const std::vector<GradAndVar>& gra
       HORA_ASSIGN_OR_RETURN(TensorView view, TensorView::flat(pairs[i].second, DataType::kFloat32,
                                                               params[pairs[i].first].count));
       Status s = reducer->gradient_ready(i, view);
-      if (!s.is_ok()) {
+      if (!s.ok()) {
         (void)reducer->synchronize();  // buffers must not stay in the engine's hands
         return s;
       }

@@ -69,13 +69,13 @@ StatusOr<TensorView> view_of(const HoraTensor* t, const std::string& name, const
                                     (t->shape ? "given" : "NULL"));
   std::vector<int64_t> shape(t->shape, t->shape + t->ndim);
   StatusOr<TensorView> view = TensorView::make(t->data, dtype, std::move(shape));
-  if (!view.is_ok()) return view.status().with_context("tensor '" + name + "': " + what);
+  if (!view.ok()) return view.status().with_context("tensor '" + name + "': " + what);
   return view;
 }
 
 void finish(HoraDoneFn done, void* ctx, const Status& s, int last_joined = -1,
             const std::vector<int64_t>* splits = nullptr) {
-  const std::string message = s.is_ok() ? std::string() : s.message();
+  const std::string message = s.ok() ? std::string() : s.message();
   HoraResult r{static_cast<int32_t>(s.code()), message.c_str(), last_joined, 0, nullptr};
   if (splits != nullptr) {
     r.splits_count = static_cast<int32_t>(splits->size());
@@ -95,7 +95,7 @@ void finish_on_complete(const Handle& h, HoraDoneFn done, void* ctx) {
 void finish_with_results_on_complete(const Handle& h, HoraDoneFn done, void* ctx) {
   const detail::HandleState* state = h.state().get();
   h.on_complete([state, done, ctx](const Status& s) {
-    const bool ok = s.is_ok() && state != nullptr;
+    const bool ok = s.ok() && state != nullptr;
     int joined = -1;
     if (ok) {
       MutexLock lock(&state->mu);
@@ -120,9 +120,9 @@ OutputAllocator c_allocator(HoraAllocFn alloc, void* alloc_ctx, std::string name
   };
 }
 
-#define HORA_C_TRY_VIEW(var, tensor, name, what)                           \
-  StatusOr<TensorView> var##_or = view_of(tensor, name, what);             \
-  if (!var##_or.is_ok()) return finish(done, done_ctx, var##_or.status()); \
+#define HORA_C_TRY_VIEW(var, tensor, name, what)                        \
+  StatusOr<TensorView> var##_or = view_of(tensor, name, what);          \
+  if (!var##_or.ok()) return finish(done, done_ctx, var##_or.status()); \
   TensorView var = std::move(var##_or).value()
 
 int32_t c_rank() { return hora::rank(); }
@@ -220,7 +220,7 @@ int32_t c_reducer_gradient_ready(int64_t reducer_id, int32_t index, const HoraTe
     HORA_ASSIGN_OR_RETURN(TensorView view, view_of(grad, name, "gradient"));
     return reducer->gradient_ready(static_cast<size_t>(index), view);
   }();
-  if (s.is_ok()) return 0;
+  if (s.ok()) return 0;
   if (message != nullptr && message_bytes > 0) {
     const std::string& text = s.message();
     const size_t n = std::min(text.size(), static_cast<size_t>(message_bytes - 1));
@@ -232,7 +232,7 @@ int32_t c_reducer_gradient_ready(int64_t reducer_id, int32_t index, const HoraTe
 
 void c_reducer_synchronize(int64_t reducer_id, HoraDoneFn done, void* done_ctx) {
   StatusOr<std::shared_ptr<GradientReducer>> reducer = c_api_reducers().find(reducer_id);
-  if (!reducer.is_ok()) return finish(done, done_ctx, reducer.status());
+  if (!reducer.ok()) return finish(done, done_ctx, reducer.status());
   c_api_reducers().synchronize_later(
       std::move(reducer).value(), [done, done_ctx](const Status& s) { finish(done, done_ctx, s); });
 }

@@ -16,17 +16,17 @@
 namespace hora {
 namespace python {
 
-// Raises the exception for `status`. REQUIRES: !status.is_ok().
+// Raises the exception for `status`. REQUIRES: !status.ok().
 [[noreturn]] void throw_status(const Status& status);
 
 // Raises when `status` is an error.
 inline void check(const Status& status) {
-  if (!status.is_ok()) throw_status(status);
+  if (!status.ok()) throw_status(status);
 }
 
 template <typename T>
 T check(StatusOr<T> result) {
-  if (!result.is_ok()) throw_status(result.status());
+  if (!result.ok()) throw_status(result.status());
   return std::move(result).value();
 }
 

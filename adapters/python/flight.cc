@@ -52,7 +52,7 @@ OutputAllocator python_allocator(const std::shared_ptr<Flight>& flight, const st
     try {
       py::object out = f->allocator(data_type_name(dtype), py::tuple(py::cast(shape)));
       StatusOr<ImportedTensor> t = import_tensor(out, label, "allocated output", true);
-      if (!t.is_ok()) return t.status();
+      if (!t.ok()) return t.status();
       f->allocated = out;
       f->keep.push_back(std::move(t.value().owner));
       return t.value().view;

@@ -109,7 +109,7 @@ StatusOr<ImportedTensor> from_dltensor(const DLTensor& t, py::object owner,
   HORA_ASSIGN_OR_RETURN(Device device, device_of(t.device, label, what));
   StatusOr<TensorView> view =
       TensorView::make(data_of(t), dtype, std::vector<int64_t>(t.shape, t.shape + ndim), device);
-  if (!view.is_ok()) return view.status().with_context(prefix(label, what));
+  if (!view.ok()) return view.status().with_context(prefix(label, what));
   return ImportedTensor{std::move(view).value(), std::move(owner)};
 }
 
@@ -212,7 +212,7 @@ StatusOr<ImportedTensor> from_buffer(py::handle obj, const TensorLabel& label, c
     return Status::invalid_argument(where + "is not a contiguous buffer (shape " +
                                     shape_to_string(shape) + "); hora needs a contiguous tensor");
   StatusOr<TensorView> view = TensorView::make(info.ptr, dtype, std::move(shape));
-  if (!view.is_ok()) return view.status().with_context(where);
+  if (!view.ok()) return view.status().with_context(where);
   return ImportedTensor{std::move(view).value(), std::move(mv)};
 }
 
@@ -338,7 +338,7 @@ bool read_plain_capsule(py::handle capsule, TensorView* view) {
     return false;
   StatusOr<TensorView> v = TensorView::make(
       data_of(*t), dtype, std::vector<int64_t>(t->shape, t->shape + t->ndim), device);
-  if (!v.is_ok()) return false;
+  if (!v.ok()) return false;
   *view = std::move(v).value();
   return true;
 }

@@ -28,7 +28,7 @@ class EngineImplementation : public Implementation {
   Status supports(const Call& call) const override {
     if (call.collective != Collective::kAllreduce)
       return Status::unimplemented("--through-engine times allreduce only");
-    return Status::ok();
+    return Status::OK();
   }
 
   Status run(const Call& c) override {
@@ -53,7 +53,7 @@ class EngineImplementation : public Implementation {
     Status first;
     for (Handle& h : handles_) {
       Status s = h.wait(c.deadline.remaining());
-      if (first.is_ok() && !s.is_ok()) first = s;
+      if (first.ok() && !s.ok()) first = s;
     }
     return first;
   }

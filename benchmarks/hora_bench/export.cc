@@ -89,7 +89,7 @@ Status write_file(const std::string& path, const std::string& text) {
   if (written != text.size() || closed != 0) {
     return Status::io("writing " + path + " failed: " + std::strerror(errno));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace bench

@@ -32,7 +32,7 @@ class GlooImplementation : public Implementation {
     if (call.collective == Collective::kAlltoall && call.in_place) {
       return Status::unimplemented("Gloo's alltoallv runs out of place only");
     }
-    return Status::ok();
+    return Status::OK();
   }
 
   Status run(const Call& call) override { return run_native(*comm_, call); }

@@ -44,7 +44,7 @@ class HoraImplementation : public Implementation {
     if (call.collective == Collective::kAlltoall && call.in_place) {
       return Status::unimplemented("hora's alltoall runs out of place only");
     }
-    return Status::ok();
+    return Status::OK();
   }
 
   std::string choice(const Call& c) const override {
@@ -134,7 +134,7 @@ StatusOr<std::unique_ptr<Implementation>> make_hora_implementation(
     co.budget = std::chrono::milliseconds(static_cast<int64_t>(budget_ms));
     auto cal = collectives::calibrate_allreduce(
         *own->comm, topology, co, Deadline::after_seconds(env.context->config().timeout_s));
-    if (!cal.is_ok()) return cal.status().with_context(" (hora-bench: calibrating " + name + ")");
+    if (!cal.ok()) return cal.status().with_context(" (hora-bench: calibrating " + name + ")");
     HORA_LOG(kDebug) << "hora-bench: " << name << " over " << own->comm->cost_model()
                      << " calibrated in " << cal.value().took_ms
                      << " ms: " << cal.value().describe();

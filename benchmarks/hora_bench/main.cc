@@ -75,16 +75,16 @@ int run(int argc, char** argv) {
   }
   StatusOr<Options> parsed = parse_options(argc, argv);
   Status init = hora::init();
-  if (!init.is_ok()) {
+  if (!init.ok()) {
     print_error("hora::init failed: " + init.to_string(), false);
     return kExitRunError;
   }
   const int rank = hora::rank(), ranks = hora::size();
-  if (parsed.is_ok()) {
+  if (parsed.ok()) {
     Status valid = validate_for_job(parsed.value(), ranks);
-    if (!valid.is_ok()) parsed = valid;
+    if (!valid.ok()) parsed = valid;
   }
-  if (!parsed.is_ok()) {
+  if (!parsed.ok()) {
     print_error(parsed.status().message(), true);
     hora::shutdown();
     return kExitBadArguments;
@@ -100,19 +100,19 @@ int run(int argc, char** argv) {
   auto set_engine = [engine_wait](bool engine_needed) -> Status {
     if (engine_needed) {
       detail::resume_engine();
-      return Status::ok();
+      return Status::OK();
     }
     return detail::pause_engine(engine_wait);
   };
   Status parked = set_engine(false);
-  if (!parked.is_ok()) {
+  if (!parked.ok()) {
     print_error("parking hora's engine: " + parked.to_string(), false);
     hora::shutdown();
     return kExitRunError;
   }
   // --device cuda without an index: this rank's GPU, from its local rank.
   auto device = resolve_device(options.device, context->layout().local_rank);
-  if (!device.is_ok()) {
+  if (!device.ok()) {
     print_error(device.status().to_string(), false);
     hora::shutdown();
     return kExitRunError;
@@ -127,7 +127,7 @@ int run(int argc, char** argv) {
 
   // Make every implementation, then a control communicator for barriers and reductions.
   auto impls = make_implementations(options, env);
-  if (!impls.is_ok()) {
+  if (!impls.ok()) {
     const bool is_usage = impls.status().code() == StatusCode::kInvalidArgument;
     print_error(impls.status().to_string(), is_usage);
     hora::shutdown();
@@ -135,12 +135,12 @@ int run(int argc, char** argv) {
   }
   auto control_store = implementation_store(env, "control");
   StatusOr<std::unique_ptr<collectives::Communicator>> control =
-      control_store.is_ok()
+      control_store.ok()
           ? collectives::make_communicator(
                 "builtin", rank, ranks, *control_store.value(), backend_options_for(env),
                 Deadline::after_seconds(context->config().start_timeout_s))
           : StatusOr<std::unique_ptr<collectives::Communicator>>(control_store.status());
-  if (!control.is_ok()) {
+  if (!control.ok()) {
     print_error("control communicator: " + control.status().to_string(), false);
     hora::shutdown();
     return kExitRunError;
@@ -172,7 +172,7 @@ int run(int argc, char** argv) {
                              if (rank == 0 && !line.empty()) std::cout << line << std::flush;
                            });
   load.reset();
-  if (!results.is_ok()) {
+  if (!results.ok()) {
     // Every rank reports its own failure: they may differ (which peer failed).
     std::fprintf(stderr, "hora-bench: rank %d: %s\n", rank, results.status().to_string().c_str());
     control.value()->abort();
@@ -183,13 +183,13 @@ int run(int argc, char** argv) {
   int code = reporter.total_wrong() > 0 ? kExitWrong : kExitOk;
   if (rank == 0) {
     std::cout << reporter.footer() << std::flush;
-    Status written = Status::ok();
+    Status written = Status::OK();
     if (!options.json_path.empty())
       written = write_file(options.json_path, to_json(info, results.value()));
-    if (written.is_ok() && !options.csv_path.empty()) {
+    if (written.ok() && !options.csv_path.empty()) {
       written = write_file(options.csv_path, to_csv(info, results.value()));
     }
-    if (written.is_ok() && !options.plot_path.empty()) {
+    if (written.ok() && !options.plot_path.empty()) {
       PlotText text;
       text.title = std::string(collective_name(options.collective)) + ", " + std::to_string(ranks) +
                    " ranks, " + data_type_name(options.dtype) + ", " + info.backend + " (" +
@@ -197,7 +197,7 @@ int run(int argc, char** argv) {
       written =
           write_file(options.plot_path, render_svg(text, plot_series(info.impls, results.value())));
     }
-    if (!written.is_ok()) {
+    if (!written.ok()) {
       print_error(written.to_string(), false);
       if (code == kExitOk) code = kExitRunError;
     }
@@ -206,7 +206,7 @@ int run(int argc, char** argv) {
   impls.value().clear();
   control.value().reset();
   Status down = hora::shutdown();
-  if (!down.is_ok() && code == kExitOk) {
+  if (!down.ok() && code == kExitOk) {
     print_error("hora::shutdown: " + down.to_string(), false);
     code = kExitRunError;
   }

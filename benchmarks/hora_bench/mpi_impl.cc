@@ -37,7 +37,7 @@ bool mpi_type(DataType dtype, MPI_Datatype* out) {
 MPI_Op mpi_op(ReduceOp op) { return collectives::mpi_backend::standard_op(op); }
 
 Status mpi_status(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return Status::ok();
+  if (rc == MPI_SUCCESS) return Status::OK();
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   MPI_Error_string(rc, text, &length);
@@ -64,7 +64,7 @@ class MpiImplementation : public Implementation {
     if (call.count > static_cast<size_t>(INT32_MAX)) {
       return Status::unimplemented("MPI counts are int");
     }
-    return Status::ok();
+    return Status::OK();
   }
 
   // Blocking; MPI calls have no deadline (MPI's own error handling applies).
@@ -84,7 +84,7 @@ class MpiImplementation : public Implementation {
         if (c.op == ReduceOp::kAverage && size > 1) {
           kernels::scale(c.out, c.count, c.dtype, 1.0 / size);
         }
-        return Status::ok();
+        return Status::OK();
       case Collective::kReducescatter:
         // In place: this rank's block of the input is the output; MPI_IN_PLACE then means
         // the whole input is `out - rank block`, i.e. `c.in`.
@@ -100,7 +100,7 @@ class MpiImplementation : public Implementation {
         if (c.op == ReduceOp::kAverage && size > 1) {
           kernels::scale(c.out, c.count, c.dtype, 1.0 / size);
         }
-        return Status::ok();
+        return Status::OK();
       case Collective::kAllgather:
         return mpi_status(
             c.in_place ? MPI_Allgather(MPI_IN_PLACE, 0, type, c.out, count, type, MPI_COMM_WORLD)

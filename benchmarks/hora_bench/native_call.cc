@@ -22,13 +22,13 @@ Status run_native(collectives::Communicator& comm, const Call& c) {
       HORA_RETURN_IF_ERROR(comm.allreduce(c.in, c.out, c.count, c.dtype, op, c.deadline));
       if (average && n > 1)
         HORA_RETURN_IF_ERROR(collectives::detail::scale(comm, c.out, c.count, c.dtype, 1.0 / n));
-      return Status::ok();
+      return Status::OK();
     case Collective::kReducescatter: {
       const std::vector<size_t> counts(static_cast<size_t>(n), c.count);
       HORA_RETURN_IF_ERROR(comm.reducescatter(c.in, c.out, counts, c.dtype, op, c.deadline));
       if (average && n > 1)
         HORA_RETURN_IF_ERROR(collectives::detail::scale(comm, c.out, c.count, c.dtype, 1.0 / n));
-      return Status::ok();
+      return Status::OK();
     }
     case Collective::kAllgather: {
       const std::vector<size_t> counts(static_cast<size_t>(n), c.count);

@@ -58,7 +58,7 @@ class NcclImplementation final : public Implementation {
     if (!call.on_device) return Status::unimplemented("NCCL moves GPU buffers only");
     if (is_reduction(call.collective))
       return collectives::nccl_backend::nccl_reduce_type(call.dtype).status();
-    return Status::ok();
+    return Status::OK();
   }
 
   Status run(const Call& c) override {

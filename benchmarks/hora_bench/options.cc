@@ -85,7 +85,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 StatusOr<Device> parse_bench_device(const std::string& text) {
   if (text == "cuda") return Device::cuda(-1);
   auto device = parse_device(text);
-  if (!device.is_ok()) return Status::invalid_argument("--device: " + device.status().message());
+  if (!device.ok()) return Status::invalid_argument("--device: " + device.status().message());
   return device.value();
 }
 
@@ -112,12 +112,12 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
   }
   std::string dtype = f.dtype;
   auto dt = parse_data_type(dtype);
-  if (!dt.is_ok()) return Status::invalid_argument("-d: " + dt.status().message());
+  if (!dt.ok()) return Status::invalid_argument("-d: " + dt.status().message());
   o.dtype = dt.value();
   o.op_given = op_given;
   const std::string op_text = f.op == "prod" ? "product" : f.op;
   auto op = parse_reduce_op(op_text);
-  if (!op.is_ok()) return Status::invalid_argument("-o: " + op.status().message());
+  if (!op.ok()) return Status::invalid_argument("-o: " + op.status().message());
   o.op = op.value();
   if (op_given && !is_reduction(o.collective)) {
     return Status::invalid_argument(std::string("-o ") + f.op + " is not valid for " +
@@ -164,7 +164,7 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
   o.warmup = f.warmup;
   o.check = f.check == 1;
   auto algo = collectives::parse_algorithm(f.algo);
-  if (!algo.is_ok()) {
+  if (!algo.ok()) {
     return Status::invalid_argument("--algo '" + f.algo +
                                     "': expected auto, ring, tree, rd or native");
   }
@@ -266,7 +266,7 @@ Status validate_for_job(const Options& options, int ranks) {
                                     "rank of the job, 0.." +
                                     std::to_string(ranks - 1));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<size_t> sweep_sizes(const Options& options) {

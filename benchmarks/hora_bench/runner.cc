@@ -68,7 +68,7 @@ Status fill(const SweepSettings& s, const Call& c, SweepMemory& memory) {
   const CheckCall cc = check_call(s, c.count);
   if (!memory.on_device()) {
     fill_input(cc, const_cast<void*>(c.in));
-    return Status::ok();
+    return Status::OK();
   }
   std::vector<uint8_t> host(input_elements(cc.collective, cc.count, cc.ranks) *
                             data_type_bytes(cc.dtype));
@@ -121,10 +121,10 @@ StatusOr<Timing> prepare(const SweepSettings& s, Implementation& impl, size_t co
   t.call.on_device = memory.on_device();
   m.choice = impl.choice(t.call);
   Status supported = impl.supports(t.call);
-  HORA_ASSIGN_OR_RETURN(bool all_supported, agreed(control, supported.is_ok(), s.timeout_s));
+  HORA_ASSIGN_OR_RETURN(bool all_supported, agreed(control, supported.ok(), s.timeout_s));
   if (!all_supported) {
     m.available = false;
-    m.note = supported.is_ok() ? "not supported on another rank" : supported.message();
+    m.note = supported.ok() ? "not supported on another rank" : supported.message();
     m.wrong = -1;
   }
   return t;
@@ -133,7 +133,7 @@ StatusOr<Timing> prepare(const SweepSettings& s, Implementation& impl, size_t co
 Status run_once(const SweepSettings& s, Timing& t) {
   t.call.deadline = Deadline::after_seconds(s.timeout_s);
   Status st = t.impl->run(t.call);
-  if (!st.is_ok()) {
+  if (!st.ok()) {
     return st.with_context(t.m.impl + " " + collective_name(s.options.collective) + " of " +
                            std::to_string(t.m.size_bytes) + " B on rank " + std::to_string(s.rank));
   }
@@ -157,11 +157,11 @@ Status time_round(const SweepSettings& s, Timing& t, SweepMemory& memory,
       HORA_RETURN_IF_ERROR(run_once(s, t));
       t.samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
     }
-    return Status::ok();
+    return Status::OK();
   };
   const auto round_start = Clock::now();
   HORA_RETURN_IF_ERROR(timed(o.iters));
-  if (o.min_ms <= 0) return Status::ok();
+  if (o.min_ms <= 0) return Status::OK();
   const double spent_us =
       std::chrono::duration<double, std::micro>(Clock::now() - round_start).count();
   int64_t more = more_iterations(o.iters, spent_us, o.min_ms * 1e3);
@@ -212,7 +212,7 @@ Status finish(const SweepSettings& s, Timing& t, SweepMemory& memory,
                                                                    control_options(s.timeout_s)));
     m.wrong = wrong;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 // Every implementation at one size and placement, in `rounds` turns.

@@ -24,11 +24,11 @@ class HostSweepMemory final : public SweepMemory {
   uint8_t* b() override { return b_.get(); }
   Status upload(void* dst, const void* host, size_t bytes) override {
     if (dst != host) std::memcpy(dst, host, bytes);
-    return Status::ok();
+    return Status::OK();
   }
   Status download(void* host, const void* src, size_t bytes) override {
     if (host != src) std::memcpy(host, src, bytes);
-    return Status::ok();
+    return Status::OK();
   }
   bool on_device() const override { return false; }
 

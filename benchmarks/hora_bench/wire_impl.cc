@@ -31,12 +31,12 @@ class WireImplementation : public Implementation {
   Status supports(const Call& call) const override {
     if (call.collective != Collective::kAllreduce)
       return Status::unimplemented("the wire column measures allreduce's traffic only");
-    return Status::ok();
+    return Status::OK();
   }
 
   Status run(const Call& c) override {
     const int n = comm_->size();
-    if (n == 1 || c.count == 0) return Status::ok();
+    if (n == 1 || c.count == 0) return Status::OK();
     collectives::AlgorithmOptions options;
     options.deadline = c.deadline;
     options.scratch = &scratch_;
@@ -49,7 +49,7 @@ class WireImplementation : public Implementation {
     for (int round = 0; round < 2; ++round)
       HORA_RETURN_IF_ERROR(
           collectives::ring_allgatherv(*comm_, mine, out, counts, c.dtype, options));
-    return Status::ok();
+    return Status::OK();
   }
 
  private:

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   hora::Status s = hora::init();
-  if (!s.is_ok()) return fail(s, "init");
+  if (!s.ok()) return fail(s, "init");
 
   float one = 1.0f;
   auto small = hora::TensorView::flat(&one, hora::DataType::kFloat32, 1).value();
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < iters + iters / 10; ++i) {
     const auto t0 = Clock::now();
     s = hora::allreduce_async("small", small, small, hora::ReduceOp::kSum).wait();
-    if (!s.is_ok()) return fail(s, "small allreduce");
+    if (!s.ok()) return fail(s, "small allreduce");
     if (i >= iters / 10) calls.push_back(us_since(t0));
   }
 
@@ -73,10 +73,10 @@ int main(int argc, char** argv) {
                                       static_cast<int64_t>(elems))
                    .value();
       s = reducer->gradient_ready(static_cast<size_t>(i), v);
-      if (!s.is_ok()) return fail(s, "gradient_ready");
+      if (!s.ok()) return fail(s, "gradient_ready");
     }
     s = reducer->synchronize();
-    if (!s.is_ok()) return fail(s, "synchronize");
+    if (!s.ok()) return fail(s, "synchronize");
     if (step >= 5) step_times.push_back(us_since(t0));
   }
   if (hora::rank() == 0)

@@ -36,7 +36,7 @@ Status pairwise_alltoallv(Communicator& comm, const void* in,
   }
   const std::vector<size_t> send_offsets = detail::prefix_offsets(send_counts);
   const std::vector<size_t> recv_offsets = detail::prefix_offsets(recv_counts);
-  if (send_offsets[n] == 0 && recv_offsets[n] == 0) return Status::ok();
+  if (send_offsets[n] == 0 && recv_offsets[n] == 0) return Status::OK();
   const size_t elem = data_type_bytes(dtype);
   const auto* in_bytes = static_cast<const uint8_t*>(in);
   auto* out_bytes = static_cast<uint8_t*>(out);
@@ -48,19 +48,19 @@ Status pairwise_alltoallv(Communicator& comm, const void* in,
     const int from = (r - s + n) % n;
     auto recv = comm.irecv(from, out_bytes + recv_offsets[from] * elem, recv_counts[from] * elem,
                            options.tag);
-    if (!recv.is_ok())
+    if (!recv.ok())
       return recv.status().with_context(" [alltoallv from rank " + std::to_string(from) + "]");
     auto send =
         comm.isend(to, in_bytes + send_offsets[to] * elem, send_counts[to] * elem, options.tag);
-    if (!send.is_ok())
+    if (!send.ok())
       return send.status().with_context(" [alltoallv to rank " + std::to_string(to) + "]");
     Status status = recv.value()->wait(options.deadline);
-    if (!status.is_ok()) {
+    if (!status.ok()) {
       return status.with_context(" [alltoallv step " + std::to_string(s) + ", from rank " +
                                  std::to_string(from) + "]");
     }
     status = send.value()->wait(options.deadline);
-    if (!status.is_ok()) {
+    if (!status.ok()) {
       return status.with_context(" [alltoallv step " + std::to_string(s) + ", to rank " +
                                  std::to_string(to) + "]");
     }

@@ -22,16 +22,16 @@ Status dissemination_barrier(Communicator& comm, const AlgorithmOptions& options
     const uint8_t token = static_cast<uint8_t>(round);
     uint8_t received = 0;
     auto recv = comm.irecv(from, &received, 1, options.tag);
-    if (!recv.is_ok()) return recv.status();
+    if (!recv.ok()) return recv.status();
     auto send = comm.isend(to, &token, 1, options.tag);
-    if (!send.is_ok()) return send.status();
+    if (!send.ok()) return send.status();
     Status status = recv.value()->wait(options.deadline);
-    if (!status.is_ok()) {
+    if (!status.ok()) {
       return status.with_context(" [barrier round " + std::to_string(round) + ", from rank " +
                                  std::to_string(from) + "]");
     }
     status = send.value()->wait(options.deadline);
-    if (!status.is_ok()) {
+    if (!status.ok()) {
       return status.with_context(" [barrier round " + std::to_string(round) + ", to rank " +
                                  std::to_string(to) + "]");
     }
@@ -42,7 +42,7 @@ Status dissemination_barrier(Communicator& comm, const AlgorithmOptions& options
                               " (another collective on the same tag?)");
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace collectives

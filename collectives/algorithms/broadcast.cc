@@ -37,7 +37,7 @@ Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t
                                     std::to_string(root) + " is not a rank of a group of " +
                                     std::to_string(n));
   }
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   if (r == root) HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
   if (n == 1) return detail::finish(comm, options.deadline);
   ScratchPool local_pool;
@@ -58,7 +58,7 @@ Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t
   if (v == 0) {
     for (size_t j = 0; j < segments; ++j) {
       auto sent = comm.isend(next, out_bytes + j * seg_bytes, seg_len(j), options.tag);
-      if (!sent.is_ok()) return sent.status().with_context(where(j, next));
+      if (!sent.ok()) return sent.status().with_context(where(j, next));
       sends.push_back(std::move(sent).value());
     }
   } else {
@@ -67,25 +67,25 @@ Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t
     size_t posted = 0;
     auto post = [&]() -> Status {
       auto request = comm.irecv(prev, out_bytes + posted * seg_bytes, seg_len(posted), options.tag);
-      if (!request.is_ok()) return request.status().with_context(where(posted, prev));
+      if (!request.ok()) return request.status().with_context(where(posted, prev));
       recvs[posted % kWindow] = std::move(request).value();
       ++posted;
-      return Status::ok();
+      return Status::OK();
     };
     while (posted < segments && posted < kWindow) HORA_RETURN_IF_ERROR(post());
     for (size_t j = 0; j < segments; ++j) {
       Status status = recvs[j % kWindow]->wait(options.deadline);
-      if (!status.is_ok()) return status.with_context(where(j, prev));
+      if (!status.ok()) return status.with_context(where(j, prev));
       if (posted < segments) HORA_RETURN_IF_ERROR(post());
       if (has_next) {
         auto sent = comm.isend(next, out_bytes + j * seg_bytes, seg_len(j), options.tag);
-        if (!sent.is_ok()) return sent.status().with_context(where(j, next));
+        if (!sent.ok()) return sent.status().with_context(where(j, next));
         sends.push_back(std::move(sent).value());
       }
     }
   }
   Status status = detail::wait_all(sends, options.deadline);
-  if (!status.is_ok()) return status.with_context(where(segments - 1, next));
+  if (!status.ok()) return status.with_context(where(segments - 1, next));
   return detail::finish(comm, options.deadline);
 }
 

@@ -12,22 +12,22 @@ Status reduce3(Communicator& comm, void* dst, const void* a, const void* b, size
                DataType dtype, ReduceOp op) {
   if (BufferOps* ops = comm.buffer_ops()) return ops->reduce3(dst, a, b, count, dtype, op);
   kernels::reduce3(dst, a, b, count, dtype, op);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status scale(Communicator& comm, void* buf, size_t count, DataType dtype, double factor) {
   if (BufferOps* ops = comm.buffer_ops()) return ops->scale(buf, count, dtype, factor);
   kernels::scale(buf, count, dtype, factor);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status copy_if_distinct(Communicator& comm, const void* in, void* out, size_t count,
                         DataType dtype) {
-  if (in == out || count == 0) return Status::ok();
+  if (in == out || count == 0) return Status::OK();
   const size_t bytes = count * data_type_bytes(dtype);
   if (BufferOps* ops = comm.buffer_ops()) return ops->copy(out, in, bytes);
   std::memmove(out, in, bytes);
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<uint8_t*> acquire(Communicator& comm, ScratchPool& pool, int slot, size_t bytes) {
@@ -37,7 +37,7 @@ StatusOr<uint8_t*> acquire(Communicator& comm, ScratchPool& pool, int slot, size
 
 Status finish(Communicator& comm, Deadline deadline) {
   BufferOps* ops = comm.buffer_ops();
-  return ops == nullptr ? Status::ok() : ops->wait(deadline);
+  return ops == nullptr ? Status::OK() : ops->wait(deadline);
 }
 
 size_t segment_elems(Communicator& comm, const AlgorithmOptions& options, DataType dtype,

@@ -49,7 +49,7 @@ Status unpack_piece(Communicator& comm, const Topology& topology, int host, size
     at += block;
     if (at >= first + count) break;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace
@@ -65,7 +65,7 @@ Status hierarchical_allgatherv(Communicator& comm, const Topology& topology, con
         std::to_string(counts.size()) + " counts for " + std::to_string(n) + " ranks");
   }
   const std::vector<size_t> offsets = detail::prefix_offsets(counts);
-  if (offsets[n] == 0) return Status::ok();
+  if (offsets[n] == 0) return Status::OK();
   if (topology.hosts() == 1 || n == 1)
     return ring_allgatherv(comm, in, out, counts, dtype, options);
 

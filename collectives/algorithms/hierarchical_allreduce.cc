@@ -36,7 +36,7 @@ namespace collectives {
 namespace detail {
 
 Status check_topology(const Communicator& comm, const Topology& topology, const char* what) {
-  if (topology.size() == comm.size() && topology.rank() == comm.rank()) return Status::ok();
+  if (topology.size() == comm.size() && topology.rank() == comm.rank()) return Status::OK();
   return Status::invalid_argument(
       std::string(what) + " on rank " + std::to_string(comm.rank()) + " of " +
       std::to_string(comm.size()) + ": the topology describes rank " +
@@ -50,7 +50,7 @@ Status hierarchical_allreduce(Communicator& comm, const Topology& topology, cons
                               const AlgorithmOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "hierarchical allreduce"));
   HORA_RETURN_IF_ERROR(detail::check_topology(comm, topology, "hierarchical allreduce"));
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   const int n = comm.size();
   if (n == 1) {
     HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));

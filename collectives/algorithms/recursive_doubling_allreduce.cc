@@ -40,7 +40,7 @@ Status exchange(Communicator& comm, int peer, const void* send_buf, void* recv_b
   HORA_ASSIGN_OR_RETURN(auto send, comm.isend(peer, send_buf, bytes, options.tag));
   Status recv_status = recv->wait(options.deadline);
   Status send_status = send->wait(options.deadline);
-  return recv_status.is_ok() ? send_status : recv_status;
+  return recv_status.ok() ? send_status : recv_status;
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ Status exchange(Communicator& comm, int peer, const void* send_buf, void* recv_b
 Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* out, size_t count,
                                     DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "recursive doubling allreduce"));
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   const int n = comm.size();
   if (n == 1) {
     HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
@@ -70,10 +70,10 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
   if (r < 2 * extra) {
     if (r % 2 == 0) {
       Status status = comm.send(r + 1, in, bytes, options.tag, options.deadline);
-      if (!status.is_ok()) return status.with_context(where("fold-in", 0, r + 1));
+      if (!status.ok()) return status.with_context(where("fold-in", 0, r + 1));
     } else {
       Status status = comm.recv(r - 1, other, bytes, options.tag, options.deadline);
-      if (!status.is_ok()) return status.with_context(where("fold-in", 0, r - 1));
+      if (!status.ok()) return status.with_context(where("fold-in", 0, r - 1));
       // lower rank first
       HORA_RETURN_IF_ERROR(detail::reduce3(comm, out, other, in, count, dtype, op));
       current = out;
@@ -91,10 +91,10 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
       const int peer_id = id ^ mask;
       const int peer = rank_of(peer_id);
       Status status = exchange(comm, peer, current, other, bytes, options);
-      if (!status.is_ok()) return status.with_context(where("exchange", round, peer));
+      if (!status.ok()) return status.with_context(where("exchange", round, peer));
       status = id < peer_id ? detail::reduce3(comm, out, current, other, count, dtype, op)
                             : detail::reduce3(comm, out, other, current, count, dtype, op);
-      if (!status.is_ok()) return status.with_context(where("exchange", round, peer));
+      if (!status.ok()) return status.with_context(where("exchange", round, peer));
       current = out;
     }
     // 3. Average (p >= 2 here, so out holds the result).
@@ -106,10 +106,10 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
   if (r < 2 * extra) {
     if (r % 2 == 1) {
       Status status = comm.send(r - 1, out, bytes, options.tag, options.deadline);
-      if (!status.is_ok()) return status.with_context(where("fold-out", 0, r - 1));
+      if (!status.ok()) return status.with_context(where("fold-out", 0, r - 1));
     } else {
       Status status = comm.recv(r + 1, out, bytes, options.tag, options.deadline);
-      if (!status.is_ok()) return status.with_context(where("fold-out", 0, r + 1));
+      if (!status.ok()) return status.with_context(where("fold-out", 0, r + 1));
     }
   }
   return detail::finish(comm, options.deadline);

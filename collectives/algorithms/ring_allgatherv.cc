@@ -28,7 +28,7 @@ Status ring_allgatherv(Communicator& comm, const void* in, void* out,
                                     std::to_string(n) + " ranks");
   }
   const std::vector<size_t> offsets = detail::prefix_offsets(counts);
-  if (offsets[n] == 0) return Status::ok();
+  if (offsets[n] == 0) return Status::OK();
   const size_t elem = data_type_bytes(dtype);
   auto* out_bytes = static_cast<uint8_t*>(out);
   HORA_RETURN_IF_ERROR(

@@ -35,7 +35,7 @@ namespace collectives {
 Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
                       ReduceOp op, const AlgorithmOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "ring allreduce"));
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   const int n = comm.size();
   if (n == 1) {
     HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));

@@ -66,7 +66,7 @@ Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadli
   Status first;
   for (auto& request : requests) {
     Status status = request->wait(deadline);
-    if (first.is_ok() && !status.is_ok()) first = status;
+    if (first.ok() && !status.ok()) first = status;
   }
   requests.clear();
   return first;
@@ -99,7 +99,7 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
     size_t elems = std::min(phase.seg_elems, counts[first_block] - off);
     auto sent =
         comm.isend(next, phase.in + (offsets[first_block] + off) * elem, elems * elem, options.tag);
-    if (!sent.is_ok()) return sent.status().with_context(where("reduce-scatter", 0, next));
+    if (!sent.ok()) return sent.status().with_context(where("reduce-scatter", 0, next));
     sends.push_back(std::move(sent).value());
   }
 
@@ -110,15 +110,15 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
   auto post_one = [&]() -> Status {
     uint8_t* slot = slots + (posted_units % kWindow) * seg_bytes;
     auto request = comm.irecv(prev, slot, posted.elems() * elem, options.tag);
-    if (!request.is_ok()) return request.status();
+    if (!request.ok()) return request.status();
     recvs[posted_units % kWindow] = std::move(request).value();
     ++posted_units;
     posted.advance();
-    return Status::ok();
+    return Status::OK();
   };
   while (!posted.done() && posted_units < kWindow) {
     Status status = post_one();
-    if (!status.is_ok()) return status.with_context(where("reduce-scatter", posted.step(), prev));
+    if (!status.ok()) return status.with_context(where("reduce-scatter", posted.step(), prev));
   }
 
   while (!current.done()) {
@@ -126,7 +126,7 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
     const int k = current.block();
     const size_t slot_index = done_units % kWindow;
     Status status = recvs[slot_index]->wait(options.deadline);
-    if (!status.is_ok()) return status.with_context(where("reduce-scatter", s, prev));
+    if (!status.ok()) return status.with_context(where("reduce-scatter", s, prev));
     const size_t elem_off = offsets[k] + current.elem_offset();
     const size_t elems = current.elems();
     const bool is_final = (s == n - 2);
@@ -135,24 +135,24 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
                        : phase.work + elem_off * elem;
     status = reduce3(comm, dst, phase.in + elem_off * elem, slots + slot_index * seg_bytes, elems,
                      phase.dtype, phase.op);
-    if (!status.is_ok()) return status.with_context(where("reduce-scatter", s, prev));
+    if (!status.ok()) return status.with_context(where("reduce-scatter", s, prev));
     ++done_units;
     // The slot is free again: keep the window full before sending, so the next segment's
     // transfer overlaps this one's forwarding.
     if (!posted.done()) {
       status = post_one();
-      if (!status.is_ok()) return status.with_context(where("reduce-scatter", posted.step(), prev));
+      if (!status.ok()) return status.with_context(where("reduce-scatter", posted.step(), prev));
     }
     if (!is_final) {
       auto sent = comm.isend(next, dst, elems * elem, options.tag);
-      if (!sent.is_ok()) return sent.status().with_context(where("reduce-scatter", s + 1, next));
+      if (!sent.ok()) return sent.status().with_context(where("reduce-scatter", s + 1, next));
       sends.push_back(std::move(sent).value());
     }
     current.advance();
   }
   Status status = wait_all(sends, options.deadline);
-  if (!status.is_ok()) return status.with_context(where("reduce-scatter", n - 2, next));
-  return Status::ok();
+  if (!status.ok()) return status.with_context(where("reduce-scatter", n - 2, next));
+  return Status::OK();
 }
 
 Status ring_allgather_phase(Communicator& comm, uint8_t* out, const std::vector<size_t>& offsets,
@@ -176,7 +176,7 @@ Status ring_allgather_phase(Communicator& comm, uint8_t* out, const std::vector<
     size_t elems = std::min(seg_elems, counts[r] - off);
     auto sent =
         comm.isend(next, out + (offsets[r] + off) * elem_bytes, elems * elem_bytes, options.tag);
-    if (!sent.is_ok()) return sent.status().with_context(where("allgather", 0, next));
+    if (!sent.ok()) return sent.status().with_context(where("allgather", 0, next));
     sends.push_back(std::move(sent).value());
   }
 
@@ -187,36 +187,36 @@ Status ring_allgather_phase(Communicator& comm, uint8_t* out, const std::vector<
   auto post_one = [&]() -> Status {
     uint8_t* dst = out + (offsets[posted.block()] + posted.elem_offset()) * elem_bytes;
     auto request = comm.irecv(prev, dst, posted.elems() * elem_bytes, options.tag);
-    if (!request.is_ok()) return request.status();
+    if (!request.ok()) return request.status();
     recvs[posted_units % kWindow] = std::move(request).value();
     ++posted_units;
     posted.advance();
-    return Status::ok();
+    return Status::OK();
   };
   while (!posted.done() && posted_units < kWindow) {
     Status status = post_one();
-    if (!status.is_ok()) return status.with_context(where("allgather", posted.step(), prev));
+    if (!status.ok()) return status.with_context(where("allgather", posted.step(), prev));
   }
   while (!current.done()) {
     const int s = current.step();
     Status status = recvs[done_units % kWindow]->wait(options.deadline);
-    if (!status.is_ok()) return status.with_context(where("allgather", s, prev));
+    if (!status.ok()) return status.with_context(where("allgather", s, prev));
     ++done_units;
     if (!posted.done()) {
       status = post_one();
-      if (!status.is_ok()) return status.with_context(where("allgather", posted.step(), prev));
+      if (!status.ok()) return status.with_context(where("allgather", posted.step(), prev));
     }
     if (s < n - 2) {  // forward what just landed
       uint8_t* src = out + (offsets[current.block()] + current.elem_offset()) * elem_bytes;
       auto sent = comm.isend(next, src, current.elems() * elem_bytes, options.tag);
-      if (!sent.is_ok()) return sent.status().with_context(where("allgather", s + 1, next));
+      if (!sent.ok()) return sent.status().with_context(where("allgather", s + 1, next));
       sends.push_back(std::move(sent).value());
     }
     current.advance();
   }
   Status status = wait_all(sends, options.deadline);
-  if (!status.is_ok()) return status.with_context(where("allgather", n - 2, next));
-  return Status::ok();
+  if (!status.ok()) return status.with_context(where("allgather", n - 2, next));
+  return Status::OK();
 }
 
 }  // namespace detail

@@ -42,7 +42,7 @@ Status ring_reducescatter(Communicator& comm, const void* in, void* out,
   }
   const std::vector<size_t> offsets = detail::prefix_offsets(recv_counts);
   const size_t total = offsets[n];
-  if (total == 0) return Status::ok();
+  if (total == 0) return Status::OK();
   const size_t elem = data_type_bytes(dtype);
   if (n == 1) {
     HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, total, dtype));

@@ -47,7 +47,7 @@ std::string where(const char* phase, size_t segment, int peer) {
 Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
                       ReduceOp op, const AlgorithmOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "tree allreduce"));
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   const int n = comm.size();
   if (n == 1) {
     HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
@@ -77,9 +77,9 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
   auto post_child = [&](int c, size_t j) -> Status {
     auto request = comm.irecv(children[c], child_slots[c] + (j % 2) * seg_bytes,
                               seg_elems_of(j) * elem, options.tag);
-    if (!request.is_ok()) return request.status().with_context(where("reduce", j, children[c]));
+    if (!request.ok()) return request.status().with_context(where("reduce", j, children[c]));
     child_recvs[static_cast<size_t>(c) * 2 + j % 2] = std::move(request).value();
-    return Status::ok();
+    return Status::OK();
   };
   for (int c = 0; c < num_children; ++c) {
     HORA_ASSIGN_OR_RETURN(child_slots[c], detail::acquire(comm, pool, c, 2 * seg_bytes));
@@ -92,32 +92,32 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
     const uint8_t* result = in_bytes + off;
     for (int c = 0; c < num_children; ++c) {
       Status status = child_recvs[static_cast<size_t>(c) * 2 + j % 2]->wait(options.deadline);
-      if (!status.is_ok()) return status.with_context(where("reduce", j, children[c]));
+      if (!status.ok()) return status.with_context(where("reduce", j, children[c]));
       const uint8_t* slot = child_slots[c] + (j % 2) * seg_bytes;
       status =
           c == 0 ? detail::reduce3(comm, out_bytes + off, in_bytes + off, slot, elems, dtype, op)
                  : detail::reduce3(comm, out_bytes + off, out_bytes + off, slot, elems, dtype, op);
-      if (!status.is_ok()) return status.with_context(where("reduce", j, children[c]));
+      if (!status.ok()) return status.with_context(where("reduce", j, children[c]));
       result = out_bytes + off;
       if (j + 2 < segments) HORA_RETURN_IF_ERROR(post_child(c, j + 2));
     }
     if (parent >= 0) {
       auto sent = comm.isend(parent, result, elems * elem, options.tag);
-      if (!sent.is_ok()) return sent.status().with_context(where("reduce", j, parent));
+      if (!sent.ok()) return sent.status().with_context(where("reduce", j, parent));
       sends.push_back(std::move(sent).value());
     } else {
       if (op == ReduceOp::kAverage)
         HORA_RETURN_IF_ERROR(detail::scale(comm, out_bytes + off, elems, dtype, 1.0 / n));
       for (int c = 0; c < num_children; ++c) {
         auto sent = comm.isend(children[c], out_bytes + off, elems * elem, options.tag);
-        if (!sent.is_ok()) return sent.status().with_context(where("broadcast", j, children[c]));
+        if (!sent.ok()) return sent.status().with_context(where("broadcast", j, children[c]));
         sends.push_back(std::move(sent).value());
       }
     }
   }
   // Upward sends (and the root's downward ones) must finish before out is received into.
   Status status = detail::wait_all(sends, options.deadline);
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     return status.with_context(where(parent >= 0 ? "reduce" : "broadcast", segments - 1,
                                      parent >= 0 ? parent : children[0]));
   }
@@ -130,26 +130,26 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
   auto post_parent = [&]() -> Status {
     auto request = comm.irecv(parent, out_bytes + posted * seg_bytes, seg_elems_of(posted) * elem,
                               options.tag);
-    if (!request.is_ok()) return request.status().with_context(where("broadcast", posted, parent));
+    if (!request.ok()) return request.status().with_context(where("broadcast", posted, parent));
     recvs[posted % kWindow] = std::move(request).value();
     ++posted;
-    return Status::ok();
+    return Status::OK();
   };
   while (posted < segments && posted < kWindow) HORA_RETURN_IF_ERROR(post_parent());
   auto& down = pool.requests(1);
   for (size_t j = 0; j < segments; ++j) {
     status = recvs[j % kWindow]->wait(options.deadline);
-    if (!status.is_ok()) return status.with_context(where("broadcast", j, parent));
+    if (!status.ok()) return status.with_context(where("broadcast", j, parent));
     if (posted < segments) HORA_RETURN_IF_ERROR(post_parent());
     for (int c = 0; c < num_children; ++c) {
       auto sent =
           comm.isend(children[c], out_bytes + j * seg_bytes, seg_elems_of(j) * elem, options.tag);
-      if (!sent.is_ok()) return sent.status().with_context(where("broadcast", j, children[c]));
+      if (!sent.ok()) return sent.status().with_context(where("broadcast", j, children[c]));
       down.push_back(std::move(sent).value());
     }
   }
   status = detail::wait_all(down, options.deadline);
-  if (!status.is_ok()) return status.with_context(where("broadcast", segments - 1, children[0]));
+  if (!status.ok()) return status.with_context(where("broadcast", segments - 1, children[0]));
   return detail::finish(comm, options.deadline);
 }
 

@@ -35,10 +35,10 @@ std::string FailureBoard::collect(const std::string& mine, std::chrono::millisec
       if (seen[r]) continue;
       const std::string key = prefix_ + "failure/" + std::to_string(r);
       StatusOr<bool> there = store_->check_until({key}, deadline);
-      if (!there.is_ok()) return mine + reports;  // the store is gone
+      if (!there.ok()) return mine + reports;  // the store is gone
       if (!*there) continue;
       StatusOr<Bytes> value = store_->get(key, deadline);
-      if (!value.is_ok()) continue;
+      if (!value.ok()) continue;
       seen[r] = true;
       --missing;
       std::string text(value->begin(), value->end());

@@ -80,14 +80,13 @@ Status FileStore::set(const std::string& key, const Bytes& value) {
     if (!out) return io_error("cannot write", tmp);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) return io_error("cannot rename into", path);
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<Bytes> FileStore::get(const std::string& key, Deadline deadline) {
   HORA_RETURN_IF_ERROR(wait({key}, deadline));
   auto value = read(key);
-  if (!value.is_ok())
-    return Status::remote("file store key '" + key + "' vanished after it appeared");
+  if (!value.ok()) return Status::remote("file store key '" + key + "' vanished after it appeared");
   return value;
 }
 
@@ -96,7 +95,7 @@ StatusOr<int64_t> FileStore::add(const std::string& key, int64_t delta) {
   if (!lock.is_held()) return io_error("cannot lock", path_of(key) + ".lock");
   int64_t current = 0;
   auto existing = read(key);
-  if (existing.is_ok()) {
+  if (existing.ok()) {
     HORA_ASSIGN_OR_RETURN(current, parse_counter(key, existing.value()));
   }
   const int64_t result =
@@ -117,7 +116,7 @@ Status FileStore::wait(const std::vector<std::string>& keys, Deadline deadline) 
     std::vector<std::string> missing;
     for (const auto& k : keys)
       if (::access(path_of(k).c_str(), F_OK) != 0) missing.push_back(k);
-    if (missing.empty()) return Status::ok();
+    if (missing.empty()) return Status::OK();
     if (deadline.expired())
       return Status::timeout("file store wait in '" + directory_ +
                              "' timed out; keys still missing: " + join_keys(missing));

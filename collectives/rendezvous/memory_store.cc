@@ -34,7 +34,7 @@ Status MemoryStore::set(const std::string& key, const Bytes& value) {
     data_[key] = value;
   }
   changed_.notify_all();
-  return Status::ok();
+  return Status::OK();
 }
 
 bool MemoryStore::has_all(const std::vector<std::string>& keys) const {
@@ -81,7 +81,7 @@ Status MemoryStore::wait(const std::vector<std::string>& keys, Deadline deadline
       if (!data_.count(k)) missing.push_back(k);
     return Status::timeout("store wait timed out; keys still missing: " + join_keys(missing));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<bool> MemoryStore::remove(const std::string& key) {

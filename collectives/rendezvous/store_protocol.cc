@@ -115,7 +115,7 @@ void append_frame(const uint8_t* payload, size_t payload_bytes, Bytes* out) {
 }
 
 Status FrameParser::feed(const uint8_t* data, size_t bytes, std::vector<Bytes>* frames) {
-  if (!status_.is_ok()) return status_;
+  if (!status_.ok()) return status_;
   // Compact before growing so the buffer holds at most one partial frame plus new input.
   if (offset_ > 0 && offset_ == buffer_.size()) {
     buffer_.clear();
@@ -140,7 +140,7 @@ Status FrameParser::feed(const uint8_t* data, size_t bytes, std::vector<Bytes>* 
     frames->emplace_back(begin, begin + length);
     offset_ += kFrameHeaderBytes + length;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Bytes encode_request(const StoreRequest& request) {

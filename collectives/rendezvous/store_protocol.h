@@ -84,7 +84,7 @@ class FrameParser {
   Status feed(const uint8_t* data, size_t bytes, std::vector<Bytes>* frames);
   // Bytes received that do not yet form a whole frame (non-zero: a peer left mid-frame).
   size_t buffered_bytes() const { return buffer_.size() - offset_; }
-  bool has_failed() const { return !status_.is_ok(); }
+  bool has_failed() const { return !status_.ok(); }
 
  private:
   size_t max_frame_bytes_;

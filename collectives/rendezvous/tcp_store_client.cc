@@ -41,11 +41,11 @@ class Client : public TcpStoreClient {
     append_frame(auth_proof(secret, nonce), &frame);
     HORA_RETURN_IF_ERROR(write_all(frame, deadline));
     auto accepted = read_frame(deadline);
-    if (!accepted.is_ok() || accepted.value().size() != 1 || accepted.value()[0] != kAuthAccepted)
+    if (!accepted.ok() || accepted.value().size() != 1 || accepted.value()[0] != kAuthAccepted)
       return Status::failed_precondition("store at " + where_ +
                                          " refused authentication: HORA_SECRET does not match "
                                          "the job's secret");
-    return Status::ok();
+    return Status::OK();
   }
 
   Status set(const std::string& key, const Bytes& value) override {
@@ -125,12 +125,12 @@ class Client : public TcpStoreClient {
 
   StatusOr<StoreResponse> call_locked(const StoreRequest& request, Deadline io_deadline)
       HORA_REQUIRES(mu_) {
-    if (!broken_.is_ok()) return broken_;
+    if (!broken_.ok()) return broken_;
     Bytes frame;
     append_frame(encode_request(request), &frame);
     Status s = write_all(frame, io_deadline);
-    StatusOr<Bytes> payload = s.is_ok() ? read_frame(io_deadline) : StatusOr<Bytes>(s);
-    if (!payload.is_ok()) {
+    StatusOr<Bytes> payload = s.ok() ? read_frame(io_deadline) : StatusOr<Bytes>(s);
+    if (!payload.ok()) {
       // A response may still arrive later and would be taken for the next one: the
       // connection can no longer be trusted.
       broken_ = payload.status();
@@ -149,7 +149,7 @@ class Client : public TcpStoreClient {
     while (true) {
       const int ms = static_cast<int>(std::min<int64_t>(deadline.remaining().count(), 1 << 30));
       int n = ::poll(&p, 1, ms);
-      if (n > 0) return Status::ok();
+      if (n > 0) return Status::OK();
       if (n == 0) return Status::timeout(std::string("timed out ") + what);
       if (errno != EINTR) return Status::io(std::string("poll failed: ") + std::strerror(errno));
     }
@@ -164,7 +164,7 @@ class Client : public TcpStoreClient {
       if (n <= 0) return Status::remote("the store at " + where_ + " closed the connection");
       done += static_cast<size_t>(n);
     }
-    return Status::ok();
+    return Status::OK();
   }
 
   StatusOr<Bytes> read_frame(Deadline deadline) HORA_REQUIRES(mu_) {
@@ -227,7 +227,7 @@ StatusOr<std::unique_ptr<TcpStoreClient>> TcpStoreClient::connect(const std::str
   auto backoff = std::chrono::milliseconds(5);
   while (true) {
     auto fd = dial(host, port);
-    if (fd.is_ok()) {
+    if (fd.ok()) {
       auto client = std::make_unique<Client>(fd.value(), where);
       HORA_RETURN_IF_ERROR(client->authenticate(secret, deadline));
       return std::unique_ptr<TcpStoreClient>(std::move(client));

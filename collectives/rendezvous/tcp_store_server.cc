@@ -139,7 +139,7 @@ class Server : public TcpStoreServer {
       // Before authentication a client may send only its proof: a small frame.
       c.parser = FrameParser(64);
       auto nonce = make_auth_nonce();
-      if (!nonce.is_ok()) {
+      if (!nonce.ok()) {
         ::close(fd);
         continue;
       }
@@ -169,7 +169,7 @@ class Server : public TcpStoreServer {
       }
       std::vector<Bytes> frames;
       Status s = c.parser.feed(buf, static_cast<size_t>(n), &frames);
-      if (!s.is_ok()) {
+      if (!s.ok()) {
         close_conn(fd, s.message().c_str());
         return;
       }
@@ -229,7 +229,7 @@ class Server : public TcpStoreServer {
   bool serve_front(Connection& c, bool* wrote) {
     auto decoded = decode_request(c.requests.front());
     StoreResponse r;
-    if (!decoded.is_ok()) {
+    if (!decoded.ok()) {
       r.code = StatusCode::kInvalidArgument;
       r.message = "malformed store request: " + decoded.status().message();
       append_frame(encode_response(r), &c.out);
@@ -247,7 +247,7 @@ class Server : public TcpStoreServer {
         bool ok = true;
         if (it != data_.end()) {
           auto parsed = parse_counter(q.keys[0], it->second);
-          if (!parsed.is_ok()) {
+          if (!parsed.ok()) {
             r.code = parsed.status().code();
             r.message = parsed.status().message();
             ok = false;

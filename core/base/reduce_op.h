@@ -38,7 +38,7 @@ Status reduce_op_undefined(ReduceOp op, DataType dtype, const char* what);
 // Inline, and a literal names the collective: a call that passes (every allreduce checks, at
 // each layer it goes through) costs a compare, not a call and a std::string.
 inline Status check_reduce_op(ReduceOp op, DataType dtype, const char* what) {
-  if (is_reduce_op_defined(op, dtype)) return Status::ok();
+  if (is_reduce_op_defined(op, dtype)) return Status::OK();
   return reduce_op_undefined(op, dtype, what);
 }
 inline Status check_reduce_op(ReduceOp op, DataType dtype, const std::string& what) {

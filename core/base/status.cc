@@ -39,12 +39,12 @@ const std::string& Status::message() const {
 }
 
 std::string Status::to_string() const {
-  if (is_ok()) return "OK";
+  if (ok()) return "OK";
   return std::string(status_code_name(state_->code)) + ": " + state_->message;
 }
 
 Status Status::with_context(const std::string& context) const {
-  if (is_ok()) return Status();
+  if (ok()) return Status();
   return Status(state_->code, state_->message + " " + context);
 }
 

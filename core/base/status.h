@@ -42,7 +42,7 @@ class Status {
   Status& operator=(Status&&) noexcept = default;
   ~Status() = default;
 
-  static Status ok() { return Status(); }
+  static Status OK() { return Status(); }
   static Status invalid_argument(std::string msg) {
     return Status(StatusCode::kInvalidArgument, std::move(msg));
   }
@@ -58,7 +58,7 @@ class Status {
   }
   static Status internal(std::string msg) { return Status(StatusCode::kInternal, std::move(msg)); }
 
-  bool is_ok() const { return state_ == nullptr; }
+  bool ok() const { return state_ == nullptr; }
   StatusCode code() const { return state_ ? state_->code : StatusCode::kOk; }
   // The message without the code; empty for OK.
   const std::string& message() const;
@@ -85,9 +85,9 @@ template <typename T>
 class StatusOr {
  public:
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design, like absl
-  StatusOr(Status status);                         // NOLINT: REQUIRES: !status.is_ok()
+  StatusOr(Status status);                         // NOLINT: REQUIRES: !status.ok()
 
-  bool is_ok() const { return status_.is_ok(); }
+  bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
   T& value() &;
   const T& value() const&;
@@ -107,21 +107,21 @@ std::string source_location(const char* file, int line);
 
 template <typename T>
 StatusOr<T>::StatusOr(Status status) : status_(std::move(status)) {
-  if (status_.is_ok()) status_ = Status::internal("StatusOr constructed from an OK Status");
+  if (status_.ok()) status_ = Status::internal("StatusOr constructed from an OK Status");
 }
 template <typename T>
 T& StatusOr<T>::value() & {
-  if (!status_.is_ok()) detail::status_or_bad_access(status_);
+  if (!status_.ok()) detail::status_or_bad_access(status_);
   return *value_;
 }
 template <typename T>
 const T& StatusOr<T>::value() const& {
-  if (!status_.is_ok()) detail::status_or_bad_access(status_);
+  if (!status_.ok()) detail::status_or_bad_access(status_);
   return *value_;
 }
 template <typename T>
 T&& StatusOr<T>::value() && {
-  if (!status_.is_ok()) detail::status_or_bad_access(status_);
+  if (!status_.ok()) detail::status_or_bad_access(status_);
   return std::move(*value_);
 }
 
@@ -134,7 +134,7 @@ T&& StatusOr<T>::value() && {
 #define HORA_RETURN_IF_ERROR(expr)                                                           \
   do {                                                                                       \
     ::hora::Status hora_status_ = (expr);                                                    \
-    if (!hora_status_.is_ok())                                                               \
+    if (!hora_status_.ok())                                                                  \
       return hora_status_.with_context(::hora::detail::source_location(__FILE__, __LINE__)); \
   } while (0)
 
@@ -144,6 +144,6 @@ T&& StatusOr<T>::value() && {
   HORA_ASSIGN_OR_RETURN_IMPL(HORA_STATUS_CONCAT(hora_statusor_, __LINE__), decl, expr)
 #define HORA_ASSIGN_OR_RETURN_IMPL(tmp, decl, expr)                                        \
   auto tmp = (expr);                                                                       \
-  if (!tmp.is_ok())                                                                        \
+  if (!tmp.ok())                                                                           \
     return tmp.status().with_context(::hora::detail::source_location(__FILE__, __LINE__)); \
   decl = std::move(tmp).value()

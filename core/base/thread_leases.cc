@@ -154,7 +154,7 @@ Status drain(std::chrono::steady_clock::time_point until) {
       std::this_thread::yield();
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 bool asymmetric() {

@@ -100,14 +100,14 @@ TunerPick AlgorithmTuner::take(size_t bytes) {
 }
 
 Status AlgorithmTuner::record(const TunerPick& pick, double us) {
-  if (pick.size_class < 0) return Status::ok();
+  if (pick.size_class < 0) return Status::OK();
   ClassState& state = classes_[pick.size_class];
   const auto it = std::find(state.candidates.begin(), state.candidates.end(), pick.algorithm);
   if (it != state.candidates.end())
     state.us[static_cast<size_t>(it - state.candidates.begin())].push_back(us);
   const int64_t needed =
       static_cast<int64_t>(options_.samples) * static_cast<int64_t>(state.candidates.size());
-  if (state.taken < needed) return Status::ok();
+  if (state.taken < needed) return Status::OK();
   return agree(pick.size_class, state);
 }
 
@@ -123,7 +123,7 @@ Status AlgorithmTuner::agree(int size_class, ClassState& state) {
   ao.tag = kAgreeTag;
   Status s = collectives::recursive_doubling_allreduce(comm_, row.data(), row.data(), m,
                                                        DataType::kFloat64, ReduceOp::kMax, ao);
-  if (!s.is_ok()) return s.with_context(" (allreduce autotune: agreeing on the timings)");
+  if (!s.ok()) return s.with_context(" (allreduce autotune: agreeing on the timings)");
   const Algorithm static_choice = static_selection(class_low_bytes(size_class)).algorithm;
   const Algorithm chosen = state.candidates[decide(state.candidates, row, static_choice)];
   if (log_enabled(LogLevel::kInfo)) {
@@ -143,7 +143,7 @@ Status AlgorithmTuner::agree(int size_class, ClassState& state) {
   state.us.clear();
   state.us.shrink_to_fit();
   decided_[size_class].store(static_cast<uint8_t>(chosen), std::memory_order_release);
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace engine

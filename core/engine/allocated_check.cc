@@ -6,8 +6,7 @@ namespace engine {
 Status check_allocated(const std::string& name, const StatusOr<TensorView>& view, DataType dtype,
                        const std::vector<int64_t>& shape, size_t bytes, const Device& device) {
   const std::string who = "tensor '" + name + "': output allocator ";
-  if (!view.is_ok())
-    return Status(view.status().code(), who + "failed: " + view.status().message());
+  if (!view.ok()) return Status(view.status().code(), who + "failed: " + view.status().message());
   const TensorView& v = view.value();
   if (v.dtype() != dtype || v.shape() != shape)
     return Status::invalid_argument(who + "returned " + data_type_name(v.dtype()) +
@@ -22,7 +21,7 @@ Status check_allocated(const std::string& name, const StatusOr<TensorView>& view
     return Status::invalid_argument(who + "returned " + std::to_string(v.byte_count()) +
                                     " bytes at " + (v.data() ? "a buffer" : "null") +
                                     ", expected " + std::to_string(bytes) + " bytes");
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace engine

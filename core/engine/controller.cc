@@ -179,7 +179,7 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
     Status s = collectives::recursive_doubling_allreduce(comm_, vector_.data(), vector_.data(),
                                                          vector_.size(), DataType::kInt64,
                                                          ReduceOp::kSum, ao);
-    if (!s.is_ok()) return Status(s.code(), "negotiation round: " + s.message());
+    if (!s.ok()) return Status(s.code(), "negotiation round: " + s.message());
   }
 
   ResponseList list;
@@ -367,7 +367,7 @@ Status Controller::exchange(std::vector<Request>& outgoing, const std::string& f
       bytes.resize(length);
       HORA_RETURN_IF_ERROR(comm_.recv(r, bytes.data(), length, kControlTag, deadline));
       auto requests = decode_requests(bytes);
-      if (!requests.is_ok())
+      if (!requests.ok())
         return Status(requests.status().code(),
                       "from rank " + std::to_string(r) + ": " + requests.status().message());
       // Each rank's requests arrive when its message did (a join's wait is counted back from
@@ -414,7 +414,7 @@ Status Controller::apply(ResponseList decided, ResponseList* list) {
     list->responses.push_back(std::move(r));
   }
   if (!decided.fatal.empty()) list->fatal = decided.fatal;
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace engine

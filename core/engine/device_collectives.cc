@@ -15,7 +15,7 @@ namespace engine {
 namespace {
 
 Status with_tensor(const Status& s, const std::string& collective, const std::string& name) {
-  if (s.is_ok()) return s;
+  if (s.ok()) return s;
   return Status(s.code(), collective + " of tensor '" + name + "' on the device: " + s.message());
 }
 
@@ -127,7 +127,7 @@ Status DeviceExecutor::run_single(const Response& r, const CompleteFn& complete)
   if (e->allocate) {
     StatusOr<TensorView> view = e->allocate(r.dtype, p.shape);
     allocator_error = check_allocated(r.name, view, r.dtype, p.shape, out_bytes, e->in.device());
-    if (allocator_error.is_ok()) out = view.value().data();
+    if (allocator_error.ok()) out = view.value().data();
   }
   const bool to_host = out == nullptr && out_bytes > 0;
   if (to_host) h.output.resize(out_bytes);
@@ -174,7 +174,7 @@ Status DeviceExecutor::run_single(const Response& r, const CompleteFn& complete)
          {"bytes", std::to_string(out_bytes)}});
   }
   complete(r.name, std::move(allocator_error));
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace engine

@@ -13,7 +13,7 @@ namespace engine {
 namespace {
 
 Status with_tensor(const Status& s, const char* collective, const std::string& name) {
-  if (s.is_ok()) return s;
+  if (s.ok()) return s;
   return Status(s.code(), std::string(collective) + " of tensor '" + name +
                               "' on the device: " + s.message());
 }
@@ -91,10 +91,10 @@ Status DeviceExecutor::admit(std::vector<Entry>& entries) {
     // The framework's kernels that produce the input run on its stream: record where they end,
     // so the engine's stream can wait for exactly that on the GPU.
     Status s = ready_.record(name, e.in.device().index, e.in.stream());
-    if (!s.is_ok())
+    if (!s.ok())
       return Status(s.code(), "tensor '" + name + "': recording its ready event: " + s.message());
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<DeviceExecutor::PerDevice*> DeviceExecutor::device_state(int device, size_t fusion_bytes) {
@@ -104,13 +104,13 @@ StatusOr<DeviceExecutor::PerDevice*> DeviceExecutor::device_state(int device, si
     PerDevice d;
     HORA_ASSIGN_OR_RETURN(d.stream, rt->create_stream(device));
     StatusOr<DeviceEvent> event = rt->create_event(device);
-    if (!event.is_ok()) {
+    if (!event.ok()) {
       rt->destroy_stream(device, d.stream);
       return event.status();
     }
     d.event = event.value();
     StatusOr<DeviceEvent> done = rt->create_event(device);
-    if (!done.is_ok()) {
+    if (!done.ok()) {
       rt->destroy_event(device, d.event);
       rt->destroy_stream(device, d.stream);
       return done.status();
@@ -131,14 +131,14 @@ StatusOr<DeviceExecutor::PerDevice*> DeviceExecutor::device_state(int device, si
 }
 
 Status DeviceExecutor::ensure_pinned(size_t bytes) {
-  if (pinned_bytes_ >= bytes) return Status::ok();
+  if (pinned_bytes_ >= bytes) return Status::OK();
   DeviceRuntime* rt = resources_.runtime;
   rt->free_pinned(pinned_);
   pinned_ = nullptr;
   pinned_bytes_ = 0;
   HORA_ASSIGN_OR_RETURN(pinned_, rt->alloc_pinned(bytes));
   pinned_bytes_ = bytes;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status DeviceExecutor::host_wait(int device, PerDevice& d, const std::string& what) {
@@ -149,7 +149,7 @@ Status DeviceExecutor::host_wait(int device, PerDevice& d, const std::string& wh
 
 Status DeviceExecutor::wait_ready(int device, PerDevice& d, const std::string& name) {
   std::vector<ReadyEvents::Ready> ready(1);
-  if (!ready_.take(name, &ready[0])) return Status::ok();
+  if (!ready_.take(name, &ready[0])) return Status::OK();
   ++stats_.ready_waits;
   return ready_.wait(device, d.stream, ready).status();
 }
@@ -161,7 +161,7 @@ Status DeviceExecutor::publish_done(int device, PerDevice& d, const std::vector<
   std::function<Status(void*)> waiter = [gate = gate_, rt, device,
                                          done = d.done](void* stream) -> Status {
     MutexLock lock(&gate->mu);
-    if (!gate->alive) return Status::ok();  // the executor waited for every bucket on the host
+    if (!gate->alive) return Status::OK();  // the executor waited for every bucket on the host
     return rt->stream_wait_event(device, stream, done);
   };
   // A grouped allreduce's handle has one part per member, maybe in several buckets: it is
@@ -175,7 +175,7 @@ Status DeviceExecutor::publish_done(int device, PerDevice& d, const std::vector<
     h->stream_waiter = waiter;
     h->notify();  // a Handle::wait_on_stream waiting for it
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, const Bucket& bucket,
@@ -315,8 +315,8 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   HORA_RETURN_IF_ERROR(publish_done(device, *d, entries));
   HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (unpack)"));
   record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
-  for (int i : bucket.members) complete(responses[i].name, Status::ok());
-  return Status::ok();
+  for (int i : bucket.members) complete(responses[i].name, Status::OK());
+  return Status::OK();
 }
 
 Status DeviceExecutor::run_broadcast(const Response& r, const CompleteFn& complete) {
@@ -352,8 +352,8 @@ Status DeviceExecutor::run_broadcast(const Response& r, const CompleteFn& comple
     HORA_RETURN_IF_ERROR(host_wait(device, *d, "broadcast of '" + r.name + "' (copy back)"));
     ++stats_.staged_buckets;
   }
-  complete(r.name, Status::ok());
-  return Status::ok();
+  complete(r.name, Status::OK());
+  return Status::OK();
 }
 
 }  // namespace engine

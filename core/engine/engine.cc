@@ -110,7 +110,7 @@ void Engine::start_locked() {
   accepting_.store(!stopped_, std::memory_order_release);
   if (comm_.rank() == 0) {
     Status s = timeline_.open(config_.timeline_path);
-    if (!s.is_ok()) {
+    if (!s.ok()) {
       HORA_LOG(kWarning) << "timeline off: " << s.to_string();
     }
   }
@@ -143,9 +143,9 @@ Status Engine::enqueue_allreduce(AllreduceSpec&& spec) {
 }
 
 Status Engine::ended_status() const {
-  return fatal_.is_ok() ? Status::failed_precondition("hora's engine has stopped on rank " +
-                                                      std::to_string(comm_.rank()))
-                        : fatal_;
+  return fatal_.ok() ? Status::failed_precondition("hora's engine has stopped on rank " +
+                                                   std::to_string(comm_.rank()))
+                     : fatal_;
 }
 
 Status Engine::pause(std::chrono::milliseconds timeout) {
@@ -153,14 +153,14 @@ Status Engine::pause(std::chrono::milliseconds timeout) {
   {
     MutexLock lock(&mu_);
     if (stopped_ || loop_ended_) return ended_status();
-    if (parked_) return Status::ok();
+    if (parked_) return Status::OK();
     start_locked();
     pause_asked_ = true;
   }
   queue_.wake();  // ask in the next round rather than at the next heartbeat
   MutexLock lock(&mu_);
   while (!parked_ && !loop_ended_ && Clock::now() < until) cv_.wait_until(mu_, until);
-  if (parked_) return Status::ok();
+  if (parked_) return Status::OK();
   pause_asked_ = false;
   if (loop_ended_) return ended_status();
   return Status::timeout("pausing hora's engine on rank " + std::to_string(comm_.rank()) +
@@ -293,16 +293,15 @@ bool Engine::step(bool helping) {
   queue_.take_new(&taken_);
   StatusOr<ResponseList> list = controller_->round(taken_, asks);
   Status status = list.status();
-  last_round_progressed_.store(status.is_ok() && !list->responses.empty(),
-                               std::memory_order_release);
-  if (status.is_ok()) status = executor_->execute(*list);
-  if (list.is_ok()) controller_->recycle(*list);
-  if (status.is_ok() && !list->fatal.empty()) status = Status(StatusCode::kTimeout, list->fatal);
+  last_round_progressed_.store(status.ok() && !list->responses.empty(), std::memory_order_release);
+  if (status.ok()) status = executor_->execute(*list);
+  if (list.ok()) controller_->recycle(*list);
+  if (status.ok() && !list->fatal.empty()) status = Status(StatusCode::kTimeout, list->fatal);
   pending_.store(controller_->has_pending(), std::memory_order_release);
   last_round_ = Clock::now();
   t_in_round = false;
 
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     // Post before aborting (a neighbour blocked on this rank fails once it aborts and then
     // finds the post), and name the root cause other ranks saw.
     board_.post(status.message());

@@ -43,7 +43,7 @@ void* output_of(Entry& e, const std::vector<int64_t>& shape, size_t bytes,
     StatusOr<TensorView> view = e.allocate(e.in.dtype(), shape);
     *allocator_error =
         check_allocated(e.request.name, view, e.in.dtype(), shape, bytes, Device::cpu());
-    if (allocator_error->is_ok()) return view.value().data();
+    if (allocator_error->ok()) return view.value().data();
   }
   h.output.resize(bytes);
   return h.output.data();
@@ -129,22 +129,21 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
               {"backend", comm_.backend_name()},
               {"bytes", std::to_string(bytes)},
               {"tensors", std::to_string(bucket.members.size())}});
-    return Status::ok();
+    return Status::OK();
   }
   const TunerPick pick = taken != nullptr ? *taken : tuner_.take(bytes);
   const auto start = Clock::now();
   Status s = collectives::run_allreduce(pick.algorithm, comm_, in, out, count, dtype, op,
                                         algorithm_options());
-  if (s.is_ok() && taken == nullptr) s = tuner_.record(pick, micros_since(start));
+  if (s.ok() && taken == nullptr) s = tuner_.record(pick, micros_since(start));
   if (timeline_.enabled())
     record(responses, bucket, "ALLREDUCE", start,
            {{"algorithm", collectives::algorithm_name(pick.algorithm)},
             {"backend", comm_.backend_name()},
             {"bytes", std::to_string(bytes)},
             {"tensors", std::to_string(bucket.members.size())}});
-  if (!s.is_ok())
-    return Status(s.code(), "allreduce of tensor '" + first_name + "': " + s.message());
-  return Status::ok();
+  if (!s.ok()) return Status(s.code(), "allreduce of tensor '" + first_name + "': " + s.message());
+  return Status::OK();
 }
 
 Status Executor::run_allreduce(const std::vector<Response>& responses, const Bucket& bucket) {
@@ -178,8 +177,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     HORA_RETURN_IF_ERROR(run_algorithm(lone->in.data(), lone->out.data(),
                                        static_cast<size_t>(head.element_count()), dtype, head.op,
                                        responses, bucket));
-    complete_bucket(bucket, Status::ok());
-    return Status::ok();
+    complete_bucket(bucket, Status::OK());
+    return Status::OK();
   }
   if (lone != nullptr && !compressed) {
     // Scale factors: prescale while copying into the output, reduce there in place, postscale.
@@ -199,8 +198,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
       kernels::scale(out, count, dtype, postscale);
       record(responses, bucket, "POSTSCALE", post);
     }
-    complete_bucket(bucket, Status::ok());
-    return Status::ok();
+    complete_bucket(bucket, Status::OK());
+    return Status::OK();
   }
 
   const size_t total = static_cast<size_t>(bucket.bytes);
@@ -214,8 +213,8 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     bucket_spans(responses, bucket, entries_, &spans_);
     local_allreduce_spans(spans_, dtype, head.prescale, postscale);
     record(responses, bucket, "ALLREDUCE", start, {{"algorithm", "local"}});
-    complete_bucket(bucket, Status::ok());
-    return Status::ok();
+    complete_bucket(bucket, Status::OK());
+    return Status::OK();
   }
   // The tuner's peek is what its take() returns next for these bytes, on every rank alike.
   if (!compressed && bucket.members.size() > 1 && options_.fusion_in_place &&
@@ -225,17 +224,16 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
     bucket_spans(responses, bucket, entries_, &spans_);
     Status s = comm_.allreduce_spans(spans_, dtype, op, head.prescale, postscale,
                                      Deadline::after_seconds(options_.timeout_s));
-    if (s.is_ok()) s = tuner_.record(pick, micros_since(start));
+    if (s.ok()) s = tuner_.record(pick, micros_since(start));
     if (timeline_.enabled())
       record(responses, bucket, "ALLREDUCE", start,
              {{"algorithm", "native-in-place"},
               {"backend", comm_.backend_name()},
               {"bytes", std::to_string(total)},
               {"tensors", std::to_string(bucket.members.size())}});
-    if (!s.is_ok())
-      return Status(s.code(), "allreduce of tensor '" + head.name + "': " + s.message());
-    complete_bucket(bucket, Status::ok());
-    return Status::ok();
+    if (!s.ok()) return Status(s.code(), "allreduce of tensor '" + head.name + "': " + s.message());
+    complete_bucket(bucket, Status::OK());
+    return Status::OK();
   }
 
   // A fused bucket, or a compressed tensor (alone too: the fusion buffer holds its half
@@ -286,29 +284,29 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   }
   record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
   HORA_RETURN_IF_ERROR(tuner_.record(pick, micros_since(start)));
-  complete_bucket(bucket, Status::ok());
-  return Status::ok();
+  complete_bucket(bucket, Status::OK());
+  return Status::OK();
 }
 
 Status Executor::run_single(const Response& r) {
   if (r.is_error()) {
     ++stats_.errors;
     complete(r.name, Status(static_cast<StatusCode>(r.error_code), r.error));
-    return Status::ok();
+    return Status::OK();
   }
   Entry* e = queue_.find(r.name);
   if (r.type == CollectiveType::kBarrier) {
     // Agreement itself proved that every rank arrived.
-    complete(r.name, Status::ok());
-    return Status::ok();
+    complete(r.name, Status::OK());
+    return Status::OK();
   }
   if (r.type == CollectiveType::kJoin) {
     if (e != nullptr) {
       MutexLock lock(&e->handle->mu);
       e->handle->join_result = r.last_joined;
     }
-    complete(r.name, Status::ok());
-    return Status::ok();
+    complete(r.name, Status::OK());
+    return Status::OK();
   }
   if (e == nullptr)
     return Status::internal("tensor '" + r.name +
@@ -385,16 +383,16 @@ Status Executor::run_single(const Response& r) {
   if (timeline_.enabled())
     timeline_.event(r.name, upper(collective_name(r.type)).c_str(), start, Clock::now(),
                     {{"backend", comm_.backend_name()}});
-  if (!s.is_ok())
+  if (!s.ok())
     return Status(s.code(), std::string(collective_name(r.type)) + " of tensor '" + r.name +
                                 "': " + s.message());
   complete(r.name, allocator_error);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Executor::execute(const ResponseList& list) {
   // Nothing agreed: the planner keeps the last list's plan for a list that repeats it.
-  if (list.responses.empty()) return Status::ok();
+  if (list.responses.empty()) return Status::OK();
   const auto agreed = Clock::now();
   queue_.find_all(list.responses, &entries_);
   if (timeline_.enabled()) {
@@ -427,7 +425,7 @@ Status Executor::execute(const ResponseList& list) {
       HORA_RETURN_IF_ERROR(run_single(head));
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace engine

@@ -90,10 +90,10 @@ Status Handle::wait_on_stream(void* stream, std::chrono::milliseconds timeout) {
     // A device collective publishes its completion event before it completes; a host one
     // (or a failure) only completes.
     if (state_->watch())
-      while (!state_->is_done() && !(state_->stream_waiter && state_->status.is_ok()) &&
+      while (!state_->is_done() && !(state_->stream_waiter && state_->status.ok()) &&
              std::chrono::steady_clock::now() < until)
         state_->cv->wait_until(state_->mu, until);
-    if (!(state_->stream_waiter && state_->status.is_ok())) {
+    if (!(state_->stream_waiter && state_->status.ok())) {
       if (state_->is_done()) return state_->status;
       return Status::timeout("tensor '" + state_->name() + "' is not complete after " +
                              std::to_string(timeout.count()) + " ms");

@@ -118,7 +118,7 @@ struct HandleState {
   // A single-part state completing OK while unwatched needs no mutex (the file's comment);
   // otherwise, without a callback, one critical section does it all.
   void complete(const Status& status) HORA_EXCLUDES(mu) {
-    if (parts_ == 1 && status.is_ok()) {
+    if (parts_ == 1 && status.ok()) {
       // The status stays the OK it started as; the results written before this call are
       // published by the release.
       uint8_t seen = kPending;
@@ -132,7 +132,7 @@ struct HandleState {
     {
       MutexLock lock(&mu);
       if (is_final || is_done()) return;
-      if (!status.is_ok() && this->status.is_ok()) this->status = status;
+      if (!status.ok() && this->status.ok()) this->status = status;
       if (--remaining > 0) return;
       is_final = true;
       if (!callback) {

@@ -145,7 +145,7 @@ Status decode_enums(uint8_t type, uint8_t dtype, uint8_t device, uint8_t op, uin
   if (compression >= kNumCompressions)
     return Status::internal(std::string("corrupted control message: ") + what + " compression " +
                             std::to_string(compression));
-  return Status::ok();
+  return Status::OK();
 }
 
 Status decode_int32(Reader& r, int32_t* out, const char* what) {
@@ -155,7 +155,7 @@ Status decode_int32(Reader& r, int32_t* out, const char* what) {
     return Status::internal(std::string("corrupted control message: ") + what + " " +
                             std::to_string(v));
   *out = static_cast<int32_t>(v);
-  return Status::ok();
+  return Status::OK();
 }
 
 // The fields Request and Response share, in one order for both.
@@ -202,7 +202,7 @@ Status decode_common(Reader& r, T* out, const char* what) {
   out->device.kind = static_cast<DeviceKind>(device);
   out->op = static_cast<ReduceOp>(op);
   out->compression = static_cast<Compression>(compression);
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace
@@ -220,7 +220,7 @@ Status decode_request(Reader& r, Request* out) {
   if (out->waited_us < 0)
     return Status::internal("corrupted control message: request wait " +
                             std::to_string(out->waited_us) + " us");
-  return Status::ok();
+  return Status::OK();
 }
 
 void encode_response(const Response& r, Writer& w) {

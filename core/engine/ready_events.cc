@@ -77,7 +77,7 @@ Status ReadyEvents::record(const std::string& name, int device, DeviceStream str
     replaced = std::move(slot);
     slot = std::move(ready);
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 bool ReadyEvents::take(const std::string& name, Ready* out) {

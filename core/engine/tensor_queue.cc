@@ -58,7 +58,7 @@ void TensorQueue::admit(int32_t id) {
 Status TensorQueue::enqueue(std::vector<Entry>&& entries) {
   {
     MutexLock lock(&mu_);
-    if (entries.empty()) return Status::ok();
+    if (entries.empty()) return Status::OK();
     // Each entry goes into its name's slot with one lookup (the name interned on its first
     // enqueue); a name already in flight, or twice in the batch, undoes the batch.
     inserted_.clear();
@@ -78,10 +78,10 @@ Status TensorQueue::enqueue(std::vector<Entry>&& entries) {
     }
     // Only wait_for_work waits on cv_, and only while fresh_ is empty: a notification per
     // enqueue would only repeat the first.
-    if (fresh_.size() > inserted_.size()) return Status::ok();
+    if (fresh_.size() > inserted_.size()) return Status::OK();
   }
   cv_.notify_one();
-  return Status::ok();
+  return Status::OK();
 }
 
 Status TensorQueue::enqueue_allreduce(AllreduceSpec&& spec) {
@@ -131,10 +131,10 @@ Status TensorQueue::enqueue_allreduce(AllreduceSpec&& spec) {
     e.handle = std::move(spec.handle);
     if (e.enqueued != spec.enqueued) e.enqueued = spec.enqueued;
     admit(id);
-    if (fresh_.size() > 1) return Status::ok();  // notified when fresh_ became non-empty
+    if (fresh_.size() > 1) return Status::OK();  // notified when fresh_ became non-empty
   }
   cv_.notify_one();
-  return Status::ok();
+  return Status::OK();
 }
 
 void TensorQueue::release(int32_t id) {

@@ -37,7 +37,7 @@ bool pwrite_all(int fd, const std::string& text, off_t offset) {
 
 Status Timeline::open(const std::string& path) {
   close();
-  if (path.empty()) return Status::ok();
+  if (path.empty()) return Status::OK();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return Status::io("HORA_TIMELINE='" + path +
@@ -60,7 +60,7 @@ Status Timeline::open(const std::string& path) {
     stop_ = false;
   }
   writer_ = std::thread([this] { writer_loop(); });
-  return Status::ok();
+  return Status::OK();
 }
 
 void Timeline::event(const std::string& tensor, const char* phase, TimePoint start, TimePoint end,

@@ -37,13 +37,13 @@ Status Reader::need(size_t n, const char* what) {
     return Status::internal(std::string("corrupted control message: ") + what + " needs " +
                             std::to_string(n) + " bytes at offset " + std::to_string(pos_) +
                             " but the message has " + std::to_string(size_) + " bytes");
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Reader::u8(uint8_t* v, const char* what) {
   HORA_RETURN_IF_ERROR(need(1, what));
   *v = data_[pos_++];
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Reader::u32(uint32_t* v, const char* what) {
@@ -52,7 +52,7 @@ Status Reader::u32(uint32_t* v, const char* what) {
   for (int i = 0; i < 4; ++i) x |= static_cast<uint32_t>(data_[pos_ + i]) << (8 * i);
   pos_ += 4;
   *v = x;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Reader::i64(int64_t* v, const char* what) {
@@ -61,14 +61,14 @@ Status Reader::i64(int64_t* v, const char* what) {
   for (int i = 0; i < 8; ++i) x |= static_cast<uint64_t>(data_[pos_ + i]) << (8 * i);
   pos_ += 8;
   *v = static_cast<int64_t>(x);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Reader::f64(double* v, const char* what) {
   int64_t bits;
   HORA_RETURN_IF_ERROR(i64(&bits, what));
   std::memcpy(v, &bits, sizeof(bits));
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Reader::str(std::string* s, const char* what) {
@@ -80,7 +80,7 @@ Status Reader::str(std::string* s, const char* what) {
   HORA_RETURN_IF_ERROR(need(n, what));
   s->assign(reinterpret_cast<const char*>(data_ + pos_), n);
   pos_ += n;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Reader::i64s(std::vector<int64_t>* v, const char* what) {
@@ -93,7 +93,7 @@ Status Reader::i64s(std::vector<int64_t>* v, const char* what) {
   HORA_RETURN_IF_ERROR(need(size_t{n} * 8, what));
   v->resize(n);
   for (uint32_t i = 0; i < n; ++i) HORA_RETURN_IF_ERROR(i64(&(*v)[i], what));
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace engine

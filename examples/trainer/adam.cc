@@ -33,7 +33,7 @@ Adam::Adam(std::vector<Parameter> params, AdamOptions options)
 
 Status Adam::zero_grad() {
   zero_gradients(params_);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Adam::step() {
@@ -59,7 +59,7 @@ Status Adam::step() {
       p.value[j] -= step_size * m[j] / (std::sqrt(v[j]) / sqrt_c2 + eps);
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<StateTensor> Adam::state() {

@@ -95,7 +95,7 @@ Status save_checkpoint(const std::string& path, const std::vector<Parameter>& pa
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     return Status::io("checkpoint: renaming '" + tmp + "' to '" + path +
                       "' failed: " + std::strerror(errno));
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<int64_t> load_checkpoint(const std::string& path, const std::vector<Parameter>& params,
@@ -160,7 +160,7 @@ StatusOr<int64_t> load_checkpoint(const std::string& path, const std::vector<Par
                  " elements, expected " + std::to_string(count));
     copies.emplace_back(dst, it->second);
     found.erase(it);
-    return Status::ok();
+    return Status::OK();
   };
   for (const Parameter& p : params)
     HORA_RETURN_IF_ERROR(expect(kParameter, p.name, p.value, p.count));

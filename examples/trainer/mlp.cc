@@ -56,7 +56,7 @@ Status Mlp::backward(const Matrix& dlogits, const GradientReadyFn& on_ready) {
     relu_backward(acts_[k], dx, dx);
     dy = &dx;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<Parameter> Mlp::parameters() {

@@ -24,7 +24,7 @@ Status validate_parameters(const std::vector<Parameter>& params, const char* who
                                       " and a null value or gradient; expected count >= 0 and "
                                       "both buffers set");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void zero_gradients(const std::vector<Parameter>& params) {

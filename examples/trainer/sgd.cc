@@ -28,7 +28,7 @@ Sgd::Sgd(std::vector<Parameter> params, SgdOptions options)
 
 Status Sgd::zero_grad() {
   zero_gradients(params_);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status Sgd::step() {
@@ -44,7 +44,7 @@ Status Sgd::step() {
       p.value[j] -= lr * buf[j];
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<StateTensor> Sgd::state() {

@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   hora::Status status = hora::trainer::run(flags);
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "train_mlp: rank %d: %s\n", hora::rank(), status.to_string().c_str());
     (void)hora::shutdown();
     return 1;

@@ -20,7 +20,7 @@ __global__ void convert_kernel(typename Traits<kDst>::Elem* dst,
 
 template <DataType kSrc, DataType kDst>
 Status launch_convert(void* dst, const void* src, size_t count, Stream stream, const char* what) {
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   HORA_RETURN_IF_ERROR(
       check_aligned(what, DataType::kFloat32, kDst == DataType::kFloat32 ? dst : src));
   HORA_RETURN_IF_ERROR(

@@ -51,7 +51,7 @@ class CudaDeviceRuntime final : public DeviceRuntime {
 
   int device_count() override {
     StatusOr<int> n = kernels::cuda::device_count();
-    return n.is_ok() ? n.value() : 0;
+    return n.ok() ? n.value() : 0;
   }
 
   StatusOr<DeviceStream> create_stream(int device) override {
@@ -99,7 +99,7 @@ class CudaDeviceRuntime final : public DeviceRuntime {
     // Polled (a yield between queries) rather than cudaEventSynchronize, which has no deadline.
     for (;;) {
       const cudaError_t e = cudaEventQuery(as_event(event));
-      if (e == cudaSuccess) return Status::ok();
+      if (e == cudaSuccess) return Status::OK();
       if (e != cudaErrorNotReady) return cuda_status(e, on(what.c_str(), device));
       if (deadline.expired())
         return Status::timeout(on(what.c_str(), device) +
@@ -136,7 +136,7 @@ class CudaDeviceRuntime final : public DeviceRuntime {
 
   Status memcpy_async(int device, void* dst, const void* src, size_t bytes,
                       DeviceStream stream) override {
-    if (bytes == 0) return Status::ok();
+    if (bytes == 0) return Status::OK();
     DeviceGuard guard(device);
     HORA_RETURN_IF_ERROR(guard.status());
     return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)),
@@ -144,7 +144,7 @@ class CudaDeviceRuntime final : public DeviceRuntime {
   }
   Status batched_scale_copy_async(int device, const std::vector<DeviceCopyItem>& items,
                                   DataType dtype, double factor, DeviceStream stream) override {
-    if (items.empty()) return Status::ok();
+    if (items.empty()) return Status::OK();
     DeviceGuard guard(device);
     HORA_RETURN_IF_ERROR(guard.status());
     std::vector<CopyItem> copies(items.size());
@@ -153,7 +153,7 @@ class CudaDeviceRuntime final : public DeviceRuntime {
     return batched_scale_copy(copies.data(), copies.size(), dtype, factor, as_stream(stream));
   }
   Status memset_zero_async(int device, void* buf, size_t bytes, DeviceStream stream) override {
-    if (bytes == 0) return Status::ok();
+    if (bytes == 0) return Status::OK();
     DeviceGuard guard(device);
     HORA_RETURN_IF_ERROR(guard.status());
     return cuda_status(cudaMemsetAsync(buf, 0, bytes, as_stream(stream)),

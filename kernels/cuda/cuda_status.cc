@@ -8,7 +8,7 @@ namespace cuda {
 
 Status cuda_status(int error, const std::string& what) {
   const auto e = static_cast<cudaError_t>(error);
-  if (e == cudaSuccess) return Status::ok();
+  if (e == cudaSuccess) return Status::OK();
   const std::string text = what + ": CUDA error " + std::to_string(error) + " (" +
                            cudaGetErrorName(e) + "): " + cudaGetErrorString(e);
   switch (e) {

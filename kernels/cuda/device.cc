@@ -34,7 +34,7 @@ Status check_aligned(const char* what, DataType dtype, const void* a, const void
                                       " element (" + std::to_string(align) + " bytes)");
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status launch_status(const char* what) { return cuda_status(cudaGetLastError(), what); }

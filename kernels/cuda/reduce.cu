@@ -32,7 +32,7 @@ Status reduce3(void* dst, const void* a, const void* b, size_t count, DataType d
                Stream stream) {
   using detail::Op;
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "cuda reduce"));
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   HORA_RETURN_IF_ERROR(detail::check_aligned("cuda reduce", dtype, dst, a, b));
   return detail::for_dtype(dtype, [&](auto tag) -> Status {
     constexpr DataType kDt = decltype(tag)::value;

@@ -93,9 +93,9 @@ Status scale_copy(void* dst, const void* src, size_t count, DataType dtype, doub
   if (!is_scale_defined(dtype, factor))
     return Status::invalid_argument("cuda scale: scaling " + std::string(data_type_name(dtype)) +
                                     " by " + std::to_string(factor) + " is not defined");
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   if (factor == 1.0) {
-    if (dst == src) return Status::ok();
+    if (dst == src) return Status::OK();
     return cuda_status(
         cudaMemcpyAsync(dst, src, count * data_type_bytes(dtype), cudaMemcpyDeviceToDevice, stream),
         "cuda scale_copy (cudaMemcpyAsync)");
@@ -148,7 +148,7 @@ Status batched_scale_copy(const CopyItem* items, size_t num_items, DataType dtyp
       return detail::launch_status("cuda batched scaled copy");
     }));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace cuda

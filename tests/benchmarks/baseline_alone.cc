@@ -41,13 +41,13 @@ int main(int argc, char** argv) {
   std::vector<char*> args = {argv[0], const_cast<char*>("allreduce")};
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   StatusOr<Options> options = parse_options(static_cast<int>(args.size()), args.data());
-  if (!options.is_ok()) return fail("options", options.status());
+  if (!options.ok()) return fail("options", options.status());
   StatusOr<Config> config = Config::from_env();
-  if (!config.is_ok()) return fail("config", config.status());
+  if (!config.ok()) return fail("config", config.status());
   StatusOr<RankLayout> layout = read_rank_layout_from_env();
-  if (!layout.is_ok()) return fail("layout", layout.status());
+  if (!layout.ok()) return fail("layout", layout.status());
   auto context = Context::create(config.value(), layout.value());
-  if (!context.is_ok()) return fail("context", context.status());
+  if (!context.ok()) return fail("context", context.status());
 
   ImplementationEnv env;
   env.context = context.value().get();
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   env.job_backend = context.value()->communicator().backend_name();
   std::vector<std::unique_ptr<Implementation>> impls;
   auto gloo = make_gloo_implementation(env, impl_name == "gloo-bcube");
-  if (!gloo.is_ok()) {
+  if (!gloo.ok()) {
     if (gloo.status().code() == StatusCode::kUnimplemented) {
       std::printf("SKIPPED: %s\n", gloo.status().message().c_str());
       return 77;
@@ -65,11 +65,11 @@ int main(int argc, char** argv) {
   }
   impls.push_back(std::move(gloo).value());
   auto control_store = implementation_store(env, "control");
-  if (!control_store.is_ok()) return fail("control store", control_store.status());
+  if (!control_store.ok()) return fail("control store", control_store.status());
   auto control = collectives::make_communicator(
       "builtin", env.rank, env.size, *control_store.value(), backend_options_for(env),
       Deadline::after_seconds(config.value().start_timeout_s));
-  if (!control.is_ok()) return fail("control communicator", control.status());
+  if (!control.ok()) return fail("control communicator", control.status());
 
   SweepSettings settings;
   settings.options = options.value();
@@ -84,9 +84,9 @@ int main(int argc, char** argv) {
           std::printf("baseline_alone: %s %zu %.3f\n", m.impl.c_str(), m.size_bytes, m.median_us);
         std::fflush(stdout);
       });
-  if (!results.is_ok()) return fail("sweep", results.status());
+  if (!results.ok()) return fail("sweep", results.status());
   impls.clear();
   control.value().reset();
   Status down = context.value()->shutdown();
-  return down.is_ok() ? 0 : fail("shutdown", down);
+  return down.ok() ? 0 : fail("shutdown", down);
 }

@@ -41,7 +41,7 @@ TEST(CollectiveTest, CountsFollowNcclTests) {
 
 TEST(CollectiveTest, ParseNames) {
   EXPECT_EQ(parse_collective("reducescatter").value(), Collective::kReducescatter);
-  EXPECT_FALSE(parse_collective("reduce_scatter").is_ok());
+  EXPECT_FALSE(parse_collective("reduce_scatter").ok());
 }
 
 // Simulates an allreduce and a reducescatter on the inputs of every rank and checks that the

@@ -23,7 +23,7 @@ TEST(SizeParseTest, PlainAndSuffixed) {
 TEST(SizeParseTest, RejectsBadText) {
   for (const char* bad : {"", "-1", "M", "1X", "1MM", "1Kb2", "1.5M", "abc", "1BB"}) {
     auto s = parse_size(bad, "-b");
-    ASSERT_FALSE(s.is_ok()) << bad;
+    ASSERT_FALSE(s.ok()) << bad;
     EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.status().message().find("-b"), std::string::npos) << s.status().message();
     EXPECT_NE(s.status().message().find(std::string("'") + bad + "'"), std::string::npos)
@@ -32,8 +32,8 @@ TEST(SizeParseTest, RejectsBadText) {
 }
 
 TEST(SizeParseTest, RejectsOverflow) {
-  EXPECT_FALSE(parse_size("99999999999999999999", "-e").is_ok());
-  EXPECT_FALSE(parse_size("17179869184G", "-e").is_ok());  // 2^34 G = 2^64
+  EXPECT_FALSE(parse_size("99999999999999999999", "-e").ok());
+  EXPECT_FALSE(parse_size("17179869184G", "-e").ok());  // 2^34 G = 2^64
 }
 
 TEST(SizeParseTest, Formats) {

@@ -117,7 +117,7 @@ hora::Status run_one(const Args& a, long step, int part, std::vector<float>& buf
     hora::Status s =
         hora::allreduce("chaos.allreduce" + suffix, view(buf), view(buf), hora::ReduceOp::kSum);
     const float want = static_cast<float>(n * (n + 1) / 2);
-    if (s.is_ok() && (buf.front() != want || buf.back() != want))
+    if (s.ok() && (buf.front() != want || buf.back() != want))
       return hora::Status::internal("allreduce result " + std::to_string(buf.front()) +
                                     ", expected " + std::to_string(want));
     return s;
@@ -125,18 +125,18 @@ hora::Status run_one(const Args& a, long step, int part, std::vector<float>& buf
   if (a.collective == "broadcast") {
     std::fill(buf.begin(), buf.end(), static_cast<float>(me));
     hora::Status s = hora::broadcast("chaos.broadcast" + suffix, view(buf), 0);
-    if (s.is_ok() && (buf.front() != 0.0f || buf.back() != 0.0f))
+    if (s.ok() && (buf.front() != 0.0f || buf.back() != 0.0f))
       return hora::Status::internal("broadcast result is not root 0's");
     return s;
   }
   if (a.collective == "allgather") {
     std::fill(buf.begin(), buf.end(), static_cast<float>(me));
     auto r = hora::allgather("chaos.allgather" + suffix, view(buf));
-    if (!r.is_ok()) return r.status();
+    if (!r.ok()) return r.status();
     if (r.value().data.size() != buf.size() * sizeof(float) * static_cast<size_t>(n))
       return hora::Status::internal("allgather returned " + std::to_string(r.value().data.size()) +
                                     " bytes");
-    return hora::Status::ok();
+    return hora::Status::OK();
   }
   // negotiation: a name never seen before, so the coordinator decides every step.
   std::vector<float> one(1, 1.0f);
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   }
   std::signal(SIGTERM, SIG_IGN);
   hora::Status s = hora::init();
-  if (!s.is_ok()) {
+  if (!s.ok()) {
     std::printf("chaos_probe: init failed: %s\n", s.to_string().c_str());
     return 1;
   }
@@ -184,17 +184,17 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(a.sleep_ms));
   std::vector<float> buf(std::max<size_t>(1, a.bytes / sizeof(float)));
   s = run_one(a, 0, 0, buf);
-  if (!s.is_ok()) return fail(0, s);
+  if (!s.ok()) return fail(0, s);
   say("ready");
   for (long step = 1; a.steps == 0 || step <= a.steps; ++step) {
     if (a.pace_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.pace_ms));
     s = run_one(a, step, 0, buf);
-    if (!s.is_ok()) return fail(step, s);
+    if (!s.ok()) return fail(step, s);
     if (is_victim && a.fault == "slow" && step == a.after)
       std::this_thread::sleep_for(std::chrono::milliseconds(a.sleep_ms));
     if (a.fault == "slow") {
       s = run_one(a, step, 1, buf);
-      if (!s.is_ok()) return fail(step, s);
+      if (!s.ok()) return fail(step, s);
     }
     if (is_victim && step == a.after && a.fault == "exit0") {
       say("leaves with exit 0 at " + wall_text() + " after step " + std::to_string(step));
@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
   }
   say("done after " + std::to_string(a.steps) + " steps");
   s = hora::shutdown();
-  if (!s.is_ok()) {
+  if (!s.ok()) {
     say("shutdown failed: " + s.to_string());
     return 1;
   }

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   hora::collectives::TcpStoreServer::Options options;
   options.secret = argv[1];
   auto server = hora::collectives::TcpStoreServer::start(options);
-  if (!server.is_ok()) {
+  if (!server.ok()) {
     std::fprintf(stderr, "chaos_store: %s\n", server.status().to_string().c_str());
     return 1;
   }

@@ -84,7 +84,7 @@ class ConfigBadValueTest : public testing::TestWithParam<BadCase> {};
 TEST_P(ConfigBadValueTest, NamesVariableAndValue) {
   const BadCase& bad = GetParam();
   auto r = parse({{bad.var, bad.value}});
-  ASSERT_FALSE(r.is_ok()) << bad.var << "=" << bad.value;
+  ASSERT_FALSE(r.ok()) << bad.var << "=" << bad.value;
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   const std::string msg = r.status().message();
   EXPECT_NE(msg.find(bad.var), std::string::npos) << msg;
@@ -95,13 +95,13 @@ TEST_P(ConfigBadValueTest, NamesVariableAndValue) {
 // An idle rank answers one round per heartbeat; a round waits at most HORA_TIMEOUT_S.
 TEST(ConfigTest, HeartbeatMustBeWellBelowTheTimeout) {
   auto c = parse({{"HORA_HEARTBEAT_MS", "600000"}});
-  ASSERT_FALSE(c.is_ok());
+  ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(
       c.status().message().find("HORA_HEARTBEAT_MS=600000 is too long for HORA_TIMEOUT_S=300"),
       std::string::npos)
       << c.status().to_string();
-  EXPECT_TRUE(parse({{"HORA_HEARTBEAT_MS", "5000"}, {"HORA_TIMEOUT_S", "10"}}).is_ok());
+  EXPECT_TRUE(parse({{"HORA_HEARTBEAT_MS", "5000"}, {"HORA_TIMEOUT_S", "10"}}).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(

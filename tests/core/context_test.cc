@@ -37,16 +37,15 @@ RankLayout horarun_layout(int rank, int size, int port) {
 
 TEST(Context, SingleProcessNeedsNoStore) {
   auto ctx = Context::create(gloo_config(), RankLayout());
-  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE(ctx.ok()) << ctx.status().to_string();
   auto& comm = ctx.value()->communicator();
   EXPECT_EQ(comm.size(), 1);
   float x[3] = {1, 2, 3};
   ASSERT_TRUE(
-      comm.allreduce(x, x, 3, DataType::kFloat32, ReduceOp::kSum, Deadline::after_seconds(5))
-          .is_ok());
+      comm.allreduce(x, x, 3, DataType::kFloat32, ReduceOp::kSum, Deadline::after_seconds(5)).ok());
   EXPECT_EQ(x[2], 3.0f);
-  EXPECT_TRUE(ctx.value()->shutdown().is_ok());
-  EXPECT_TRUE(ctx.value()->shutdown().is_ok()) << "shutdown is idempotent";
+  EXPECT_TRUE(ctx.value()->shutdown().ok());
+  EXPECT_TRUE(ctx.value()->shutdown().ok()) << "shutdown is idempotent";
 }
 
 TEST(Context, SeveralRanksWithoutAStoreIsAnError) {
@@ -56,7 +55,7 @@ TEST(Context, SeveralRanksWithoutAStoreIsAnError) {
   l.size = 2;
   l.local_size = 2;
   auto ctx = Context::create(gloo_config(), l);
-  ASSERT_FALSE(ctx.is_ok());
+  ASSERT_FALSE(ctx.ok());
   EXPECT_EQ(ctx.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(ctx.status().message().find("HORA_RENDEZVOUS_ADDR"), std::string::npos)
       << ctx.status().to_string();
@@ -66,7 +65,7 @@ TEST(Context, BackendNotBuiltNamesHoraBackend) {
   Config c = gloo_config();
   c.backend = BackendKind::kNccl;  // not built (kUnimplemented), or built without a GPU here
   auto ctx = Context::create(c, RankLayout());
-  if (ctx.is_ok()) GTEST_SKIP() << "this process has a GPU: HORA_BACKEND=nccl initialises";
+  if (ctx.ok()) GTEST_SKIP() << "this process has a GPU: HORA_BACKEND=nccl initialises";
   EXPECT_TRUE(ctx.status().code() == StatusCode::kUnimplemented ||
               ctx.status().code() == StatusCode::kFailedPrecondition)
       << ctx.status().to_string();
@@ -82,7 +81,7 @@ std::vector<Status> run_job(int n, const std::function<RankLayout(int)>& layout_
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       auto ctx = Context::create(gloo_config(start_timeout_s), layout_of(r), /*generation=*/0);
-      if (!ctx.is_ok()) {
+      if (!ctx.ok()) {
         results[r] = ctx.status();
         return;
       }
@@ -90,10 +89,10 @@ std::vector<Status> run_job(int n, const std::function<RankLayout(int)>& layout_
       int32_t v = r;
       Status s =
           comm.allreduce(&v, &v, 1, DataType::kInt32, ReduceOp::kSum, Deadline::after_seconds(20));
-      if (s.is_ok() && v != n * (n - 1) / 2)
+      if (s.ok() && v != n * (n - 1) / 2)
         s = Status::internal("allreduce gave " + std::to_string(v));
       Status d = ctx.value()->shutdown();
-      results[r] = s.is_ok() ? d : s;
+      results[r] = s.ok() ? d : s;
     });
   }
   for (auto& t : threads) t.join();
@@ -104,10 +103,10 @@ TEST(Context, ThreeRanksOverALauncherHostedStore) {
   collectives::TcpStoreServer::Options options;
   options.secret = "context-test-secret";
   auto server = collectives::TcpStoreServer::start(options);
-  ASSERT_TRUE(server.is_ok()) << server.status().to_string();
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
   const int port = server.value()->port();
   for (const Status& s : run_job(3, [&](int r) { return horarun_layout(r, 3, port); }))
-    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST(Context, RankZeroHostsTheStoreForTorchrunLayouts) {
@@ -115,7 +114,7 @@ TEST(Context, RankZeroHostsTheStoreForTorchrunLayouts) {
   collectives::TcpStoreServer::Options probe;
   probe.secret = "x";
   auto picked = collectives::TcpStoreServer::start(probe);
-  ASSERT_TRUE(picked.is_ok()) << picked.status().to_string();
+  ASSERT_TRUE(picked.ok()) << picked.status().to_string();
   const int port = picked.value()->port();
   picked.value()->stop();
   picked.value().reset();
@@ -125,14 +124,14 @@ TEST(Context, RankZeroHostsTheStoreForTorchrunLayouts) {
     l.hosts_store = r == 0;
     return l;
   };
-  for (const Status& s : run_job(2, layout_of)) EXPECT_TRUE(s.is_ok()) << s.to_string();
+  for (const Status& s : run_job(2, layout_of)) EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST(Context, MissingRankTimesOutNamingIt) {
   collectives::TcpStoreServer::Options options;
   options.secret = "context-test-secret";
   auto server = collectives::TcpStoreServer::start(options);
-  ASSERT_TRUE(server.is_ok()) << server.status().to_string();
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
   const auto start = std::chrono::steady_clock::now();
   // Ranks 0 and 2 of 3 start; rank 1 never does.
   std::vector<Status> results(2);
@@ -141,7 +140,7 @@ TEST(Context, MissingRankTimesOutNamingIt) {
     threads.emplace_back([&, i] {
       auto ctx =
           Context::create(gloo_config(0.5), horarun_layout(i * 2, 3, server.value()->port()));
-      results[i] = ctx.is_ok() ? Status::ok() : ctx.status();
+      results[i] = ctx.ok() ? Status::OK() : ctx.status();
     });
   }
   for (auto& t : threads) t.join();

@@ -34,7 +34,7 @@ void enqueue_until(const std::string& prefix, const std::atomic<bool>& stop, Out
   std::vector<float> x(8, 1.f);
   for (int i = 0; !stop.load(); ++i) {
     const Status s = allreduce_async(prefix + "." + std::to_string(i), view(x), view(x)).wait();
-    if (s.is_ok()) {
+    if (s.ok()) {
       ++out->ok;
     } else if (s.code() == StatusCode::kFailedPrecondition) {
       ++out->refused;
@@ -45,7 +45,7 @@ void enqueue_until(const std::string& prefix, const std::atomic<bool>& stop, Out
 }
 
 TEST(EngineLease, ShutdownAndInitWhileOtherThreadsEnqueue) {
-  ASSERT_TRUE(init().is_ok());
+  ASSERT_TRUE(init().ok());
   constexpr int kThreads = 4;
   std::atomic<bool> stop{false};
   std::vector<Outcomes> outcomes(kThreads);
@@ -55,9 +55,9 @@ TEST(EngineLease, ShutdownAndInitWhileOtherThreadsEnqueue) {
                          &outcomes[t]);
   for (int cycle = 0; cycle < 5; ++cycle) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    ASSERT_TRUE(shutdown().is_ok());
+    ASSERT_TRUE(shutdown().ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    ASSERT_TRUE(init().is_ok());
+    ASSERT_TRUE(init().ok());
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   stop.store(true);
@@ -68,9 +68,9 @@ TEST(EngineLease, ShutdownAndInitWhileOtherThreadsEnqueue) {
   }
   // Served again after the last init.
   std::vector<float> x(8, 2.f);
-  ASSERT_TRUE(allreduce("lease.after", view(x), view(x)).is_ok());
+  ASSERT_TRUE(allreduce("lease.after", view(x), view(x)).ok());
   for (float v : x) EXPECT_EQ(v, 2.f);
-  ASSERT_TRUE(shutdown().is_ok());
+  ASSERT_TRUE(shutdown().ok());
   const Status late = allreduce_async("lease.late", view(x), view(x)).wait();
   EXPECT_EQ(late.code(), StatusCode::kFailedPrecondition) << late.to_string();
   EXPECT_NE(late.message().find("after hora::shutdown()"), std::string::npos) << late.message();
@@ -79,12 +79,12 @@ TEST(EngineLease, ShutdownAndInitWhileOtherThreadsEnqueue) {
 // shutdown() clears the engine for new leases at once, and stops and releases it only once the
 // leases taken before were given back.
 TEST(EngineLease, ShutdownWaitsForTheLeasesHeld) {
-  ASSERT_TRUE(init().is_ok());
+  ASSERT_TRUE(init().ok());
   auto held = std::make_unique<detail::EngineLease>();
   ASSERT_NE(held->get(), nullptr);
   std::atomic<bool> shut{false};
   std::thread closer([&] {
-    EXPECT_TRUE(shutdown().is_ok());
+    EXPECT_TRUE(shutdown().ok());
     shut.store(true);
   });
   // A lease taken once shutdown began sees no engine; the held one still has it.

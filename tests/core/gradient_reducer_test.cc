@@ -23,7 +23,7 @@ bool contains(const Status& s, const std::string& text) {
 
 TEST(GradientReducerCreate, RejectsBadNamesOptionsAndGroups) {
   GradientReducerOptions o;
-  EXPECT_TRUE(GradientReducer::create(names(), o).is_ok());
+  EXPECT_TRUE(GradientReducer::create(names(), o).ok());
   Status s = create_error({"a", ""}, o);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(s, "parameter 1 of 2 has no name")) << s.to_string();
@@ -89,9 +89,9 @@ TEST(GradientReducerMisuse, APassPastTheStepIsAFailedPrecondition) {
   auto r = GradientReducer::create(names(), o).value();
   std::vector<float> g(4);
   TensorView grad = TensorView::flat(g.data(), DataType::kFloat32, 4).value();
-  EXPECT_TRUE(r->gradient_ready(0, grad).is_ok());
+  EXPECT_TRUE(r->gradient_ready(0, grad).ok());
   EXPECT_TRUE(r->has_pending());
-  EXPECT_TRUE(r->gradient_ready("fc1.weight", grad).is_ok());
+  EXPECT_TRUE(r->gradient_ready("fc1.weight", grad).ok());
   Status s = r->gradient_ready(0, grad);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(contains(s, "'fc1.weight' was computed more than backward_passes_per_step (2)"))
@@ -112,13 +112,13 @@ TEST(GradientReducerSync, EngineRefusalIsReportedAtOnceAndBySynchronize) {
   EXPECT_TRUE(contains(s, "grad/fc1.bias")) << s.message();
   EXPECT_EQ(r->unreported(), (std::vector<size_t>{0, 2}));
   EXPECT_TRUE(r->flush(0, grad).code() == StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(r->flush(0, grad).is_ok());  // already enqueued: a no-op
+  EXPECT_TRUE(r->flush(0, grad).ok());  // already enqueued: a no-op
   s = r->synchronize();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(contains(s, "before hora::init()")) << s.message();
   EXPECT_FALSE(r->has_pending());
-  EXPECT_TRUE(r->synchronize().is_ok());  // an empty step
-  EXPECT_TRUE(r->synchronize(std::chrono::milliseconds(1)).is_ok());
+  EXPECT_TRUE(r->synchronize().ok());  // an empty step
+  EXPECT_TRUE(r->synchronize(std::chrono::milliseconds(1)).ok());
 }
 
 TEST(GradientReducerSync, GroupWaitsForItsLastMember) {
@@ -127,7 +127,7 @@ TEST(GradientReducerSync, GroupWaitsForItsLastMember) {
   auto r = GradientReducer::create(names(), o).value();
   std::vector<float> g(4);
   TensorView grad = TensorView::flat(g.data(), DataType::kFloat32, 4).value();
-  EXPECT_TRUE(r->gradient_ready(2, grad).is_ok());  // waits for parameter 0
+  EXPECT_TRUE(r->gradient_ready(2, grad).ok());  // waits for parameter 0
   EXPECT_EQ(r->unreported(), (std::vector<size_t>{0, 1, 2}));
   Status s = r->gradient_ready(0, grad);  // completes the group: enqueued (and refused)
   EXPECT_TRUE(contains(s, "grouped allreduce")) << s.message();

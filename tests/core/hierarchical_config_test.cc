@@ -32,7 +32,7 @@ TEST(HierarchicalConfigTest, ZeroOneAutoAndBooleans) {
   for (const auto& [value, mode] : cases) {
     auto c =
         parse({{"HORA_HIERARCHICAL_ALLREDUCE", value}, {"HORA_HIERARCHICAL_ALLGATHER", value}});
-    ASSERT_TRUE(c.is_ok()) << value << ": " << c.status().to_string();
+    ASSERT_TRUE(c.ok()) << value << ": " << c.status().to_string();
     EXPECT_EQ(c.value().hierarchical_allreduce, mode) << value;
     EXPECT_EQ(c.value().hierarchical_allgather, mode) << value;
   }
@@ -40,7 +40,7 @@ TEST(HierarchicalConfigTest, ZeroOneAutoAndBooleans) {
 
 TEST(HierarchicalConfigTest, BadValueNamesVariableValueAndForm) {
   auto c = parse({{"HORA_HIERARCHICAL_ALLGATHER", "sometimes"}});
-  ASSERT_FALSE(c.is_ok());
+  ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(c.status().message().find("HORA_HIERARCHICAL_ALLGATHER='sometimes'"), std::string::npos)
       << c.status().to_string();
@@ -49,21 +49,21 @@ TEST(HierarchicalConfigTest, BadValueNamesVariableValueAndForm) {
 
 TEST(HierarchicalConfigTest, AlgoHierarchicalMeansOnAndConflictsAreErrors) {
   auto on = parse({{"HORA_ALLREDUCE_ALGO", "hierarchical"}});
-  ASSERT_TRUE(on.is_ok());
+  ASSERT_TRUE(on.ok());
   EXPECT_EQ(on.value().allreduce_algo, AllreduceAlgo::kHierarchical);
   EXPECT_EQ(on.value().hierarchical_allreduce, HierarchicalMode::kOn);
   EXPECT_STREQ(allreduce_algo_name(AllreduceAlgo::kHierarchical), "hierarchical");
 
   auto off = parse({{"HORA_ALLREDUCE_ALGO", "hierarchical"}, {"HORA_HIERARCHICAL_ALLREDUCE", "0"}});
-  ASSERT_FALSE(off.is_ok());
+  ASSERT_FALSE(off.ok());
   EXPECT_NE(off.status().message().find("HORA_HIERARCHICAL_ALLREDUCE=0"), std::string::npos);
 
   auto ring = parse({{"HORA_ALLREDUCE_ALGO", "ring"}, {"HORA_HIERARCHICAL_ALLREDUCE", "1"}});
-  ASSERT_FALSE(ring.is_ok());
+  ASSERT_FALSE(ring.ok());
   EXPECT_NE(ring.status().message().find("HORA_ALLREDUCE_ALGO=ring"), std::string::npos)
       << ring.status().to_string();
   // A fixed flat algorithm with hierarchical left on auto is that algorithm, flat.
-  EXPECT_TRUE(parse({{"HORA_ALLREDUCE_ALGO", "ring"}}).is_ok());
+  EXPECT_TRUE(parse({{"HORA_ALLREDUCE_ALGO", "ring"}}).ok());
 }
 
 }  // namespace

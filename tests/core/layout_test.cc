@@ -23,7 +23,7 @@ StatusOr<RankLayout> read(const Env& env) {
 
 void expect_error(const Env& env, const std::string& needle1, const std::string& needle2 = "") {
   auto l = read(env);
-  ASSERT_FALSE(l.is_ok());
+  ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(l.status().message().find(needle1), std::string::npos) << l.status().to_string();
   if (!needle2.empty()) {
@@ -44,7 +44,7 @@ const Env kHorarun = {{"HORA_RANK", "1"},
 
 TEST(RankLayout, NothingSetIsASingleProcess) {
   auto l = read({});
-  ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kSingle);
   EXPECT_EQ(l->rank, 0);
   EXPECT_EQ(l->size, 1);
@@ -53,7 +53,7 @@ TEST(RankLayout, NothingSetIsASingleProcess) {
 
 TEST(RankLayout, Horarun) {
   auto l = read(kHorarun);
-  ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kHorarun);
   EXPECT_EQ(l->rank, 1);
   EXPECT_EQ(l->size, 4);
@@ -92,7 +92,7 @@ TEST(RankLayout, HorarunIncompleteOrOutOfRange) {
 
 TEST(RankLayout, HorarunSizeOneNeedsNoStore) {
   auto l = read({{"HORA_RANK", "0"}, {"HORA_SIZE", "1"}});
-  ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_FALSE(l->has_store());
 }
 
@@ -104,7 +104,7 @@ TEST(RankLayout, HorarunConflictingWithMpirunNamesBoth) {
   expect_error(e, "disagree", "OMPI_COMM_WORLD_RANK=1");
   // Agreeing values are fine.
   e["OMPI_COMM_WORLD_RANK"] = "2";
-  EXPECT_TRUE(read(e).is_ok());
+  EXPECT_TRUE(read(e).ok());
 }
 
 TEST(RankLayout, Mpirun) {
@@ -112,7 +112,7 @@ TEST(RankLayout, Mpirun) {
                  {"OMPI_COMM_WORLD_SIZE", "8"},
                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
-  ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kMpirun);
   EXPECT_EQ(l->rank, 5);
   EXPECT_EQ(l->local_rank, 1);
@@ -128,7 +128,7 @@ TEST(RankLayout, MpirunWithSelfHostedStore) {
                  {"HORA_RENDEZVOUS_ADDR", "10.0.0.1"},
                  {"HORA_RENDEZVOUS_PORT", "5555"},
                  {"HORA_SECRET", "k"}});
-  ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_TRUE(l->hosts_store);
   EXPECT_EQ(l->store_port, 5555);
   EXPECT_EQ(l->secret, "k");
@@ -145,7 +145,7 @@ TEST(RankLayout, Slurm) {
                  {"SLURM_JOB_ID", "77"},
                  {"MASTER_ADDR", "node0"},
                  {"MASTER_PORT", "29500"}});
-  ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kSlurm);
   EXPECT_EQ(l->rank, 3);
   EXPECT_EQ(l->size, 5);
@@ -161,7 +161,7 @@ TEST(RankLayout, Slurm) {
                       {"SLURM_NODEID", "3"},
                       {"SLURM_NNODES", "4"},
                       {"SLURM_TASKS_PER_NODE", "2(x4)"}});
-  ASSERT_TRUE(packed.is_ok()) << packed.status().to_string();
+  ASSERT_TRUE(packed.ok()) << packed.status().to_string();
   EXPECT_EQ(packed->local_size, 2);
   expect_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}},
                "SLURM_TASKS_PER_NODE");
@@ -178,7 +178,7 @@ TEST(RankLayout, Torchrun) {
                  {"GROUP_WORLD_SIZE", "2"},
                  {"MASTER_ADDR", "127.0.0.1"},
                  {"MASTER_PORT", "29500"}});
-  ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kTorchrun);
   EXPECT_TRUE(l->hosts_store);
   EXPECT_EQ(l->store_port, 29500);
@@ -189,7 +189,7 @@ TEST(RankLayout, Torchrun) {
                      {"MASTER_ADDR", "127.0.0.1"},
                      {"MASTER_PORT", "29500"},
                      {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
-  ASSERT_TRUE(agent.is_ok()) << agent.status().to_string();
+  ASSERT_TRUE(agent.ok()) << agent.status().to_string();
   EXPECT_EQ(agent->store_port, 29501);
   EXPECT_FALSE(agent->hosts_store);
   expect_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, "MASTER_ADDR and MASTER_PORT are missing");
@@ -204,7 +204,7 @@ TEST(RankLayout, HorarunWinsOverTorchrunAndSlurm) {
   e["SLURM_PROCID"] = "0";
   e["SLURM_NTASKS"] = "1";
   auto l = read(e);
-  ASSERT_TRUE(l.is_ok()) << l.status().to_string();
+  ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_EQ(l->source, LayoutSource::kHorarun);
   EXPECT_EQ(l->rank, 1);
 }
@@ -225,23 +225,23 @@ TEST(RankLayout, SizeIsBoundedByTheNegotiationsCounting) {
   l = RankLayout();
   l.size = kMaxRanks;
   l.rank = kMaxRanks - 1;
-  EXPECT_TRUE(validate_layout(l).is_ok());
+  EXPECT_TRUE(validate_layout(l).ok());
 }
 
 TEST(RankLayout, ValidateChecksEveryField) {
   RankLayout l;
-  EXPECT_TRUE(validate_layout(l).is_ok());
+  EXPECT_TRUE(validate_layout(l).ok());
   l.local_size = 2;
-  EXPECT_FALSE(validate_layout(l).is_ok());
+  EXPECT_FALSE(validate_layout(l).ok());
   l = RankLayout();
   l.cross_rank = 1;
-  EXPECT_FALSE(validate_layout(l).is_ok());
+  EXPECT_FALSE(validate_layout(l).ok());
   l = RankLayout();
   l.store_addr = "h";
   l.store_port = 1;
-  EXPECT_FALSE(validate_layout(l).is_ok()) << "a store without a secret";
+  EXPECT_FALSE(validate_layout(l).ok()) << "a store without a secret";
   l.secret = "s";
-  EXPECT_TRUE(validate_layout(l).is_ok());
+  EXPECT_TRUE(validate_layout(l).ok());
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ TEST(Options, ParsesEveryFlag) {
                           "prog",
                           "-np",
                           "x"});
-  ASSERT_TRUE(o.is_ok()) << o.status().to_string();
+  ASSERT_TRUE(o.ok()) << o.status().to_string();
   EXPECT_EQ(o->np, 4);
   EXPECT_EQ(o->hosts, "a:2,b:2");
   EXPECT_EQ(o->rsh, "ssh -p 2");
@@ -46,7 +46,7 @@ TEST(Options, ParsesEveryFlag) {
 
 TEST(Options, ProgramEndsTheOptionsWithoutDoubleDash) {
   auto o = parse_options({"-np", "2", "python3", "train.py", "--verbose"});
-  ASSERT_TRUE(o.is_ok());
+  ASSERT_TRUE(o.ok());
   EXPECT_FALSE(o->verbose);
   EXPECT_EQ(o->command, (std::vector<std::string>{"python3", "train.py", "--verbose"}));
 }
@@ -54,7 +54,7 @@ TEST(Options, ProgramEndsTheOptionsWithoutDoubleDash) {
 TEST(Options, MpiSpellings) {
   EXPECT_TRUE(parse_options({"-np", "2", "--mpi", "p"})->use_mpirun);
   EXPECT_TRUE(parse_options({"-np", "2", "--backend", "mpi", "p"})->use_mpirun);
-  EXPECT_TRUE(parse_options({"-n", "2", "--timeline", "t", "p"}).is_ok());
+  EXPECT_TRUE(parse_options({"-n", "2", "--timeline", "t", "p"}).ok());
   EXPECT_TRUE(parse_options({"--help"})->help);
 }
 
@@ -79,8 +79,8 @@ TEST(Options, RejectsBadInvocations) {
     auto o = parse_options(args);
     std::string joined;
     for (const auto& a : args) joined += a + " ";
-    EXPECT_FALSE(o.is_ok()) << "accepted: " << joined;
-    if (!o.is_ok()) {
+    EXPECT_FALSE(o.ok()) << "accepted: " << joined;
+    if (!o.ok()) {
       EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
       EXPECT_EQ(o.status().message().find("(at "), std::string::npos) << o.status().message();
     }

@@ -81,30 +81,30 @@ TEST(ShellQuote, QuotesOnlyWhatNeedsIt) {
 
 TEST(SplitWords, HandlesQuotesAndEscapes) {
   auto w = split_words("ssh -p 2222  -o 'ProxyCommand=ssh gw nc %h %p' \"a b\" c\\ d");
-  ASSERT_TRUE(w.is_ok());
+  ASSERT_TRUE(w.ok());
   EXPECT_EQ(*w, (std::vector<std::string>{"ssh", "-p", "2222", "-o", "ProxyCommand=ssh gw nc %h %p",
                                           "a b", "c d"}));
-  EXPECT_FALSE(split_words("ssh 'unterminated").is_ok());
-  EXPECT_FALSE(split_words("   ").is_ok());
+  EXPECT_FALSE(split_words("ssh 'unterminated").ok());
+  EXPECT_FALSE(split_words("   ").ok());
 }
 
 TEST(FindExecutable, SearchesPathAndChecksPermissions) {
   auto sh = find_executable("sh", "/nonexistent:/bin:/usr/bin");
-  ASSERT_TRUE(sh.is_ok()) << sh.status().to_string();
+  ASSERT_TRUE(sh.ok()) << sh.status().to_string();
   EXPECT_EQ(*sh, "/bin/sh");
-  EXPECT_TRUE(find_executable("/bin/sh", "").is_ok());
+  EXPECT_TRUE(find_executable("/bin/sh", "").ok());
   auto missing = find_executable("hora_no_such_prog", "/bin:/usr/bin");
-  ASSERT_FALSE(missing.is_ok());
+  ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("not found in PATH (/bin:/usr/bin)"),
             std::string::npos);
   char plain[] = "/tmp/horarun_plain.XXXXXX";
   const int fd = ::mkstemp(plain);
   ASSERT_GE(fd, 0);
   ::close(fd);
-  EXPECT_FALSE(find_executable(plain, "").is_ok());  // mode 0600: not executable
+  EXPECT_FALSE(find_executable(plain, "").ok());  // mode 0600: not executable
   ::unlink(plain);
-  EXPECT_FALSE(find_executable("/bin", "").is_ok());  // a directory
-  EXPECT_FALSE(find_executable("", "/bin").is_ok());
+  EXPECT_FALSE(find_executable("/bin", "").ok());  // a directory
+  EXPECT_FALSE(find_executable("", "/bin").ok());
 }
 
 TEST(LocalLaunch, OverridesInheritedVariablesAndHidesTheSecret) {

@@ -72,7 +72,7 @@ void expect_every_cut_repairs(const std::string& before, const std::string& text
     const std::string file = torn(before, text, written);
     f.write(file);
     auto r = repair_timeline(f.path());
-    ASSERT_TRUE(r.is_ok()) << "cut after " << written << ": " << r.status().to_string();
+    ASSERT_TRUE(r.ok()) << "cut after " << written << ": " << r.status().to_string();
     const std::string after = f.read();
     ASSERT_TRUE(nlohmann::json::accept(after)) << "cut after " << written << ":\n" << after;
     const nlohmann::json events = nlohmann::json::parse(after);
@@ -104,7 +104,7 @@ TEST(TimelineRepair, ClosedTimelineIsUntouched) {
   const std::string file = "[" + write_text(0, 4, true);
   f.write(file);
   auto r = repair_timeline(f.path());
-  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_FALSE(r.value().repaired);
   EXPECT_EQ(f.read(), file);
 }
@@ -113,7 +113,7 @@ TEST(TimelineRepair, CutEventIsCountedAsDropped) {
   TempFile f;
   f.write("[\n" + event(0) + ",\n" + event(1).substr(0, 10));
   auto r = repair_timeline(f.path());
-  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(r.value().repaired);
   EXPECT_EQ(r.value().dropped_bytes, 10);
   EXPECT_EQ(f.read(), "[\n" + event(0) + "\n]\n");
@@ -122,7 +122,7 @@ TEST(TimelineRepair, CutEventIsCountedAsDropped) {
 TEST(TimelineRepair, EmptyFileBecomesAnEmptyArray) {
   TempFile f;
   auto r = repair_timeline(f.path());
-  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(r.value().repaired);
   EXPECT_EQ(f.read(), "[\n]\n");
 }
@@ -137,7 +137,7 @@ TEST(TimelineRepair, LongTimelineIsRepairedFromItsTail) {
   const size_t events = nlohmann::json::parse(file).size();
   f.write(torn(file, write_text(static_cast<int>(events), 5, false), 300));
   auto r = repair_timeline(f.path());
-  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_TRUE(r.value().repaired);
   const nlohmann::json repaired = nlohmann::json::parse(f.read());
   EXPECT_GE(repaired.size(), events);
@@ -147,7 +147,7 @@ TEST(TimelineRepair, OtherFileIsLeftAndNamed) {
   TempFile f;
   f.write("not a trace\nat all");
   auto r = repair_timeline(f.path());
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(f.path()), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("not a hora timeline"), std::string::npos);
   EXPECT_EQ(f.read(), "not a trace\nat all");
@@ -155,7 +155,7 @@ TEST(TimelineRepair, OtherFileIsLeftAndNamed) {
 
 TEST(TimelineRepair, MissingFileIsAnErrorNamingIt) {
   auto r = repair_timeline("/nonexistent/dir/trace.json");
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("/nonexistent/dir/trace.json"), std::string::npos);
 }
 

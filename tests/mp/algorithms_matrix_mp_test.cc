@@ -153,7 +153,7 @@ TEST_P(AllreduceMatrix, EveryDtypeOpCountPlacement) {
       if (is_light(dtype) && cs.count != 1 && cs.count != kPrime) continue;
       const bool tiny = cs.count == kPrime && cs.op == ReduceOp::kSum && !cs.in_place;
       Status s = run(cs, tiny ? tiny_segments(dtype) : options_for(0), 1);
-      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      ASSERT_TRUE(s.ok()) << s.to_string();
     }
   }
   struct Large {
@@ -175,7 +175,7 @@ TEST_P(AllreduceMatrix, EveryDtypeOpCountPlacement) {
     cs.in_place = large.in_place;
     const int repeats = large.dtype == DataType::kFloat32 ? 2 : 1;
     Status s = run(cs, options_for(kLargeSegmentBytes), repeats);
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
   }
 }
 
@@ -214,7 +214,7 @@ TEST_P(BroadcastMatrix, EveryDtypeCountRootPlacement) {
         for (bool in_place : {false, true}) {
           options = count == kPrime ? tiny_segments(dtype) : options_for(0);
           Status s = ts::check_broadcast(c, fn, count, dtype, root, in_place);
-          ASSERT_TRUE(s.is_ok()) << s.to_string();
+          ASSERT_TRUE(s.ok()) << s.to_string();
         }
       }
     }
@@ -222,7 +222,7 @@ TEST_P(BroadcastMatrix, EveryDtypeCountRootPlacement) {
   for (bool in_place : {false, true}) {
     options = options_for(kLargeSegmentBytes);
     Status s = ts::check_broadcast(c, fn, kLarge, DataType::kFloat32, n / 2, in_place);
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
   }
 }
 
@@ -262,7 +262,7 @@ TEST_P(AllgathervMatrix, EveryDtypeUnevenAndZeroCountsPlacement) {
         if (is_light(dtype) && counts != &uneven) continue;
         options = counts == &uneven ? tiny_segments(dtype) : options_for(0);
         Status s = ts::check_allgatherv(c, fn, *counts, dtype, in_place);
-        ASSERT_TRUE(s.is_ok()) << s.to_string();
+        ASSERT_TRUE(s.ok()) << s.to_string();
       }
     }
   }
@@ -271,7 +271,7 @@ TEST_P(AllgathervMatrix, EveryDtypeUnevenAndZeroCountsPlacement) {
   for (bool in_place : {false, true}) {
     options = options_for(kLargeSegmentBytes);
     Status s = ts::check_allgatherv(c, fn, large, DataType::kFloat32, in_place);
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
   }
 }
 
@@ -308,7 +308,7 @@ TEST_P(ReducescatterMatrix, EveryDtypeOpUnevenSplitPlacement) {
         options = op == ReduceOp::kSum ? tiny_segments(dtype) : options_for(0);
         Status s =
             ts::check_reducescatter(c, fn, collectives::even_split(kPrime, n), dtype, op, in_place);
-        ASSERT_TRUE(s.is_ok()) << s.to_string();
+        ASSERT_TRUE(s.ok()) << s.to_string();
       }
       // The other shapes with one op per dtype, rotating, so each op meets each shape.
       const ReduceOp op = ops[d % ops.size()];
@@ -317,17 +317,17 @@ TEST_P(ReducescatterMatrix, EveryDtypeOpUnevenSplitPlacement) {
         if (count == kPrime || is_light(dtype)) continue;
         Status s =
             ts::check_reducescatter(c, fn, collectives::even_split(count, n), dtype, op, in_place);
-        ASSERT_TRUE(s.is_ok()) << s.to_string();
+        ASSERT_TRUE(s.ok()) << s.to_string();
       }
       Status s = ts::check_reducescatter(c, fn, with_empty, dtype, op, in_place);
-      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      ASSERT_TRUE(s.ok()) << s.to_string();
     }
   }
   for (bool in_place : {false, true}) {
     options = options_for(kLargeSegmentBytes);
     Status s = ts::check_reducescatter(c, fn, collectives::even_split(kLarge, n),
                                        DataType::kFloat32, ReduceOp::kSum, in_place);
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
   }
 }
 
@@ -357,13 +357,13 @@ TEST_P(AlltoallvMatrix, EveryDtypeUnevenBlocks) {
     for (size_t scale : {size_t{0}, size_t{1}, size_t{7}, kPrime}) {
       if (is_light(dtype) && scale != 1 && scale != kPrime) continue;
       Status s = ts::check_alltoallv(c, fn, scale, dtype);
-      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      ASSERT_TRUE(s.ok()) << s.to_string();
     }
   }
   // Blocks of 0..3 x scale elements: about 1.5 x scale x N per rank, ~1M in all.
   const size_t large_scale = kLarge / (2 * static_cast<size_t>(n)) + 1;
   Status s = ts::check_alltoallv(c, fn, large_scale, DataType::kFloat32);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Mp, AlltoallvMatrix,

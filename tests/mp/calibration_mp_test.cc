@@ -53,10 +53,10 @@ TEST(CalibrationMp, EveryRankHoldsTheSameFiguresAndChoices) {
   o.deadline = mp::mp_deadline();
   ASSERT_TRUE(collectives::ring_allreduce(comm, mine.data(), low.data(), mine.size(),
                                           DataType::kFloat64, ReduceOp::kMin, o)
-                  .is_ok());
+                  .ok());
   ASSERT_TRUE(collectives::ring_allreduce(comm, mine.data(), high.data(), mine.size(),
                                           DataType::kFloat64, ReduceOp::kMax, o)
-                  .is_ok());
+                  .ok());
   EXPECT_EQ(0, std::memcmp(low.data(), high.data(), low.size() * sizeof(double)))
       << "ranks disagree on the calibration or on a choice";
   // auto through the selector at every size gives the closed form.
@@ -69,7 +69,7 @@ TEST(CalibrationMp, EveryRankHoldsTheSameFiguresAndChoices) {
                                              a.topology = &topology;
                                              return a;
                                            }())
-                    .is_ok());
+                    .ok());
     const float expect = comm.size() * (comm.size() + 1) / 2.0f;
     EXPECT_EQ(out.front(), expect);
     EXPECT_EQ(out.back(), expect);

@@ -35,10 +35,10 @@ TEST(CommunicatorMp, RingExchange) {
     std::vector<int32_t> out(count), in(count, -1);
     for (size_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(c.rank() * 7919 + i);
     auto rq = c.irecv(prev, in.data(), count * 4, 21);
-    ASSERT_TRUE(rq.is_ok()) << rq.status().to_string();
-    ASSERT_TRUE(c.send(next, out.data(), count * 4, 21, mp_deadline()).is_ok());
+    ASSERT_TRUE(rq.ok()) << rq.status().to_string();
+    ASSERT_TRUE(c.send(next, out.data(), count * 4, 21, mp_deadline()).ok());
     Status s = rq.value()->wait(mp_deadline());
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     for (size_t i = 0; i < count; ++i)
       ASSERT_EQ(in[i], static_cast<int32_t>(prev * 7919 + i)) << "count " << count << " i " << i;
   }
@@ -53,13 +53,13 @@ TEST(CommunicatorMp, NativeAllreduceClosedForm) {
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(c.rank() + i);
   ASSERT_TRUE(c.allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum,
                           mp_deadline())
-                  .is_ok());
+                  .ok());
   // sum over r of (r + i) = n*i + n(n-1)/2
   for (size_t i = 0; i < buf.size(); ++i)
     ASSERT_EQ(buf[i], static_cast<float>(n * i + n * (n - 1) / 2)) << i;
   std::vector<int64_t> mx(5, c.rank()), out(5);
-  ASSERT_TRUE(c.allreduce(mx.data(), out.data(), 5, DataType::kInt64, ReduceOp::kMax, mp_deadline())
-                  .is_ok());
+  ASSERT_TRUE(
+      c.allreduce(mx.data(), out.data(), 5, DataType::kInt64, ReduceOp::kMax, mp_deadline()).ok());
   for (int64_t v : out) EXPECT_EQ(v, n - 1);
 }
 
@@ -75,7 +75,7 @@ TEST(CommunicatorMp, NativeAllreduceMatrix) {
     const DataType dtype = static_cast<DataType>(d);
     for (const auto& cs : ts::allreduce_cases(c.size(), dtype, dtype == DataType::kFloat32)) {
       Status s = ts::check_allreduce(c, fn, cs, /*repeats=*/2);
-      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      ASSERT_TRUE(s.ok()) << s.to_string();
     }
   }
 }
@@ -106,27 +106,27 @@ TEST(CommunicatorMp, NativeAllgathervBroadcastAlltoallvReducescatterBarrier) {
   for (int r = 0; r < p; ++r) uneven.push_back(r % 2 == 0 ? 0 : 1000 + r);
   for (bool in_place : {false, true}) {
     Status s = ts::check_allgatherv(c, ag, uneven, DataType::kBFloat16, in_place);
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     s = ts::check_allgatherv(c, ag, std::vector<size_t>(p, 3), DataType::kInt8, in_place);
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
   }
   for (int root = 0; root < p; ++root) {
     Status s = ts::check_broadcast(c, bc, 100003, DataType::kFloat32, root, root % 2 == 1);
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
   }
   for (size_t scale : {size_t{1}, size_t{257}}) {
     Status s = ts::check_alltoallv(c, a2a, scale, DataType::kInt32);
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
   }
   std::vector<size_t> blocks;
   for (int r = 0; r < p; ++r) blocks.push_back(r % 2 == 0 ? 1 : 513 + r);
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kProduct}) {
     for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kInt64}) {
       Status s = ts::check_reducescatter(c, rs, blocks, dtype, op, op == ReduceOp::kSum);
-      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      ASSERT_TRUE(s.ok()) << s.to_string();
     }
   }
-  ASSERT_TRUE(c.barrier(mp_deadline()).is_ok());
+  ASSERT_TRUE(c.barrier(mp_deadline()).ok());
 }
 
 // hora's own algorithms over this backend's point to point.
@@ -146,7 +146,7 @@ TEST(CommunicatorMp, HoraAlgorithmsOverTheBackend) {
     for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt32}) {
       for (const auto& cs : ts::allreduce_cases(c.size(), dtype, false)) {
         Status s = ts::check_allreduce(c, fn, cs);
-        ASSERT_TRUE(s.is_ok()) << s.to_string();
+        ASSERT_TRUE(s.ok()) << s.to_string();
       }
     }
   }
@@ -157,8 +157,8 @@ TEST(CommunicatorMp, HoraAlgorithmsOverTheBackend) {
   std::vector<size_t> counts;
   for (int r = 0; r < c.size(); ++r) counts.push_back(2000 + 3 * r);
   Status s = ts::check_allgatherv(c, ag, counts, DataType::kFloat64, false);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
-  ASSERT_TRUE(collectives::dissemination_barrier(c, options).is_ok());
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  ASSERT_TRUE(collectives::dissemination_barrier(c, options).ok());
 }
 
 }  // namespace

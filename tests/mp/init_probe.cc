@@ -7,7 +7,7 @@
 
 int main() {
   hora::Status status = hora::init();
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "init_probe: hora::init failed: %s\n", status.to_string().c_str());
     return 1;
   }
@@ -15,7 +15,7 @@ int main() {
               hora::size(), hora::local_rank(), hora::local_size(), hora::cross_rank(),
               hora::cross_size());
   status = hora::shutdown();
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "init_probe: hora::shutdown failed: %s\n", status.to_string().c_str());
     return 1;
   }

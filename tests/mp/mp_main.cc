@@ -30,7 +30,7 @@ collectives::Communicator& mp_communicator() {
   static bool paused = false;
   if (!paused) {
     Status s = detail::pause_engine(std::chrono::seconds(120));
-    if (!s.is_ok()) {
+    if (!s.ok()) {
       std::fprintf(stderr, "mp_communicator(): pausing the engine: %s\n", s.to_string().c_str());
       std::abort();
     }
@@ -52,13 +52,13 @@ int main(int argc, char** argv) {
     return kSkip;
   }
   hora::Status status = hora::init();
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "hora::init failed: %s\n", status.to_string().c_str());
     return 1;
   }
   int rc = RUN_ALL_TESTS();
   status = hora::shutdown();
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "hora::shutdown failed: %s\n", status.to_string().c_str());
     rc = 1;
   }

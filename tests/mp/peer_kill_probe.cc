@@ -86,13 +86,13 @@ int main(int argc, char** argv) {
     return 77;
   }
   Status status = hora::init();
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "peer_kill_probe: hora::init failed: %s\n", status.to_string().c_str());
     return 1;
   }
   // This probe drives the job's communicator itself: park the engine first.
   status = hora::detail::pause_engine(std::chrono::seconds(60));
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "peer_kill_probe: pausing the engine: %s\n", status.to_string().c_str());
     return 1;
   }
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   options.deadline = Deadline::after_seconds(kDeadlineS);
   status = hora::collectives::ring_allreduce(
       comm, in.data(), out.data(), 1024, hora::DataType::kFloat32, hora::ReduceOp::kSum, options);
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::printf("peer_kill_probe: rank %d: warm-up failed: %s\n", me, status.to_string().c_str());
     return 1;
   }
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
                                         hora::DataType::kFloat32, hora::ReduceOp::kSum, options);
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (status.is_ok()) {
+  if (status.ok()) {
     std::printf("peer_kill_probe: rank %d finished without an error\n", me);
     return 0;
   }
@@ -135,8 +135,8 @@ int main(int argc, char** argv) {
     for (int r = 0; r < comm.size(); ++r)
       if (r != victim) keys.push_back(prefix + std::to_string(r));
     Status st = store.set(prefix + std::to_string(me), hora::collectives::Bytes{1});
-    if (st.is_ok()) st = store.wait(keys, Deadline::after_seconds(2 * kDeadlineS));
-    if (!st.is_ok())
+    if (st.ok()) st = store.wait(keys, Deadline::after_seconds(2 * kDeadlineS));
+    if (!st.ok())
       std::printf("peer_kill_probe: rank %d: waiting for the other survivors: %s\n", me,
                   st.to_string().c_str());
   }

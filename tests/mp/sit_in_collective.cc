@@ -15,13 +15,13 @@
 
 int main() {
   hora::Status status = hora::init();
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "sit_in_collective: hora::init failed: %s\n", status.to_string().c_str());
     return 1;
   }
   // The collective below uses the job's communicator directly: park the engine first.
   status = hora::detail::pause_engine(std::chrono::seconds(60));
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     std::fprintf(stderr, "sit_in_collective: pausing the engine: %s\n", status.to_string().c_str());
     return 1;
   }

@@ -61,7 +61,7 @@ TEST(TopologyMp, LayoutIsTrueAcrossHosts) {
   ASSERT_TRUE(collectives::ring_allgatherv(comm, &mine, all.data(),
                                            std::vector<size_t>(n, sizeof(Record)), DataType::kUint8,
                                            options)
-                  .is_ok());
+                  .ok());
   std::map<std::string, std::vector<int>> by_identity;
   std::set<std::string> hostnames;
   for (int r = 0; r < n; ++r) {
@@ -135,7 +135,7 @@ TEST(TopologyMp, HierarchicalAllreduceClosedFormAndBitwiseEqual) {
         return collectives::hierarchical_allreduce(cm, topology(), in, out, count, dt, op, options);
       };
       Status s = test_support::check_allreduce(comm, fn, c, /*repeats=*/2);
-      ASSERT_TRUE(s.is_ok()) << c.name() << ": " << s.to_string();
+      ASSERT_TRUE(s.ok()) << c.name() << ": " << s.to_string();
     }
   }
 }
@@ -152,7 +152,7 @@ TEST(TopologyMp, HierarchicalAllgathervClosedForm) {
       return collectives::hierarchical_allgatherv(cm, topology(), in, out, cs, dt, options);
     };
     Status s = test_support::check_allgatherv(comm, fn, counts, DataType::kFloat32, in_place);
-    ASSERT_TRUE(s.is_ok()) << (in_place ? "in place: " : "") << s.to_string();
+    ASSERT_TRUE(s.ok()) << (in_place ? "in place: " : "") << s.to_string();
   }
 }
 
@@ -168,7 +168,7 @@ TEST(TopologyMp, SelectorWithMeasuredLinksRunsWhatItPicks) {
                                         options);
     };
     Status s = test_support::check_allreduce(comm, fn, c);
-    ASSERT_TRUE(s.is_ok()) << count << ": " << s.to_string();
+    ASSERT_TRUE(s.ok()) << count << ": " << s.to_string();
   }
 }
 

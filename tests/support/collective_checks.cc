@@ -179,7 +179,7 @@ Status check_reduced(const collectives::Communicator& comm, const void* got, siz
       }
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 // Compares bytes to an expected buffer, naming the first differing element.
@@ -193,7 +193,7 @@ Status check_exact(const collectives::Communicator& comm, const uint8_t* got, co
                               std::to_string(load_value(want, j, dtype)));
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<size_t> offsets_of(const std::vector<size_t>& counts) {
@@ -295,7 +295,7 @@ Status check_same_bits(collectives::Communicator& comm, const void* data, size_t
                        const std::string& what, double timeout_s) {
   const int n = comm.size();
   const int me = comm.rank();
-  if (n == 1) return Status::ok();
+  if (n == 1) return Status::OK();
   const Deadline deadline = Deadline::after_seconds(timeout_s);
   std::vector<uint64_t> hashes(n, 0);
   hashes[me] = fnv1a(data, bytes);
@@ -318,7 +318,7 @@ Status check_same_bits(collectives::Communicator& comm, const void* data, size_t
                               " vs " + std::to_string(hashes[0]) + ")");
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::string AllreduceCase::name() const {
@@ -365,12 +365,12 @@ Status check_allreduce(collectives::Communicator& comm, const AllreduceFn& fn,
     std::vector<uint8_t> in_copy = input;
     if (c.in_place) {
       Status status = fn(comm, in_copy.data(), in_copy.data(), c.count, c.dtype, c.op);
-      if (!status.is_ok()) return status.with_context(" [" + what + "]");
+      if (!status.ok()) return status.with_context(" [" + what + "]");
       buf.swap(in_copy);
     } else {
       if (bytes > 0) std::memset(buf.data(), kPoison, bytes);  // data() may be null at 0
       Status status = fn(comm, in_copy.data(), buf.data(), c.count, c.dtype, c.op);
-      if (!status.is_ok()) return status.with_context(" [" + what + "]");
+      if (!status.ok()) return status.with_context(" [" + what + "]");
       if (in_copy != input) {
         return Status::internal(rank_prefix(comm) + what + ": the input changed out of place");
       }
@@ -384,7 +384,7 @@ Status check_allreduce(collectives::Communicator& comm, const AllreduceFn& fn,
     }
     HORA_RETURN_IF_ERROR(check_same_bits(comm, buf.data(), bytes, what));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status check_allgatherv(collectives::Communicator& comm, const AllgathervFn& fn,
@@ -407,7 +407,7 @@ Status check_allgatherv(collectives::Communicator& comm, const AllgathervFn& fn,
     src = out.data() + offsets[me] * elem;
   }
   Status status = fn(comm, src, out.data(), counts, dtype);
-  if (!status.is_ok()) return status.with_context(" [" + what + "]");
+  if (!status.ok()) return status.with_context(" [" + what + "]");
   return check_exact(comm, out.data(), want.data(), total, dtype, what);
 }
 
@@ -425,7 +425,7 @@ Status check_reducescatter(collectives::Communicator& comm, const ReducescatterF
   fill_input(in.data(), me, 0, total, dtype, op);
   uint8_t* dst = in_place ? in.data() + offsets[me] * elem : out.data();
   Status status = fn(comm, in.data(), dst, recv_counts, dtype, op);
-  if (!status.is_ok()) return status.with_context(" [" + what + "]");
+  if (!status.ok()) return status.with_context(" [" + what + "]");
   return check_reduced(comm, dst, offsets[me], recv_counts[me], dtype, op, what);
 }
 
@@ -445,7 +445,7 @@ Status check_broadcast(collectives::Communicator& comm, const BroadcastFn& fn, s
   } else {
     status = fn(comm, in.data(), out.data(), count, dtype, root);
   }
-  if (!status.is_ok()) return status.with_context(" [" + what + "]");
+  if (!status.ok()) return status.with_context(" [" + what + "]");
   return check_exact(comm, out.data(), want.data(), count, dtype, what);
 }
 
@@ -475,7 +475,7 @@ Status check_alltoallv(collectives::Communicator& comm, const AlltoallvFn& fn, s
   std::string what =
       std::string("alltoallv ") + data_type_name(dtype) + " scale " + std::to_string(scale);
   Status status = fn(comm, in.data(), send_counts, out.data(), recv_counts, dtype);
-  if (!status.is_ok()) return status.with_context(" [" + what + "]");
+  if (!status.ok()) return status.with_context(" [" + what + "]");
   return check_exact(comm, out.data(), want.data(), recv_offsets.back(), dtype, what);
 }
 

@@ -14,7 +14,7 @@
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   auto devices = hora::kernels::cuda::device_count();
-  if (!devices.is_ok()) {
+  if (!devices.ok()) {
     const char* require = std::getenv("HORA_TEST_REQUIRE_GPU");
     const bool required = require != nullptr && std::strcmp(require, "1") == 0;
     std::printf("%s: no usable CUDA device: %s\n", required ? "FAILED" : "SKIPPED",

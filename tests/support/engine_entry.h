@@ -24,7 +24,7 @@ inline Handle enqueue_entry(engine::Engine& eng, engine::Entry e, double timeout
   std::vector<engine::Entry> entries;
   entries.push_back(std::move(e));
   Status s = eng.enqueue(std::move(entries));
-  if (!s.is_ok()) state->complete(s);
+  if (!s.ok()) state->complete(s);
   return Handle(state);
 }
 
@@ -39,7 +39,7 @@ inline Status expect_eq(const std::vector<float>& got, const std::vector<float>&
     if (got[i] != want[i])
       return Status::internal(what + "[" + std::to_string(i) + "] = " + std::to_string(got[i]) +
                               ", want " + std::to_string(want[i]));
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace test_support

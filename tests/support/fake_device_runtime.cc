@@ -18,7 +18,7 @@ Status FakeDeviceRuntime::check_device(int device, const char* what) const {
   if (device < 0 || device >= devices_)
     return Status::invalid_argument(std::string(what) + ": no fake device " +
                                     std::to_string(device));
-  return Status::ok();
+  return Status::OK();
 }
 
 // The alignment the CUDA kernels demand (kernels/cuda/device.cc's check_aligned), so that what
@@ -27,7 +27,7 @@ static Status check_aligned(const char* what, DataType dtype, const void* p) {
   if (reinterpret_cast<uintptr_t>(p) % data_type_bytes(dtype) != 0)
     return Status::invalid_argument(std::string(what) + ": a " + data_type_name(dtype) +
                                     " buffer is not aligned to its element size");
-  return Status::ok();
+  return Status::OK();
 }
 
 void FakeDeviceRuntime::note(const std::string& op) {
@@ -62,7 +62,7 @@ Status FakeDeviceRuntime::record_event(int device, DeviceEvent event, DeviceStre
   note("record_event");
   MutexLock lock(&mu_);
   recorded_on_[event] = stream;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status FakeDeviceRuntime::stream_wait_event(int device, DeviceStream stream, DeviceEvent event) {
@@ -70,7 +70,7 @@ Status FakeDeviceRuntime::stream_wait_event(int device, DeviceStream stream, Dev
   note("stream_wait_event");
   MutexLock lock(&mu_);
   stream_waits_.push_back({stream, event});
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<FakeDeviceRuntime::StreamWait> FakeDeviceRuntime::stream_waits() const {
@@ -87,7 +87,7 @@ DeviceStream FakeDeviceRuntime::recorded_on(DeviceEvent event) const {
 Status FakeDeviceRuntime::wait_event(int device, DeviceEvent, Deadline, const std::string&) {
   HORA_RETURN_IF_ERROR(check_device(device, "wait_event"));
   note("host_wait");
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<void*> FakeDeviceRuntime::alloc_device(int device, size_t bytes) {
@@ -143,14 +143,14 @@ Status FakeDeviceRuntime::memcpy_async(int device, void* dst, const void* src, s
     log_.push_back(to_host ? "copy_to_host" : from_host ? "copy_to_device" : "copy_on_device");
   }
   if (bytes > 0) std::memmove(dst, src, bytes);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status FakeDeviceRuntime::batched_scale_copy_async(int device,
                                                    const std::vector<DeviceCopyItem>& items,
                                                    DataType dtype, double factor, DeviceStream) {
   HORA_RETURN_IF_ERROR(check_device(device, "batched_scale_copy_async"));
-  if (items.empty()) return Status::ok();
+  if (items.empty()) return Status::OK();
   note("batched_copy x" + std::to_string(items.size()));
   for (const DeviceCopyItem& it : items) {
     if (!is_device_memory(it.dst) || !is_device_memory(it.src))
@@ -161,14 +161,14 @@ Status FakeDeviceRuntime::batched_scale_copy_async(int device,
     }
     kernels::scale_copy(it.dst, it.src, it.count, dtype, factor);
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status FakeDeviceRuntime::memset_zero_async(int device, void* buf, size_t bytes, DeviceStream) {
   HORA_RETURN_IF_ERROR(check_device(device, "memset_zero_async"));
   note("memset_zero");
   if (bytes > 0) std::memset(buf, 0, bytes);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status FakeDeviceRuntime::cast_async(int device, void* dst, DataType dst_dtype, const void* src,
@@ -192,7 +192,7 @@ Status FakeDeviceRuntime::cast_async(int device, void* dst, DataType dst_dtype, 
   else
     return Status::invalid_argument(std::string("cast_async: no cast from ") +
                                     data_type_name(src_dtype) + " to " + data_type_name(dst_dtype));
-  return Status::ok();
+  return Status::OK();
 }
 
 std::vector<std::string> FakeDeviceRuntime::log() const {

@@ -20,7 +20,7 @@ size_t sum(const std::vector<size_t>& v) { return std::accumulate(v.begin(), v.e
 }  // namespace
 
 Status FakeNcclCommunicator::device_only(const char* what, const void* p, size_t count) const {
-  if (count == 0 || runtime_->is_device_memory(p)) return Status::ok();
+  if (count == 0 || runtime_->is_device_memory(p)) return Status::OK();
   return Status::invalid_argument(std::string("fake nccl: ") + what + " is not device memory");
 }
 

@@ -29,7 +29,7 @@ inline Status run_gpu_engine(DeviceRuntime* rt, int n, bool nccl, const Config& 
     options.device = 0;
     auto made =
         collectives::create_nccl_communicator(0, 1, store, options, Deadline::after_seconds(60));
-    if (!made.is_ok()) return made.status();
+    if (!made.ok()) return made.status();
     device_comm = std::move(made).value();
     n = 1;
   }
@@ -43,7 +43,7 @@ inline Status run_gpu_engine(DeviceRuntime* rt, int n, bool nccl, const Config& 
     engine::Engine eng(host, config, nullptr, "", nullptr, &res);
     Status checks = body(eng, host.rank(), n);
     Status stopped = eng.stop();
-    return checks.is_ok() ? stopped : checks;
+    return checks.ok() ? stopped : checks;
   });
 }
 

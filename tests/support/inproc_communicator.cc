@@ -45,7 +45,7 @@ class InProcRequest : public collectives::Request {
       InProcWorld::Stream& stream = world_->streams_[key_];
       for (;;) {
         Status own = world_->peer_failure_locked(dst);
-        if (!own.is_ok()) {
+        if (!own.ok()) {
           return Status::remote(rank_str(dst) + " cannot receive from " + rank_str(src) + ": it " +
                                 own.message());
         }
@@ -72,10 +72,10 @@ class InProcRequest : public collectives::Request {
           return status;
         }
         Status peer = world_->peer_failure_locked(src);
-        if (!peer.is_ok()) return peer;
+        if (!peer.ok()) return peer;
         if (me.cv.wait_until(lock, deadline.at()) == std::cv_status::timeout &&
-            stream.messages.count(sequence_) == 0 && world_->peer_failure_locked(src).is_ok() &&
-            world_->peer_failure_locked(dst).is_ok()) {
+            stream.messages.count(sequence_) == 0 && world_->peer_failure_locked(src).ok() &&
+            world_->peer_failure_locked(dst).ok()) {
           return Status::timeout(rank_str(dst) + " timed out waiting for " + rank_str(src) +
                                  " (tag " + std::to_string(tag) + ", " + std::to_string(bytes_) +
                                  " bytes, message #" + std::to_string(sequence_) + ")");
@@ -112,15 +112,15 @@ class RendezvousSendRequest : public collectives::Request {
     for (;;) {
       if (state_->is_done) return state_->status;
       Status own = world_->peer_failure_locked(src);
-      if (!own.is_ok()) {
+      if (!own.ok()) {
         return Status::remote(rank_str(src) + " cannot send to " + rank_str(dst) + ": it " +
                               own.message());
       }
       Status peer = world_->peer_failure_locked(dst);
-      if (!peer.is_ok()) return peer;
+      if (!peer.ok()) return peer;
       if (world_->ranks_[src]->cv.wait_until(lock, deadline.at()) == std::cv_status::timeout &&
-          !state_->is_done && world_->peer_failure_locked(src).is_ok() &&
-          world_->peer_failure_locked(dst).is_ok()) {
+          !state_->is_done && world_->peer_failure_locked(src).ok() &&
+          world_->peer_failure_locked(dst).ok()) {
         return Status::timeout(rank_str(src) + " timed out waiting for " + rank_str(dst) +
                                " to receive (tag " + std::to_string(std::get<2>(key_)) + ", " +
                                std::to_string(bytes_) + " bytes, message #" +
@@ -179,7 +179,7 @@ Status InProcWorld::peer_failure_locked(int peer) const {
   const RankState& state = *ranks_[peer];
   if (state.is_dead) return Status::remote(rank_str(peer) + " is dead (killed by the test)");
   if (state.has_left) return Status::remote(rank_str(peer) + " left: " + state.left_reason);
-  return Status::ok();
+  return Status::OK();
 }
 
 void InProcWorld::wake_all_locked() {
@@ -192,7 +192,7 @@ Status InProcCommunicator::check_peer(int peer, const char* what) const {
                                     ": peer " + std::to_string(peer) + " is not a rank of " +
                                     std::to_string(world_->size()));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<std::unique_ptr<collectives::Request>> InProcCommunicator::isend(int peer,
@@ -214,12 +214,12 @@ StatusOr<std::unique_ptr<collectives::Request>> InProcCommunicator::isend(int pe
   std::lock_guard<std::mutex> lock(world_->mu_);
   world_->count_op_locked(rank_);
   Status own = world_->peer_failure_locked(rank_);
-  if (!own.is_ok()) {
+  if (!own.ok()) {
     return Status::remote(rank_str(rank_) + " cannot send to " + rank_str(peer) + ": it " +
                           own.message());
   }
   Status status = world_->peer_failure_locked(peer);
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     return std::unique_ptr<collectives::Request>(std::make_unique<DoneRequest>(std::move(status)));
   }
   const InProcWorld::Key key(rank_, peer, tag);
@@ -228,7 +228,7 @@ StatusOr<std::unique_ptr<collectives::Request>> InProcCommunicator::isend(int pe
   stream.messages.emplace(sequence, std::move(message));
   world_->ranks_[peer]->cv.notify_all();
   if (is_eager) {
-    return std::unique_ptr<collectives::Request>(std::make_unique<DoneRequest>(Status::ok()));
+    return std::unique_ptr<collectives::Request>(std::make_unique<DoneRequest>(Status::OK()));
   }
   return std::unique_ptr<collectives::Request>(
       std::make_unique<RendezvousSendRequest>(world_, key, sequence, std::move(state), bytes));

@@ -30,7 +30,7 @@ std::vector<Status> run_all(int n, const InProcRankFn& fn, SendMode mode,
       } catch (...) {
         status = Status::internal("unknown exception");
       }
-      if (!status.is_ok()) {
+      if (!status.ok()) {
         {
           std::lock_guard<std::mutex> lock(mu);
           failure_order->push_back(r);
@@ -55,7 +55,7 @@ Status run_ranks(int n, const RankFn& fn, SendMode mode) {
   std::vector<int> order;
   std::vector<Status> statuses = run_all(
       n, [&](InProcCommunicator& comm, InProcWorld&) { return fn(comm); }, mode, &order);
-  if (order.empty()) return Status::ok();
+  if (order.empty()) return Status::OK();
   const Status& first = statuses[order.front()];
   return Status(first.code(), "rank " + std::to_string(order.front()) + ": " + first.message());
 }

@@ -46,7 +46,7 @@ struct Job {
     adam = Adam::create(model.parameters(), {}).value();
     for (const Parameter& p : model.parameters())
       for (int64_t i = 0; i < p.count; ++i) p.grad[i] = 0.01f * static_cast<float>(i + seed);
-    EXPECT_TRUE(adam->step().is_ok());
+    EXPECT_TRUE(adam->step().ok());
   }
   std::vector<float> flat() {
     std::vector<float> all;
@@ -59,16 +59,16 @@ struct Job {
 TEST_F(CheckpointTest, RoundTripRestoresEverything) {
   Job saved(1), restored(2);
   ASSERT_NE(saved.flat(), restored.flat());
-  ASSERT_TRUE(save_checkpoint(path_, saved.model.parameters(), saved.adam->state(), 7).is_ok());
+  ASSERT_TRUE(save_checkpoint(path_, saved.model.parameters(), saved.adam->state(), 7).ok());
   auto epoch = load_checkpoint(path_, restored.model.parameters(), restored.adam->state());
-  ASSERT_TRUE(epoch.is_ok()) << epoch.status().to_string();
+  ASSERT_TRUE(epoch.ok()) << epoch.status().to_string();
   EXPECT_EQ(epoch.value(), 7);
   EXPECT_EQ(saved.flat(), restored.flat());
 }
 
 TEST_F(CheckpointTest, CorruptedFileIsAClearErrorAndChangesNothing) {
   Job saved(1), other(2);
-  ASSERT_TRUE(save_checkpoint(path_, saved.model.parameters(), saved.adam->state(), 1).is_ok());
+  ASSERT_TRUE(save_checkpoint(path_, saved.model.parameters(), saved.adam->state(), 1).ok());
   std::string bytes = read_file();
   const std::vector<float> before = other.flat();
 
@@ -99,7 +99,7 @@ TEST_F(CheckpointTest, CorruptedFileIsAClearErrorAndChangesNothing) {
 
 TEST_F(CheckpointTest, AnotherModelShapeIsRejectedByName) {
   Job saved(1);
-  ASSERT_TRUE(save_checkpoint(path_, saved.model.parameters(), saved.adam->state(), 1).is_ok());
+  ASSERT_TRUE(save_checkpoint(path_, saved.model.parameters(), saved.adam->state(), 1).ok());
   Mlp wider = Mlp::create({4, 5, 2}, 1).value();
   auto adam = Adam::create(wider.parameters(), {}).value();
   Status s = load_checkpoint(path_, wider.parameters(), adam->state()).status();

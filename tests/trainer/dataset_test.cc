@@ -91,8 +91,8 @@ TEST(DatasetTest, BadSpecsAndSplitsAreRejected) {
   s = ShardedLoader::create(data.train, 10, 0, 3, 1).status();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("global batch 10"), std::string::npos) << s.to_string();
-  EXPECT_FALSE(ShardedLoader::create(data.train, 480, 0, 1, 1).is_ok());
-  EXPECT_FALSE(ShardedLoader::create(data.train, 8, 2, 2, 1).is_ok());
+  EXPECT_FALSE(ShardedLoader::create(data.train, 480, 0, 1, 1).ok());
+  EXPECT_FALSE(ShardedLoader::create(data.train, 8, 2, 2, 1).ok());
 }
 
 }  // namespace

@@ -118,7 +118,7 @@ TEST(LayersTest, SoftmaxCrossEntropyKnownValueAndStability) {
 
 TEST(LayersTest, MlpGradientsMatchFiniteDifferencesInReverseLayerOrder) {
   auto model_or = Mlp::create({6, 5, 4, 3}, 7);
-  ASSERT_TRUE(model_or.is_ok());
+  ASSERT_TRUE(model_or.ok());
   Mlp model = std::move(model_or).value();
   Matrix x = random_matrix(4, 6, 41);
   const std::vector<int32_t> labels = {0, 1, 2, 1};
@@ -131,9 +131,9 @@ TEST(LayersTest, MlpGradientsMatchFiniteDifferencesInReverseLayerOrder) {
                   .backward(dlogits,
                             [&](const std::string& name) {
                               order.push_back(name);
-                              return Status::ok();
+                              return Status::OK();
                             })
-                  .is_ok());
+                  .ok());
   EXPECT_EQ(order, (std::vector<std::string>{"fc3.weight", "fc3.bias", "fc2.weight", "fc2.bias",
                                              "fc1.weight", "fc1.bias"}));
   for (const Parameter& p : model.parameters()) {

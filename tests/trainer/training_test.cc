@@ -32,10 +32,10 @@ double train_and_evaluate(bool use_adam, int epochs) {
   for (int epoch = 0; epoch < epochs; ++epoch) {
     for (int64_t step = 0; step < loader.steps_per_epoch(); ++step) {
       loader.load(epoch, step, buffers.x, buffers.labels);
-      EXPECT_TRUE(opt->zero_grad().is_ok());
+      EXPECT_TRUE(opt->zero_grad().ok());
       auto loss = forward_backward(model, buffers, nullptr);
-      EXPECT_TRUE(loss.is_ok());
-      EXPECT_TRUE(opt->step().is_ok());
+      EXPECT_TRUE(loss.ok());
+      EXPECT_TRUE(opt->step().ok());
     }
   }
   const double accuracy =

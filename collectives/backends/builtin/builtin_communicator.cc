@@ -120,7 +120,7 @@ class BuiltinCommunicator : public Communicator {
     HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin: allreduce"));
     if (size_ == 1) {
       if (in != out && count > 0) std::memmove(out, in, count * data_type_bytes(dtype));
-      return Status::ok();
+      return Status::OK();
     }
     if (!exchange_) return Communicator::allreduce(in, out, count, dtype, op, deadline);
     if (aborted_.load()) return aborted_status();
@@ -140,7 +140,7 @@ class BuiltinCommunicator : public Communicator {
                                shm_options_);
   }
   Status broadcast(void* buf, size_t count, DataType dtype, int root, Deadline deadline) override {
-    if (size_ == 1 && root == 0) return Status::ok();
+    if (size_ == 1 && root == 0) return Status::OK();
     if (!exchange_) return Communicator::broadcast(buf, count, dtype, root, deadline);
     if (aborted_.load()) return aborted_status();
     return shm_broadcast(*exchange_, buf, count, dtype, root, deadline);
@@ -154,7 +154,7 @@ class BuiltinCommunicator : public Communicator {
         return Status::invalid_argument("allgatherv: " + std::to_string(counts.size()) +
                                         " counts for 1 rank");
       if (in != out && counts[0] > 0) std::memmove(out, in, counts[0] * data_type_bytes(dtype));
-      return Status::ok();
+      return Status::OK();
     }
     return shm_allgatherv(*exchange_, in, out, counts, dtype, deadline);
   }
@@ -170,7 +170,7 @@ class BuiltinCommunicator : public Communicator {
                                         " counts for 1 rank");
       if (in != out && recv_counts[0] > 0)
         std::memmove(out, in, recv_counts[0] * data_type_bytes(dtype));
-      return Status::ok();
+      return Status::OK();
     }
     return shm_reducescatter(*exchange_, in, out, recv_counts, dtype, op, deadline);
   }
@@ -320,7 +320,7 @@ Status BuiltinCommunicator::init(Store& store) {
   }
   engines_[rank_] = std::make_unique<PeerEngine>(rank_, rank_, std::make_unique<LoopbackLink>(),
                                                  options_.max_message_bytes);
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<std::unique_ptr<Request>> BuiltinCommunicator::post(bool is_send, int peer, void* data,
@@ -373,7 +373,7 @@ void BuiltinCommunicator::check_peers() {
   for (auto& e : engines_) {
     if (e->broken()) continue;
     Status st = e->link().check_alive();
-    if (!st.is_ok()) e->fail(st);
+    if (!st.ok()) e->fail(st);
   }
 }
 
@@ -438,7 +438,7 @@ Status BuiltinCommunicator::lost_peers_status(const Op& op) const {
                           (op.is_send ? "send to" : "recv from") + " rank " +
                           std::to_string(op.peer) + ": the group lost a member");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status BuiltinCommunicator::with_lost_peers(const Status& status, int peer) {
@@ -501,7 +501,7 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
       if (op.complete) return finish();
       if (now - last_progress >= kLostMemberGrace) {
         Status lost = lost_peers_status(op);
-        if (!lost.is_ok()) return lost;
+        if (!lost.ok()) return lost;
       }
       continue;
     }

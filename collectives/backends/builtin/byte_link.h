@@ -36,7 +36,7 @@ class ByteLink {
   virtual int fd() const { return -1; }
   // Checks that the peer is still alive (shm: its process exists). Cheap but not free: called
   // only after a wait made no progress for a while.
-  virtual Status check_alive() { return Status::ok(); }
+  virtual Status check_alive() { return Status::OK(); }
   // "shm", "tcp" or "self".
   virtual const char* kind() const = 0;
 };

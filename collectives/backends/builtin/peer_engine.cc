@@ -57,7 +57,7 @@ void PeerEngine::post_recv(const std::shared_ptr<Op>& op) {
     } else {
       if (op->bytes > 0) std::memcpy(op->dst, it->data.data(), op->bytes);
       op->done = op->bytes;
-      complete(op, Status::ok());
+      complete(op, Status::OK());
     }
     unexpected_.erase(it);
     return;
@@ -75,13 +75,13 @@ void PeerEngine::finish_unexpected(std::list<Unexpected>::iterator it) {
   } else {
     if (op->bytes > 0) std::memcpy(op->dst, it->data.data(), op->bytes);
     op->done = op->bytes;
-    complete(op, Status::ok());
+    complete(op, Status::OK());
   }
   unexpected_.erase(it);
 }
 
 void PeerEngine::fail(const Status& status) {
-  if (broken_.is_ok()) broken_ = status;
+  if (broken_.ok()) broken_ = status;
   for (auto& op : sends_) complete(op, broken_);
   for (auto& op : recvs_) complete(op, broken_);
   sends_.clear();
@@ -124,7 +124,7 @@ bool PeerEngine::progress_send() {
       spans[count++] = {op.src + sent, op.bytes - sent};
     }
     auto n = link_->write_some(spans, count);
-    if (!n.is_ok()) {
+    if (!n.ok()) {
       fail(n.status());
       return true;
     }
@@ -133,7 +133,7 @@ bool PeerEngine::progress_send() {
     op.done += n.value();
     budget -= std::min(budget, n.value());
     if (op.done == kFrameHeaderBytes + op.bytes) {
-      complete(sends_.front(), Status::ok());
+      complete(sends_.front(), Status::OK());
       sends_.pop_front();
     }
   }
@@ -147,7 +147,7 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
     switch (rx_state_) {
       case RxState::kHeader: {
         auto n = link_->read_some(rx_header_ + rx_header_got_, kFrameHeaderBytes - rx_header_got_);
-        if (!n.is_ok()) {
+        if (!n.ok()) {
           fail(n.status());
           return true;
         }
@@ -157,7 +157,7 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
         if (rx_header_got_ < kFrameHeaderBytes) continue;
         rx_header_got_ = 0;
         auto parsed = parse_frame_header(rx_header_, max_message_bytes_, peer_);
-        if (!parsed.is_ok()) {
+        if (!parsed.ok()) {
           fail(parsed.status());
           return true;
         }
@@ -199,7 +199,7 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
         if (rx_done_ < total) {
           size_t want = static_cast<size_t>(std::min<uint64_t>(total - rx_done_, budget));
           auto n = link_->read_some(dst + rx_done_, want);
-          if (!n.is_ok()) {
+          if (!n.ok()) {
             fail(n.status());
             return true;
           }
@@ -219,7 +219,7 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
           into_unexpected_ = false;
           finish_unexpected(receiving_unexpected_);
         } else {
-          complete(receiving_op_, Status::ok());
+          complete(receiving_op_, Status::OK());
           receiving_op_.reset();
         }
         break;
@@ -230,7 +230,7 @@ bool PeerEngine::progress_recv(bool allow_unexpected) {
           size_t want =
               static_cast<size_t>(std::min<uint64_t>(rx_frame_.bytes - rx_done_, discard_.size()));
           auto n = link_->read_some(discard_.data(), want);
-          if (!n.is_ok()) {
+          if (!n.ok()) {
             fail(n.status());
             return true;
           }

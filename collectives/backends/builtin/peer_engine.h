@@ -53,7 +53,7 @@ class PeerEngine {
   }
   // True while a send has bytes not yet written (poll for POLLOUT).
   bool sending() const { return !sends_.empty(); }
-  bool broken() const { return !broken_.is_ok(); }
+  bool broken() const { return !broken_.ok(); }
   // Why the link broke (OK while it is not broken).
   const Status& broken_status() const { return broken_; }
   // Fails every pending and later operation with `status`.

@@ -58,12 +58,12 @@ Status small_allreduce(ShmExchange& x, const void* in, void* out, size_t count, 
   if (n == 2) {  // the common case, without the sources' vector
     kernels::reduce3_scaled(dst, nullptr, x.slot(0, step, bytes), x.slot(1, step, bytes), count,
                             dtype, op, factor);
-    return Status::ok();
+    return Status::OK();
   }
   std::vector<const uint8_t*> srcs(n);
   for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step, bytes);
   reduce_sources(srcs, count, dtype, op, factor, dst, nullptr);
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace
@@ -71,8 +71,8 @@ Status small_allreduce(ShmExchange& x, const void* in, void* out, size_t count, 
 Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, DataType dtype,
                      ReduceOp op, Deadline deadline, const ShmCollectiveOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm allreduce"));
-  if (!x.failure().is_ok()) return x.failure();
-  if (count == 0) return Status::ok();
+  if (!x.failure().ok()) return x.failure();
+  if (count == 0) return Status::OK();
   const int n = x.size();
   const int r = x.rank();
   const size_t esize = data_type_bytes(dtype);
@@ -81,7 +81,7 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
   const double factor = op == ReduceOp::kAverage ? 1.0 / n : 1.0;
   if (n == 1) {
     if (in != out) std::memmove(out, in, bytes);
-    return Status::ok();
+    return Status::OK();
   }
   if (bytes <= options.small_bytes && bytes <= x.slot_bytes())
     return small_allreduce(x, in, out, count, dtype, kernel_op, factor, deadline);
@@ -147,16 +147,16 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
   }
   // Peers copy results out of in-place shared regions: keep them until every peer is done.
   if (any_in_place) HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
-  return Status::ok();
+  return Status::OK();
 }
 
 Status shm_broadcast(ShmExchange& x, void* buf, size_t count, DataType dtype, int root,
                      Deadline deadline) {
-  if (!x.failure().is_ok()) return x.failure();
+  if (!x.failure().ok()) return x.failure();
   if (root < 0 || root >= x.size())
     return Status::invalid_argument("broadcast root " + std::to_string(root) +
                                     " is out of range [0, " + std::to_string(x.size()) + ")");
-  if (count == 0 || x.size() == 1) return Status::ok();
+  if (count == 0 || x.size() == 1) return Status::OK();
   auto* data = static_cast<uint8_t*>(buf);
   const size_t bytes = count * data_type_bytes(dtype);
   for (size_t first = 0; first < bytes; first += x.slot_bytes()) {
@@ -166,7 +166,7 @@ Status shm_broadcast(ShmExchange& x, void* buf, size_t count, DataType dtype, in
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "broadcast"));
     if (x.rank() != root) kernels::copy(data + first, x.slot(root, step, m), m);
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 // Allgatherv: steps of one slot of every block at a time; in step k rank r copies bytes
@@ -175,7 +175,7 @@ Status shm_broadcast(ShmExchange& x, void* buf, size_t count, DataType dtype, in
 // point per step; steps = the largest block / slot, the same on every rank.
 Status shm_allgatherv(ShmExchange& x, const void* in, void* out, const std::vector<size_t>& counts,
                       DataType dtype, Deadline deadline) {
-  if (!x.failure().is_ok()) return x.failure();
+  if (!x.failure().ok()) return x.failure();
   const int n = x.size();
   const int r = x.rank();
   if (counts.size() != static_cast<size_t>(n))
@@ -192,7 +192,7 @@ Status shm_allgatherv(ShmExchange& x, const void* in, void* out, const std::vect
   auto* dst = static_cast<uint8_t*>(out);
   const size_t mine = counts[r] * esize;
   if (mine > 0 && src != dst + offset[r]) std::memmove(dst + offset[r], src, mine);
-  if (n == 1) return Status::ok();
+  if (n == 1) return Status::OK();
   for (size_t at = 0; at < largest; at += x.slot_bytes()) {
     const uint64_t step = x.next_step();
     const size_t used = std::min(x.slot_bytes(), largest - at);  // the same on every rank
@@ -206,7 +206,7 @@ Status shm_allgatherv(ShmExchange& x, const void* in, void* out, const std::vect
                     std::min(x.slot_bytes(), theirs - at));
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 // Reducescatter: steps over windows of one slot of the whole input; in each step every rank
@@ -217,7 +217,7 @@ Status shm_reducescatter(ShmExchange& x, const void* in, void* out,
                          const std::vector<size_t>& recv_counts, DataType dtype, ReduceOp op,
                          Deadline deadline) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm reducescatter"));
-  if (!x.failure().is_ok()) return x.failure();
+  if (!x.failure().ok()) return x.failure();
   const int n = x.size();
   const int r = x.rank();
   if (recv_counts.size() != static_cast<size_t>(n))
@@ -234,7 +234,7 @@ Status shm_reducescatter(ShmExchange& x, const void* in, void* out,
   auto* dst = static_cast<uint8_t*>(out);
   if (n == 1) {
     if (hi > lo && src != dst) std::memmove(dst, src, (hi - lo) * esize);
-    return Status::ok();
+    return Status::OK();
   }
   const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
   const double factor = op == ReduceOp::kAverage ? 1.0 / n : 1.0;
@@ -256,7 +256,7 @@ Status shm_reducescatter(ShmExchange& x, const void* in, void* out,
       reduce_sources(srcs, b - a, dtype, kernel_op, factor, dst + (a - lo) * esize, nullptr);
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace builtin

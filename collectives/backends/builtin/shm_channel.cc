@@ -92,7 +92,7 @@ Status attach_shm_segment(void* base, const ShmLayout& layout, int local_index) 
         std::to_string(h->ring_bytes) + " vs " + std::to_string(layout.ring_bytes));
   }
   h->pids[local_index].store(static_cast<int32_t>(getpid()), std::memory_order_release);
-  return Status::ok();
+  return Status::OK();
 }
 
 ShmDoorbell::ShmDoorbell(void* base, const ShmLayout& layout, int local_index)
@@ -195,7 +195,7 @@ StatusOr<size_t> ShmLink::read_some(void* data, size_t bytes) {
 
 Status ShmLink::check_alive() {
   int32_t pid = peer_pid_->load(std::memory_order_acquire);
-  if (pid <= 0) return Status::ok();
+  if (pid <= 0) return Status::OK();
   bool gone = false;
   if (kill(pid, 0) != 0 && errno == ESRCH) {
     gone = true;
@@ -212,7 +212,7 @@ Status ShmLink::check_alive() {
       if (close_paren != nullptr && (close_paren[2] == 'Z' || close_paren[2] == 'X')) gone = true;
     }
   }
-  if (!gone) return Status::ok();
+  if (!gone) return Status::OK();
   return Status::remote("rank " + std::to_string(peer_rank_) + " (pid " + std::to_string(pid) +
                         ") died: its process is gone (shared-memory link)");
 }

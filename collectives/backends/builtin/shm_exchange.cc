@@ -227,11 +227,11 @@ Status ShmExchange::check_peers(uint64_t seq, const char* what, int* culprit) {
                           " failed during the shared-memory " + what + why +
                           " (its own error names the cause)");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
-  if (!failure_.is_ok()) return failure_;
+  if (!failure_.ok()) return failure_;
   const uint64_t seq = ++seq_;
   Control* me = control(rank_);
   me->arrive.store(seq, std::memory_order_release);
@@ -249,7 +249,7 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
       if (control(p)->arrive.load(std::memory_order_acquire) < seq) return false;
     return true;
   };
-  if (all_arrived()) return Status::ok();
+  if (all_arrived()) return Status::OK();
   const auto started = Clock::now();
   auto last_check = started;
   auto last_poll = started;
@@ -258,7 +258,7 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
   for (uint32_t spins = 0;; ++spins) {
     if (all_arrived()) {
       if (!slept) spin_budget_.on_spun();
-      return Status::ok();
+      return Status::OK();
     }
     if ((spins & 63) != 0) {
       cpu_relax();
@@ -286,7 +286,7 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
       last_check = now;
       int culprit = rank_;
       Status st = check_peers(seq, what, &culprit);
-      if (!st.is_ok()) return fail(st, culprit);
+      if (!st.ok()) return fail(st, culprit);
     }
     if (now >= deadline.at()) {
       std::vector<int> missing;

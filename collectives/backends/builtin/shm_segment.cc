@@ -105,7 +105,7 @@ StatusOr<std::unique_ptr<ShmSegment>> establish_shm_segment(
   if (creator) {
     name = fresh_name();
     auto created = ShmSegment::create(name, bytes);
-    if (!created.is_ok()) {
+    if (!created.ok()) {
       // Tell the other local ranks now rather than let them wait out their deadline.
       store.set(name_key, to_bytes(kCreateFailed + created.status().message()));
       return created.status();
@@ -113,7 +113,7 @@ StatusOr<std::unique_ptr<ShmSegment>> establish_shm_segment(
     segment = std::move(created).value();
     if (init != nullptr) init(segment->data(), bytes, init_arg);
     Status st = store.set(name_key, to_bytes(name));
-    if (!st.is_ok()) {
+    if (!st.ok()) {
       ShmSegment::unlink(name);
       return st;
     }
@@ -130,7 +130,7 @@ StatusOr<std::unique_ptr<ShmSegment>> establish_shm_segment(
     HORA_ASSIGN_OR_RETURN(segment, ShmSegment::open(name, bytes));
   }
   auto mapped = store.add(mapped_key, 1);
-  if (!mapped.is_ok()) {
+  if (!mapped.ok()) {
     if (creator) ShmSegment::unlink(name);
     return mapped.status();
   }
@@ -139,7 +139,7 @@ StatusOr<std::unique_ptr<ShmSegment>> establish_shm_segment(
     HORA_RETURN_IF_ERROR(store.set(unlinked_key, Bytes{1}));
   }
   Status st = store.wait({unlinked_key}, deadline);
-  if (!st.is_ok()) {
+  if (!st.ok()) {
     ShmSegment::unlink(name);  // some local rank never mapped it; leave nothing behind
     return st.with_context(" (shared-memory segment " + name + ": " +
                            std::to_string(mapped.value()) + " of " + std::to_string(local_size) +

@@ -81,13 +81,13 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
                            ReduceOp op, double prescale, double postscale, Deadline deadline,
                            const ShmCollectiveOptions& options) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm allreduce"));
-  if (!x.failure().is_ok()) return x.failure();
+  if (!x.failure().ok()) return x.failure();
   const int n = x.size();
   const int r = x.rank();
   const size_t esize = data_type_bytes(dtype);
   const SpanVector v(spans, esize);
   const size_t count = v.total();
-  if (count == 0) return Status::ok();
+  if (count == 0) return Status::OK();
   const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
   const double factor = op == ReduceOp::kAverage ? postscale * (1.0 / n) : postscale;
   std::vector<const uint8_t*> srcs(n);
@@ -102,7 +102,7 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
       kernels::scale_copy(s.out, s.in, s.count, dtype, prescale);
       kernels::scale(s.out, s.count, dtype, factor);
     }
-    return Status::ok();
+    return Status::OK();
   }
 
   if (count * esize <= options.small_bytes && count * esize <= x.slot_bytes()) {
@@ -122,7 +122,7 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
       reduce_sources(srcs, hi - lo, dtype, kernel_op, factor, result, nullptr);
       v.copy_out(lo, hi, result);
     }
-    return Status::ok();
+    return Status::OK();
   }
 
   // Every source of this call is in the slots (what shm_allreduce's peers would read).
@@ -164,7 +164,7 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
       v.copy_out(first + qlo, first + qhi, x.slot(q, step, used) + qlo * esize);
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace builtin

@@ -88,7 +88,7 @@ Status io_exact(int fd, void* data, size_t bytes, bool reading, Deadline deadlin
     pollfd pfd{fd, static_cast<short>(reading ? POLLIN : POLLOUT), 0};
     poll(&pfd, 1, static_cast<int>(std::min<int64_t>(deadline.remaining().count() + 1, 1000)));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void hmac(const std::string& secret, const std::string& label, const uint8_t* a, size_t an,
@@ -134,7 +134,7 @@ Status connector_handshake(int fd, int rank, int peer, const std::string& secret
   uint8_t ack = 0;
   HORA_RETURN_IF_ERROR(io_exact(fd, &ack, 1, true, deadline, who));
   if (ack != 1) return Status::io(who + " sent a bad handshake acknowledgement");
-  return Status::ok();
+  return Status::OK();
 }
 
 // Returns the authenticated peer rank, or why the connection is dropped.
@@ -323,7 +323,7 @@ StatusOr<std::vector<std::unique_ptr<ByteLink>>> connect_tcp_mesh(
     Deadline hs_deadline(
         std::min(deadline.at(), Deadline::Clock::now() + options.handshake_timeout));
     auto from = acceptor_handshake(fd, rank, lower, options.secret, hs_deadline, who);
-    if (!from.is_ok()) {
+    if (!from.ok()) {
       HORA_LOG(kWarning) << "rank " << rank << " dropped a TCP " << who << ": "
                          << from.status().to_string();
       continue;

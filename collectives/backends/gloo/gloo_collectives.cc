@@ -27,7 +27,7 @@ template <typename F>
 Status run(GlooCommunicator& comm, const std::string& what, F&& f) {
   HORA_RETURN_IF_ERROR(comm.check_usable(what.c_str()));
   Status status = gloo_call(comm.describe() + ": " + what, std::forward<F>(f));
-  if (status.is_ok()) return status;
+  if (status.ok()) return status;
   // gloo's timeout names no pair; at two ranks the collective can only have waited on the
   // other rank (a stopped or stalled peer), so name it as a p2p wait would.
   if (status.code() == StatusCode::kTimeout && comm.size() == 2)
@@ -42,7 +42,7 @@ Status check_counts(const GlooCommunicator& comm, const char* what,
     return Status::invalid_argument(std::string("gloo: ") + comm.describe() + ": " + what +
                                     " got " + std::to_string(counts.size()) + " counts for " +
                                     std::to_string(comm.size()) + " ranks");
-  return Status::ok();
+  return Status::OK();
 }
 
 // gloo's typed entry points only use sizeof(T): pick an unsigned type of the dtype's width.
@@ -64,7 +64,7 @@ Status GlooCommunicator::allreduce(const void* in, void* out, size_t count, Data
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "gloo: " + describe() + ": allreduce"));
   HORA_RETURN_IF_ERROR(check_usable("allreduce"));
   if (in != out && bytes > 0) std::memmove(out, in, bytes);
-  if (count == 0 || size() == 1) return Status::ok();  // kAverage over 1 rank: x * 1 = x
+  if (count == 0 || size() == 1) return Status::OK();  // kAverage over 1 rank: x * 1 = x
   const uint32_t tag = next_collective_tag();
   HORA_RETURN_IF_ERROR(
       run(*this,
@@ -87,7 +87,7 @@ Status GlooCommunicator::allreduce(const void* in, void* out, size_t count, Data
             ::gloo::allreduce(opts);
           }));
   if (op == ReduceOp::kAverage) kernels::scale(out, count, dtype, 1.0 / size());
-  return Status::ok();
+  return Status::OK();
 }
 
 Status GlooCommunicator::allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
@@ -107,7 +107,7 @@ Status GlooCommunicator::allgatherv(const void* in, void* out, const std::vector
     HORA_RETURN_IF_ERROR(check_usable("allgatherv"));
     if (!in_place && byte_counts[rank()] > 0)
       std::memmove(out_bytes + offset, in, byte_counts[rank()]);
-    return Status::ok();
+    return Status::OK();
   }
   const uint32_t tag = next_collective_tag();
   return run(*this, "allgatherv of " + std::to_string(total) + " bytes", [&] {
@@ -128,7 +128,7 @@ Status GlooCommunicator::broadcast(void* buf, size_t count, DataType dtype, int 
                                     std::to_string(size()) + ")");
   HORA_RETURN_IF_ERROR(check_usable("broadcast"));
   const size_t bytes = count * data_type_bytes(dtype);
-  if (bytes == 0 || size() == 1) return Status::ok();
+  if (bytes == 0 || size() == 1) return Status::OK();
   const uint32_t tag = next_collective_tag();
   return run(*this,
              "broadcast of " + std::to_string(bytes) + " bytes from root " + std::to_string(root),
@@ -163,7 +163,7 @@ Status GlooCommunicator::alltoallv(const void* in, const std::vector<size_t>& se
                                       std::to_string(send_bytes[0]) + " bytes but receives " +
                                       std::to_string(recv_bytes[0]));
     if (send_bytes[0] > 0 && in != out) std::memmove(out, in, send_bytes[0]);
-    return Status::ok();
+    return Status::OK();
   }
   const uint32_t tag = next_collective_tag();
   return run(*this, "alltoallv", [&] {
@@ -187,10 +187,10 @@ Status GlooCommunicator::reducescatter(const void* in, void* out,
   size_t total = 0;
   for (size_t c : recv_counts) total += c;
   const size_t mine = recv_counts[rank()] * elem;
-  if (total == 0) return Status::ok();
+  if (total == 0) return Status::OK();
   if (size() == 1) {
     if (out != in) std::memmove(out, in, mine);
-    return Status::ok();
+    return Status::OK();
   }
   // gloo's own reduce-scatter (ReduceScatterHalvingDoubling) is not used: with a rank count
   // that is not a power of two, the ranks of the smaller binary block return while their
@@ -206,12 +206,12 @@ Status GlooCommunicator::reducescatter(const void* in, void* out,
   if (mine > 0) std::memmove(out, work.data() + offset * elem, mine);
   if (op == ReduceOp::kAverage && mine > 0)
     kernels::scale(out, recv_counts[rank()], dtype, 1.0 / size());
-  return Status::ok();
+  return Status::OK();
 }
 
 Status GlooCommunicator::barrier(Deadline deadline) {
   HORA_RETURN_IF_ERROR(check_usable("barrier"));
-  if (size() == 1) return Status::ok();
+  if (size() == 1) return Status::OK();
   const uint32_t tag = next_collective_tag();
   return run(*this, "barrier", [&] {
     ::gloo::BarrierOptions opts(context());

@@ -60,17 +60,17 @@ Status GlooCommunicator::check_usable(const char* what) const {
   if (is_aborted())
     return Status::remote("gloo: " + describe() + ": " + what + " after abort(): aborted");
   MutexLock lock(&mu_);
-  if (!broken_.is_ok())
+  if (!broken_.ok())
     return Status(broken_.code(),
                   "gloo: " + describe() + ": " + what +
                       " on a communicator broken by an earlier failure: " + broken_.message());
-  return Status::ok();
+  return Status::OK();
 }
 
 Status GlooCommunicator::mark_broken(const Status& status) {
   {
     MutexLock lock(&mu_);
-    if (!broken_.is_ok()) return status;
+    if (!broken_.ok()) return status;
     broken_ = status;
   }
   if (is_aborted() || status.code() != StatusCode::kRemote) return status;
@@ -127,7 +127,7 @@ StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void*
     buffer = context_->createUnboundBuffer(ptr, bytes);
     buffer->send(peer, p2p_slot(tag), 0, bytes);
   });
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     Status named =
         Status(status.code(), describe() + ": send to rank " + std::to_string(peer) + " (tag " +
                                   std::to_string(tag) + "): " + status.message());
@@ -146,7 +146,7 @@ StatusOr<std::unique_ptr<Request>> GlooCommunicator::irecv(int peer, void* data,
     buffer = context_->createUnboundBuffer(ptr, bytes);
     buffer->recv(peer, p2p_slot(tag), 0, bytes);
   });
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     Status named =
         Status(status.code(), describe() + ": recv from rank " + std::to_string(peer) + " (tag " +
                                   std::to_string(tag) + "): " + status.message());
@@ -201,10 +201,10 @@ Status GlooRequest::wait(Deadline deadline) {
     completed = kind_ == Kind::kSend ? buffer_->waitSend(&from, timeout)
                                      : buffer_->waitRecv(&from, timeout);
   });
-  if (status.is_ok() && !completed) {
+  if (status.ok() && !completed) {
     status = Status::remote("gloo: " + describe() + ": aborted");
   }
-  if (!status.is_ok()) status = comm_.mark_broken(status);
+  if (!status.ok()) status = comm_.mark_broken(status);
   done_ = true;
   status_ = status;
   comm_.untrack(this);
@@ -243,7 +243,7 @@ StatusOr<std::unique_ptr<Communicator>> create_gloo_communicator(int rank, int s
     context->setTimeout(
         std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000.0)));
   });
-  if (!status.is_ok()) return status;
+  if (!status.ok()) return status;
   return std::unique_ptr<Communicator>(new gloo_backend::GlooCommunicator(context, options, store));
 }
 

@@ -31,7 +31,7 @@ template <typename F>
 Status gloo_call(const std::string& what, F&& f) noexcept {
   try {
     std::forward<F>(f)();
-    return Status::ok();
+    return Status::OK();
   } catch (...) {
     return current_exception_status(what);
   }

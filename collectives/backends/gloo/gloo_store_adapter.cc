@@ -21,24 +21,24 @@ Deadline GlooStoreAdapter::bounded(std::chrono::milliseconds timeout) const {
 
 void GlooStoreAdapter::set(const std::string& key, const std::vector<char>& data) {
   Status status = store_.set(key, Bytes(data.begin(), data.end()));
-  if (!status.is_ok()) throw_status(status);
+  if (!status.ok()) throw_status(status);
 }
 
 std::vector<char> GlooStoreAdapter::get(const std::string& key) {
   StatusOr<Bytes> value = store_.get(key, deadline_);
-  if (!value.is_ok()) throw_status(value.status());
+  if (!value.ok()) throw_status(value.status());
   return std::vector<char>(value.value().begin(), value.value().end());
 }
 
 void GlooStoreAdapter::wait(const std::vector<std::string>& keys) {
   Status status = store_.wait(keys, deadline_);
-  if (!status.is_ok()) throw_status(status);
+  if (!status.ok()) throw_status(status);
 }
 
 void GlooStoreAdapter::wait(const std::vector<std::string>& keys,
                             const std::chrono::milliseconds& timeout) {
   Status status = store_.wait(keys, bounded(timeout));
-  if (!status.is_ok()) throw_status(status);
+  if (!status.ok()) throw_status(status);
 }
 
 }  // namespace gloo_backend

@@ -35,7 +35,7 @@ Status MpiCommunicator::finish_collective(MPI_Request request, const std::string
   };
   Status result = poll_request(&request, &status, deadline, aborted_, describe_wait);
   // A collective cannot be cancelled: after any failure it may still be pending in MPI.
-  if (!result.is_ok() && broken_.is_ok()) broken_ = result;
+  if (!result.ok() && broken_.ok()) broken_ = result;
   return result;
 }
 
@@ -60,7 +60,7 @@ Status MpiCommunicator::check_counts(const std::vector<size_t>& counts, const ch
           "or use one of hora's algorithms (HORA_ALLREDUCE_ALGO=ring)");
     (*ints)[p] = static_cast<int>(counts[p]);
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status MpiCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
@@ -83,7 +83,7 @@ Status MpiCommunicator::allreduce(const void* in, void* out, size_t count, DataT
     HORA_RETURN_IF_ERROR(finish_collective(request, what, deadline));
   }
   if (op == ReduceOp::kAverage && count > 0) kernels::scale(out, count, dtype, 1.0 / size_);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status MpiCommunicator::allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
@@ -130,7 +130,7 @@ Status MpiCommunicator::broadcast(void* buf, size_t count, DataType dtype, int r
                    describe() + ": " + what));
     HORA_RETURN_IF_ERROR(finish_collective(request, what, deadline));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status MpiCommunicator::alltoallv(const void* in, const std::vector<size_t>& send_counts, void* out,
@@ -177,7 +177,7 @@ Status MpiCommunicator::reducescatter(const void* in, void* out,
   HORA_RETURN_IF_ERROR(finish_collective(request, what, deadline));
   if (op == ReduceOp::kAverage && recv_counts[rank_] > 0)
     kernels::scale(out, recv_counts[rank_], dtype, 1.0 / size_);
-  return Status::ok();
+  return Status::OK();
 }
 
 Status MpiCommunicator::barrier(Deadline deadline) {

@@ -80,18 +80,18 @@ Status ensure_mpi_initialised(MpiRuntime& rt) HORA_REQUIRES(rt.mu) {
     }
     rt.hora_initialised = true;
     std::atexit(finalize_at_exit);
-    return Status::ok();
+    return Status::OK();
   }
   int provided = MPI_THREAD_SINGLE;
   HORA_RETURN_IF_ERROR(mpi_status(MPI_Query_thread(&provided), "MPI_Query_thread"));
-  if (provided >= kRequiredLevel) return Status::ok();
+  if (provided >= kRequiredLevel) return Status::OK();
   int is_main = 0;
   HORA_RETURN_IF_ERROR(mpi_status(MPI_Is_thread_main(&is_main), "MPI_Is_thread_main"));
   if (provided == MPI_THREAD_FUNNELED && is_main) {
     HORA_LOG(kWarning) << "mpi: the application initialised MPI with MPI_THREAD_FUNNELED; hora "
                           "accepts it because this thread is MPI's main thread, but every "
                           "hora MPI call must stay on it";
-    return Status::ok();
+    return Status::OK();
   }
   return Status::failed_precondition(
       "mpi: the application initialised MPI with " + mpi_thread_level_name(provided) +
@@ -147,33 +147,31 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(const MpiOpti
     comm->initialised_mpi_ = rt.hora_initialised;
     // MPI_Comm_dup is collective over MPI_COMM_WORLD; its own errors use the world's handler.
     status = mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm_), "MPI_Comm_dup(WORLD)");
-    if (status.is_ok())
+    if (status.ok())
       status = mpi_status(MPI_Comm_set_errhandler(comm->comm_, MPI_ERRORS_RETURN),
                           "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN)");
-    if (status.is_ok())
-      status = mpi_status(MPI_Comm_rank(comm->comm_, &comm->rank_), "MPI_Comm_rank");
-    if (status.is_ok())
-      status = mpi_status(MPI_Comm_size(comm->comm_, &comm->size_), "MPI_Comm_size");
-    if (status.is_ok()) {
+    if (status.ok()) status = mpi_status(MPI_Comm_rank(comm->comm_, &comm->rank_), "MPI_Comm_rank");
+    if (status.ok()) status = mpi_status(MPI_Comm_size(comm->comm_, &comm->size_), "MPI_Comm_size");
+    if (status.ok()) {
       void* value = nullptr;
       int flag = 0;
       status = mpi_status(MPI_Comm_get_attr(comm->comm_, MPI_TAG_UB, &value, &flag),
                           "MPI_Comm_get_attr(MPI_TAG_UB)");
-      if (status.is_ok() && flag) comm->tag_ub_ = *static_cast<int*>(value);
+      if (status.ok() && flag) comm->tag_ub_ = *static_cast<int*>(value);
     }
     // hora's tags are 32-bit; MPI's stop at MPI_TAG_UB (2^31 - 1 in Open MPI). Tags above it go
     // on a second duplicate as tag - (MPI_TAG_UB + 1), which covers every uint32_t tag when
     // MPI_TAG_UB is 2^31 - 1. Collective like the first dup.
-    if (status.is_ok())
+    if (status.ok())
       status =
           mpi_status(MPI_Comm_dup(comm->comm_, &comm->high_tag_comm_), "MPI_Comm_dup (high tags)");
-    if (status.is_ok())
+    if (status.ok())
       status = mpi_status(MPI_Comm_set_errhandler(comm->high_tag_comm_, MPI_ERRORS_RETURN),
                           "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN) (high tags)");
-    if (status.is_ok()) status = comm->types_.init();
+    if (status.ok()) status = comm->types_.init();
     ++rt.live;  // the destructor (run on failure too) decrements
   }
-  if (!status.is_ok()) {
+  if (!status.ok()) {
     comm.reset();  // after the lock is released: the destructor takes it
     return status;
   }
@@ -187,7 +185,7 @@ MpiCommunicator::~MpiCommunicator() {
   MPI_Finalized(&finalized);
   if (!finalized) {
     types_.release();
-    if (!broken_.is_ok()) {
+    if (!broken_.ok()) {
       // A collective is still pending on comm_ (MPI cannot cancel it): leave comm_ alone.
       rt.any_broken = true;
     } else {
@@ -205,11 +203,11 @@ std::string MpiCommunicator::describe() const {
 Status MpiCommunicator::check_usable(const char* what) const {
   if (aborted_.load(std::memory_order_acquire))
     return Status::remote("mpi: " + describe() + ": " + what + " after abort(): aborted");
-  if (!broken_.is_ok())
+  if (!broken_.ok())
     return Status(broken_.code(),
                   "mpi: " + describe() + ": " + what +
                       " on a communicator broken by an earlier failure: " + broken_.message());
-  return Status::ok();
+  return Status::OK();
 }
 
 Status MpiCommunicator::route(int peer, uint32_t tag, const char* what, MPI_Comm* comm,
@@ -231,7 +229,7 @@ Status MpiCommunicator::route(int peer, uint32_t tag, const char* what, MPI_Comm
                                     std::to_string(tag_ub_) +
                                     " + 1) - 1, the largest tag this MPI can carry");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 StatusOr<std::unique_ptr<Request>> MpiCommunicator::post(bool is_recv, int peer, void* data,

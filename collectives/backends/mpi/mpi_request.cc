@@ -30,7 +30,7 @@ Status poll_request(MPI_Request* request, MPI_Status* status, Deadline deadline,
       *request = MPI_REQUEST_NULL;  // an errored request is completed (and freed) by MPI_Test
       return mpi_status(rc, describe());
     }
-    if (flag) return Status::ok();
+    if (flag) return Status::OK();
     if (aborted.load(std::memory_order_acquire))
       return Status::remote("mpi: " + describe() + ": aborted");
     auto now = Deadline::Clock::now();
@@ -94,7 +94,7 @@ Status MpiRequest::check_received(const MPI_Status& status) const {
     return Status::mismatch("mpi: " + describe() + ": rank " + std::to_string(peer_) + " sent " +
                             std::to_string(got) + " bytes, " + std::to_string(bytes_) +
                             " were expected");
-  return Status::ok();
+  return Status::OK();
 }
 
 Status MpiRequest::wait(Deadline deadline) {
@@ -102,8 +102,8 @@ Status MpiRequest::wait(Deadline deadline) {
   MPI_Status status;
   Status polled =
       poll_request(&request_, &status, deadline, *aborted_, [this] { return describe(); });
-  if (polled.is_ok()) {
-    result_ = is_recv_ ? check_received(status) : Status::ok();
+  if (polled.ok()) {
+    result_ = is_recv_ ? check_received(status) : Status::OK();
   } else {
     result_ = polled;
     abandon_p2p_request(&request_, is_recv_);

@@ -9,7 +9,7 @@ namespace collectives {
 namespace mpi_backend {
 
 Status mpi_status(int code, const std::string& what) {
-  if (code == MPI_SUCCESS) return Status::ok();
+  if (code == MPI_SUCCESS) return Status::OK();
   char text[MPI_MAX_ERROR_STRING + 1] = {0};
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) {

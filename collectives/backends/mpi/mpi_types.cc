@@ -100,7 +100,7 @@ Status MpiTypes::init() {
           std::string("MPI_Op_create for ") + data_type_name(dtype) + " " + reduce_op_name(op)));
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 void MpiTypes::release() {

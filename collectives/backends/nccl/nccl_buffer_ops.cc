@@ -31,7 +31,7 @@ Status NcclBufferOps::scale(void* buf, size_t count, DataType dtype, double fact
 }
 
 Status NcclBufferOps::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes == 0 || dst == src) return Status::ok();
+  if (bytes == 0 || dst == src) return Status::OK();
   HORA_RETURN_IF_ERROR(use_device());
   return kernels::cuda::cuda_status(api_.memcpy_async(dst, src, bytes, stream_),
                                     "nccl: cudaMemcpyAsync of " + std::to_string(bytes) + " bytes");

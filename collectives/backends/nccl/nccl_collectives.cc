@@ -34,13 +34,13 @@ Status NcclCommunicator::run_collective(const std::string& what, Deadline deadli
   HORA_RETURN_IF_ERROR(use_device());
   HORA_RETURN_IF_ERROR(launch_all_queued(deadline));
   HORA_RETURN_IF_ERROR(finish_enqueue(enqueue(), what, deadline));
-  return Status::ok();
+  return Status::OK();
 }
 
 Status NcclCommunicator::scale_average(void* out, size_t count, DataType dtype,
                                        const std::string& what) {
   Status status = api_.scale(out, count, dtype, 1.0 / size_, stream_);
-  return status.is_ok() ? status : fail(status.with_context(" (nccl: " + what + ")"));
+  return status.ok() ? status : fail(status.with_context(" (nccl: " + what + ")"));
 }
 
 Status NcclCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,

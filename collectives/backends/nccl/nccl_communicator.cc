@@ -48,7 +48,7 @@ NcclCommunicator::~NcclCommunicator() {
   queued_.clear();
   if (comm_ != nullptr) {
     bool finalized = false;
-    if (broken_.is_ok() && !aborted_.load(std::memory_order_acquire)) {
+    if (broken_.ok() && !aborted_.load(std::memory_order_acquire)) {
       // A clean end: ncclCommFinalize flushes NCCL's work (non-blocking: poll until done).
       ncclResult_t result = api_.comm_finalize(comm_);
       if (result == ncclSuccess || result == ncclInProgress) {
@@ -66,7 +66,7 @@ NcclCommunicator::~NcclCommunicator() {
               return true;
             },
             Deadline::after_seconds(options_.finalize_timeout_s), describe() + ": finalize");
-        finalized = status.is_ok();
+        finalized = status.ok();
         if (!finalized) {
           HORA_LOG(kWarning) << status.to_string() << "; aborting instead";
         }
@@ -95,10 +95,10 @@ Status NcclCommunicator::start(Deadline deadline) {
   // 1. The device, its stream, an event and scratch.
   int count = 0;
   Status devices = cuda(api_.get_device_count(&count), who + ": cudaGetDeviceCount");
-  if (!devices.is_ok() || count == 0)
+  if (!devices.ok() || count == 0)
     return Status::failed_precondition(
         who + ": no usable CUDA device (" +
-        (devices.is_ok() ? std::string("the driver reports none") : devices.message()) +
+        (devices.ok() ? std::string("the driver reports none") : devices.message()) +
         "); HORA_BACKEND=nccl needs one GPU per rank");
   device_ = options_.device >= 0 ? options_.device
                                  : (options_.local_rank >= 0 ? options_.local_rank : rank_) % count;
@@ -143,13 +143,13 @@ Status NcclCommunicator::start(Deadline deadline) {
       },
       deadline,
       describe() + ": ncclCommInitRankConfig (joining " + std::to_string(size_) + " ranks)");
-  if (!ready.is_ok()) {
+  if (!ready.ok()) {
     if (ready.code() == StatusCode::kTimeout) {
       // Name the ranks that never got as far as posting their process record.
       std::string missing;
       for (int r = 0; r < size_; ++r) {
         auto there = store_.check({"nccl/proc/" + std::to_string(r)});
-        if (there.is_ok() && !there.value())
+        if (there.ok() && !there.value())
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       }
       if (!missing.empty())
@@ -165,11 +165,11 @@ Status NcclCommunicator::read_peer_processes(Deadline deadline) {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     StatusOr<Bytes> value = store_.get("nccl/proc/" + std::to_string(r), deadline);
-    if (!value.is_ok()) return value.status().with_context(" (nccl: " + describe() + ")");
+    if (!value.ok()) return value.status().with_context(" (nccl: " + describe() + ")");
     std::istringstream in(std::string(value->begin(), value->end()));
     in >> peers_[r].host >> peers_[r].pid;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 std::string NcclCommunicator::dead_peer() const {
@@ -195,14 +195,14 @@ PollTarget NcclCommunicator::poll_target() const {
 Status NcclCommunicator::check_usable(const std::string& what) const {
   if (aborted_.load(std::memory_order_acquire))
     return Status::remote("nccl: " + describe() + ": " + what + " after abort(): aborted");
-  if (!broken_.is_ok())
+  if (!broken_.ok())
     return Status(broken_.code(),
                   "nccl: " + describe() + ": " + what +
                       " on a communicator broken by an earlier failure: " + broken_.message());
   if (comm_ == nullptr)
     return Status::failed_precondition("nccl: " + describe() + ": " + what +
                                        " before the communicator was initialised");
-  return Status::ok();
+  return Status::OK();
 }
 
 Status NcclCommunicator::use_device() {
@@ -210,7 +210,7 @@ Status NcclCommunicator::use_device() {
 }
 
 Status NcclCommunicator::fail(const Status& status) {
-  if (!broken_.is_ok()) return status;
+  if (!broken_.ok()) return status;
   broken_ = status;
   if (comm_ != nullptr) {
     api_.comm_abort(comm_);  // ends NCCL's kernels so the buffers are free again
@@ -233,7 +233,7 @@ Status NcclCommunicator::fail(const Status& status) {
 
 Status NcclCommunicator::check_device_memory(const void* ptr, size_t bytes,
                                              const std::string& what) {
-  if (!options_.check_pointers || bytes == 0) return Status::ok();
+  if (!options_.check_pointers || bytes == 0) return Status::OK();
   MemoryKind kind = MemoryKind::kHost;
   int device = -1;
   char where[32];
@@ -241,7 +241,7 @@ Status NcclCommunicator::check_device_memory(const void* ptr, size_t bytes,
   Status status =
       cuda(api_.pointer_kind(ptr, &kind, &device),
            "nccl: " + describe() + ": " + what + ": cudaPointerGetAttributes(" + where + ")");
-  if (!status.is_ok()) return Status::invalid_argument(status.message());
+  if (!status.ok()) return Status::invalid_argument(status.message());
   if (kind == MemoryKind::kHost)
     return Status::invalid_argument(
         "nccl: " + describe() + ": " + what + ": buffer " + where +
@@ -251,7 +251,7 @@ Status NcclCommunicator::check_device_memory(const void* ptr, size_t bytes,
     return Status::invalid_argument("nccl: " + describe() + ": " + what + ": buffer " + where +
                                     " is on cuda:" + std::to_string(device) +
                                     ", not on this communicator's cuda:" + std::to_string(device_));
-  return Status::ok();
+  return Status::OK();
 }
 
 Status NcclCommunicator::finish_enqueue(ncclResult_t result, const std::string& what,
@@ -268,14 +268,14 @@ Status NcclCommunicator::finish_enqueue(ncclResult_t result, const std::string& 
         return async != ncclInProgress;
       },
       deadline, describe() + ": enqueueing " + what);
-  return status.is_ok() ? status : fail(status);
+  return status.ok() ? status : fail(status);
 }
 
 Status NcclCommunicator::wait_stream(cudaEvent_t event, const std::string& what,
                                      Deadline deadline) {
   Status status = cuda(api_.event_record(event, stream_),
                        "nccl: " + describe() + ": " + what + ": cudaEventRecord");
-  if (status.is_ok()) {
+  if (status.ok()) {
     status = poll_until(
         poll_target(),
         [&]() -> StatusOr<bool> {
@@ -286,7 +286,7 @@ Status NcclCommunicator::wait_stream(cudaEvent_t event, const std::string& what,
         },
         deadline, describe() + ": " + what);
   }
-  return status.is_ok() ? status : fail(status);
+  return status.ok() ? status : fail(status);
 }
 
 }  // namespace nccl_backend

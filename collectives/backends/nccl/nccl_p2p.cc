@@ -76,7 +76,7 @@ StatusOr<std::unique_ptr<Request>> NcclCommunicator::irecv(int peer, void* data,
 }
 
 Status NcclCommunicator::launch_group(std::vector<std::shared_ptr<P2pOp>> ops, Deadline deadline) {
-  if (ops.empty()) return Status::ok();
+  if (ops.empty()) return Status::OK();
   const std::string what = ops.size() == 1
                                ? op_name(*ops[0])
                                : "a group of " + std::to_string(ops.size()) +
@@ -85,7 +85,7 @@ Status NcclCommunicator::launch_group(std::vector<std::shared_ptr<P2pOp>> ops, D
   cudaEvent_t event = nullptr;
   Status status = kernels::cuda::cuda_status(api_.event_create(&event),
                                              "nccl: " + describe() + ": cudaEventCreate");
-  if (!status.is_ok()) return fail(status);
+  if (!status.ok()) return fail(status);
   auto group = std::make_shared<GroupEvent>(api_, event);
   ncclResult_t result = api_.group_start();
   for (const auto& op : ops) {
@@ -105,9 +105,9 @@ Status NcclCommunicator::launch_group(std::vector<std::shared_ptr<P2pOp>> ops, D
   HORA_RETURN_IF_ERROR(finish_enqueue(result != ncclSuccess ? result : end, what, deadline));
   status = kernels::cuda::cuda_status(api_.event_record(group->event(), stream_),
                                       "nccl: " + describe() + ": cudaEventRecord");
-  if (!status.is_ok()) return fail(status);
+  if (!status.ok()) return fail(status);
   for (const auto& op : ops) op->group = group;
-  return Status::ok();
+  return Status::OK();
 }
 
 Status NcclCommunicator::launch_for(const P2pOp& target, Deadline deadline) {
@@ -145,7 +145,7 @@ Status NcclCommunicator::wait_op(P2pOp& op, Deadline deadline) {
   if (op.group == nullptr) HORA_RETURN_IF_ERROR(launch_for(op, deadline));
   if (op.group == nullptr)
     return Status::internal("nccl: " + describe() + ": " + what + " was not launched");
-  if (op.group->is_complete()) return Status::ok();
+  if (op.group->is_complete()) return Status::OK();
   GroupEvent& group = *op.group;
   Status status = poll_until(
       poll_target(),
@@ -156,9 +156,9 @@ Status NcclCommunicator::wait_op(P2pOp& op, Deadline deadline) {
         return true;
       },
       deadline, describe() + ": " + what);
-  if (!status.is_ok()) return fail(status);
+  if (!status.ok()) return fail(status);
   group.mark_complete();
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace nccl_backend

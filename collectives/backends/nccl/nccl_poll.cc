@@ -26,8 +26,8 @@ Status poll_until(const PollTarget& target, const std::function<StatusOr<bool>()
         return nccl_status(result, "nccl: " + what, target.api->get_last_error(target.comm));
     }
     StatusOr<bool> finished = done();
-    if (!finished.is_ok()) return finished.status();
-    if (finished.value()) return Status::ok();
+    if (!finished.ok()) return finished.status();
+    if (finished.value()) return Status::OK();
     const Clock::time_point now = Clock::now();
     if (now >= deadline.at()) {
       const auto waited =

@@ -19,7 +19,7 @@ const char* nccl_result_name(ncclResult_t result) {
 }
 
 Status nccl_status(ncclResult_t result, const std::string& what, const char* detail) {
-  if (result == ncclSuccess) return Status::ok();
+  if (result == ncclSuccess) return Status::OK();
   std::string text = what + ": NCCL error " + std::to_string(static_cast<int>(result)) + " (" +
                      nccl_result_name(result) + ")";
   if (detail != nullptr && detail[0] != '\0') text += std::string(": ") + detail;

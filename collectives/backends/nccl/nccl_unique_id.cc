@@ -20,7 +20,7 @@ StatusOr<ncclUniqueId> exchange_unique_id(NcclApi& api, Store& store, int rank, 
     return id;
   }
   StatusOr<Bytes> value = store.get(kUniqueIdKey, deadline);
-  if (!value.is_ok())
+  if (!value.ok())
     return value.status().with_context(" (" + who + " waiting for rank 0's NCCL unique id)");
   if (value->size() != sizeof id.internal)
     return Status::mismatch(who + ": the NCCL unique id in the store has " +

@@ -80,9 +80,9 @@ Mlp train_reference(Kind kind, int64_t global_batch, int steps) {
   StepBuffers b;
   for (int s = 0; s < steps; ++s) {
     loader.load(0, s, b.x, b.labels);
-    EXPECT_TRUE(opt->zero_grad().is_ok());
-    EXPECT_TRUE(trainer::forward_backward(model, b, nullptr).is_ok());
-    EXPECT_TRUE(opt->step().is_ok());
+    EXPECT_TRUE(opt->zero_grad().ok());
+    EXPECT_TRUE(trainer::forward_backward(model, b, nullptr).ok());
+    EXPECT_TRUE(opt->step().ok());
   }
   return model;
 }
@@ -94,21 +94,21 @@ Mlp train_distributed(Kind kind, int64_t global_batch, int steps, DistributedOpt
   Mlp model = Mlp::create(kSizes, seed).value();
   std::unique_ptr<Optimizer> opt = make(kind, model);
   auto dist = DistributedOptimizer::create(*opt, options).value();
-  EXPECT_TRUE(broadcast_parameters(model.parameters(), 0).is_ok());
+  EXPECT_TRUE(broadcast_parameters(model.parameters(), 0).ok());
   ShardedLoader loader =
       ShardedLoader::create(data().train, global_batch, rank(), size(), 3).value();
   StepBuffers b;
   const int passes = options.backward_passes_per_step;
   for (int s = 0; s < steps; ++s) {
     Status z = dist->zero_grad();
-    EXPECT_TRUE(z.is_ok()) << z.to_string();
+    EXPECT_TRUE(z.ok()) << z.to_string();
     for (int k = 0; k < passes; ++k) {
       loader.load(0, s * passes + k, b.x, b.labels);
       auto loss = trainer::forward_backward(model, b, dist->hook());
-      EXPECT_TRUE(loss.is_ok()) << loss.status().to_string();
+      EXPECT_TRUE(loss.ok()) << loss.status().to_string();
     }
     Status st = dist->step();
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_TRUE(st.ok()) << st.to_string();
   }
   return model;
 }
@@ -118,12 +118,12 @@ bool same_on_every_rank(const std::string& name, const std::vector<float>& value
   std::vector<float> root = values;
   StateTensor view{name, root.data(), static_cast<int64_t>(root.size())};
   Status s = broadcast_state_tensors({view}, "check/", 0);
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
   const int local_same =
       std::memcmp(root.data(), values.data(), values.size() * sizeof(float)) == 0 ? 1 : 0;
   auto all = allreduce_metrics(name + ".same", {static_cast<double>(local_same)}, ReduceOp::kMin);
-  EXPECT_TRUE(all.is_ok()) << all.status().to_string();
-  return all.is_ok() && all.value()[0] == 1.0;
+  EXPECT_TRUE(all.ok()) << all.status().to_string();
+  return all.ok() && all.value()[0] == 1.0;
 }
 
 // N ranks with per-rank batch 12 against one process with batch 12 N.
@@ -179,16 +179,16 @@ TEST(DistributedOptimizerMp, DifferentSeedsAreIdenticalAfterBroadcastAndEverySte
   if (size() > 1) {
     EXPECT_FALSE(same_on_every_rank("before", flat_values(model)));
   }
-  ASSERT_TRUE(broadcast_parameters(model.parameters(), 0).is_ok());
-  ASSERT_TRUE(broadcast_optimizer_state(*dist, 0).is_ok());
+  ASSERT_TRUE(broadcast_parameters(model.parameters(), 0).ok());
+  ASSERT_TRUE(broadcast_optimizer_state(*dist, 0).ok());
   EXPECT_TRUE(same_on_every_rank("after", flat_values(model)));
   ShardedLoader loader = ShardedLoader::create(data().train, 8 * size(), rank(), size(), 5).value();
   StepBuffers b;
   for (int s = 0; s < 5; ++s) {
-    ASSERT_TRUE(dist->zero_grad().is_ok());
+    ASSERT_TRUE(dist->zero_grad().ok());
     loader.load(0, s, b.x, b.labels);
-    ASSERT_TRUE(trainer::forward_backward(model, b, dist->hook()).is_ok());
-    ASSERT_TRUE(dist->step().is_ok());
+    ASSERT_TRUE(trainer::forward_backward(model, b, dist->hook()).ok());
+    ASSERT_TRUE(dist->step().ok());
     EXPECT_TRUE(same_on_every_rank("step" + std::to_string(s), flat_values(model))) << "step " << s;
     std::vector<float> state;
     for (const StateTensor& t : adam->state()) state.insert(state.end(), t.data, t.data + t.count);
@@ -208,11 +208,11 @@ double accuracy_with(Compression compression) {
       ShardedLoader::create(data().train, 32 * size(), rank(), size(), 11).value();
   StepBuffers b;
   for (int64_t step = 0; step < 256; ++step) {
-    EXPECT_TRUE(dist->zero_grad().is_ok());
+    EXPECT_TRUE(dist->zero_grad().ok());
     loader.load(step / loader.steps_per_epoch(), step % loader.steps_per_epoch(), b.x, b.labels);
-    EXPECT_TRUE(trainer::forward_backward(model, b, dist->hook()).is_ok());
+    EXPECT_TRUE(trainer::forward_backward(model, b, dist->hook()).ok());
     Status st = dist->step();
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_TRUE(st.ok()) << st.to_string();
   }
   const trainer::Dataset& test = data().test;
   return static_cast<double>(trainer::count_correct_rows(model, test, 0, test.count())) /
@@ -243,11 +243,11 @@ class Recorder : public Optimizer {
   const std::vector<Parameter>& parameters() const override { return params_; }
   Status zero_grad() override {
     std::fill(grad_.begin(), grad_.end(), 0.0f);
-    return Status::ok();
+    return Status::OK();
   }
   Status step() override {
     ++steps;
-    return Status::ok();
+    return Status::OK();
   }
   std::vector<StateTensor> state() override { return {}; }
   std::vector<float> grad() const { return grad_; }
@@ -268,9 +268,9 @@ TEST(DistributedOptimizerMp, SumAndCompressedSumAreExact) {
     options.compression = c;
     auto dist = DistributedOptimizer::create(rec, options).value();
     rec.set_grad(static_cast<float>(rank() + 1));
-    ASSERT_TRUE(dist->gradient_ready("a").is_ok());
+    ASSERT_TRUE(dist->gradient_ready("a").ok());
     // "b" never reported: step() reduces it anyway (as Horovod does for unused parameters).
-    ASSERT_TRUE(dist->step().is_ok());
+    ASSERT_TRUE(dist->step().ok());
     EXPECT_EQ(rec.grad(), std::vector<float>(3, n * (n + 1) / 2)) << compression_name(c);
     EXPECT_EQ(rec.steps, 1);
   }
@@ -299,7 +299,7 @@ TEST(DistributedOptimizerMp, CompressionRoundsToTheHalfType) {
     auto dist = DistributedOptimizer::create(rec, options).value();
     rec.set_grad(value);
     Status s = dist->step();
-    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(s.ok()) << s.to_string();
     return rec.grad();
   };
   for (const Case& c : cases) {
@@ -326,7 +326,7 @@ TEST(DistributedOptimizerMp, MisuseIsAClearError) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'c'"), std::string::npos) << s.to_string();
 
-  ASSERT_TRUE(dist->gradient_ready("a").is_ok());
+  ASSERT_TRUE(dist->gradient_ready("a").ok());
   s = dist->gradient_ready("a");
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("more than backward_passes_per_step (1)"), std::string::npos)
@@ -336,17 +336,17 @@ TEST(DistributedOptimizerMp, MisuseIsAClearError) {
   EXPECT_NE(s.message().find("zero_grad() called after backward but before step()"),
             std::string::npos)
       << s.to_string();
-  ASSERT_TRUE(dist->step().is_ok());  // every rank drains the same collectives
-  EXPECT_TRUE(dist->zero_grad().is_ok());
+  ASSERT_TRUE(dist->step().ok());  // every rank drains the same collectives
+  EXPECT_TRUE(dist->zero_grad().ok());
 
   DistributedOptions accumulate;
   accumulate.backward_passes_per_step = 2;
   auto two = DistributedOptimizer::create(rec, accumulate).value();
-  EXPECT_TRUE(two->gradient_ready("a").is_ok());
-  EXPECT_TRUE(two->gradient_ready("a").is_ok());
+  EXPECT_TRUE(two->gradient_ready("a").ok());
+  EXPECT_TRUE(two->gradient_ready("a").ok());
   EXPECT_EQ(two->gradient_ready("a").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(two->zero_grad().code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(two->step().is_ok());
+  ASSERT_TRUE(two->step().ok());
 }
 
 TEST(DistributedOptimizerMp, CreateRejectsBadNamesAndOptions) {
@@ -381,7 +381,7 @@ TEST(DistributedOptimizerMp, CreateRejectsBadNamesAndOptions) {
 
 TEST(DistributedOptimizerMp, AverageMetricAndRootChecks) {
   auto mean = average_metric("rank", static_cast<double>(rank()));
-  ASSERT_TRUE(mean.is_ok()) << mean.status().to_string();
+  ASSERT_TRUE(mean.ok()) << mean.status().to_string();
   EXPECT_DOUBLE_EQ(mean.value(), (size() - 1) / 2.0);
   Status s = broadcast_parameters({}, size());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);

@@ -74,9 +74,9 @@ Mlp train_reference(Kind kind, int64_t global_batch, int steps) {
   StepBuffers b;
   for (int s = 0; s < steps; ++s) {
     loader.load(0, s, b.x, b.labels);
-    EXPECT_TRUE(opt->zero_grad().is_ok());
-    EXPECT_TRUE(trainer::forward_backward(model, b, nullptr).is_ok());
-    EXPECT_TRUE(opt->step().is_ok());
+    EXPECT_TRUE(opt->zero_grad().ok());
+    EXPECT_TRUE(trainer::forward_backward(model, b, nullptr).ok());
+    EXPECT_TRUE(opt->step().ok());
   }
   return model;
 }
@@ -88,17 +88,17 @@ Mlp train_distributed(Kind kind, int64_t global_batch, int steps, DistributedOpt
   Mlp model = Mlp::create(kSizes, 7).value();
   std::unique_ptr<Optimizer> opt = make(kind, model);
   auto dist = GradsAndVarsOptimizer::create(*opt, options).value();
-  EXPECT_TRUE(broadcast_parameters(model.parameters(), 0).is_ok());
+  EXPECT_TRUE(broadcast_parameters(model.parameters(), 0).ok());
   ShardedLoader loader =
       ShardedLoader::create(data().train, global_batch, rank(), size(), 3).value();
   StepBuffers b;
   std::vector<std::vector<float>> own(model.parameters().size());
   const int passes = options.backward_passes_per_step;
   for (int s = 0; s < steps; ++s) {
-    EXPECT_TRUE(dist->zero_grad().is_ok());
+    EXPECT_TRUE(dist->zero_grad().ok());
     for (int k = 0; k < passes; ++k) {
       loader.load(0, s * passes + k, b.x, b.labels);
-      EXPECT_TRUE(trainer::forward_backward(model, b, nullptr).is_ok());
+      EXPECT_TRUE(trainer::forward_backward(model, b, nullptr).ok());
       std::vector<GradAndVar> list = dist->compute_gradients();
       if (separate) {
         for (size_t i = 0; i < list.size(); ++i) {
@@ -109,7 +109,7 @@ Mlp train_distributed(Kind kind, int64_t global_batch, int steps, DistributedOpt
         }
       }
       Status st = dist->apply_gradients(list);
-      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      EXPECT_TRUE(st.ok()) << st.to_string();
     }
   }
   return model;
@@ -154,10 +154,10 @@ TEST(GradsAndVarsMp, TheListGoesAsOneBucketPerStep) {
   StepBuffers b;
   const EngineStats before = engine_stats();
   for (int s = 0; s < 3; ++s) {
-    ASSERT_TRUE(dist->zero_grad().is_ok());
+    ASSERT_TRUE(dist->zero_grad().ok());
     loader.load(0, s, b.x, b.labels);
-    ASSERT_TRUE(trainer::forward_backward(model, b, nullptr).is_ok());
-    ASSERT_TRUE(dist->step().is_ok());
+    ASSERT_TRUE(trainer::forward_backward(model, b, nullptr).ok());
+    ASSERT_TRUE(dist->step().ok());
   }
   const EngineStats after = engine_stats();
   EXPECT_EQ(after.buckets - before.buckets, 3);
@@ -173,13 +173,13 @@ TEST(GradsAndVarsMp, AnUnlistedVariableGetsNoGradient) {
   const Parameter last = model.parameters().back();
   const std::vector<float> kept(last.value, last.value + last.count);
   for (int s = 0; s < 2; ++s) {
-    ASSERT_TRUE(dist->zero_grad().is_ok());
+    ASSERT_TRUE(dist->zero_grad().ok());
     loader.load(0, s, b.x, b.labels);
-    ASSERT_TRUE(trainer::forward_backward(model, b, nullptr).is_ok());
+    ASSERT_TRUE(trainer::forward_backward(model, b, nullptr).ok());
     std::vector<GradAndVar> list = dist->compute_gradients();
     list.pop_back();
     Status st = dist->apply_gradients(list);
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    ASSERT_TRUE(st.ok()) << st.to_string();
   }
   EXPECT_EQ(std::vector<float>(last.value, last.value + last.count), kept);
 }
@@ -206,11 +206,11 @@ TEST(GradsAndVarsMp, MisuseIsAClearError) {
   s = dist->apply_gradients(separate);
   EXPECT_NE(s.message().find("own grad buffer"), std::string::npos) << s.to_string();
 
-  ASSERT_TRUE(dist->apply_gradients(list).is_ok());  // pass 1 of 2: counted only
+  ASSERT_TRUE(dist->apply_gradients(list).ok());  // pass 1 of 2: counted only
   s = dist->zero_grad();
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.to_string();
-  ASSERT_TRUE(dist->apply_gradients(list).is_ok());  // pass 2: reduces and applies
-  EXPECT_TRUE(dist->zero_grad().is_ok());
+  ASSERT_TRUE(dist->apply_gradients(list).ok());  // pass 2: reduces and applies
+  EXPECT_TRUE(dist->zero_grad().ok());
 
   DistributedOptions bad;
   bad.backward_passes_per_step = 0;

@@ -50,10 +50,10 @@ TEST_P(AllreduceMatrixTest, MatchesReferenceWithIdenticalBits) {
           };
           HORA_RETURN_IF_ERROR(test_support::check_allreduce(comm, fn, c, is_large ? 2 : 1));
         }
-        return Status::ok();
+        return Status::OK();
       },
       mode);
-  EXPECT_TRUE(status.is_ok()) << status.to_string();
+  EXPECT_TRUE(status.ok()) << status.to_string();
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {

@@ -67,9 +67,9 @@ TEST(CalibrationTest, RanksThatMeasureDifferentlyStillChooseAlike) {
       std::lock_guard<std::mutex> lock(mu);
       cals[static_cast<size_t>(rank)] = cal;
       choices[static_cast<size_t>(rank)] = mine;
-      return Status::ok();
+      return Status::OK();
     });
-    ASSERT_TRUE(status.is_ok()) << "n=" << n << ": " << status.to_string();
+    ASSERT_TRUE(status.ok()) << "n=" << n << ": " << status.to_string();
     if (n == 1) {
       EXPECT_TRUE(cals[0].sizes.empty()) << "one rank: nothing to calibrate";
       continue;
@@ -107,9 +107,9 @@ TEST(CalibrationTest, MeasuresRealTimesAndStopsAtTheBudget) {
       for (double us : row) EXPECT_GT(us, 0.0);
     EXPECT_GT(cal.took_ms, 0.0);
     EXPECT_NE(cal.describe().find("1024 B:"), std::string::npos) << cal.describe();
-    return Status::ok();
+    return Status::OK();
   });
-  ASSERT_TRUE(status.is_ok()) << status.to_string();
+  ASSERT_TRUE(status.ok()) << status.to_string();
 }
 
 // A communicator with a native allreduce over an in-process rank ("mpi": a cost model whose
@@ -192,11 +192,11 @@ TEST(CalibrationTest, ACallTimeoutBoundsEachCallNotTheWhole) {
       auto cal = calibrate_allreduce(comm, nullptr, o, deadline);
       if (rank == 0) {
         code0 = cal.status().code();
-        if (cal.is_ok()) took0 = cal.value().took_ms;
+        if (cal.ok()) took0 = cal.value().took_ms;
       }
-      return Status::ok();
+      return Status::OK();
     });
-    ASSERT_TRUE(status.is_ok()) << c.what << ": " << status.to_string();
+    ASSERT_TRUE(status.ok()) << c.what << ": " << status.to_string();
     EXPECT_EQ(code0, c.rank0) << c.what;
     if (c.rank0 == StatusCode::kOk) {
       EXPECT_GT(took0, static_cast<double>(limit.count())) << c.what;
@@ -227,9 +227,9 @@ TEST(CalibrationTest, EachRoundTimesAWarmBurstAndTheMedianRoundCounts) {
     const double us = cal.us[static_cast<size_t>(native - cal.algorithms.begin())][1];
     EXPECT_GE(us, 9900.0) << cal.describe();
     EXPECT_LT(us, 20000.0) << cal.describe();
-    return Status::ok();
+    return Status::OK();
   });
-  ASSERT_TRUE(status.is_ok()) << status.to_string();
+  ASSERT_TRUE(status.ok()) << status.to_string();
 }
 
 TEST(CalibrationTest, TheWarmUpStreamsWarmupBytesFromOneKibOn) {
@@ -257,9 +257,9 @@ TEST(CalibrationTest, TheWarmUpStreamsWarmupBytesFromOneKibOn) {
       EXPECT_TRUE(cal.confirmed.empty()) << cal.describe();
       EXPECT_EQ(comm.calls(), c.warmup_calls + 2 * 4)
           << c.bytes << " B, warmup_bytes " << c.warmup_bytes << ": " << cal.describe();
-      return Status::ok();
+      return Status::OK();
     });
-    ASSERT_TRUE(status.is_ok()) << status.to_string();
+    ASSERT_TRUE(status.ok()) << status.to_string();
   }
 }
 
@@ -307,9 +307,9 @@ TEST(CalibrationTest, AProbeThatOverturnsTheTableIsMeasuredAgain) {
                     Algorithm::kRecursiveDoubling,
                 c.table_kept)
           << c.what << ": " << cal.describe();
-      return Status::ok();
+      return Status::OK();
     });
-    ASSERT_TRUE(status.is_ok()) << c.what << ": " << status.to_string();
+    ASSERT_TRUE(status.ok()) << c.what << ": " << status.to_string();
   }
 }
 

@@ -63,7 +63,7 @@ TEST(AllgathervTest, UnevenAndZeroCountsInAndOutOfPlace) {
                       counts, dtype, in_place);
                 },
                 mode);
-            EXPECT_TRUE(status.is_ok()) << status.to_string();
+            EXPECT_TRUE(status.ok()) << status.to_string();
           }
         }
       }
@@ -97,7 +97,7 @@ TEST(ReducescatterTest, EvenSplitAndCustomCountsEveryOp) {
                         counts, dtype, static_cast<ReduceOp>(op), in_place);
                   },
                   mode);
-              EXPECT_TRUE(status.is_ok()) << status.to_string();
+              EXPECT_TRUE(status.ok()) << status.to_string();
             }
           }
         }
@@ -127,7 +127,7 @@ TEST(ReducescatterTest, Int16Uint16BoolEveryDefinedOp) {
                       ReduceOp o) { return ring_reducescatter(c, in, out, cs, dt, o, options); },
                   counts, dtype, static_cast<ReduceOp>(op), in_place);
             });
-            EXPECT_TRUE(status.is_ok()) << status.to_string();
+            EXPECT_TRUE(status.ok()) << status.to_string();
           }
         }
       }
@@ -157,7 +157,7 @@ TEST(BroadcastTest, EveryRootInAndOutOfPlace) {
                         count, dtype, root, in_place);
                   },
                   mode);
-              EXPECT_TRUE(status.is_ok()) << status.to_string();
+              EXPECT_TRUE(status.ok()) << status.to_string();
             }
           }
         }
@@ -170,10 +170,10 @@ TEST(BroadcastTest, BadRootIsInvalidArgumentOnEveryRank) {
   Status status = run_ranks(3, [](Communicator& comm) -> Status {
     int value = 0;
     Status s = pipelined_broadcast(comm, &value, &value, 1, DataType::kInt32, 3, {});
-    return s.code() == StatusCode::kInvalidArgument ? Status::ok()
+    return s.code() == StatusCode::kInvalidArgument ? Status::OK()
                                                     : Status::internal(s.to_string());
   });
-  EXPECT_TRUE(status.is_ok()) << status.to_string();
+  EXPECT_TRUE(status.ok()) << status.to_string();
 }
 
 TEST(AlltoallvTest, PairwiseWithEmptyBlocks) {
@@ -195,7 +195,7 @@ TEST(AlltoallvTest, PairwiseWithEmptyBlocks) {
                     scale, dtype);
               },
               mode);
-          EXPECT_TRUE(status.is_ok()) << status.to_string();
+          EXPECT_TRUE(status.ok()) << status.to_string();
         }
       }
     }
@@ -222,10 +222,10 @@ TEST(BarrierTest, NoRankLeavesBeforeEveryRankEntered) {
               // Second barrier so no rank enters round + 1 before all have checked round.
               HORA_RETURN_IF_ERROR(dissemination_barrier(comm, options));
             }
-            return Status::ok();
+            return Status::OK();
           },
           mode);
-      EXPECT_TRUE(status.is_ok()) << n << " ranks: " << status.to_string();
+      EXPECT_TRUE(status.ok()) << n << " ranks: " << status.to_string();
     }
   }
 }
@@ -259,9 +259,9 @@ TEST(ScratchPoolTest, NoGrowthAfterWarmUp) {
                               std::to_string(pool.grow_count()));
     }
     if (grown == 0) return Status::internal("the algorithms never used the pool");
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(status.is_ok()) << status.to_string();
+  EXPECT_TRUE(status.ok()) << status.to_string();
 }
 
 TEST(ArgumentsTest, WrongCountVectorsAreInvalidArgument) {
@@ -281,9 +281,9 @@ TEST(ArgumentsTest, WrongCountVectorsAreInvalidArgument) {
         StatusCode::kInvalidArgument) {
       return Status::internal("alltoallv accepted 3 counts for 2 ranks");
     }
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(status.is_ok()) << status.to_string();
+  EXPECT_TRUE(status.ok()) << status.to_string();
 }
 
 // Sum and average on bool: every reduction refuses them on every rank, before sending
@@ -316,9 +316,9 @@ TEST(ArgumentsTest, BoolSumAndAverageAreRefusedByEveryReduction) {
       }
       if (flags[0] != 1 || flags[1] != 0 || out[0] != 0)
         return Status::internal("a refused call wrote its buffers");
-      return Status::ok();
+      return Status::OK();
     });
-    EXPECT_TRUE(status.is_ok()) << n << " ranks: " << status.to_string();
+    EXPECT_TRUE(status.ok()) << n << " ranks: " << status.to_string();
   }
 }
 
@@ -334,11 +334,11 @@ TEST(CollectiveChecksTest, DetectWrongValuesAndDivergentBits) {
         comm,
         [](Communicator&, const void* in, void* out, size_t count, DataType dt, ReduceOp) {
           std::memcpy(out, in, count * data_type_bytes(dt));
-          return Status::ok();
+          return Status::OK();
         },
         c);
   });
-  EXPECT_FALSE(copy_only.is_ok());
+  EXPECT_FALSE(copy_only.ok());
   EXPECT_NE(copy_only.message().find("element 0"), std::string::npos) << copy_only.to_string();
 
   Status flipped = run_ranks(3, [&](Communicator& comm) -> Status {
@@ -347,11 +347,11 @@ TEST(CollectiveChecksTest, DetectWrongValuesAndDivergentBits) {
         [](Communicator& cm, const void* in, void* out, size_t count, DataType dt, ReduceOp op) {
           HORA_RETURN_IF_ERROR(ring_allreduce(cm, in, out, count, dt, op, AlgorithmOptions()));
           if (cm.rank() == 2) static_cast<uint8_t*>(out)[40] ^= 1;  // lowest mantissa bit
-          return Status::ok();
+          return Status::OK();
         },
         c);
   });
-  EXPECT_FALSE(flipped.is_ok());
+  EXPECT_FALSE(flipped.ok());
   EXPECT_NE(flipped.message().find("rank 2's bits differ"), std::string::npos)
       << flipped.to_string();
 }

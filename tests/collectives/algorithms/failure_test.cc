@@ -122,8 +122,8 @@ TEST_P(PeerFailureTest, KilledRankIsNamedByEverySurvivorBeforeTheDeadline) {
       if (r == victim) continue;
       const Status& s = statuses[r];
       // A broadcast rank before the victim in the chain does not depend on it.
-      if (collective == Collective::kBroadcast && r < victim && s.is_ok()) continue;
-      ASSERT_FALSE(s.is_ok()) << collective_name(collective) << ": rank " << r << " succeeded";
+      if (collective == Collective::kBroadcast && r < victim && s.ok()) continue;
+      ASSERT_FALSE(s.ok()) << collective_name(collective) << ": rank " << r << " succeeded";
       EXPECT_TRUE(s.code() == StatusCode::kRemote || s.code() == StatusCode::kTimeout)
           << s.to_string();
       EXPECT_NE(s.message().find(needle), std::string::npos)
@@ -140,7 +140,7 @@ TEST_P(PeerFailureTest, StalledRankTimesOutNamingIt) {
   const int victim = n / 2;  // not last: a broadcast chain must pass through it
   auto statuses =
       test_support::run_ranks_each(n, [&](InProcCommunicator& comm, InProcWorld&) -> Status {
-        if (comm.rank() == victim) return Status::ok();
+        if (comm.rank() == victim) return Status::OK();
         AlgorithmOptions options;
         options.deadline = Deadline::after(std::chrono::milliseconds(200));
         options.segment_bytes = 16;
@@ -152,7 +152,7 @@ TEST_P(PeerFailureTest, StalledRankTimesOutNamingIt) {
   int failed = 0;
   int naming = 0;
   for (int r = 0; r < n; ++r) {
-    if (r == victim || statuses[r].is_ok()) continue;  // broadcast ranks before it may finish
+    if (r == victim || statuses[r].ok()) continue;  // broadcast ranks before it may finish
     ++failed;
     EXPECT_TRUE(statuses[r].code() == StatusCode::kTimeout ||
                 statuses[r].code() == StatusCode::kRemote)

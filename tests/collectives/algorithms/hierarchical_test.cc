@@ -92,11 +92,11 @@ TEST(SubCommunicatorTest, RenumbersAndRefusesOutOfRangePeers) {
       return Status::internal("got " + std::to_string(theirs) + " from sub-peer " +
                               std::to_string(peer));
     auto bad = sub.isend(2, &mine, sizeof(mine), 7);
-    if (bad.is_ok() || bad.status().code() != StatusCode::kInvalidArgument)
+    if (bad.ok() || bad.status().code() != StatusCode::kInvalidArgument)
       return Status::internal("peer 2 of 2 was accepted");
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 class HierarchicalTest : public ::testing::TestWithParam<Layout> {};
@@ -118,7 +118,7 @@ TEST_P(HierarchicalTest, AllreduceEveryOpInAndOutOfPlaceBitwiseEqual) {
         };
         return test_support::check_allreduce(comm, fn, c, /*repeats=*/2);
       });
-      ASSERT_TRUE(s.is_ok()) << layout.name << " " << c.name() << ": " << s.to_string();
+      ASSERT_TRUE(s.ok()) << layout.name << " " << c.name() << ": " << s.to_string();
     }
   }
 }
@@ -139,7 +139,7 @@ TEST_P(HierarchicalTest, RunAllreduceTakesTheTopologyFromOptions) {
     };
     return test_support::check_allreduce(comm, fn, c);
   });
-  EXPECT_TRUE(s.is_ok()) << layout.name << ": " << s.to_string();
+  EXPECT_TRUE(s.ok()) << layout.name << ": " << s.to_string();
 }
 
 TEST_P(HierarchicalTest, AllgathervUnevenAndZeroCountsInAndOutOfPlace) {
@@ -160,8 +160,8 @@ TEST_P(HierarchicalTest, AllgathervUnevenAndZeroCountsInAndOutOfPlace) {
           };
           return test_support::check_allgatherv(comm, fn, counts, dtype, in_place);
         });
-        ASSERT_TRUE(s.is_ok()) << layout.name << " base " << base << (in_place ? " in place" : "")
-                               << ": " << s.to_string();
+        ASSERT_TRUE(s.ok()) << layout.name << " base " << base << (in_place ? " in place" : "")
+                            << ": " << s.to_string();
       }
     }
   }
@@ -184,9 +184,9 @@ TEST(HierarchicalTest, TopologyOfAnotherCommunicatorIsRefused) {
         hierarchical_allreduce(comm, wrong, &x, &x, 1, DataType::kFloat32, ReduceOp::kSum, options);
     if (st.code() != StatusCode::kInvalidArgument || st.message().find("of 3") == std::string::npos)
       return Status::internal("expected kInvalidArgument naming 3 ranks, got " + st.to_string());
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 // Two hosts of two ranks: shared memory within a host at 5 GB/s after 5 us, and a link of
@@ -200,7 +200,7 @@ Topology two_by_two(double cross_gbs, double cross_alpha_us = 50.0) {
 
 TEST(HierarchicalSelectorTest, ParsesAndNamesHierarchical) {
   auto parsed = parse_algorithm("hierarchical");
-  ASSERT_TRUE(parsed.is_ok());
+  ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed.value(), Algorithm::kHierarchical);
   EXPECT_STREQ(algorithm_name(Algorithm::kHierarchical), "hierarchical");
   EXPECT_LT(estimate_allreduce_us(Algorithm::kHierarchical, "builtin", 1 << 20, 4), 0);

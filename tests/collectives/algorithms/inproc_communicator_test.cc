@@ -24,7 +24,7 @@ TEST(InProcCommunicatorTest, SendRecvCopiesBytesAndMatchesInPostingOrder) {
     if (comm.rank() == 0) {
       for (int v = 0; v < 3; ++v) HORA_RETURN_IF_ERROR(comm.send(1, &v, sizeof v, 7, soon()));
       HORA_RETURN_IF_ERROR(comm.send(1, nullptr, 0, 8, soon()));  // empty message
-      return Status::ok();
+      return Status::OK();
     }
     int got[3] = {-1, -1, -1};
     HORA_ASSIGN_OR_RETURN(auto first, comm.irecv(0, &got[0], sizeof(int), 7));
@@ -42,7 +42,7 @@ TEST(InProcCommunicatorTest, SendRecvCopiesBytesAndMatchesInPostingOrder) {
     // A second wait returns the same status.
     return second->wait(soon());
   });
-  EXPECT_TRUE(status.is_ok()) << status.to_string();
+  EXPECT_TRUE(status.ok()) << status.to_string();
 }
 
 TEST(InProcCommunicatorTest, ByteCountMismatchIsAnErrorNamingBothRanks) {
@@ -58,11 +58,11 @@ TEST(InProcCommunicatorTest, ByteCountMismatchIsAnErrorNamingBothRanks) {
 
 TEST(InProcCommunicatorTest, WaitTimesOutNamingThePeer) {
   auto statuses = run_ranks_each(3, [](InProcCommunicator& comm, InProcWorld&) -> Status {
-    if (comm.rank() != 2) return Status::ok();
+    if (comm.rank() != 2) return Status::OK();
     int value = 0;
     return comm.recv(1, &value, sizeof value, 3, Deadline::after(std::chrono::milliseconds(50)));
   });
-  EXPECT_TRUE(statuses[0].is_ok());
+  EXPECT_TRUE(statuses[0].ok());
   ASSERT_EQ(statuses[2].code(), StatusCode::kTimeout) << statuses[2].to_string();
   EXPECT_NE(statuses[2].message().find("waiting for rank 1"), std::string::npos);
 }
@@ -71,17 +71,17 @@ TEST(InProcCommunicatorTest, DeadPeerFailsReceivesAndSends) {
   auto statuses = run_ranks_each(3, [](InProcCommunicator& comm, InProcWorld& world) -> Status {
     if (comm.rank() == 2) world.kill(2);  // dies before its send, deterministically
     HORA_RETURN_IF_ERROR(comm.send(0, nullptr, 0, 1, soon()));  // everyone checks in with 0
-    if (comm.rank() != 0) return Status::ok();
+    if (comm.rank() != 0) return Status::OK();
     for (int p = 1; p < 3; ++p) HORA_RETURN_IF_ERROR(comm.recv(p, nullptr, 0, 1, soon()));
-    return Status::ok();
+    return Status::OK();
   });
   // Rank 0 sees rank 1's message, but rank 2 died before sending.
   ASSERT_EQ(statuses[0].code(), StatusCode::kRemote) << statuses[0].to_string();
   EXPECT_NE(statuses[0].message().find("rank 2 is dead"), std::string::npos);
-  EXPECT_TRUE(statuses[1].is_ok()) << statuses[1].to_string();
+  EXPECT_TRUE(statuses[1].ok()) << statuses[1].to_string();
 
   auto sends = run_ranks_each(2, [](InProcCommunicator& comm, InProcWorld& world) -> Status {
-    if (comm.rank() == 1) return Status::ok();
+    if (comm.rank() == 1) return Status::OK();
     world.kill(1);
     return comm.send(1, nullptr, 0, 1, soon());
   });
@@ -118,7 +118,7 @@ TEST(MultiRankTest, ReturnsTheFirstFailurePrefixedWithItsRankAndUnblocksPeers) {
     int value = 0;  // everyone else waits on rank 3, which never sends
     return comm.recv(3, &value, sizeof value, 1, Deadline::after(std::chrono::seconds(60)));
   });
-  ASSERT_FALSE(status.is_ok());
+  ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.code(), StatusCode::kInternal) << status.to_string();
   EXPECT_NE(status.message().find("rank 3: check failed on purpose"), std::string::npos);
   // The peers were released by the harness (fail()), long before their 60 s deadline.
@@ -128,7 +128,7 @@ TEST(MultiRankTest, ReturnsTheFirstFailurePrefixedWithItsRankAndUnblocksPeers) {
 TEST(MultiRankTest, ExceptionsBecomeInternalErrors) {
   Status status = run_ranks(2, [](Communicator& comm) -> Status {
     if (comm.rank() == 1) throw std::runtime_error("boom");
-    return Status::ok();
+    return Status::OK();
   });
   EXPECT_EQ(status.code(), StatusCode::kInternal);
   EXPECT_NE(status.message().find("boom"), std::string::npos);

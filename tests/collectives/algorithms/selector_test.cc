@@ -12,22 +12,22 @@ TEST(SelectorTest, ParsesEveryNameAndRoundTrips) {
   for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree,
                       Algorithm::kRecursiveDoubling, Algorithm::kNative}) {
     auto parsed = parse_algorithm(algorithm_name(a));
-    ASSERT_TRUE(parsed.is_ok()) << algorithm_name(a);
+    ASSERT_TRUE(parsed.ok()) << algorithm_name(a);
     EXPECT_EQ(parsed.value(), a);
   }
   auto rd = parse_algorithm("recursive_doubling");
-  ASSERT_TRUE(rd.is_ok());
+  ASSERT_TRUE(rd.ok());
   EXPECT_EQ(rd.value(), Algorithm::kRecursiveDoubling);
 }
 
 TEST(SelectorTest, UnknownNameIsAnErrorNamingValueAndVariable) {
   auto parsed = parse_algorithm("bcube");
-  ASSERT_FALSE(parsed.is_ok());
+  ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(parsed.status().message().find("bcube"), std::string::npos);
   EXPECT_NE(parsed.status().message().find("HORA_ALLREDUCE_ALGO"), std::string::npos);
-  EXPECT_FALSE(parse_algorithm("").is_ok());
-  EXPECT_FALSE(parse_algorithm("Ring").is_ok());
+  EXPECT_FALSE(parse_algorithm("").ok());
+  EXPECT_FALSE(parse_algorithm("Ring").ok());
 }
 
 TEST(SelectorTest, OverrideWins) {

@@ -33,7 +33,7 @@ Status run_gloo(int n, const RankBody& body, double timeout_s = 20) {
       GlooOptions options;
       options.timeout_s = timeout_s;
       auto comm = create_gloo_communicator(r, n, store, options, Deadline::after_seconds(20));
-      if (!comm.is_ok()) {
+      if (!comm.ok()) {
         results[r] = comm.status();
         return;
       }
@@ -42,8 +42,8 @@ Status run_gloo(int n, const RankBody& body, double timeout_s = 20) {
   }
   for (auto& t : threads) t.join();
   for (int r = 0; r < n; ++r)
-    if (!results[r].is_ok()) return results[r].with_context(" [rank " + std::to_string(r) + "]");
-  return Status::ok();
+    if (!results[r].ok()) return results[r].with_context(" [rank " + std::to_string(r) + "]");
+  return Status::OK();
 }
 
 Deadline soon() { return Deadline::after_seconds(20); }
@@ -54,7 +54,7 @@ TEST_P(GlooRanks, RingExchangeSendRecv) {
   const int n = GetParam();
   ASSERT_TRUE(
       run_gloo(n, [](Communicator& c) -> Status {
-        if (c.size() == 1) return Status::ok();
+        if (c.size() == 1) return Status::OK();
         const int next = (c.rank() + 1) % c.size(), prev = (c.rank() + c.size() - 1) % c.size();
         std::vector<int32_t> out(1000), in(1000, -1);
         for (int i = 0; i < 1000; ++i) out[i] = c.rank() * 100000 + i;
@@ -65,7 +65,7 @@ TEST_P(GlooRanks, RingExchangeSendRecv) {
         for (int i = 0; i < 1000; ++i)
           if (in[i] != prev * 100000 + i)
             return Status::internal("element " + std::to_string(i) + " = " + std::to_string(in[i]));
-        return Status::ok();
+        return Status::OK();
       }).to_string() == "OK");
 }
 
@@ -87,9 +87,9 @@ TEST_P(GlooRanks, SameTagMessagesArriveInOrderAndZeroBytesWork) {
       }
       HORA_RETURN_IF_ERROR(c.recv(0, nullptr, 0, 4, soon()));
     }
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST_P(GlooRanks, NativeAllreduceMatrix) {
@@ -111,9 +111,9 @@ TEST_P(GlooRanks, NativeAllreduceMatrix) {
     if (sum.code() != StatusCode::kInvalidArgument ||
         sum.message().find("allreduce op sum is not defined for bool") == std::string::npos)
       return Status::internal("bool sum gave " + sum.to_string());
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST_P(GlooRanks, NativeAllgathervBroadcastAlltoallv) {
@@ -151,7 +151,7 @@ TEST_P(GlooRanks, NativeAllgathervBroadcastAlltoallv) {
       HORA_RETURN_IF_ERROR(test_support::check_alltoallv(c, a2a, scale, DataType::kFloat32));
     return c.barrier(soon());
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST_P(GlooRanks, NativeReducescatter) {
@@ -174,9 +174,9 @@ TEST_P(GlooRanks, NativeReducescatter) {
           for (bool in_place : {false, true})
             HORA_RETURN_IF_ERROR(
                 test_support::check_reducescatter(c, rs, counts, dtype, op, in_place));
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooRanks, ::testing::Values(1, 2, 3, 4),
@@ -187,13 +187,13 @@ TEST(GlooCommunicatorErrors, BadPeerIsInvalidArgument) {
     char b = 0;
     auto self = c.isend(c.rank(), &b, 1, 0);
     auto far = c.irecv(5, &b, 1, 0);
-    if (self.is_ok() || self.status().code() != StatusCode::kInvalidArgument)
+    if (self.ok() || self.status().code() != StatusCode::kInvalidArgument)
       return Status::internal("send to self was not rejected");
-    if (far.is_ok() || far.status().code() != StatusCode::kInvalidArgument)
+    if (far.ok() || far.status().code() != StatusCode::kInvalidArgument)
       return Status::internal("recv from rank 5 was not rejected");
     return c.barrier(soon());
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST(GlooCommunicatorErrors, RecvWithoutSenderTimesOutAndBreaksTheCommunicator) {
@@ -215,9 +215,9 @@ TEST(GlooCommunicatorErrors, RecvWithoutSenderTimesOutAndBreaksTheCommunicator) 
           return Status::internal("timeout does not name the peer: " + t.to_string());
         if (took > std::chrono::seconds(5)) return Status::internal("timeout took too long");
         Status later = c.barrier(soon());
-        if (later.is_ok()) return Status::internal("a broken communicator accepted a barrier");
+        if (later.ok()) return Status::internal("a broken communicator accepted a barrier");
         // Let rank 1 go: its recv fails too once the context is poisoned or closed.
-        return Status::ok();
+        return Status::OK();
       },
       /*timeout_s=*/3);
   // Rank 1's recv ends with an error (rank 0 stopped), which is expected here.
@@ -240,7 +240,7 @@ TEST(GlooCommunicatorErrors, NativeAllreduceTimeoutAtTwoRanksNamesThePeer) {
           return Status::internal("want kTimeout: " + t.to_string());
         if (t.message().find("waiting on the peer, rank 1)") == std::string::npos)
           return Status::internal("timeout does not name the peer: " + t.to_string());
-        return Status::ok();
+        return Status::OK();
       },
       /*timeout_s=*/3);
   EXPECT_NE(s.message().find("rank 1"), std::string::npos) << s.to_string();
@@ -263,8 +263,8 @@ TEST(GlooCommunicatorErrors, AbortInterruptsAPendingRecv) {
         if (std::chrono::steady_clock::now() - start > std::chrono::seconds(5))
           return Status::internal("abort took too long");
         Status after = c.barrier(soon());
-        if (after.is_ok()) return Status::internal("barrier after abort succeeded");
-        return Status::ok();
+        if (after.ok()) return Status::internal("barrier after abort succeeded");
+        return Status::OK();
       },
       3);
   // Rank 1's barrier cannot complete without rank 0; it fails with a timeout or remote error.
@@ -277,7 +277,7 @@ TEST(GlooCommunicatorErrors, MissingRankTimesOutAtConnect) {
   const auto start = std::chrono::steady_clock::now();
   auto comm = create_gloo_communicator(0, 2, store, options,
                                        Deadline::after(std::chrono::milliseconds(300)));
-  ASSERT_FALSE(comm.is_ok());
+  ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), StatusCode::kTimeout) << comm.status().to_string();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
@@ -300,7 +300,7 @@ TEST(GlooBindAddress, UnresolvableRendezvousNamesTheVariable) {
   GlooOptions o;
   o.rendezvous_addr = "no-such-host.invalid";
   auto bind = choose_gloo_bind_address(o);
-  ASSERT_FALSE(bind.is_ok());
+  ASSERT_FALSE(bind.ok());
   EXPECT_EQ(bind.status().code(), StatusCode::kIo);
   EXPECT_NE(bind.status().message().find("HORA_GLOO_IFACE"), std::string::npos);
 }
@@ -310,16 +310,16 @@ TEST(BackendRegistry, KnowsGlooAndRejectsUnknownNames) {
   EXPECT_EQ(resolve_backend_name("auto"), available_backends().front());
   MemoryStore store;
   auto bad = make_communicator("carrier-pigeon", 0, 1, store, BackendOptions(), soon());
-  ASSERT_FALSE(bad.is_ok());
+  ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("gloo"), std::string::npos);
   if (!backend_available("nccl")) {  // built with NCCL, tests/collectives/backends/nccl cover it
     auto nccl = make_communicator("nccl", 0, 1, store, BackendOptions(), soon());
-    ASSERT_FALSE(nccl.is_ok());
+    ASSERT_FALSE(nccl.ok());
     EXPECT_EQ(nccl.status().code(), StatusCode::kUnimplemented);
   }
   auto one = make_communicator("gloo", 0, 1, store, BackendOptions(), soon());
-  ASSERT_TRUE(one.is_ok()) << one.status().to_string();
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
   EXPECT_EQ(one.value()->size(), 1);
   EXPECT_STREQ(one.value()->backend_name(), "gloo");
 }

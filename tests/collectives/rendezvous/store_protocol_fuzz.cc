@@ -15,10 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<Bytes> frames;
   const size_t cut = size ? data[0] % (size + 1) : 0;
   hora::Status s = parser.feed(data, cut, &frames);
-  if (s.is_ok()) s = parser.feed(data + cut, size - cut, &frames);
+  if (s.ok()) s = parser.feed(data + cut, size - cut, &frames);
   for (const Bytes& f : frames) {
     auto request = decode_request(f);
-    if (request.is_ok()) {
+    if (request.ok()) {
       // A request that decodes must re-encode to the same bytes.
       if (encode_request(request.value()) != f) std::abort();
     }

@@ -54,11 +54,11 @@ TEST(StoreProtocolFuzzTest, TruncatedRequestIsAnError) {
   const Bytes frame = valid_frame();
   const Bytes payload(frame.begin() + kFrameHeaderBytes, frame.end());
   for (size_t n = 0; n < payload.size(); ++n)
-    EXPECT_FALSE(decode_request(payload.data(), n).is_ok()) << n;
-  EXPECT_TRUE(decode_request(payload).is_ok());
+    EXPECT_FALSE(decode_request(payload.data(), n).ok()) << n;
+  EXPECT_TRUE(decode_request(payload).ok());
   Bytes trailing = payload;
   trailing.push_back(0);
-  EXPECT_FALSE(decode_request(trailing).is_ok());
+  EXPECT_FALSE(decode_request(trailing).ok());
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ std::unique_ptr<TcpStoreServer> start_server(const std::string& secret = "s3cret
   options.secret = secret;
   options.max_frame_bytes = 1 << 20;
   auto server = TcpStoreServer::start(options);
-  EXPECT_TRUE(server.is_ok()) << server.status().to_string();
+  EXPECT_TRUE(server.ok()) << server.status().to_string();
   return std::move(server).value();
 }
 
@@ -39,7 +39,7 @@ std::unique_ptr<TcpStoreClient> connect_to(const TcpStoreServer& server,
                                            const std::string& secret = "s3cret") {
   auto c = TcpStoreClient::connect("127.0.0.1", server.port(), secret,
                                    Deadline::after(milliseconds(5000)));
-  EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
   return std::move(c).value();
 }
 
@@ -70,18 +70,18 @@ bool closed_by_server(int fd, Deadline deadline) {
 // since one client serialises its requests on one connection.
 void exercise(Store& store, Store* writer = nullptr) {
   if (writer == nullptr) writer = &store;
-  ASSERT_TRUE(store.set("a", b("1")).is_ok());
+  ASSERT_TRUE(store.set("a", b("1")).ok());
   EXPECT_EQ(store.get("a", Deadline::after(milliseconds(1000))).value(), b("1"));
   EXPECT_TRUE(store.check({"a"}).value());
   EXPECT_FALSE(store.check({"a", "b"}).value());
   EXPECT_EQ(store.add("n", 5).value(), 5);
   EXPECT_EQ(store.add("n", -2).value(), 3);
-  ASSERT_TRUE(store.set("t", b("text")).is_ok());
+  ASSERT_TRUE(store.set("t", b("text")).ok());
   EXPECT_EQ(store.add("t", 1).status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(store.remove("a").value());
   EXPECT_FALSE(store.remove("a").value());
   auto late = store.get("missing-key", Deadline::after(milliseconds(150)));
-  ASSERT_FALSE(late.is_ok());
+  ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.status().code(), StatusCode::kTimeout);
   EXPECT_NE(late.status().message().find("missing-key"), std::string::npos);
   Status w = store.wait({"n", "absent1"}, Deadline::after(milliseconds(150)));
@@ -107,7 +107,7 @@ TEST(FileStoreTest, BasicsAndConcurrentAdds) {
   ASSERT_NE(::mkdtemp(dir), nullptr);
   auto store = FileStore::open(std::string(dir) + "/store").value();
   exercise(*store);
-  ASSERT_TRUE(store->set("odd key/with:chars", b("v")).is_ok());
+  ASSERT_TRUE(store->set("odd key/with:chars", b("v")).ok());
   EXPECT_EQ(store->get("odd key/with:chars", Deadline::after(milliseconds(100))).value(), b("v"));
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
@@ -117,7 +117,7 @@ TEST(FileStoreTest, BasicsAndConcurrentAdds) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(store->add("c", 0).value(), 100);
-  EXPECT_FALSE(FileStore::open("").is_ok());
+  EXPECT_FALSE(FileStore::open("").ok());
   EXPECT_EQ(FileStore::open("/proc/hora-cannot-be-here").status().code(), StatusCode::kIo);
   std::string cleanup = std::string("rm -rf ") + dir;
   ASSERT_EQ(std::system(cleanup.c_str()), 0);
@@ -127,8 +127,8 @@ TEST(PrefixStoreTest, ScopesKeys) {
   MemoryStore base;
   PrefixStore p1("job1", base), p2("job2/", base);
   exercise(p1);
-  ASSERT_TRUE(p2.set("k", b("2")).is_ok());
-  ASSERT_TRUE(p1.set("k", b("1")).is_ok());
+  ASSERT_TRUE(p2.set("k", b("2")).ok());
+  ASSERT_TRUE(p1.set("k", b("1")).ok());
   EXPECT_EQ(base.get("job1/k", Deadline::after(milliseconds(100))).value(), b("1"));
   EXPECT_EQ(base.get("job2/k", Deadline::after(milliseconds(100))).value(), b("2"));
 }
@@ -149,9 +149,9 @@ TEST(TcpStoreTest, ConcurrentAddsFromManyClients) {
     threads.emplace_back([&] {
       auto c = TcpStoreClient::connect("127.0.0.1", server->port(), "s3cret",
                                        Deadline::after(milliseconds(10000)));
-      if (!c.is_ok()) return (void)++failures;
+      if (!c.ok()) return (void)++failures;
       for (int j = 0; j < kAdds; ++j)
-        if (!c.value()->add("counter", 1).is_ok()) ++failures;
+        if (!c.value()->add("counter", 1).ok()) ++failures;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
@@ -163,17 +163,17 @@ TEST(TcpStoreTest, ManyConnectionsAtOnce) {
   std::vector<std::unique_ptr<TcpStoreClient>> clients;
   for (int i = 0; i < 200; ++i) clients.push_back(connect_to(*server));
   for (size_t i = 0; i < clients.size(); ++i)
-    ASSERT_TRUE(clients[i]->set("k" + std::to_string(i), b("v")).is_ok());
+    ASSERT_TRUE(clients[i]->set("k" + std::to_string(i), b("v")).ok());
   EXPECT_TRUE(clients[0]->check({"k0", "k199"}).value());
 }
 
 TEST(TcpStoreTest, WrongSecretIsRefused) {
   auto server = start_server();
   auto good = connect_to(*server);
-  ASSERT_TRUE(good->set("secret-data", b("x")).is_ok());
+  ASSERT_TRUE(good->set("secret-data", b("x")).ok());
   auto bad = TcpStoreClient::connect("127.0.0.1", server->port(), "guess",
                                      Deadline::after(milliseconds(3000)));
-  ASSERT_FALSE(bad.is_ok());
+  ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(bad.status().message().find("refused authentication"), std::string::npos);
   EXPECT_TRUE(good->check({"secret-data"}).value()) << "others keep working";
@@ -182,7 +182,7 @@ TEST(TcpStoreTest, WrongSecretIsRefused) {
 TEST(TcpStoreTest, RequestWithoutAuthenticationIsDroppedAndLearnsNothing) {
   auto server = start_server();
   auto good = connect_to(*server);
-  ASSERT_TRUE(good->set("k", b("private")).is_ok());
+  ASSERT_TRUE(good->set("k", b("private")).ok());
   int fd = raw_connect(server->port());
   StoreRequest get;
   get.type = RequestType::kGet;
@@ -212,7 +212,7 @@ TEST(TcpStoreTest, OversizedFrameAndGarbageCloseOnlyThatConnection) {
     EXPECT_TRUE(closed_by_server(fd, Deadline::after(milliseconds(3000))));
     ::close(fd);
   }
-  EXPECT_TRUE(good->set("still", b("ok")).is_ok());
+  EXPECT_TRUE(good->set("still", b("ok")).ok());
 }
 
 TEST(TcpStoreTest, ClientDyingMidFrameDoesNotDisturbOthers) {
@@ -223,9 +223,9 @@ TEST(TcpStoreTest, ClientDyingMidFrameDoesNotDisturbOthers) {
   ASSERT_GT(::send(fd, half, sizeof(half), MSG_NOSIGNAL), 0);
   ::close(fd);
   std::thread waiter(
-      [&] { EXPECT_TRUE(good->wait({"w"}, Deadline::after(milliseconds(5000))).is_ok()); });
+      [&] { EXPECT_TRUE(good->wait({"w"}, Deadline::after(milliseconds(5000))).ok()); });
   auto other = connect_to(*server);
-  ASSERT_TRUE(other->set("w", b("1")).is_ok());
+  ASSERT_TRUE(other->set("w", b("1")).ok());
   waiter.join();
 }
 
@@ -239,7 +239,7 @@ TEST(TcpStoreTest, ServerStopFailsAWaitingClientBeforeItsDeadline) {
   const auto start = std::chrono::steady_clock::now();
   auto r = client->get("never", Deadline::after(milliseconds(20000)));
   stopper.join();
-  EXPECT_FALSE(r.is_ok());
+  EXPECT_FALSE(r.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
@@ -260,8 +260,8 @@ TEST(TcpStoreTest, ConnectRetriesUntilTheServerStarts) {
   auto c =
       TcpStoreClient::connect("127.0.0.1", port, "s3cret", Deadline::after(milliseconds(10000)));
   starter.join();
-  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
-  EXPECT_TRUE(c.value()->set("x", b("y")).is_ok());
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_TRUE(c.value()->set("x", b("y")).ok());
 }
 
 TEST(TcpStoreTest, UnreachableStoreTimesOutNamingIt) {
@@ -269,7 +269,7 @@ TEST(TcpStoreTest, UnreachableStoreTimesOutNamingIt) {
   const int port = probe->port();
   probe.reset();
   auto c = TcpStoreClient::connect("127.0.0.1", port, "s", Deadline::after(milliseconds(300)));
-  ASSERT_FALSE(c.is_ok());
+  ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kTimeout);
   EXPECT_NE(c.status().message().find("127.0.0.1:" + std::to_string(port)), std::string::npos);
 }

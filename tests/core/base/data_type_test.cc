@@ -14,7 +14,7 @@ TEST(DataTypeTest, SizesAndNamesRoundTrip) {
     DataType t = static_cast<DataType>(i);
     EXPECT_EQ(data_type_bytes(t), sizes[i]) << data_type_name(t);
     auto parsed = parse_data_type(data_type_name(t));
-    ASSERT_TRUE(parsed.is_ok());
+    ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(parsed.value(), t);
   }
   EXPECT_EQ(parse_data_type("bf16").value(), DataType::kBFloat16);
@@ -48,7 +48,7 @@ TEST(DataTypeTest, Int16Uint16BoolAppendedAfterFloat64) {
 
 TEST(DataTypeTest, UnknownNameIsClearError) {
   auto r = parse_data_type("complex64");
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("complex64"), std::string::npos);
   EXPECT_NE(r.status().message().find("bfloat16"), std::string::npos);
@@ -59,16 +59,16 @@ TEST(DataTypeTest, UnknownNameIsClearError) {
 TEST(DataTypeTest, FromIntValidates) {
   for (int i = 0; i < kNumDataTypes; ++i) {
     auto t = data_type_from_int(i);
-    ASSERT_TRUE(t.is_ok()) << i;
+    ASSERT_TRUE(t.ok()) << i;
     EXPECT_EQ(static_cast<int>(t.value()), i);
   }
   EXPECT_EQ(data_type_from_int(10).value(), DataType::kBool);
-  EXPECT_FALSE(data_type_from_int(-1).is_ok());
+  EXPECT_FALSE(data_type_from_int(-1).ok());
   auto eleven = data_type_from_int(11);
-  ASSERT_FALSE(eleven.is_ok());
+  ASSERT_FALSE(eleven.ok());
   EXPECT_EQ(eleven.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(eleven.status().message().find("0..10"), std::string::npos);
-  EXPECT_FALSE(data_type_from_int(255).is_ok());
+  EXPECT_FALSE(data_type_from_int(255).ok());
 }
 
 TEST(ReduceOpTest, ParseAndName) {
@@ -79,9 +79,9 @@ TEST(ReduceOpTest, ParseAndName) {
   EXPECT_EQ(parse_reduce_op("avg").value(), ReduceOp::kAverage);
   EXPECT_EQ(parse_reduce_op("prod").value(), ReduceOp::kProduct);
   auto bad = parse_reduce_op("xor");
-  ASSERT_FALSE(bad.is_ok());
+  ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'xor'"), std::string::npos);
-  EXPECT_FALSE(reduce_op_from_int(9).is_ok());
+  EXPECT_FALSE(reduce_op_from_int(9).ok());
 }
 
 // Every op on every numeric dtype; on bool only min, max, product. The refusal names the
@@ -95,7 +95,7 @@ TEST(ReduceOpTest, BoolSumAndAverageAreNotDefined) {
                         op == ReduceOp::kProduct;
       EXPECT_EQ(is_reduce_op_defined(op, dtype), want)
           << data_type_name(dtype) << " " << reduce_op_name(op);
-      EXPECT_EQ(check_reduce_op(op, dtype, "allreduce").is_ok(), want);
+      EXPECT_EQ(check_reduce_op(op, dtype, "allreduce").ok(), want);
     }
   }
   Status s = check_reduce_op(ReduceOp::kSum, DataType::kBool, "tensor 'x': allreduce");
@@ -124,7 +124,7 @@ TEST(DeviceTest, ParseAndPrint) {
   EXPECT_EQ(Device::cpu().to_string(), "cpu");
   for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "CPU"}) {
     auto r = parse_device(bad);
-    EXPECT_FALSE(r.is_ok()) << bad;
+    EXPECT_FALSE(r.ok()) << bad;
   }
 }
 

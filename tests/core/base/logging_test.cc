@@ -8,7 +8,7 @@ namespace {
 TEST(LoggingTest, ParseLevels) {
   EXPECT_EQ(parse_log_level("trace").value(), LogLevel::kTrace);
   EXPECT_EQ(parse_log_level("warn").value(), LogLevel::kWarning);
-  EXPECT_FALSE(parse_log_level("loud").is_ok());
+  EXPECT_FALSE(parse_log_level("loud").ok());
 }
 
 TEST(LoggingTest, LevelFiltersAndRankPrefixes) {

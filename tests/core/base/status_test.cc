@@ -8,7 +8,7 @@ namespace {
 Status fails() { return Status::timeout("waiting for rank 3"); }
 Status passes_through() {
   HORA_RETURN_IF_ERROR(fails());
-  return Status::ok();
+  return Status::OK();
 }
 StatusOr<int> maybe(bool ok) {
   if (ok) return 7;
@@ -17,12 +17,12 @@ StatusOr<int> maybe(bool ok) {
 Status uses_assign(bool ok, int* out) {
   HORA_ASSIGN_OR_RETURN(int v, maybe(ok));
   *out = v;
-  return Status::ok();
+  return Status::OK();
 }
 
 TEST(StatusTest, OkIsDefaultAndCheap) {
   Status s;
-  EXPECT_TRUE(s.is_ok());
+  EXPECT_TRUE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kOk);
   EXPECT_EQ(s.message(), "");
   EXPECT_EQ(s.to_string(), "OK");
@@ -31,7 +31,7 @@ TEST(StatusTest, OkIsDefaultAndCheap) {
 
 TEST(StatusTest, ErrorCarriesCodeAndMessage) {
   Status s = Status::mismatch("shape [4,5] on rank 0 but [4,6] on rank 1");
-  EXPECT_FALSE(s.is_ok());
+  EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kMismatch);
   EXPECT_EQ(s.to_string(), "Mismatch: shape [4,5] on rank 0 but [4,6] on rank 1");
 }
@@ -39,8 +39,8 @@ TEST(StatusTest, ErrorCarriesCodeAndMessage) {
 TEST(StatusTest, CopyIsDeep) {
   Status a = Status::io("disk");
   Status b = a;
-  a = Status::ok();
-  EXPECT_TRUE(a.is_ok());
+  a = Status::OK();
+  EXPECT_TRUE(a.ok());
   EXPECT_EQ(b.code(), StatusCode::kIo);
   EXPECT_EQ(b.message(), "disk");
 }
@@ -54,11 +54,11 @@ TEST(StatusTest, ReturnIfErrorAddsLocation) {
 
 TEST(StatusTest, StatusOrValueAndError) {
   int out = 0;
-  EXPECT_TRUE(uses_assign(true, &out).is_ok());
+  EXPECT_TRUE(uses_assign(true, &out).ok());
   EXPECT_EQ(out, 7);
   Status s = uses_assign(false, &out);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  StatusOr<int> from_ok{Status::ok()};
+  StatusOr<int> from_ok{Status::OK()};
   EXPECT_EQ(from_ok.status().code(), StatusCode::kInternal);
 }
 

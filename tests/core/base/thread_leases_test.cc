@@ -55,7 +55,7 @@ int retire_while_leased(int readers, int cycles) {
     const long before = reads.load();
     while (reads.load() < before + 50) std::this_thread::yield();  // readers are in their loop
     Resource* old = current.exchange(nullptr, std::memory_order_seq_cst);
-    EXPECT_TRUE(thread_leases::drain(Clock::now() + std::chrono::seconds(60)).is_ok());
+    EXPECT_TRUE(thread_leases::drain(Clock::now() + std::chrono::seconds(60)).ok());
     old->magic.store(0, std::memory_order_relaxed);
     delete old;
     current.store(new Resource(), std::memory_order_seq_cst);
@@ -121,11 +121,11 @@ TEST(ThreadLeases, DrainWaitsForALeaseHeldBeforeItAndGivesUpAtItsDeadline) {
       holder.release();
     });
     const auto t1 = Clock::now();
-    EXPECT_TRUE(thread_leases::drain(Clock::now() + std::chrono::seconds(60)).is_ok());
+    EXPECT_TRUE(thread_leases::drain(Clock::now() + std::chrono::seconds(60)).ok());
     EXPECT_GE(Clock::now() - t1, std::chrono::milliseconds(90));
     releaser.join();
   }
-  EXPECT_TRUE(thread_leases::drain(Clock::now()).is_ok());  // nothing held: at once
+  EXPECT_TRUE(thread_leases::drain(Clock::now()).ok());  // nothing held: at once
 }
 
 TEST(ThreadLeases, AThreadThatExitedHoldsNothing) {
@@ -135,7 +135,7 @@ TEST(ThreadLeases, AThreadThatExitedHoldsNothing) {
       thread_leases::leave();
     }).join();
   }
-  EXPECT_TRUE(thread_leases::drain(Clock::now()).is_ok());
+  EXPECT_TRUE(thread_leases::drain(Clock::now()).ok());
 }
 
 // A child forked while another thread holds a lease has only the forking thread: its drain
@@ -149,12 +149,12 @@ TEST(ThreadLeases, AForkedChildDrainsWithoutTheParentsOtherThreads) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {  // no threads started here: ThreadSanitizer does not support that
-    const bool drained = thread_leases::drain(Clock::now() + std::chrono::seconds(5)).is_ok();
+    const bool drained = thread_leases::drain(Clock::now() + std::chrono::seconds(5)).ok();
     const bool mode_kept = thread_leases::asymmetric() == asymmetric;
     thread_leases::enter();
     thread_leases::leave();
     // A drain runs membarrier in the asymmetric mode: it fails unless the child registered.
-    const bool again = thread_leases::drain(Clock::now() + std::chrono::seconds(5)).is_ok();
+    const bool again = thread_leases::drain(Clock::now() + std::chrono::seconds(5)).ok();
     std::_Exit(!drained ? 1 : !mode_kept ? 2 : !again ? 3 : 0);
   }
   int status = -1;

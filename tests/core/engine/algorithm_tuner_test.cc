@@ -110,9 +110,9 @@ TEST_P(AlgorithmTunerRanks, DisagreeingTimingsGiveOneChoiceOnEveryRank) {
     }
     std::lock_guard<std::mutex> lock(mu);
     choices[rank] = mine;
-    return Status::ok();
+    return Status::OK();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   for (int r = 1; r < n; ++r) EXPECT_EQ(choices[r], choices[0]) << "rank " << r;
   if (n == 1) return;
   // The agreed figure of candidate i is the max over ranks of fake_us(r, i, 3); the decision
@@ -152,9 +152,9 @@ TEST(AlgorithmTuner, FixedAlgorithmOrOneRankDisablesTuning) {
     off.enabled = false;
     AlgorithmTuner disabled(comm, off);
     if (disabled.enabled()) return Status::internal("enabled with HORA_AUTOTUNE=0");
-    return Status::ok();
+    return Status::OK();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 }  // namespace

@@ -51,14 +51,14 @@ Queued enqueue(TensorQueue& q, const std::string& name) {
   e.handle = out.state;
   std::vector<Entry> one;
   one.push_back(std::move(e));
-  EXPECT_TRUE(q.enqueue(std::move(one)).is_ok());
+  EXPECT_TRUE(q.enqueue(std::move(one)).ok());
   return out;
 }
 
 TEST(BurstEnd, AWaitOnAQueuedRequestEndsTheBurstAtOnce) {
   TensorQueue q;
   Queued a = enqueue(q, "a");
-  std::thread waiter([&] { EXPECT_TRUE(a.handle.wait().is_ok()); });
+  std::thread waiter([&] { EXPECT_TRUE(a.handle.wait().ok()); });
   size_t fresh = 0;
   const auto t0 = Clock::now();
   // Far longer than the waiter needs to start: returning early means the wait ended it.
@@ -66,7 +66,7 @@ TEST(BurstEnd, AWaitOnAQueuedRequestEndsTheBurstAtOnce) {
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(fresh, 1u);
   EXPECT_EQ(q.take_new().size(), 1u);
-  a.state->complete(Status::ok());
+  a.state->complete(Status::OK());
   waiter.join();
 }
 
@@ -80,27 +80,27 @@ TEST(BurstEnd, AWaitOnATakenRequestDoesNotEndTheNextBurst) {
   size_t fresh = 0;
   EXPECT_FALSE(q.wait_in_burst(Clock::now() + milliseconds(30), &fresh));
   EXPECT_EQ(fresh, 1u);
-  a.state->complete(Status::ok());
-  b.state->complete(Status::ok());
+  a.state->complete(Status::OK());
+  b.state->complete(Status::OK());
 }
 
 TEST(BurstEnd, AZeroTimeoutWaitOrADoneHandleOnlyLooks) {
   TensorQueue q;
   Queued done = enqueue(q, "done");
-  done.state->complete(Status::ok());
-  EXPECT_TRUE(done.handle.wait().is_ok());  // complete: nothing to wait for
+  done.state->complete(Status::OK());
+  EXPECT_TRUE(done.handle.wait().ok());  // complete: nothing to wait for
   Queued a = enqueue(q, "a");
   EXPECT_EQ(a.handle.wait(milliseconds(0)).code(), StatusCode::kTimeout);
   size_t fresh = 0;
   EXPECT_FALSE(q.wait_in_burst(Clock::now() + milliseconds(30), &fresh));
   EXPECT_EQ(fresh, 2u);
-  a.state->complete(Status::ok());
+  a.state->complete(Status::OK());
 }
 
 TEST(BurstEnd, ShutdownEndsTheBurstAndTakeNewResetsIt) {
   TensorQueue q;
   Queued a = enqueue(q, "a");
-  std::thread waiter([&] { EXPECT_TRUE(a.handle.wait().is_ok()); });
+  std::thread waiter([&] { EXPECT_TRUE(a.handle.wait().ok()); });
   size_t fresh = 0;
   EXPECT_TRUE(q.wait_in_burst(Clock::now() + std::chrono::seconds(20), &fresh));
   EXPECT_EQ(q.take_new().size(), 1u);
@@ -108,8 +108,8 @@ TEST(BurstEnd, ShutdownEndsTheBurstAndTakeNewResetsIt) {
   EXPECT_FALSE(q.wait_in_burst(Clock::now() + milliseconds(20), &fresh));  // reset
   q.request_shutdown();
   EXPECT_TRUE(q.wait_in_burst(Clock::now() + std::chrono::seconds(20), &fresh));
-  a.state->complete(Status::ok());
-  b.state->complete(Status::ok());
+  a.state->complete(Status::OK());
+  b.state->complete(Status::OK());
   waiter.join();
 }
 
@@ -131,7 +131,7 @@ TEST(BurstEnd, AWakeUpEndsTheBurstAndIsLeftForTheNextWait) {
   EXPECT_EQ(q.take_new().size(), 1u);
   EXPECT_TRUE(q.wait_for_work(Clock::now() + std::chrono::seconds(20)));  // the wake-up
   EXPECT_FALSE(q.wait_for_work(Clock::now() + milliseconds(10)));         // consumed
-  a.state->complete(Status::ok());
+  a.state->complete(Status::OK());
 }
 
 // After a burst a helping caller runs (Engine::wait_for_round): the background thread sleeps
@@ -154,7 +154,7 @@ TEST(BurstEnd, AfterAHelpedBurstOnlyLeftWorkOrNewRequestsWake) {
   std::thread producer([&] {
     std::this_thread::sleep_for(milliseconds(10));
     Queued b = enqueue(q, "b");
-    b.state->complete(Status::ok());
+    b.state->complete(Status::OK());
   });
   const auto t0 = Clock::now();
   EXPECT_EQ(q.wait_after_help(takes, t0 + std::chrono::seconds(20)), AfterHelp::kFresh);
@@ -172,7 +172,7 @@ TEST(BurstEnd, AfterAHelpedBurstOnlyLeftWorkOrNewRequestsWake) {
   EXPECT_EQ(q.wait_after_help(takes, Clock::now() + milliseconds(10)), AfterHelp::kTimeout);
   q.request_shutdown();
   EXPECT_EQ(q.wait_after_help(takes, Clock::now() + std::chrono::seconds(20)), AfterHelp::kWoken);
-  a.state->complete(Status::ok());
+  a.state->complete(Status::OK());
 }
 
 }  // namespace

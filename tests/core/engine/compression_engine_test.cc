@@ -44,7 +44,7 @@ TEST(CompressionWire, RequestAndResponseFieldRoundTrips) {
                              request("b", 1, Compression::kBFloat16),
                              request("c", 2, Compression::kNone)};
   auto out = decode_requests(encode_requests(in));
-  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
   for (size_t i = 0; i < in.size(); ++i) {
     EXPECT_EQ((*out)[i].compression, in[i].compression) << i;
     EXPECT_TRUE(same_signature(in[i], (*out)[i])) << i;
@@ -52,7 +52,7 @@ TEST(CompressionWire, RequestAndResponseFieldRoundTrips) {
   ResponseList list;
   list.responses = {response("x", 3, Compression::kBFloat16)};
   auto back = decode_response_list(encode_response_list(list));
-  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(back->responses[0].compression, Compression::kBFloat16);
 }
 
@@ -69,7 +69,7 @@ TEST(CompressionWire, CorruptedValueIsAnErrorNamingIt) {
   ASSERT_LT(at, bytes.size());
   bytes[at] = kNumCompressions;
   auto r = decode_requests(bytes);
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("compression " + std::to_string(kNumCompressions)),
             std::string::npos)
       << r.status().message();

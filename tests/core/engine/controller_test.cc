@@ -45,7 +45,7 @@ StatusOr<std::vector<std::string>> agree_all(Controller& c, const std::vector<st
   std::vector<std::string> agreed;
   for (int round = 0; round < 50 && agreed.size() < names.size(); ++round) {
     StatusOr<ResponseList> list = c.round(fresh, {});
-    if (!list.is_ok()) return list.status();
+    if (!list.ok()) return list.status();
     fresh.clear();
     for (const Response& r : list->responses) {
       if (r.is_error()) return Status::internal("error response for " + r.name + ": " + r.error);
@@ -75,7 +75,7 @@ TEST_P(ControllerNames, AreTheRequestsNamesThroughTheCacheWithAndWithoutRecyclin
       }
       for (int step : {0, 1, 0, 1, 0, 2, 1, 2, 0}) {
         StatusOr<std::vector<std::string>> agreed = agree_all(c, sets[step], recycle);
-        if (!agreed.is_ok()) return agreed.status();
+        if (!agreed.ok()) return agreed.status();
         std::vector<std::string> got = *agreed, want = sets[step];
         std::sort(got.begin(), got.end());
         std::sort(want.begin(), want.end());
@@ -88,9 +88,9 @@ TEST_P(ControllerNames, AreTheRequestsNamesThroughTheCacheWithAndWithoutRecyclin
       if (c.stats().cache_hits == 0)
         return Status::internal("no cache hit: the test proves nothing");
     }
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ControllerNames, ::testing::Values(1, 2, 3));
@@ -113,7 +113,7 @@ StatusOr<StepList> one_step(Controller& c, const std::vector<std::string>& names
     fresh.push_back(&requests[i]);
   }
   StatusOr<ResponseList> list = c.round(fresh, {});
-  if (!list.is_ok()) return list.status();
+  if (!list.ok()) return list.status();
   if (list->responses.size() != names.size())
     return Status::internal("a step of " + std::to_string(names.size()) + " names agreed " +
                             std::to_string(list->responses.size()) + " in its round");
@@ -171,7 +171,7 @@ TEST_P(ControllerRepeats, AStepAgreeingAKeptListsPositionsIsThatListWithItsOwnEn
     for (size_t i = 0; i < steps.size(); ++i) {
       const Want& w = steps[i];
       StatusOr<StepList> step = one_step(c, *w.names, w.recycle);
-      if (!step.is_ok())
+      if (!step.ok())
         return Status(step.status().code(),
                       "step " + std::to_string(i) + ": " + step.status().message());
       const StepList& g = *step;
@@ -185,9 +185,9 @@ TEST_P(ControllerRepeats, AStepAgreeingAKeptListsPositionsIsThatListWithItsOwnEn
     }
     if (c.stats().repeats != 6)
       return Status::internal(std::to_string(c.stats().repeats) + " repeats counted, not 6");
-    return Status::ok();
+    return Status::OK();
   });
-  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ControllerRepeats, ::testing::Values(1, 2, 3));

@@ -38,7 +38,7 @@ void* upload(DeviceRuntime& rt, DeviceStream stream, const std::vector<float>& v
   if (bytes == 0) return dev;
   void* pinned = rt.alloc_pinned(bytes).value();
   std::memcpy(pinned, values.data(), bytes);
-  EXPECT_TRUE(rt.memcpy_async(0, dev, pinned, bytes, stream).is_ok());
+  EXPECT_TRUE(rt.memcpy_async(0, dev, pinned, bytes, stream).ok());
   return dev;
 }
 
@@ -67,10 +67,10 @@ TEST(CudaDeviceRuntime, CastsToAndFromHalfTypes) {
   void* half = rt->alloc_device(0, values.size() * 2).value();
   void* back = rt->alloc_device(0, values.size() * 4).value();
   for (DataType t : {DataType::kFloat16, DataType::kBFloat16}) {
-    ASSERT_TRUE(rt->cast_async(0, half, t, in, DataType::kFloat32, values.size(), s).is_ok());
-    ASSERT_TRUE(rt->cast_async(0, back, DataType::kFloat32, half, t, values.size(), s).is_ok());
+    ASSERT_TRUE(rt->cast_async(0, half, t, in, DataType::kFloat32, values.size(), s).ok());
+    ASSERT_TRUE(rt->cast_async(0, back, DataType::kFloat32, half, t, values.size(), s).ok());
     auto got = download(*rt, s, back, values.size());
-    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
     for (size_t i = 0; i < 3; ++i) EXPECT_EQ((*got)[i], values[i]) << data_type_name(t);
   }
   Status bad = rt->cast_async(0, back, DataType::kInt32, in, DataType::kFloat32, 1, s);
@@ -180,7 +180,7 @@ Status run_checks(Engine& eng, DeviceRuntime& rt, int rank, int n) {
   }
   rt.destroy_stream(0, consumer);
   rt.destroy_stream(0, fw);
-  return Status::ok();
+  return Status::OK();
 }
 
 class GpuStagedCollectives : public ::testing::TestWithParam<int> {};
@@ -190,7 +190,7 @@ TEST_P(GpuStagedCollectives, ThroughPinnedMemoryOverTheHostCommunicator) {
   Status s = test_support::run_gpu_engine(
       rt.get(), GetParam(), false, config(),
       [&](Engine& eng, int rank, int size) { return run_checks(eng, *rt, rank, size); });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GpuStagedCollectives, ::testing::Values(1, 2),
@@ -203,7 +203,7 @@ TEST(GpuNativeCollectives, OverTheNcclCommunicatorAtOneRank) {
   Status s = test_support::run_gpu_engine(
       rt.get(), 1, true, config(),
       [&](Engine& eng, int rank, int size) { return run_checks(eng, *rt, rank, size); });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ struct Job {
       Engine eng(host, test_config(), nullptr, "", nullptr, &res);
       Status s = body(eng, host.rank());
       Status stopped = eng.stop();
-      return s.is_ok() ? stopped : s;
+      return s.ok() ? stopped : s;
     });
   }
 
@@ -143,7 +143,7 @@ OutputAllocator recording(FakeDeviceRuntime& rt, float** where) {
   OutputAllocator inner = allocator(rt);
   return [inner, where](DataType dtype, const std::vector<int64_t>& shape) {
     StatusOr<TensorView> v = inner(dtype, shape);
-    if (v.is_ok()) *where = static_cast<float*>(v.value().data());
+    if (v.ok()) *where = static_cast<float*>(v.value().data());
     return v;
   };
 }
@@ -182,7 +182,7 @@ TEST_P(DeviceCollectives, AllgatherGathersRowsOfEveryRank) {
       return Status::internal("host output shape " + shape_to_string(b.output_shape()));
     return expect_eq(result(b), want, "ag.host");
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   for (int r = 0; r < p.n; ++r)
     EXPECT_EQ(job.nccl[r]->allgathers.load(), p.native ? 2 : 0) << "rank " << r;
   if (!p.native) {
@@ -226,7 +226,7 @@ TEST_P(DeviceCollectives, AlltoallExchangesUnevenSplits) {
       return Status::internal("alltoall output shape " + shape_to_string(h.output_shape()));
     return expect_eq(result(h, out), want, "a2a");
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   for (int r = 0; r < p.n; ++r)
     EXPECT_EQ(job.nccl[r]->alltoalls.load(), p.native ? 1 : 0) << "rank " << r;
 }
@@ -255,7 +255,7 @@ TEST_P(DeviceCollectives, ReducescatterSumsEachRanksBlock) {
       want.push_back(ranks_sum * static_cast<float>(i));
     return expect_eq(result(h, out), want, "rs");
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   for (int r = 0; r < p.n; ++r)
     EXPECT_EQ(job.nccl[r]->reducescatters.load(), p.native ? 1 : 0) << "rank " << r;
 }
@@ -284,9 +284,9 @@ TEST_P(DeviceCollectives, CompressedAllreduceCastsOnTheDevice) {
       for (size_t i = 0; i < 37; ++i) want[i] = ranks_sum * static_cast<float>(i % 5);
       HORA_RETURN_IF_ERROR(expect_eq(got, want, "c" + std::to_string(k)));
     }
-    return Status::ok();
+    return Status::OK();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_GE(job.runtime.count("cast float32->float16"), p.n);
   EXPECT_GE(job.runtime.count("cast float16->float32"), p.n);
   EXPECT_GE(job.runtime.count("cast float32->bfloat16"), p.n);
@@ -320,9 +320,9 @@ TEST_P(DeviceCollectives, WaitOnStreamWaitsForTheCompletionEventOnTheGivenStream
                        TensorView::flat(host.data(), DataType::kFloat32, 4, Device::cpu()).value());
     HORA_RETURN_IF_ERROR(h.wait_on_stream(kConsumerStream));
     if (host[0] != static_cast<float>(p.n)) return Status::internal("host allreduce wrong");
-    return Status::ok();
+    return Status::OK();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   int consumer_waits = 0;
   for (const auto& w : job.runtime.stream_waits()) {
     if (w.stream != kConsumerStream) continue;
@@ -368,7 +368,7 @@ TEST(DeviceCollectivesErrors, AllocatorOnTheWrongDeviceFailsNamingTensorAndDevic
         return Status::internal("error lacks '" + std::string(part) + "': " + got.message());
     return expect_eq(result(h), {0, 1, 2, 3, 10, 11, 12, 13}, "host output");
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 // Routing applies to every collective: a device tensor on another GPU than the rank's is
@@ -389,9 +389,9 @@ TEST(DeviceCollectivesErrors, AnotherGpuThanTheRanksIsRefusedForEveryCollective)
         if (!contains(got.message(), part))
           return Status::internal("error lacks '" + part + "': " + got.message());
     }
-    return Status::ok();
+    return Status::OK();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 // A grouped allreduce's handle (one state, one part per member) publishes its completion event
@@ -423,9 +423,9 @@ TEST(DeviceCollectivesEvents, GroupedAllreducePublishesOnceEveryMemberIsEnqueued
     for (const TensorView& v : ins)
       if (static_cast<const float*>(v.data())[0] != 3.0f)
         return Status::internal("grouped member wrong");
-    return Status::ok();
+    return Status::OK();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   int consumer_waits = 0;
   for (const auto& w : job.runtime.stream_waits()) consumer_waits += w.stream == kConsumerStream;
   EXPECT_EQ(consumer_waits, 2);
@@ -450,12 +450,12 @@ TEST(DeviceCollectivesEvents, AHandleWithPartsLeftIsNotPublished) {
     HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
     Handle h(state);
     Status got = h.wait_on_stream(kConsumerStream, std::chrono::milliseconds(300));
-    state->complete(Status::ok());  // the missing part
+    state->complete(Status::OK());  // the missing part
     if (got.code() != StatusCode::kTimeout)
       return Status::internal("unexpected: " + got.to_string());
     return h.wait();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   for (const auto& w : job.runtime.stream_waits()) EXPECT_NE(w.stream, kConsumerStream);
 }
 

@@ -38,23 +38,23 @@ TEST(CudaDeviceRuntime, CopiesPacksAndEvents) {
   auto rt = cuda();
   ASSERT_GE(rt->device_count(), 1);
   auto stream = rt->create_stream(0);
-  ASSERT_TRUE(stream.is_ok()) << stream.status().to_string();
+  ASSERT_TRUE(stream.ok()) << stream.status().to_string();
   auto event = rt->create_event(0);
-  ASSERT_TRUE(event.is_ok());
+  ASSERT_TRUE(event.ok());
   const size_t n = 1000;
   std::vector<float> host(n);
   for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i);
   void* a = rt->alloc_device(0, n * 4).value();
   void* b = rt->alloc_device(0, n * 4).value();
   void* pinned = rt->alloc_pinned(n * 4).value();
-  ASSERT_TRUE(rt->memcpy_async(0, a, host.data(), n * 4, *stream).is_ok());
+  ASSERT_TRUE(rt->memcpy_async(0, a, host.data(), n * 4, *stream).ok());
   std::vector<DeviceCopyItem> items = {
       {b, a, 600}, {static_cast<float*>(b) + 600, static_cast<float*>(a) + 600, 400}};
-  ASSERT_TRUE(rt->batched_scale_copy_async(0, items, DataType::kFloat32, 2.0, *stream).is_ok());
-  ASSERT_TRUE(rt->memcpy_async(0, pinned, b, n * 4, *stream).is_ok());
-  ASSERT_TRUE(rt->record_event(0, *event, *stream).is_ok());
+  ASSERT_TRUE(rt->batched_scale_copy_async(0, items, DataType::kFloat32, 2.0, *stream).ok());
+  ASSERT_TRUE(rt->memcpy_async(0, pinned, b, n * 4, *stream).ok());
+  ASSERT_TRUE(rt->record_event(0, *event, *stream).ok());
   Status waited = rt->wait_event(0, *event, Deadline::after_seconds(30), "test");
-  ASSERT_TRUE(waited.is_ok()) << waited.to_string();
+  ASSERT_TRUE(waited.ok()) << waited.to_string();
   const float* out = static_cast<const float*>(pinned);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 2.0f * i) << i;
   rt->free_device(0, a);
@@ -80,7 +80,7 @@ GpuCall submit(Engine& eng, DeviceRuntime& rt, DeviceStream fw, const std::strin
   // Pinned, and alive until the copy ran: freed only with the process (tests are short).
   auto* host = static_cast<float*>(rt.alloc_pinned(count * 4).value());
   for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
-  EXPECT_TRUE(rt.memcpy_async(0, c.data, host, count * 4, fw).is_ok());
+  EXPECT_TRUE(rt.memcpy_async(0, c.data, host, count * 4, fw).ok());
   Entry e;
   e.request.name = name;
   e.request.type = type;
@@ -111,7 +111,7 @@ Status check(DeviceRuntime& rt, const GpuCall& c, double want_factor, const std:
       return Status::internal(what + "[" + std::to_string(i) + "] = " + std::to_string(out[i]) +
                               ", want " + std::to_string(want));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Config config() {
@@ -138,7 +138,7 @@ Status run_step(Engine& eng, DeviceRuntime& rt, int rank, int n) {
   HORA_RETURN_IF_ERROR(check(rt, b, 1.0, "bcast"));
   for (GpuCall& c : calls) rt.free_device(0, c.data);
   rt.free_device(0, b.data);
-  return Status::ok();
+  return Status::OK();
 }
 
 class GpuStaged : public ::testing::TestWithParam<int> {};
@@ -148,7 +148,7 @@ TEST_P(GpuStaged, ThroughPinnedMemoryOverTheHostCommunicator) {
   Status s = test_support::run_gpu_engine(
       rt.get(), GetParam(), false, config(),
       [&](Engine& eng, int rank, int size) { return run_step(eng, *rt, rank, size); });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GpuStaged, ::testing::Values(1, 2),
@@ -161,7 +161,7 @@ TEST(GpuNative, OverTheNcclCommunicatorAtOneRank) {
   Status s = test_support::run_gpu_engine(
       rt.get(), 1, true, config(),
       [&](Engine& eng, int rank, int size) { return run_step(eng, *rt, rank, size); });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 // The engine target, measured and printed (not asserted: one GPU's numbers vary): a
@@ -175,7 +175,7 @@ TEST(GpuNative, FusedStepOf200TensorsAgainstOneNcclAllreduce) {
   options.device = 0;
   auto nccl =
       collectives::create_nccl_communicator(0, 1, store, options, Deadline::after_seconds(60));
-  ASSERT_TRUE(nccl.is_ok()) << nccl.status().to_string();
+  ASSERT_TRUE(nccl.ok()) << nccl.status().to_string();
   constexpr int kTensors = 200;
   constexpr size_t kCount = 64 * 1024 / 4;
   using Ms = std::chrono::duration<double, std::milli>;
@@ -214,7 +214,7 @@ TEST(GpuNative, FusedStepOf200TensorsAgainstOneNcclAllreduce) {
         HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
       }
       for (auto& st : states) HORA_RETURN_IF_ERROR(Handle(st).wait());
-      return Status::ok();
+      return Status::OK();
     };
     std::vector<double> engine_ms, raw_ms;
     for (int i = 0; i < 25; ++i) {
@@ -240,14 +240,14 @@ TEST(GpuNative, FusedStepOf200TensorsAgainstOneNcclAllreduce) {
     rt->destroy_stream(0, fw);
     return eng.stop();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST(GpuInit, HoraBackendNcclMakesANcclCommunicatorBesideTheHostOne) {
   Config c = config();
   c.backend = BackendKind::kNccl;
   auto ctx = Context::create(c, RankLayout());
-  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  ASSERT_TRUE(ctx.ok()) << ctx.status().to_string();
   const DeviceResources& res = ctx.value()->device_resources();
   EXPECT_EQ(res.support.mode, DeviceMode::kNative);
   ASSERT_NE(res.device_comm, nullptr);
@@ -256,10 +256,10 @@ TEST(GpuInit, HoraBackendNcclMakesANcclCommunicatorBesideTheHostOne) {
   {
     Engine eng(ctx.value()->communicator(), c, nullptr, "", nullptr, &res);
     Status s = run_step(eng, *res.runtime, 0, 1);
-    EXPECT_TRUE(s.is_ok()) << s.to_string();
-    EXPECT_TRUE(eng.stop().is_ok());
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    EXPECT_TRUE(eng.stop().ok());
   }  // the engine gives its device buffers back to the runtime, which the context owns
-  EXPECT_TRUE(ctx.value()->shutdown().is_ok());
+  EXPECT_TRUE(ctx.value()->shutdown().ok());
 }
 
 }  // namespace

@@ -53,17 +53,17 @@ DeviceSupport support(DeviceMode mode, int device = 0) {
 TEST(DeviceRoute, HostTensorsTakeTheHostPathWhateverTheJobHas) {
   for (DeviceMode m : {DeviceMode::kNone, DeviceMode::kNative, DeviceMode::kStaged}) {
     auto p = route_tensor("w", "input", Device::cpu(), support(m));
-    ASSERT_TRUE(p.is_ok());
+    ASSERT_TRUE(p.ok());
     EXPECT_EQ(*p, DevicePath::kHost);
   }
 }
 
 TEST(DeviceRoute, DeviceTensorsGoToNcclOrAreStaged) {
   auto native = route_tensor("w", "input", Device::cuda(1), support(DeviceMode::kNative, 1));
-  ASSERT_TRUE(native.is_ok()) << native.status().to_string();
+  ASSERT_TRUE(native.ok()) << native.status().to_string();
   EXPECT_EQ(*native, DevicePath::kNative);
   auto staged = route_tensor("w", "input", Device::cuda(0), support(DeviceMode::kStaged, 0));
-  ASSERT_TRUE(staged.is_ok()) << staged.status().to_string();
+  ASSERT_TRUE(staged.ok()) << staged.status().to_string();
   EXPECT_EQ(*staged, DevicePath::kStaged);
 }
 
@@ -71,7 +71,7 @@ TEST(DeviceRoute, NoGpuPathNamesTensorDeviceAndWhy) {
   DeviceSupport none;
   none.why_none = "rank 2 has no usable CUDA device";
   auto p = route_tensor("fc1.weight", "input", Device::cuda(0), none);
-  ASSERT_FALSE(p.is_ok());
+  ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
   const std::string& m = p.status().message();
   EXPECT_TRUE(contains(m, "tensor 'fc1.weight'")) << m;
@@ -82,7 +82,7 @@ TEST(DeviceRoute, NoGpuPathNamesTensorDeviceAndWhy) {
 
 TEST(DeviceRoute, AnotherGpuThanTheRanksIsRefusedNamingBoth) {
   auto p = route_tensor("b", "input", Device::cuda(3), support(DeviceMode::kNative, 1));
-  ASSERT_FALSE(p.is_ok());
+  ASSERT_FALSE(p.ok());
   EXPECT_TRUE(contains(p.status().message(), "cuda:3")) << p.status().message();
   EXPECT_TRUE(contains(p.status().message(), "cuda:1")) << p.status().message();
 }
@@ -102,25 +102,25 @@ DeviceDecisionInput decision(const std::string& requested, const std::string& de
 
 TEST(DeviceDecision, AutoWithNcclAndGpusEverywhereIsNativeOnLocalRankModuloGpus) {
   auto s = decide_device_support(decision("auto", "nccl", {2, 2, 2, 2}, 3, 3));
-  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
   EXPECT_EQ(s->mode, DeviceMode::kNative);
   EXPECT_EQ(s->device, 1);
 }
 
 TEST(DeviceDecision, HostBackendStages) {
   auto s = decide_device_support(decision("gloo", "gloo", {1, 1}, 1, 0));
-  ASSERT_TRUE(s.is_ok());
+  ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->mode, DeviceMode::kStaged);
   EXPECT_EQ(s->device, 0);
 }
 
 TEST(DeviceDecision, ARankWithoutGpuMeansNoneUnlessNcclWasAskedFor) {
   auto s = decide_device_support(decision("auto", "nccl", {1, 0, 1}));
-  ASSERT_TRUE(s.is_ok());
+  ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->mode, DeviceMode::kNone);
   EXPECT_TRUE(contains(s->why_none, "rank 1")) << s->why_none;
   auto required = decide_device_support(decision("nccl", "nccl", {1, 0, 1}));
-  ASSERT_FALSE(required.is_ok());
+  ASSERT_FALSE(required.ok());
   EXPECT_TRUE(contains(required.status().message(), "HORA_BACKEND=nccl"))
       << required.status().to_string();
   EXPECT_TRUE(contains(required.status().message(), "rank 1")) << required.status().to_string();
@@ -130,12 +130,12 @@ TEST(DeviceDecision, BuildWithoutCudaIsNoneOrAnErrorForExplicitNccl) {
   DeviceDecisionInput in = decision("auto", "builtin", {0});
   in.runtime_error = "this hora was built without CUDA";
   auto s = decide_device_support(in);
-  ASSERT_TRUE(s.is_ok());
+  ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->mode, DeviceMode::kNone);
   EXPECT_TRUE(contains(s->why_none, "without CUDA"));
   in.requested_backend = "nccl";
   auto required = decide_device_support(in);
-  ASSERT_FALSE(required.is_ok());
+  ASSERT_FALSE(required.ok());
   EXPECT_EQ(required.status().code(), StatusCode::kUnimplemented);
 }
 
@@ -234,7 +234,7 @@ Status expect_sum(const Call& c, int n, double factor, const std::string& what) 
       return Status::internal(what + "[" + std::to_string(i) + "] = " + std::to_string(c.data[i]) +
                               ", want " + std::to_string(want));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Config test_config() {
@@ -283,7 +283,7 @@ TEST_P(DeviceEngine, NativeDeviceTensorsGoToNcclHostTensorsStayOnTheHostBackend)
         return Status::internal("broadcast element " + std::to_string(i) + " wrong");
     return eng.stop();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   for (int r = 0; r < n; ++r) {
     EXPECT_GE(nccl[r]->allreduces.load(), 1) << "rank " << r;
     EXPECT_EQ(nccl[r]->broadcasts.load(), 1) << "rank " << r;
@@ -319,7 +319,7 @@ TEST_P(DeviceEngine, StagedDeviceTensorsTravelThroughPinnedMemory) {
         return Status::internal("staged broadcast element " + std::to_string(i) + " wrong");
     return eng.stop();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_GE(runtime.count("alloc_pinned"), n);
   EXPECT_GE(runtime.count("copy_to_host"), 2 * n);
   EXPECT_GE(runtime.count("copy_to_device"), 2 * n);
@@ -362,7 +362,7 @@ TEST_P(DeviceEngine, NativeInt16RunsHorasRingOverNccl) {
         return Status::internal("i16[" + std::to_string(i) + "] = " + std::to_string(data[i]));
     return eng.stop();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   for (int r = 0; r < n; ++r) EXPECT_EQ(nccl[r]->allreduces.load(), 0) << "rank " << r;
 }
 
@@ -386,7 +386,7 @@ TEST(DeviceEngineTimeline, DeviceBucketPhasesAreRecorded) {
     HORA_RETURN_IF_ERROR(a.handle.wait());
     return eng.stop();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* phase :
@@ -402,7 +402,7 @@ TEST(DeviceEngineErrors, DeviceTensorWithoutGpuPathFailsNamingTensorAndDevice) {
     Engine eng(host, test_config(), nullptr, "", nullptr, &res);
     Call c = submit(eng, "layer3.bias", CollectiveType::kAllreduce, Device::cuda(0), 4, 0, runtime);
     Status got = c.handle.wait();
-    if (got.is_ok()) return Status::internal("a device tensor without a GPU path succeeded");
+    if (got.ok()) return Status::internal("a device tensor without a GPU path succeeded");
     for (const char* part : {"layer3.bias", "cuda:0", "no GPU path", "HORA_WITH_NCCL"})
       if (!contains(got.message(), part))
         return Status::internal("error lacks '" + std::string(part) + "': " + got.message());
@@ -411,7 +411,7 @@ TEST(DeviceEngineErrors, DeviceTensorWithoutGpuPathFailsNamingTensorAndDevice) {
     HORA_RETURN_IF_ERROR(h.handle.wait());
     return eng.stop();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST(DeviceEngineErrors, CompressionOfANonFloat32DeviceTensorIsRefusedNamingIt) {
@@ -442,7 +442,7 @@ TEST(DeviceEngineErrors, CompressionOfANonFloat32DeviceTensorIsRefusedNamingIt) 
         return Status::internal("error lacks '" + std::string(part) + "': " + got.message());
     return eng.stop();
   });
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 }  // namespace

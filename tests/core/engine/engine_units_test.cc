@@ -51,7 +51,7 @@ TEST(Wire, RequestsRoundTrip) {
   in[1].prescale = 0.25;
   in[1].waited_us = 123456789;
   auto out = decode_requests(encode_requests(in));
-  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
   ASSERT_EQ(out->size(), 2u);
   EXPECT_TRUE(same_signature(in[0], (*out)[0]));
   EXPECT_EQ((*out)[1].splits, in[1].splits);
@@ -66,21 +66,21 @@ TEST(Wire, EveryTruncationAndBadEnumIsAnErrorNotACrash) {
   list.responses.back().first_dims = {1, 2, 3};
   list.fatal = "x";
   const std::vector<uint8_t> bytes = encode_response_list(list);
-  ASSERT_TRUE(decode_response_list(bytes).is_ok());
+  ASSERT_TRUE(decode_response_list(bytes).ok());
   for (size_t n = 0; n < bytes.size(); ++n) {
     std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + n);
     auto r = decode_response_list(cut);
-    ASSERT_FALSE(r.is_ok()) << "truncated at " << n;
+    ASSERT_FALSE(r.ok()) << "truncated at " << n;
     EXPECT_NE(r.status().message().find("corrupted control message"), std::string::npos);
   }
   std::vector<uint8_t> longer = bytes;
   longer.push_back(0);
-  EXPECT_FALSE(decode_response_list(longer).is_ok());
+  EXPECT_FALSE(decode_response_list(longer).ok());
   // The collective type byte follows the name (4-byte length + 15 bytes) after the header.
   std::vector<uint8_t> bad = bytes;
   bad[1 + 4 + 1 + 4 + 4 + 15] = 99;
   auto r = decode_response_list(bad);
-  ASSERT_FALSE(r.is_ok());
+  ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("collective type 99"), std::string::npos)
       << r.status().message();
 }
@@ -93,7 +93,7 @@ TEST(Wire, EveryDtypeRoundTripsAndElevenIsRejected) {
     in.push_back(allreduce_request("t" + std::to_string(d), 0, {3}, static_cast<DataType>(d),
                                    ReduceOp::kMax));
   auto out = decode_requests(encode_requests(in));
-  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
   ASSERT_EQ(out->size(), in.size());
   for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ((*out)[i].dtype, in[i].dtype) << i;
   EXPECT_EQ((*out)[10].dtype, DataType::kBool);
@@ -117,7 +117,7 @@ TEST(Wire, EveryDtypeRoundTripsAndElevenIsRejected) {
     std::vector<uint8_t> corrupt = as_bool;
     corrupt[at] = bad;
     auto r = decode_requests(corrupt);
-    ASSERT_FALSE(r.is_ok()) << int(bad);
+    ASSERT_FALSE(r.ok()) << int(bad);
     EXPECT_NE(r.status().message().find("dtype " + std::to_string(bad)), std::string::npos)
         << r.status().message();
   }
@@ -432,7 +432,7 @@ TEST(TensorQueue, RefusesANameInFlightAndFailsAfterClose) {
   };
   std::vector<Entry> one;
   one.push_back(entry("a"));
-  ASSERT_TRUE(q.enqueue(std::move(one)).is_ok());
+  ASSERT_TRUE(q.enqueue(std::move(one)).ok());
   std::vector<Entry> again;
   again.push_back(entry("b"));
   again.push_back(entry("a"));
@@ -456,8 +456,8 @@ TEST(TensorQueue, ASlotIsReusedByItsNameAndEntriesStayWhereTheyLie) {
     one[0].handle = std::make_shared<detail::HandleState>(name, 1, 1.0);
     return one;
   };
-  ASSERT_TRUE(q.enqueue(batch("a")).is_ok());
-  ASSERT_TRUE(q.enqueue(batch("b")).is_ok());
+  ASSERT_TRUE(q.enqueue(batch("a")).ok());
+  ASSERT_TRUE(q.enqueue(batch("b")).ok());
   std::vector<Request*> taken;
   q.take_new(&taken);
   ASSERT_EQ(taken.size(), 2u);
@@ -472,7 +472,7 @@ TEST(TensorQueue, ASlotIsReusedByItsNameAndEntriesStayWhereTheyLie) {
   EXPECT_TRUE(handle.expired());  // released with the slot
   EXPECT_EQ(q.find("a"), nullptr);
   EXPECT_EQ(q.in_flight(), 1u);
-  ASSERT_TRUE(q.enqueue(batch("a")).is_ok());
+  ASSERT_TRUE(q.enqueue(batch("a")).ok());
   EXPECT_EQ(q.find("a"), a);  // the name's slot again
   q.remove("b");
   EXPECT_EQ(q.in_flight(), 1u);
@@ -486,7 +486,7 @@ TEST(TensorQueue, ManyOneOffNamesAreForgottenOnceLeftAndTheirIdsReused) {
   for (int i = 0; i < 6000; ++i) {  // past the names kept interned (unnamed calls draw new ones)
     std::vector<Entry> one(1);
     one[0].request.name = "allreduce.noname." + std::to_string(i);
-    ASSERT_TRUE(q.enqueue(std::move(one)).is_ok());
+    ASSERT_TRUE(q.enqueue(std::move(one)).ok());
     Entry* e = q.find("allreduce.noname." + std::to_string(i));
     ASSERT_NE(e, nullptr);
     largest = std::max(largest, e->request.name_id);
@@ -517,11 +517,11 @@ TEST(TensorQueue, AnAllreduceFilledInPlaceIsTheEntryABatchWouldHold) {
   group[0].request.name = a;
   group[0].request.group_key = "a#group";
   group[0].request.group_size = 1;
-  ASSERT_TRUE(q.enqueue(std::move(group)).is_ok());
+  ASSERT_TRUE(q.enqueue(std::move(group)).ok());
   std::vector<Request*> taken;
   q.take_new(&taken);  // the round took it, and the executor completed it
   q.remove("a");
-  ASSERT_TRUE(q.enqueue_allreduce(spec(&a)).is_ok());
+  ASSERT_TRUE(q.enqueue_allreduce(spec(&a)).ok());
   Entry* e = q.find("a");
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->request.name, "a");
@@ -616,13 +616,13 @@ TEST(InitOptions, SettingsOverrideTheEnvironmentAndTyposAreErrors) {
   InitOptions o;
   o.settings = {{"HORA_FUSION_THRESHOLD", "1K"}};
   auto lookup = make_lookup(o);
-  ASSERT_TRUE(lookup.is_ok());
+  ASSERT_TRUE(lookup.ok());
   auto config = Config::from_lookup(*lookup);
-  ASSERT_TRUE(config.is_ok()) << config.status().to_string();
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
   EXPECT_EQ(config->fusion_threshold_bytes, 1024);
   o.settings = {{"HORA_FUSION_TRESHOLD", "0"}};
   auto bad = make_lookup(o);
-  ASSERT_FALSE(bad.is_ok());
+  ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("HORA_FUSION_TRESHOLD"), std::string::npos);
 }
 

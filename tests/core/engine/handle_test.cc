@@ -46,7 +46,7 @@ TEST(HandleCallback, RunsOnceOnTheCompletingThreadBeforeWaitReturns) {
   EXPECT_EQ(ran_on, completer_id);
   EXPECT_EQ(seen.code(), StatusCode::kRemote);
   EXPECT_TRUE(waiter_saw_callback.load());
-  state->complete(Status::ok());  // a late part changes nothing and runs nothing
+  state->complete(Status::OK());  // a late part changes nothing and runs nothing
   EXPECT_EQ(calls.load(), 1);
 }
 
@@ -72,7 +72,7 @@ TEST(HandleCallback, SecondRegistrationReplacesAPendingOne) {
   int first = 0, second = 0;
   h.on_complete([&](const Status&) { ++first; });
   h.on_complete([&](const Status&) { ++second; });
-  state->complete(Status::ok());
+  state->complete(Status::OK());
   EXPECT_EQ(first, 0);
   EXPECT_EQ(second, 1);
   h.on_complete(nullptr);  // an empty callback is allowed and does nothing
@@ -87,7 +87,7 @@ TEST(HandleCallback, GroupRunsOnceAfterTheLastPartWithTheFirstError) {
     ++calls;
     seen = s;
   });
-  state->complete(Status::ok());
+  state->complete(Status::OK());
   state->complete(Status::mismatch("first"));
   EXPECT_EQ(calls, 0);
   EXPECT_FALSE(h.poll());
@@ -103,7 +103,7 @@ TEST(HandleCallback, ConcurrentRegistrationAndCompletionRunExactlyOnce) {
     Handle h(state);
     std::atomic<int> calls{0};
     std::thread a([&] { h.on_complete([&](const Status&) { ++calls; }); });
-    std::thread b([&] { state->complete(Status::ok()); });
+    std::thread b([&] { state->complete(Status::OK()); });
     a.join();
     b.join();
     ASSERT_EQ(calls.load(), 1) << "round " << round;
@@ -129,7 +129,7 @@ TEST(HandleLastJoined, MinusOneUntilKnownAndSeenByTheCompletionCallback) {
     MutexLock lock(&state->mu);
     state->join_result = 2;  // as the executor sets it, before completing
   }
-  state->complete(Status::ok());
+  state->complete(Status::OK());
   EXPECT_EQ(in_callback, 2);
   EXPECT_EQ(h.last_joined(), 2);
 }
@@ -139,7 +139,7 @@ TEST(HandleLastJoined, MinusOneUntilKnownAndSeenByTheCompletionCallback) {
 TEST(HandleDone, ACompleteHandleAnswersWithoutItsMutex) {
   auto state = std::make_shared<HandleState>("t", 2, 1.0);
   Handle h(state);
-  state->complete(Status::ok());
+  state->complete(Status::OK());
   EXPECT_FALSE(h.poll());
   EXPECT_FALSE(state->is_done());  // one part of two
   state->complete(Status::remote("peer 1 left"));
@@ -165,22 +165,22 @@ TEST(HandleDone, AnUnwatchedHandleCompletesWithoutItsMutexAndAWaiterIsWoken) {
   auto quiet = std::make_shared<HandleState>("quiet", 1, 1.0);
   quiet->mu.lock();  // held elsewhere: completion and every look at it must not need it
   auto completed = std::async(std::launch::async, [&] {
-    quiet->complete(Status::ok());
+    quiet->complete(Status::OK());
     return Handle(quiet).poll();
   });
   const bool finished = completed.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
   quiet->mu.unlock();
   ASSERT_TRUE(finished) << "an unwatched handle's completion waited for its mutex";
   EXPECT_TRUE(completed.get());
-  EXPECT_TRUE(Handle(quiet).wait().is_ok());
+  EXPECT_TRUE(Handle(quiet).wait().ok());
   int calls = 0;
   Handle(quiet).on_complete([&](const Status& s) {  // complete: runs at once
-    EXPECT_TRUE(s.is_ok());
+    EXPECT_TRUE(s.ok());
     ++calls;
   });
   EXPECT_EQ(calls, 1);
   quiet->complete(Status::remote("late"));  // a late completion changes nothing
-  EXPECT_TRUE(Handle(quiet).wait().is_ok());
+  EXPECT_TRUE(Handle(quiet).wait().ok());
 
   for (int round = 0; round < 50; ++round) {
     auto watched = std::make_shared<HandleState>("watched", 1, 1.0);
@@ -188,7 +188,7 @@ TEST(HandleDone, AnUnwatchedHandleCompletesWithoutItsMutexAndAWaiterIsWoken) {
     auto waited = std::async(std::launch::async, [&] { return h.wait().code(); });
     // The waiter watches the state before it blocks on the condition variable.
     while (watched->phase.load() != HandleState::kWatched) std::this_thread::yield();
-    watched->complete(Status::ok());
+    watched->complete(Status::OK());
     ASSERT_EQ(waited.wait_for(std::chrono::seconds(30)), std::future_status::ready)
         << "round " << round << ": a waiter was not woken by completion";
     EXPECT_EQ(waited.get(), StatusCode::kOk);
@@ -196,9 +196,9 @@ TEST(HandleDone, AnUnwatchedHandleCompletesWithoutItsMutexAndAWaiterIsWoken) {
   // A timed wait that gave up leaves the state watched: completion still marks it done.
   auto left = std::make_shared<HandleState>("left", 1, 1.0);
   EXPECT_EQ(Handle(left).wait(std::chrono::milliseconds(1)).code(), StatusCode::kTimeout);
-  left->complete(Status::ok());
+  left->complete(Status::OK());
   EXPECT_TRUE(Handle(left).poll());
-  EXPECT_TRUE(Handle(left).wait().is_ok());
+  EXPECT_TRUE(Handle(left).wait().ok());
 }
 
 TEST(HandleName, EveryLengthReadsBackFromEveryThread) {

@@ -28,16 +28,16 @@ TEST(ReadyEvents, WaitsOncePerStreamForItsLastRecord) {
   {
     ReadyEvents ready(&rt);
     const DeviceStream a = stream(0x100), b = stream(0x200);
-    ASSERT_TRUE(ready.record("a1", 0, a).is_ok());
-    ASSERT_TRUE(ready.record("b1", 0, b).is_ok());
-    ASSERT_TRUE(ready.record("a2", 0, a).is_ok());
-    ASSERT_TRUE(ready.record("a3", 0, a).is_ok());
+    ASSERT_TRUE(ready.record("a1", 0, a).ok());
+    ASSERT_TRUE(ready.record("b1", 0, b).ok());
+    ASSERT_TRUE(ready.record("a2", 0, a).ok());
+    ASSERT_TRUE(ready.record("a3", 0, a).ok());
     // Taken out of order: the wait still picks each stream's last record.
     std::vector<ReadyEvents::Ready> events = {take(ready, "a3"), take(ready, "a1"),
                                               take(ready, "b1"), take(ready, "a2")};
     const DeviceEvent a3 = events[0].event.get(), b1 = events[2].event.get();
     StatusOr<int> waits = ready.wait(0, kEngine, events);
-    ASSERT_TRUE(waits.is_ok()) << waits.status().to_string();
+    ASSERT_TRUE(waits.ok()) << waits.status().to_string();
     EXPECT_EQ(waits.value(), 2);
     const auto seen = rt.stream_waits();
     ASSERT_EQ(seen.size(), 2u);
@@ -54,10 +54,10 @@ TEST(ReadyEvents, PerThreadDefaultStreamEventsAreEachWaitedFor) {
   FakeDeviceRuntime rt(1);
   ReadyEvents ready(&rt);
   const DeviceStream per_thread = stream(0x2);  // cudaStreamPerThread: one stream per thread
-  ASSERT_TRUE(ready.record("x", 0, per_thread).is_ok());
-  ASSERT_TRUE(ready.record("y", 0, per_thread).is_ok());
+  ASSERT_TRUE(ready.record("x", 0, per_thread).ok());
+  ASSERT_TRUE(ready.record("y", 0, per_thread).ok());
   StatusOr<int> waits = ready.wait(0, kEngine, {take(ready, "x"), take(ready, "y")});
-  ASSERT_TRUE(waits.is_ok());
+  ASSERT_TRUE(waits.ok());
   EXPECT_EQ(waits.value(), 2);
 }
 
@@ -69,10 +69,10 @@ TEST(ReadyEvents, EventsArePooledAcrossSteps) {
       std::vector<ReadyEvents::Ready> events;
       for (int t = 0; t < 50; ++t) {
         const std::string name = "g" + std::to_string(t);
-        ASSERT_TRUE(ready.record(name, 0, stream(0x100)).is_ok());
+        ASSERT_TRUE(ready.record(name, 0, stream(0x100)).ok());
         events.push_back(take(ready, name));
       }
-      ASSERT_TRUE(ready.wait(0, kEngine, events).is_ok());
+      ASSERT_TRUE(ready.wait(0, kEngine, events).ok());
     }
     EXPECT_EQ(rt.count("create_event"), 50);  // the first step's, reused by the next four
     EXPECT_EQ(rt.count("stream_wait_event"), 5);
@@ -83,8 +83,8 @@ TEST(ReadyEvents, EventsArePooledAcrossSteps) {
 TEST(ReadyEvents, ARecordReplacesTheNamesEarlierEventAndTakeEmpties) {
   FakeDeviceRuntime rt(1);
   ReadyEvents ready(&rt);
-  ASSERT_TRUE(ready.record("t", 0, stream(0x100)).is_ok());
-  ASSERT_TRUE(ready.record("t", 0, stream(0x100)).is_ok());
+  ASSERT_TRUE(ready.record("t", 0, stream(0x100)).ok());
+  ASSERT_TRUE(ready.record("t", 0, stream(0x100)).ok());
   ReadyEvents::Ready r = take(ready, "t");
   EXPECT_EQ(r.seq, 2u);
   EXPECT_FALSE(ready.take("t", &r));
@@ -95,7 +95,7 @@ TEST(ReadyEvents, ARecordOnAMissingDeviceFailsNamingIt) {
   FakeDeviceRuntime rt(1);
   ReadyEvents ready(&rt);
   Status s = ready.record("t", 3, stream(0x100));
-  EXPECT_FALSE(s.is_ok());
+  EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("3"), std::string::npos) << s.to_string();
 }
 

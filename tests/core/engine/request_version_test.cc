@@ -28,7 +28,7 @@ uint32_t cycle(TensorQueue& q, const std::string& name, const TensorView& view,
   spec.handle = std::make_shared<detail::HandleState>(name, 1, 1.0);
   spec.op = op;
   spec.prescale = prescale;
-  EXPECT_TRUE(q.enqueue_allreduce(std::move(spec)).is_ok());
+  EXPECT_TRUE(q.enqueue_allreduce(std::move(spec)).ok());
   std::vector<Request*> taken;
   q.take_new(&taken);
   EXPECT_EQ(taken.size(), 1u);
@@ -86,7 +86,7 @@ TEST(RequestVersion, TheEntryHoldsEachEnqueuesViewsWhenTheRequestIsTheSame) {
     spec.in = &k.in;
     spec.out = &k.out;
     spec.handle = std::make_shared<detail::HandleState>(name, 1, 1.0);
-    ASSERT_TRUE(q.enqueue_allreduce(std::move(spec)).is_ok());
+    ASSERT_TRUE(q.enqueue_allreduce(std::move(spec)).ok());
     const Entry* e = q.find(name);
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->in.data(), k.in.data());
@@ -113,7 +113,7 @@ TEST(RequestVersion, ABatchEnqueueAlwaysGivesANewVersion) {
   std::vector<Entry> batch(1);
   batch[0].request.name = "g";
   batch[0].request.shape = {2, 3};
-  ASSERT_TRUE(q.enqueue(std::move(batch)).is_ok());
+  ASSERT_TRUE(q.enqueue(std::move(batch)).ok());
   std::vector<Request*> taken;
   q.take_new(&taken);
   ASSERT_EQ(taken.size(), 1u);
@@ -127,7 +127,7 @@ TEST(RequestVersion, ABatchEnqueueAlwaysGivesANewVersion) {
   std::vector<Entry> again(1);
   again[0].request.name = "g";
   again[0].request.shape = {2, 3};
-  ASSERT_TRUE(q.enqueue(std::move(again)).is_ok());
+  ASSERT_TRUE(q.enqueue(std::move(again)).ok());
   q.take_new(&taken);
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_NE(taken[0]->version, batched);
@@ -147,7 +147,7 @@ TEST(RequestVersion, AForgottenIdTakenByAnotherNameGetsANewVersion) {
     spec.in = &view;
     spec.out = &view;
     spec.handle = std::make_shared<detail::HandleState>(name, 1, 1.0);
-    ASSERT_TRUE(q.enqueue_allreduce(std::move(spec)).is_ok());
+    ASSERT_TRUE(q.enqueue_allreduce(std::move(spec)).ok());
     std::vector<Request*> taken;
     q.take_new(&taken);
     ASSERT_EQ(taken.size(), 1u);

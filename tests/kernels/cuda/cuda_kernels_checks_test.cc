@@ -13,7 +13,7 @@ namespace {
 using kernels::cuda::cuda_status;
 
 TEST(CudaStatus, MapsTheErrorClasses) {
-  EXPECT_TRUE(cuda_status(cudaSuccess, "x").is_ok());
+  EXPECT_TRUE(cuda_status(cudaSuccess, "x").ok());
   Status no_driver = cuda_status(cudaErrorInsufficientDriver, "cudaMalloc(64)");
   EXPECT_EQ(no_driver.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(no_driver.message().find("cudaMalloc(64): CUDA error 35"), std::string::npos)
@@ -49,7 +49,7 @@ TEST(CudaKernelsChecks, MisalignedPointersAreRefused) {
 }
 
 TEST(CudaKernelsChecks, WithoutADeviceALaunchFailsCleanly) {
-  if (kernels::cuda::device_count().is_ok()) GTEST_SKIP() << "a CUDA device is present";
+  if (kernels::cuda::device_count().ok()) GTEST_SKIP() << "a CUDA device is present";
   Status s = kernels::cuda::reduce3(nullptr, nullptr, nullptr, 4, DataType::kFloat32,
                                     ReduceOp::kSum, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.to_string();

@@ -109,8 +109,8 @@ TEST(CudaKernels, Reduce3MatchesTheCpuForEveryDtypeAndOp) {
       if (!defined(dtype, op)) continue;
       std::vector<uint8_t> cpu(bytes);
       kernels::reduce3(cpu.data(), a.data(), b.data(), kCount, dtype, op);
-      ASSERT_TRUE(kernels::cuda::reduce3(dout.get(), da.get(), db.get(), kCount, dtype, op, nullptr)
-                      .is_ok());
+      ASSERT_TRUE(
+          kernels::cuda::reduce3(dout.get(), da.get(), db.get(), kCount, dtype, op, nullptr).ok());
       const bool arithmetic =
           op == ReduceOp::kSum || op == ReduceOp::kAverage || op == ReduceOp::kProduct;
       expect_same(dtype, cpu, dout.download(), arithmetic,
@@ -128,7 +128,7 @@ TEST(CudaKernels, InPlaceReduceMatchesTheCpu) {
     da.upload(a);
     db.upload(b);
     ASSERT_TRUE(
-        kernels::cuda::reduce(da.get(), db.get(), kCount, dtype, ReduceOp::kMax, nullptr).is_ok());
+        kernels::cuda::reduce(da.get(), db.get(), kCount, dtype, ReduceOp::kMax, nullptr).ok());
     kernels::reduce(a.data(), b.data(), kCount, dtype, ReduceOp::kMax);
     expect_same(dtype, a, da.download(), false, "in-place max");
   }
@@ -145,7 +145,7 @@ TEST(CudaKernels, ScaleMatchesTheCpu) {
       std::vector<uint8_t> cpu(bytes);
       kernels::scale_copy(cpu.data(), in.data(), kCount, dtype, factor);
       ASSERT_TRUE(
-          kernels::cuda::scale_copy(dout.get(), din.get(), kCount, dtype, factor, nullptr).is_ok());
+          kernels::cuda::scale_copy(dout.get(), din.get(), kCount, dtype, factor, nullptr).ok());
       expect_same(dtype, cpu, dout.download(), factor != 1.0, "scale by " + std::to_string(factor));
     }
   }
@@ -171,19 +171,19 @@ TEST(CudaKernels, CastsMatchTheCpuOnEveryHalfPattern) {
       kernels::cast_f32_to_bf16(out_h, floats.data(), kCount);
       ASSERT_TRUE(kernels::cuda::cast_bf16_to_f32(dev_f, reinterpret_cast<uint16_t*>(dh.get()),
                                                   halves.size(), nullptr)
-                      .is_ok());
+                      .ok());
       ASSERT_TRUE(kernels::cuda::cast_f32_to_bf16(dev_h, reinterpret_cast<float*>(dfl.get()),
                                                   kCount, nullptr)
-                      .is_ok());
+                      .ok());
     } else {
       kernels::cast_f16_to_f32(cpu_f.data(), halves.data(), halves.size());
       kernels::cast_f32_to_f16(out_h, floats.data(), kCount);
       ASSERT_TRUE(kernels::cuda::cast_f16_to_f32(dev_f, reinterpret_cast<uint16_t*>(dh.get()),
                                                  halves.size(), nullptr)
-                      .is_ok());
+                      .ok());
       ASSERT_TRUE(kernels::cuda::cast_f32_to_f16(dev_h, reinterpret_cast<float*>(dfl.get()), kCount,
                                                  nullptr)
-                      .is_ok());
+                      .ok());
     }
     std::vector<uint8_t> cpu_f_bytes(cpu_f.size() * 4);
     std::memcpy(cpu_f_bytes.data(), cpu_f.data(), cpu_f_bytes.size());
@@ -221,11 +221,10 @@ TEST(CudaKernels, BatchedCopyPacksAndUnpacksManyTensors) {
             {unpacked.get() + offsets[k] * elem, packed.get() + dst_off * elem, counts[k]});
       }
       ASSERT_TRUE(
-          kernels::cuda::batched_scale_copy(pack.data(), pack.size(), dtype, factor, nullptr)
-              .is_ok());
+          kernels::cuda::batched_scale_copy(pack.data(), pack.size(), dtype, factor, nullptr).ok());
       ASSERT_TRUE(
           kernels::cuda::batched_scale_copy(unpack.data(), unpack.size(), dtype, 1.0, nullptr)
-              .is_ok());
+              .ok());
       std::vector<uint8_t> expected(total * elem);
       kernels::scale_copy(expected.data(), in.data(), total, dtype, factor);
       expect_same(dtype, expected, unpacked.download(), factor != 1.0,
@@ -237,10 +236,9 @@ TEST(CudaKernels, BatchedCopyPacksAndUnpacksManyTensors) {
 TEST(CudaKernels, ZeroCountsLaunchNothing) {
   EXPECT_TRUE(kernels::cuda::reduce3(nullptr, nullptr, nullptr, 0, DataType::kFloat32,
                                      ReduceOp::kSum, nullptr)
-                  .is_ok());
-  EXPECT_TRUE(kernels::cuda::scale(nullptr, 0, DataType::kInt32, 2.0, nullptr).is_ok());
-  EXPECT_TRUE(
-      kernels::cuda::batched_scale_copy(nullptr, 0, DataType::kInt32, 2.0, nullptr).is_ok());
+                  .ok());
+  EXPECT_TRUE(kernels::cuda::scale(nullptr, 0, DataType::kInt32, 2.0, nullptr).ok());
+  EXPECT_TRUE(kernels::cuda::batched_scale_copy(nullptr, 0, DataType::kInt32, 2.0, nullptr).ok());
 }
 
 }  // namespace

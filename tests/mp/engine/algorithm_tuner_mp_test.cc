@@ -52,7 +52,7 @@ void run_lone(const std::string& name, size_t count, int calls) {
   for (int k = 0; k < calls; ++k) {
     std::vector<float> in(count), out(count, -1.0f);
     for (size_t i = 0; i < count; ++i) in[i] = input(i, hora::rank());
-    ASSERT_TRUE(hora::allreduce(name, view(in), view(out), ReduceOp::kSum).is_ok());
+    ASSERT_TRUE(hora::allreduce(name, view(in), view(out), ReduceOp::kSum).ok());
     for (size_t i = 0; i < count; ++i)
       ASSERT_EQ(out[i], ranks * (i % 5 + 1)) << name << " call " << k << " at " << i;
   }
@@ -67,7 +67,7 @@ void run_group(const std::string& name, size_t count, int calls) {
     for (size_t i = 0; i < count; ++i) a[i] = b[i] = input(i, hora::rank());
     ASSERT_TRUE(hora::grouped_allreduce({name + "/a", name + "/b"}, {view(a), view(b)},
                                         {view(a), view(b)}, ReduceOp::kSum)
-                    .is_ok());
+                    .ok());
     for (size_t i = 0; i < count; ++i) {
       ASSERT_EQ(a[i], ranks * (i % 5 + 1)) << name << " call " << k << " at " << i;
       ASSERT_EQ(b[i], a[i]);
@@ -102,8 +102,8 @@ TEST(AlgorithmTunerMp, SkewedRanksFixOneChoiceAndResultsStayExact) {
   }
   ASSERT_TRUE(tuner.enabled());
   std::vector<double> low = mine, high = mine;
-  ASSERT_TRUE(hora::allreduce("tune/check/min", view(low), view(low), ReduceOp::kMin).is_ok());
-  ASSERT_TRUE(hora::allreduce("tune/check/max", view(high), view(high), ReduceOp::kMax).is_ok());
+  ASSERT_TRUE(hora::allreduce("tune/check/min", view(low), view(low), ReduceOp::kMin).ok());
+  ASSERT_TRUE(hora::allreduce("tune/check/max", view(high), view(high), ReduceOp::kMax).ok());
   EXPECT_EQ(low, high) << "ranks disagree on the tuned choices";
 
   // The closed form: per candidate, the slowest rank's skewed figure; then decide().

@@ -36,8 +36,8 @@ bool same_on_every_rank(const std::string& name, const void* data, size_t bytes)
   TensorView v =
       TensorView::make(mine.data(), DataType::kUint8, {1, static_cast<int64_t>(bytes)}).value();
   StatusOr<CollectiveResult> all = allgather(name, v);
-  EXPECT_TRUE(all.is_ok()) << all.status().to_string();
-  if (!all.is_ok()) return false;
+  EXPECT_TRUE(all.ok()) << all.status().to_string();
+  if (!all.ok()) return false;
   for (int p = 0; p < size(); ++p)
     if (std::memcmp(all->data.data() + p * bytes, mine.data(), bytes) != 0) return false;
   return true;
@@ -71,7 +71,7 @@ TEST(EngineApiCompression, ExactValuesReduceExactlyAloneAndFused) {
     Status s = allreduce_async(tag + "lone", view(x[0]), view(out[0]),
                                AllreduceOptions{ReduceOp::kSum, 2.0, 0.5, c})
                    .wait();
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     for (size_t i = 0; i < counts[0]; ++i) {
       float want = 0;
       for (int p = 0; p < n; ++p) want += exact_input(p, i);
@@ -87,7 +87,7 @@ TEST(EngineApiCompression, ExactValuesReduceExactlyAloneAndFused) {
     s = grouped_allreduce_async(names, views, views,
                                 AllreduceOptions{ReduceOp::kAverage, 1.0, 1.0, c})
             .wait();
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     for (size_t t = 1; t < counts.size(); ++t) {
       for (size_t i = 0; i < counts[t]; ++i) {
         float sum = 0;
@@ -115,7 +115,7 @@ TEST(EngineApiCompression, RoundsToTheHalfTypeWithinItsPrecisionAndIdenticalEver
     Status s =
         allreduce_async(name, view(x), view(out), AllreduceOptions{ReduceOp::kSum, 1.0, 1.0, c})
             .wait();
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     bool rounded_somewhere = false;
     for (size_t i = 0; i < count; ++i) {
       double exact = 0, magnitude = 0;
@@ -186,7 +186,7 @@ TEST(EngineApiAllocator, ResultsLandInTheCallersMemory) {
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(r * 100 + i);
   Recording ag;
   Handle g = allgather_async("alloc.ag", view(rows, {r + 1, 3}), ag.allocator());
-  ASSERT_TRUE(g.wait().is_ok()) << g.wait().to_string();
+  ASSERT_TRUE(g.wait().ok()) << g.wait().to_string();
   EXPECT_EQ(ag.calls, 1);
   EXPECT_EQ(ag.dtype, DataType::kFloat32);
   EXPECT_EQ(ag.shape, (std::vector<int64_t>{n * (n + 1) / 2, 3}));
@@ -206,7 +206,7 @@ TEST(EngineApiAllocator, ResultsLandInTheCallersMemory) {
   Recording at;
   Handle a = alltoall_async("alloc.a2a", view(a2a, {static_cast<int64_t>(a2a.size() / 2), 2}),
                             splits, at.allocator());
-  ASSERT_TRUE(a.wait().is_ok()) << a.wait().to_string();
+  ASSERT_TRUE(a.wait().ok()) << a.wait().to_string();
   EXPECT_EQ(at.shape, (std::vector<int64_t>{static_cast<int64_t>(n) * (r + 1), 2}));
   EXPECT_EQ(a.received_splits(), std::vector<int64_t>(n, r + 1));
   EXPECT_TRUE(a.output().empty());
@@ -218,7 +218,7 @@ TEST(EngineApiAllocator, ResultsLandInTheCallersMemory) {
   Recording rc;
   Handle s =
       reducescatter_async("alloc.rs", view(rs, {2 * n + 1, 4}), ReduceOp::kSum, rc.allocator());
-  ASSERT_TRUE(s.wait().is_ok()) << s.wait().to_string();
+  ASSERT_TRUE(s.wait().ok()) << s.wait().to_string();
   EXPECT_EQ(rc.shape, (std::vector<int64_t>{r == 0 ? 3 : 2, 4}));
   EXPECT_TRUE(s.output().empty());
   for (float v : rc.memory) ASSERT_EQ(v, static_cast<float>(n * (n + 1) / 2));
@@ -241,7 +241,7 @@ TEST(EngineApiAllocator, AFailingAllocatorFailsOnlyItsRankAndHoldsNobodyUp) {
               std::string::npos)
         << s.message();
   } else {
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     for (int p = 0; p < n; ++p)
       for (int i = 0; i < 6; ++i) ASSERT_EQ(good.memory[p * 6 + i], static_cast<float>(p));
   }
@@ -262,12 +262,12 @@ TEST(EngineApiAllocator, AFailingAllocatorFailsOnlyItsRankAndHoldsNobodyUp) {
               std::string::npos)
         << s.message();
   } else {
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     for (float v : ok.memory) ASSERT_EQ(v, static_cast<float>(n));
   }
   // Every rank goes on.
   std::vector<float> x(3, 1.f);
-  ASSERT_TRUE(allreduce("alloc.after", view(x), view(x), ReduceOp::kSum).is_ok());
+  ASSERT_TRUE(allreduce("alloc.after", view(x), view(x), ReduceOp::kSum).ok());
   for (float v : x) ASSERT_EQ(v, static_cast<float>(n));
 }
 
@@ -282,12 +282,12 @@ TEST(EngineApiCallbacks, EachRunsOnceBeforeWaitReturnsInCompletionOrder) {
     Handle h = allreduce_async("cb." + std::to_string(t), view(x[t]), view(x[t]), ReduceOp::kSum);
     std::atomic<int> calls{0};
     h.on_complete([&, t](const Status& s) {
-      EXPECT_TRUE(s.is_ok()) << s.to_string();
+      EXPECT_TRUE(s.ok()) << s.to_string();
       ++calls;
       std::lock_guard<std::mutex> lock(mu);
       order.push_back(t);
     });
-    ASSERT_TRUE(h.wait().is_ok());
+    ASSERT_TRUE(h.wait().ok());
     EXPECT_EQ(calls.load(), 1) << "wait() returned before the callback ran, tensor " << t;
     for (float v : x[t]) ASSERT_EQ(v, static_cast<float>(n));
     // Registered after completion: runs at once, on this thread.
@@ -310,15 +310,15 @@ TEST(EngineApiCallbacks, APendingHandlesCallbackRunsAtCompletionNotAtRegistratio
   if (rank() == 0) {
     h = allreduce_async("cb.late", view(x), view(x), ReduceOp::kSum);
     h.on_complete([&](const Status& s) {
-      EXPECT_TRUE(s.is_ok()) << s.to_string();
+      EXPECT_TRUE(s.ok()) << s.to_string();
       ++calls;
     });
     EXPECT_EQ(calls.load(), 0);
     go[0] = 1.f;
   }
-  ASSERT_TRUE(broadcast("cb.go", view(go), 0).is_ok());
+  ASSERT_TRUE(broadcast("cb.go", view(go), 0).ok());
   if (rank() != 0) h = allreduce_async("cb.late", view(x), view(x), ReduceOp::kSum);
-  ASSERT_TRUE(h.wait().is_ok());
+  ASSERT_TRUE(h.wait().ok());
   if (rank() == 0) {
     EXPECT_EQ(calls.load(), 1);
   }
@@ -327,30 +327,30 @@ TEST(EngineApiCallbacks, APendingHandlesCallbackRunsAtCompletionNotAtRegistratio
 TEST(EngineApiBarrier, TimeoutKeepsItPendingAndTheNextCallFinishesIt) {
   const std::string key = "test/engine_api/barrier_timed_out";
   if (size() == 1) {
-    ASSERT_TRUE(barrier(std::chrono::milliseconds(2000)).is_ok());
+    ASSERT_TRUE(barrier(std::chrono::milliseconds(2000)).ok());
   } else if (rank() == 0) {
     // The others call barrier only after this rank gave up waiting.
     Status s = barrier(std::chrono::milliseconds(50));
     EXPECT_EQ(s.code(), StatusCode::kTimeout);
     EXPECT_NE(s.message().find("stays pending"), std::string::npos) << s.message();
-    ASSERT_TRUE(store().set(key, {1}).is_ok());
+    ASSERT_TRUE(store().set(key, {1}).ok());
     Status later = barrier();  // takes over the pending one
-    ASSERT_TRUE(later.is_ok()) << later.to_string();
+    ASSERT_TRUE(later.ok()) << later.to_string();
   } else {
-    ASSERT_TRUE(store().get(key, test_deadline()).is_ok());
-    ASSERT_TRUE(barrier(std::chrono::milliseconds(60000)).is_ok());
+    ASSERT_TRUE(store().get(key, test_deadline()).ok());
+    ASSERT_TRUE(barrier(std::chrono::milliseconds(60000)).ok());
   }
   // The async form, with a callback; then the engine serves as before.
   Handle h = barrier_async();
   std::atomic<int> calls{0};
   h.on_complete([&](const Status& s) {
-    EXPECT_TRUE(s.is_ok());
+    EXPECT_TRUE(s.ok());
     ++calls;
   });
-  ASSERT_TRUE(h.wait().is_ok());
+  ASSERT_TRUE(h.wait().ok());
   EXPECT_EQ(calls.load(), 1);
   std::vector<float> x(2, 1.f);
-  ASSERT_TRUE(allreduce("barrier.after", view(x), view(x), ReduceOp::kSum).is_ok());
+  ASSERT_TRUE(allreduce("barrier.after", view(x), view(x), ReduceOp::kSum).ok());
   for (float v : x) ASSERT_EQ(v, static_cast<float>(size()));
 }
 
@@ -359,8 +359,8 @@ void expect_same_last_joined(const std::string& name, int last) {
   EXPECT_GE(last, 0);
   EXPECT_LT(last, size());
   std::vector<float> lo(1, static_cast<float>(last)), hi(1, static_cast<float>(last));
-  ASSERT_TRUE(allreduce(name + ".min", view(lo), view(lo), ReduceOp::kMin).is_ok());
-  ASSERT_TRUE(allreduce(name + ".max", view(hi), view(hi), ReduceOp::kMax).is_ok());
+  ASSERT_TRUE(allreduce(name + ".min", view(lo), view(lo), ReduceOp::kMin).ok());
+  ASSERT_TRUE(allreduce(name + ".max", view(hi), view(hi), ReduceOp::kMax).ok());
   EXPECT_EQ(lo[0], hi[0]) << name;
 }
 
@@ -369,7 +369,7 @@ TEST(EngineApiJoin, TimeoutKeepsItPendingAndAsyncFormReportsTheLastRank) {
   int last = -1;
   if (size() == 1) {
     StatusOr<int> j = join(std::chrono::milliseconds(2000));
-    ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+    ASSERT_TRUE(j.ok()) << j.status().to_string();
     last = *j;
     EXPECT_EQ(last, 0);
   } else if (rank() == 0) {
@@ -377,15 +377,15 @@ TEST(EngineApiJoin, TimeoutKeepsItPendingAndAsyncFormReportsTheLastRank) {
     EXPECT_EQ(early.status().code(), StatusCode::kTimeout);
     EXPECT_NE(early.status().message().find("hora.join"), std::string::npos)
         << early.status().message();
-    ASSERT_TRUE(store().set(key, {1}).is_ok());
+    ASSERT_TRUE(store().set(key, {1}).ok());
     StatusOr<int> j = join();  // the pending join, not a second one
-    ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+    ASSERT_TRUE(j.ok()) << j.status().to_string();
     last = *j;
     EXPECT_NE(last, 0) << "rank 0 joined first";
   } else {
-    ASSERT_TRUE(store().get(key, test_deadline()).is_ok());
+    ASSERT_TRUE(store().get(key, test_deadline()).ok());
     StatusOr<int> j = join(std::chrono::milliseconds(60000));
-    ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+    ASSERT_TRUE(j.ok()) << j.status().to_string();
     last = *j;
   }
   expect_same_last_joined("join.timeout", last);
@@ -394,10 +394,10 @@ TEST(EngineApiJoin, TimeoutKeepsItPendingAndAsyncFormReportsTheLastRank) {
   EXPECT_EQ(h.name(), "hora.join");
   std::atomic<int> calls{0};
   h.on_complete([&](const Status& s) {
-    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_TRUE(s.ok()) << s.to_string();
     ++calls;
   });
-  ASSERT_TRUE(h.wait().is_ok());
+  ASSERT_TRUE(h.wait().ok());
   EXPECT_EQ(calls.load(), 1);
   expect_same_last_joined("join.async", h.last_joined());
 }

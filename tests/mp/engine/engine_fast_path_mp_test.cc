@@ -58,9 +58,9 @@ TEST(EngineFastPath, SkewedStepDoesNotWaitACycleTimePerRound) {
     for (size_t t = 0; t < handles.size(); ++t)
       handles[t] =
           allreduce_async(step.names[t], view(step.in[t]), view(step.out[t]), ReduceOp::kSum);
-    for (Handle& h : handles) ASSERT_TRUE(h.wait().is_ok());
+    for (Handle& h : handles) ASSERT_TRUE(h.wait().ok());
   }
-  ASSERT_TRUE(barrier().is_ok());
+  ASSERT_TRUE(barrier().ok());
   const auto t0 = Clock::now();
   for (int s = 0; s < steps; ++s) {
     for (size_t t = 0; t < handles.size(); ++t) {
@@ -69,7 +69,7 @@ TEST(EngineFastPath, SkewedStepDoesNotWaitACycleTimePerRound) {
       handles[t] =
           allreduce_async(step.names[t], view(step.in[t]), view(step.out[t]), ReduceOp::kSum);
     }
-    for (Handle& h : handles) ASSERT_TRUE(h.wait().is_ok()) << h.wait().to_string();
+    for (Handle& h : handles) ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
     step.check("skewed step");
   }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -82,7 +82,7 @@ TEST(EngineFastPath, LoneBlockingAllreducesGoAtOnce) {
   const auto t0 = Clock::now();
   for (int i = 0; i < 20; ++i) {
     v[0] = static_cast<float>(rank() + i);
-    ASSERT_TRUE(allreduce("lone", view(v), view(out), ReduceOp::kSum).is_ok());
+    ASSERT_TRUE(allreduce("lone", view(v), view(out), ReduceOp::kSum).ok());
     ASSERT_EQ(out[0], static_cast<float>(size() * (size() - 1) / 2 + size() * i));
   }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -104,7 +104,7 @@ TEST(EngineFastPath, BatchedEnqueueMatchesSingleCallsAndHitsTheCache) {
     ASSERT_EQ(handles.size(), step.names.size());
     for (size_t t = 0; t < handles.size(); ++t) {
       EXPECT_EQ(handles[t].name(), step.names[t]);
-      ASSERT_TRUE(handles[t].wait().is_ok()) << handles[t].wait().to_string();
+      ASSERT_TRUE(handles[t].wait().ok()) << handles[t].wait().to_string();
     }
     step.check("batch");
   }
@@ -134,7 +134,7 @@ TEST(EngineFastPath, BatchWithARepeatedNameFailsEveryHandleNamingIt) {
   }
   // Nothing was enqueued: the same names go through now, on every rank.
   hs = allreduce_async_batch({"dup.x", "dup.y"}, {view(a), view(b)}, {view(a), view(b)}, o);
-  for (Handle& h : hs) ASSERT_TRUE(h.wait().is_ok()) << h.wait().to_string();
+  for (Handle& h : hs) ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
   EXPECT_EQ(a[0], static_cast<float>(size()));
 }
 
@@ -157,7 +157,7 @@ TEST(EngineFastPath, BatchWithABadTensorFailsEveryHandleNamingIt) {
   EXPECT_EQ(hs[1].wait().code(), StatusCode::kInvalidArgument);
   // Nothing of either was left in flight.
   hs = allreduce_async_batch({"bad.ok", "bad.short"}, {view(a), view(b)}, {view(a), view(b)}, o);
-  for (Handle& h : hs) ASSERT_TRUE(h.wait().is_ok()) << h.wait().to_string();
+  for (Handle& h : hs) ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
 }
 
 }  // namespace

@@ -132,11 +132,11 @@ std::vector<std::vector<uint8_t>> run(const Case& c, bool grouped, const std::st
     Status s =
         grouped_allreduce_async(names, in_views, out_views, c.op, c.scales.pre, c.scales.post)
             .wait();
-    EXPECT_TRUE(s.is_ok()) << describe(c) << ": " << s.to_string();
+    EXPECT_TRUE(s.ok()) << describe(c) << ": " << s.to_string();
   } else {
     for (size_t t = 0; t < ins.size(); ++t) {
       Status s = allreduce(names[t], in_views[t], out_views[t], c.op, c.scales.pre, c.scales.post);
-      EXPECT_TRUE(s.is_ok()) << describe(c) << ": " << s.to_string();
+      EXPECT_TRUE(s.ok()) << describe(c) << ": " << s.to_string();
     }
   }
   for (size_t t = 0; t < ins.size(); ++t) {
@@ -156,17 +156,17 @@ void expect_same_bits_on_every_rank(const std::vector<std::vector<std::vector<ui
       for (uint8_t b : t) h = (h ^ b) * 1099511628211ull;
   int64_t lo = static_cast<int64_t>(h >> 1), hi = lo;
   auto v = [](int64_t& x) { return TensorView::flat(&x, DataType::kInt64, 1).value(); };
-  ASSERT_TRUE(allreduce("bits.min", v(lo), v(lo), ReduceOp::kMin).is_ok());
-  ASSERT_TRUE(allreduce("bits.max", v(hi), v(hi), ReduceOp::kMax).is_ok());
+  ASSERT_TRUE(allreduce("bits.min", v(lo), v(lo), ReduceOp::kMin).ok());
+  ASSERT_TRUE(allreduce("bits.max", v(hi), v(hi), ReduceOp::kMax).ok());
   EXPECT_EQ(lo, hi) << "ranks hold different bits";
 }
 
 // Re-initialises hora with `settings`.
 void reinit(std::vector<std::pair<std::string, std::string>> settings) {
-  ASSERT_TRUE(shutdown().is_ok());
+  ASSERT_TRUE(shutdown().ok());
   InitOptions options;
   options.settings = std::move(settings);
-  ASSERT_TRUE(init(options).is_ok());
+  ASSERT_TRUE(init(options).ok());
 }
 
 TEST(EngineFusedBitsMp, FusedEqualsPackedAndUnfusedBitwise) {
@@ -225,12 +225,12 @@ TEST(EngineFusedBitsMp, MixedDtypesInOneStep) {
                                         flat(step[i], types[i], count),
                                         flat(step[i], types[i], count), op));
     }
-    for (Handle& h : handles) ASSERT_TRUE(h.wait().is_ok()) << h.wait().to_string();
+    for (Handle& h : handles) ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
     for (size_t i = 0; i < alone.size(); ++i) {
       const size_t count = counts[i / 3];
       ASSERT_TRUE(allreduce("alone/" + std::to_string(i), flat(alone[i], types[i], count),
                             flat(alone[i], types[i], count), op)
-                      .is_ok());
+                      .ok());
       if (size() >= 3 && order_sensitive(types[i], op)) continue;
       EXPECT_TRUE(step[i] == alone[i])
           << reduce_op_name(op) << " tensor " << i << " (" << data_type_name(types[i]) << ", "
@@ -266,7 +266,7 @@ TEST(EngineFusedBitsMp, JoinedRanksContributeZerosToFusedAndLoneBuckets) {
       views.push_back(
           TensorView::flat(xs[t].data(), DataType::kFloat32, static_cast<int64_t>(counts[t]))
               .value());
-    ASSERT_TRUE(grouped_allreduce_async(names, views, views, ReduceOp::kSum).wait().is_ok());
+    ASSERT_TRUE(grouped_allreduce_async(names, views, views, ReduceOp::kSum).wait().ok());
     std::vector<float> lone(200001);
     for (size_t i = 0; i < lone.size(); ++i) lone[i] = static_cast<float>(i % 5) - 2.0f;
     ASSERT_TRUE(
@@ -277,7 +277,7 @@ TEST(EngineFusedBitsMp, JoinedRanksContributeZerosToFusedAndLoneBuckets) {
             TensorView::flat(lone.data(), DataType::kFloat32, static_cast<int64_t>(lone.size()))
                 .value(),
             ReduceOp::kSum)
-            .is_ok());
+            .ok());
     for (size_t t = 0; t < 4; ++t)
       for (size_t i = 0; i < counts[t]; ++i)
         ASSERT_EQ(xs[t][i], static_cast<float>(i % 13) + 0.5f) << names[t] << "[" << i << "]";
@@ -285,7 +285,7 @@ TEST(EngineFusedBitsMp, JoinedRanksContributeZerosToFusedAndLoneBuckets) {
       ASSERT_EQ(lone[i], static_cast<float>(i % 5) - 2.0f) << "joined.lone[" << i << "]";
   }
   StatusOr<int> j = join();
-  ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
   EXPECT_EQ(*j, last);
 }
 

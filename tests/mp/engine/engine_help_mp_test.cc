@@ -32,10 +32,10 @@ float expected_sum(int t, size_t i, int n) {
 }
 
 void reinit(std::vector<std::pair<std::string, std::string>> settings) {
-  ASSERT_TRUE(shutdown().is_ok());
+  ASSERT_TRUE(shutdown().ok());
   InitOptions options;
   options.settings = std::move(settings);
-  ASSERT_TRUE(init(options).is_ok());
+  ASSERT_TRUE(init(options).ok());
 }
 
 // `steps` steps of `tensors` allreduces named prefix.t, enqueued back to back then waited;
@@ -69,8 +69,8 @@ int run_steps(const std::string& prefix, int tensors, int steps,
     }
     for (int t = 0; t < tensors; ++t) {
       Status st = handles[t].wait();
-      EXPECT_TRUE(st.is_ok()) << st.to_string();
-      if (!st.is_ok()) return here.load();
+      EXPECT_TRUE(st.ok()) << st.to_string();
+      if (!st.ok()) return here.load();
     }
     for (int t = 0; t < tensors; ++t)
       for (size_t i = 0; i < out[t].size(); ++i) {
@@ -125,9 +125,9 @@ TEST(EngineHelp, ATimedWaitOnATensorNoPeerSubmittedReturnsInTime) {
     // The help runs at most a round past the timeout; the peers answer one per heartbeat.
     EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
   }
-  ASSERT_TRUE(barrier().is_ok());
+  ASSERT_TRUE(barrier().ok());
   if (rank() != 0) h = allreduce_async("lonely", view(x), view(x), ReduceOp::kSum);
-  ASSERT_TRUE(h.wait().is_ok());
+  ASSERT_TRUE(h.wait().ok());
   EXPECT_EQ(x[0], static_cast<float>(size()));
 }
 
@@ -146,7 +146,7 @@ TEST(EngineHelp, AfterHelpedStepsAStepNobodyWaitsOnStillGoes) {
       ASSERT_LT(Clock::now() - t0, std::chrono::seconds(60)) << "the unwaited step never went";
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    ASSERT_TRUE(h.wait().is_ok());
+    ASSERT_TRUE(h.wait().ok());
     EXPECT_EQ(x[0], static_cast<float>(size() * (size() + 1) / 2));
     run_steps("streak.", 8, 6);  // helped again
   }

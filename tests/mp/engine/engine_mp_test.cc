@@ -55,7 +55,7 @@ void run_step(std::vector<Tensor>& tensors, int step) {
   }
   for (auto& th : threads) th.join();
   for (size_t t = 0; t < tensors.size(); ++t) {
-    ASSERT_TRUE(tensors[t].handle.wait().is_ok()) << tensors[t].handle.wait().to_string();
+    ASSERT_TRUE(tensors[t].handle.wait().ok()) << tensors[t].handle.wait().to_string();
     for (size_t i = 0; i < tensors[t].out.size(); ++i)
       ASSERT_EQ(tensors[t].out[i], expected_sum(static_cast<int>(t), i, size()))
           << tensors[t].name << "[" << i << "] step " << step;
@@ -102,7 +102,7 @@ TEST(EngineMp, GroupIsFusedIntoOneBucket) {
   for (int step = 0; step < 2; ++step) {
     const EngineStats before = engine_stats();
     Handle h = grouped_allreduce_async(names, in_views, out_views, ReduceOp::kSum);
-    ASSERT_TRUE(h.wait().is_ok()) << h.wait().to_string();
+    ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
     const EngineStats after = engine_stats();
     EXPECT_EQ(after.buckets - before.buckets, 1) << "step " << step;
     EXPECT_EQ(after.fused_tensors - before.fused_tensors, 50) << "step " << step;
@@ -115,7 +115,7 @@ TEST(EngineMp, AverageAndScalesInPlace) {
   std::vector<float> x(1000);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(rank() + 1);
   // out = 0.5 * (sum over ranks of 2 * x) / size = mean of x.
-  ASSERT_TRUE(allreduce("avg.scaled", view(x), view(x), ReduceOp::kAverage, 2.0, 0.5).is_ok());
+  ASSERT_TRUE(allreduce("avg.scaled", view(x), view(x), ReduceOp::kAverage, 2.0, 0.5).ok());
   const float mean = (size() + 1) / 2.0f;
   for (float v : x) ASSERT_NEAR(v, mean, 1e-5f);
 }
@@ -165,12 +165,12 @@ TEST(EngineMp, MismatchesFailOnEveryRankAndTheEngineGoesOn) {
 
   // The engine still serves, and a cached name changed on one rank is caught too.
   std::vector<float> e(8, 1.f);
-  ASSERT_TRUE(allreduce("mm.after", view(e), view(e), ReduceOp::kSum).is_ok());
+  ASSERT_TRUE(allreduce("mm.after", view(e), view(e), ReduceOp::kSum).ok());
   for (float v : e) ASSERT_EQ(v, static_cast<float>(size()));
   std::vector<float> f(r == 1 ? 9 : 8, 1.f);
   s = allreduce("mm.after", view(f), view(f), ReduceOp::kSum);
   EXPECT_EQ(s.code(), StatusCode::kMismatch) << s.to_string();
-  ASSERT_TRUE(allreduce("mm.after", view(e), view(e), ReduceOp::kSum).is_ok());
+  ASSERT_TRUE(allreduce("mm.after", view(e), view(e), ReduceOp::kSum).ok());
 }
 
 TEST(EngineMp, DuplicateNameInFlightFailsAtEnqueue) {
@@ -189,12 +189,12 @@ TEST(EngineMp, DuplicateNameInFlightFailsAtEnqueue) {
               std::string::npos)
         << s.message();
   }
-  ASSERT_TRUE(barrier().is_ok());
+  ASSERT_TRUE(barrier().ok());
   if (rank() != 0) first = allreduce_async("dup", view(a), view(a), ReduceOp::kSum);
-  ASSERT_TRUE(first.wait().is_ok()) << first.wait().to_string();
+  ASSERT_TRUE(first.wait().ok()) << first.wait().to_string();
   for (float v : a) ASSERT_EQ(v, static_cast<float>(size()));
   // The name is free again once its handle completed.
-  ASSERT_TRUE(allreduce("dup", view(b), view(b), ReduceOp::kSum).is_ok());
+  ASSERT_TRUE(allreduce("dup", view(b), view(b), ReduceOp::kSum).ok());
 }
 
 TEST(EngineMp, OtherCollectives) {
@@ -203,7 +203,7 @@ TEST(EngineMp, OtherCollectives) {
   std::vector<float> rows((r + 1) * 3);
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>(r * 100 + i);
   Handle g = allgather_async("ag", view(rows, {r + 1, 3}));
-  ASSERT_TRUE(g.wait().is_ok()) << g.wait().to_string();
+  ASSERT_TRUE(g.wait().ok()) << g.wait().to_string();
   ASSERT_EQ(g.output_shape(), (std::vector<int64_t>{n * (n + 1) / 2, 3}));
   const float* got = reinterpret_cast<const float*>(g.output().data());
   size_t k = 0;
@@ -212,7 +212,7 @@ TEST(EngineMp, OtherCollectives) {
 
   // broadcast from the last rank.
   std::vector<float> b(10, static_cast<float>(r));
-  ASSERT_TRUE(broadcast("bc", view(b), n - 1).is_ok());
+  ASSERT_TRUE(broadcast("bc", view(b), n - 1).ok());
   for (float v : b) ASSERT_EQ(v, static_cast<float>(n - 1));
 
   // alltoall: rank r sends p+1 rows of 2 to rank p, valued r*10+p.
@@ -223,7 +223,7 @@ TEST(EngineMp, OtherCollectives) {
     for (int i = 0; i < (p + 1) * 2; ++i) a2a.push_back(static_cast<float>(r * 10 + p));
   }
   Handle a = alltoall_async("a2a", view(a2a, {static_cast<int64_t>(a2a.size() / 2), 2}), splits);
-  ASSERT_TRUE(a.wait().is_ok()) << a.wait().to_string();
+  ASSERT_TRUE(a.wait().ok()) << a.wait().to_string();
   ASSERT_EQ(a.received_splits(), std::vector<int64_t>(n, r + 1));
   const float* in = reinterpret_cast<const float*>(a.output().data());
   for (int p = 0, idx = 0; p < n; ++p)
@@ -232,20 +232,20 @@ TEST(EngineMp, OtherCollectives) {
   // reducescatter of 2n+1 rows of 4: the first rank gets one more row.
   std::vector<float> rs((2 * n + 1) * 4, static_cast<float>(r + 1));
   Handle s = reducescatter_async("rs", view(rs, {2 * n + 1, 4}), ReduceOp::kSum);
-  ASSERT_TRUE(s.wait().is_ok()) << s.wait().to_string();
+  ASSERT_TRUE(s.wait().ok()) << s.wait().to_string();
   ASSERT_EQ(s.output_shape()[0], r == 0 ? 3 : 2);
   const float* red = reinterpret_cast<const float*>(s.output().data());
   for (size_t i = 0; i < s.output().size() / 4; ++i)
     ASSERT_EQ(red[i], static_cast<float>(n * (n + 1) / 2));
 
-  ASSERT_TRUE(barrier().is_ok());
+  ASSERT_TRUE(barrier().ok());
 }
 
 TEST(EngineMp, BlockingForms) {
   const int r = rank(), n = size();
   std::vector<float> rows((r + 1) * 2, static_cast<float>(r));
   StatusOr<CollectiveResult> g = allgather("blocking.ag", view(rows, {r + 1, 2}));
-  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
   ASSERT_EQ(g->shape, (std::vector<int64_t>{n * (n + 1) / 2, 2}));
   const float* got = reinterpret_cast<const float*>(g->data.data());
   for (int p = 0, k = 0; p < n; ++p)
@@ -253,7 +253,7 @@ TEST(EngineMp, BlockingForms) {
 
   std::vector<float> a2a(n * 3, static_cast<float>(r));  // an even split: 3 rows to each rank
   StatusOr<CollectiveResult> a = alltoall("blocking.a2a", view(a2a, {n * 3, 1}));
-  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
   ASSERT_EQ(a->received_splits, std::vector<int64_t>(n, 3));
   const float* in = reinterpret_cast<const float*>(a->data.data());
   for (int p = 0; p < n; ++p)
@@ -261,7 +261,7 @@ TEST(EngineMp, BlockingForms) {
 
   std::vector<float> rs(n * 2, 1.f);
   StatusOr<CollectiveResult> s = reducescatter("blocking.rs", view(rs, {n * 2, 1}), ReduceOp::kSum);
-  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
   ASSERT_EQ(s->shape, (std::vector<int64_t>{2, 1}));
   for (size_t i = 0; i < 2; ++i)
     ASSERT_EQ(reinterpret_cast<const float*>(s->data.data())[i], static_cast<float>(n));
@@ -269,7 +269,7 @@ TEST(EngineMp, BlockingForms) {
   std::vector<float> x(5, 1.f), y(7, 2.f);
   ASSERT_TRUE(grouped_allreduce({"blocking.g0", "blocking.g1"}, {view(x), view(y)},
                                 {view(x), view(y)}, ReduceOp::kSum)
-                  .is_ok());
+                  .ok());
   for (float v : x) ASSERT_EQ(v, static_cast<float>(n));
   for (float v : y) ASSERT_EQ(v, static_cast<float>(2 * n));
 
@@ -291,7 +291,7 @@ TEST(EngineMp, UnnamedCallsStayInStepAfterALocalFailure) {
   Handle h = allreduce_async("", view(x), view(x), ReduceOp::kSum);
   EXPECT_EQ(h.name().find("allreduce.noname."), 0u) << h.name();
   Status s = h.wait();
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   for (float v : x) ASSERT_EQ(v, static_cast<float>(size()));
 }
 
@@ -309,11 +309,11 @@ TEST(EngineMp, PollAndWaitWithATimeoutBeforeThePeersArrive) {
     }
     go[0] = 1.f;
   }
-  ASSERT_TRUE(broadcast("poll.go", view(go), 0).is_ok());
+  ASSERT_TRUE(broadcast("poll.go", view(go), 0).ok());
   ASSERT_EQ(go[0], 1.f);
   if (rank() != 0) h = allreduce_async("poll.late", view(x), view(x), ReduceOp::kSum);
   Status s = h.wait();
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_TRUE(h.poll());
   for (float v : x) ASSERT_EQ(v, static_cast<float>(size()));
 }
@@ -325,7 +325,7 @@ TEST(EngineMp, JoinWithEveryRankTakingATurnLast) {
     for (int s = 0; s < steps; ++s) {
       std::vector<float> x(33, static_cast<float>(r + 1));
       const std::string name = "join." + std::to_string(last) + "." + std::to_string(s);
-      ASSERT_TRUE(allreduce(name, view(x), view(x), ReduceOp::kSum).is_ok());
+      ASSERT_TRUE(allreduce(name, view(x), view(x), ReduceOp::kSum).ok());
       // Step 0: every rank; later steps: only `last`, the others contribute zeros.
       const float want = s == 0 ? static_cast<float>(n * (n + 1) / 2) : static_cast<float>(r + 1);
       for (float v : x) ASSERT_EQ(v, want) << name;
@@ -333,14 +333,14 @@ TEST(EngineMp, JoinWithEveryRankTakingATurnLast) {
     if (r == last && n > 1) {
       // Average still divides by size; min cannot take the joined ranks' zeros.
       std::vector<float> y(5, static_cast<float>(n));
-      ASSERT_TRUE(allreduce("join.avg", view(y), view(y), ReduceOp::kAverage).is_ok());
+      ASSERT_TRUE(allreduce("join.avg", view(y), view(y), ReduceOp::kAverage).ok());
       for (float v : y) ASSERT_FLOAT_EQ(v, 1.0f);
       Status bad = allreduce("join.min", view(y), view(y), ReduceOp::kMin);
       EXPECT_EQ(bad.code(), StatusCode::kMismatch);
       EXPECT_NE(bad.message().find("have joined"), std::string::npos) << bad.message();
     }
     StatusOr<int> j = join();
-    ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+    ASSERT_TRUE(j.ok()) << j.status().to_string();
     EXPECT_EQ(*j, last);
   }
 }
@@ -355,14 +355,14 @@ TEST(EngineMp, AJoinedRankRepeatsAStepWithoutItsOldTensors) {
   const int steps = r == last ? 8 : 4;
   for (int s = 0; s < steps; ++s) {
     std::vector<float> x(17, static_cast<float>(r + 1 + s));
-    ASSERT_TRUE(allreduce("join.repeat", view(x), view(x), ReduceOp::kSum).is_ok());
+    ASSERT_TRUE(allreduce("join.repeat", view(x), view(x), ReduceOp::kSum).ok());
     // Steps 0-3: every rank; later steps: only `last`, the others contribute zeros.
     const float want =
         s < 4 ? static_cast<float>(n * (n + 1) / 2 + n * s) : static_cast<float>(r + 1 + s);
     for (float v : x) ASSERT_EQ(v, want) << "step " << s;
   }
   StatusOr<int> j = join();
-  ASSERT_TRUE(j.is_ok()) << j.status().to_string();
+  ASSERT_TRUE(j.ok()) << j.status().to_string();
   EXPECT_EQ(*j, last);
   // Step 1's list (a cache hit) was repeated from step 2 on.
   EXPECT_GE(engine_stats().repeated_steps - before.repeated_steps, 2);
@@ -375,8 +375,8 @@ TEST(EngineMp, ShutdownFailsPendingThenInitAgain) {
   Handle orphan;
   const bool orphaned = r == 0 && size() > 1;  // one rank alone agrees with itself
   if (orphaned) orphan = allreduce_async("orphan", view(x), view(x));
-  ASSERT_TRUE(shutdown().is_ok());
-  ASSERT_TRUE(shutdown().is_ok());  // twice is fine
+  ASSERT_TRUE(shutdown().ok());
+  ASSERT_TRUE(shutdown().ok());  // twice is fine
   if (orphaned) {
     Status s = orphan.wait();
     EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.to_string();
@@ -384,8 +384,8 @@ TEST(EngineMp, ShutdownFailsPendingThenInitAgain) {
   }
   Status after = allreduce_async("late", view(x), view(x)).wait();
   EXPECT_EQ(after.code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(init().is_ok());
-  ASSERT_TRUE(allreduce("again", view(x), view(x), ReduceOp::kSum).is_ok());
+  ASSERT_TRUE(init().ok());
+  ASSERT_TRUE(allreduce("again", view(x), view(x), ReduceOp::kSum).ok());
   for (float v : x) ASSERT_EQ(v, static_cast<float>(size()));
 }
 
@@ -399,12 +399,12 @@ TEST(EngineMp, Int16Uint16AndBoolThroughTheEngine) {
   std::vector<int16_t> i16(count);
   for (size_t i = 0; i < count; ++i) i16[i] = static_cast<int16_t>(30000 + i);
   auto v16 = TensorView::flat(i16.data(), DataType::kInt16, count).value();
-  ASSERT_TRUE(allreduce("i16.sum", v16, v16, ReduceOp::kSum).is_ok());
+  ASSERT_TRUE(allreduce("i16.sum", v16, v16, ReduceOp::kSum).ok());
   for (size_t i = 0; i < count; ++i)
     ASSERT_EQ(i16[i], static_cast<int16_t>(static_cast<uint16_t>(n * (30000 + i)))) << i;
   std::vector<uint16_t> u16(count, static_cast<uint16_t>(2 * r + 1));  // sum n^2, average n
   auto vu16 = TensorView::flat(u16.data(), DataType::kUint16, count).value();
-  ASSERT_TRUE(allreduce("u16.avg", vu16, vu16, ReduceOp::kAverage).is_ok());
+  ASSERT_TRUE(allreduce("u16.avg", vu16, vu16, ReduceOp::kAverage).ok());
   for (uint16_t v : u16) ASSERT_EQ(v, n);
 
   // Element i is false on rank r when (i + r) % 3 == 0, else a byte 1, 2 or 0x80.
@@ -429,10 +429,10 @@ TEST(EngineMp, Int16Uint16AndBoolThroughTheEngine) {
   auto bview = [&](std::vector<uint8_t>& f) {
     return TensorView::flat(f.data(), DataType::kBool, static_cast<int64_t>(f.size())).value();
   };
-  ASSERT_TRUE(allreduce("b.min", bview(band), bview(out), ReduceOp::kMin).is_ok());
+  ASSERT_TRUE(allreduce("b.min", bview(band), bview(out), ReduceOp::kMin).ok());
   ASSERT_TRUE(grouped_allreduce({"g.max.0", "g.max.1"}, {bview(bor), bview(bprod)},
                                 {bview(bor), bview(bprod)}, ReduceOp::kMax)
-                  .is_ok());
+                  .ok());
   for (size_t i = 0; i < count; ++i) {
     // One rank combines nothing: its bytes come back as they are.
     ASSERT_EQ(out[i], n == 1 ? flag(0, i) : truth(i, true)) << "min " << i;
@@ -440,14 +440,14 @@ TEST(EngineMp, Int16Uint16AndBoolThroughTheEngine) {
     ASSERT_EQ(bprod[i], bor[i]) << "grouped max " << i;
   }
   bprod = flags();
-  ASSERT_TRUE(allreduce("b.prod", bview(bprod), bview(bprod), ReduceOp::kProduct).is_ok());
+  ASSERT_TRUE(allreduce("b.prod", bview(bprod), bview(bprod), ReduceOp::kProduct).ok());
   for (size_t i = 0; i < count; ++i)
     ASSERT_EQ(bprod[i], n == 1 ? flag(0, i) : truth(i, true)) << "product " << i;
 
   std::vector<uint8_t> mine(r + 1, static_cast<uint8_t>(r % 2));
   StatusOr<CollectiveResult> gathered =
       allgather("b.gather", TensorView::make(mine.data(), DataType::kBool, {r + 1}).value());
-  ASSERT_TRUE(gathered.is_ok()) << gathered.status().to_string();
+  ASSERT_TRUE(gathered.ok()) << gathered.status().to_string();
   ASSERT_EQ(gathered->shape, (std::vector<int64_t>{n * (n + 1) / 2}));
   for (int p = 0, k = 0; p < n; ++p)
     for (int i = 0; i <= p; ++i) ASSERT_EQ(gathered->data[k++], p % 2) << p;
@@ -480,7 +480,7 @@ TEST(EngineMp, Int16Uint16AndBoolThroughTheEngine) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("not defined for bool (only 1.0)"), std::string::npos) << s.message();
   // Nothing was enqueued: the engine goes on.
-  ASSERT_TRUE(allreduce("b.after", bview(b), bview(b), ReduceOp::kMin).is_ok());
+  ASSERT_TRUE(allreduce("b.after", bview(b), bview(b), ReduceOp::kMin).ok());
 }
 
 TEST(EngineMp, BadInputFailsAtEnqueue) {

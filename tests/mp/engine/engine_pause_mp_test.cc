@@ -32,7 +32,7 @@ TEST(EnginePause, TheEngineRunsRoundsFromInitOn) {
 }
 
 TEST(EnginePause, ParkedEngineRunsNoRoundAndLeavesTheCommunicatorToTheCaller) {
-  ASSERT_TRUE(detail::pause_engine(kPauseWait).is_ok());
+  ASSERT_TRUE(detail::pause_engine(kPauseWait).ok());
   const int64_t parked_at = engine_stats().rounds;
   // The caller's own collective on the job's communicator.
   collectives::Communicator& comm = detail::context()->communicator();
@@ -43,29 +43,29 @@ TEST(EnginePause, ParkedEngineRunsNoRoundAndLeavesTheCommunicatorToTheCaller) {
   options.deadline = Deadline::after_seconds(60);
   Status s = collectives::ring_allreduce(comm, data.data(), data.data(), data.size(),
                                          DataType::kFloat32, ReduceOp::kSum, options);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_EQ(data[999], static_cast<float>(size() * (size() + 1) / 2));
   std::this_thread::sleep_for(std::chrono::milliseconds(350));
   EXPECT_EQ(engine_stats().rounds, parked_at) << "a round ran while the engine was parked";
   // Pausing again while parked returns at once.
-  EXPECT_TRUE(detail::pause_engine(std::chrono::milliseconds(1)).is_ok());
+  EXPECT_TRUE(detail::pause_engine(std::chrono::milliseconds(1)).ok());
   detail::resume_engine();
   std::vector<float> x(16, 1.0f);
   s = allreduce("pause.after_resume", view(x), view(x), ReduceOp::kSum);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_EQ(x[0], static_cast<float>(size()));
   EXPECT_GT(engine_stats().rounds, parked_at);
 }
 
 TEST(EnginePause, CollectivesEnqueuedWhileParkedCompleteAfterResume) {
-  ASSERT_TRUE(detail::pause_engine(kPauseWait).is_ok());
+  ASSERT_TRUE(detail::pause_engine(kPauseWait).ok());
   std::vector<float> x(16, 2.0f);
   Handle h = allreduce_async("pause.enqueued_while_parked", view(x), view(x), ReduceOp::kSum);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(h.poll()) << "completed while every engine was parked";
   detail::resume_engine();
   Status s = h.wait();
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_EQ(x[0], 2.0f * size());
 }
 
@@ -73,7 +73,7 @@ TEST(EnginePause, APauseOnlyOneRankAsksForTimesOutThere) {
   if (rank() == 0) {
     Status s = detail::pause_engine(std::chrono::milliseconds(300));
     if (size() == 1) {
-      EXPECT_TRUE(s.is_ok()) << s.to_string();  // every rank (the only one) asked
+      EXPECT_TRUE(s.ok()) << s.to_string();  // every rank (the only one) asked
       detail::resume_engine();
     } else {
       EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.to_string();
@@ -82,13 +82,13 @@ TEST(EnginePause, APauseOnlyOneRankAsksForTimesOutThere) {
   }
   // The job goes on.
   Status s = barrier();
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
 TEST(EnginePause, ShutdownWhileParked) {
   // The last test: mp_main shuts hora down with every engine parked; the shutdown round must
   // still run (resume is implied) and mp_main's exit status shows it did.
-  ASSERT_TRUE(detail::pause_engine(kPauseWait).is_ok());
+  ASSERT_TRUE(detail::pause_engine(kPauseWait).ok());
 }
 
 }  // namespace

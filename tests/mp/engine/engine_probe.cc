@@ -40,11 +40,11 @@ hora::TensorView view(std::vector<float>& v) {
 int stall() {
   std::vector<float> x(16, 1.f);
   // Every rank's engine is running (a first collective), then rank 1 is late.
-  if (!hora::barrier().is_ok()) return 1;
+  if (!hora::barrier().ok()) return 1;
   if (hora::rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
   hora::Status s = hora::allreduce("late", view(x), view(x), hora::ReduceOp::kSum);
   report(s);
-  return s.is_ok() ? 0 : 1;
+  return s.ok() ? 0 : 1;
 }
 
 int stall_shutdown() {
@@ -52,7 +52,7 @@ int stall_shutdown() {
   const char* name = hora::rank() == 0 ? "only.rank0" : "only.others";
   hora::Status s = hora::allreduce(name, view(x), view(x), hora::ReduceOp::kSum);
   report(s);
-  return !s.is_ok() && s.message().find("stalled") != std::string::npos ? 0 : 1;
+  return !s.ok() && s.message().find("stalled") != std::string::npos ? 0 : 1;
 }
 
 int kill_last() {
@@ -62,7 +62,7 @@ int kill_last() {
   for (int step = 0;; ++step) {
     if (hora::rank() == victim && step == 3) std::raise(SIGKILL);
     hora::Status s = hora::allreduce("step", view(x), view(x), hora::ReduceOp::kAverage);
-    if (!s.is_ok()) {
+    if (!s.ok()) {
       report(s);
       return s.message().find("rank " + std::to_string(victim)) != std::string::npos ? 0 : 1;
     }
@@ -77,9 +77,9 @@ hora::Status fused_step(std::vector<std::vector<float>>& grads) {
                                             view(grads[t]), hora::ReduceOp::kAverage));
   for (hora::Handle& h : handles) {
     hora::Status s = h.wait();
-    if (!s.is_ok()) return s;
+    if (!s.ok()) return s;
   }
-  return hora::Status::ok();
+  return hora::Status::OK();
 }
 
 int timeline() {
@@ -88,7 +88,7 @@ int timeline() {
       std::vector<float> x(1000, 1.f);
       hora::Status s = hora::allreduce("layer" + std::to_string(t) + ".weight", view(x), view(x),
                                        hora::ReduceOp::kAverage);
-      if (!s.is_ok()) return report(s) + 1;
+      if (!s.ok()) return report(s) + 1;
     }
   }
   // A grouped allreduce is fused as a unit, whatever the timing: one bucket of four.
@@ -102,9 +102,9 @@ int timeline() {
   for (int step = 0; step < 3; ++step) {
     hora::Status s =
         hora::grouped_allreduce_async(names, views, views, hora::ReduceOp::kAverage).wait();
-    if (!s.is_ok()) return report(s) + 1;
+    if (!s.ok()) return report(s) + 1;
   }
-  return report(hora::Status::ok());
+  return report(hora::Status::OK());
 }
 
 int timeline_kill() {
@@ -114,7 +114,7 @@ int timeline_kill() {
     if (hora::rank() == 0 && std::chrono::steady_clock::now() - start > std::chrono::seconds(1))
       std::raise(SIGKILL);
     hora::Status s = fused_step(grads);
-    if (!s.is_ok()) {
+    if (!s.ok()) {
       report(s);
       return 1;  // the survivors fail once rank 0 is gone: expected
     }
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   hora::Status s = hora::init();
-  if (!s.is_ok()) {
+  if (!s.ok()) {
     std::fprintf(stderr, "init: %s\n", s.to_string().c_str());
     return 1;
   }

@@ -66,7 +66,7 @@ void backward_pass(GradientReducer& reducer, Model& m, int k, int step) {
         std::vector<float>& g = m.grads[i];
         for (size_t j = 0; j < g.size(); ++j) g[j] += contribution(r, i, j, k);
         Status s = reducer.gradient_ready(static_cast<size_t>(i), flat(g));
-        EXPECT_TRUE(s.is_ok()) << s.to_string();
+        EXPECT_TRUE(s.ok()) << s.to_string();
       }
     });
   }
@@ -81,7 +81,7 @@ void flush_unused(GradientReducer& reducer, Model& m) {
     std::vector<float>& g = m.grads[i];
     if (is_unused(static_cast<int>(i)))
       for (size_t j = 0; j < g.size(); ++j) g[j] = unused_value(rank(), j);
-    ASSERT_TRUE(reducer.flush(i, flat(g)).is_ok());
+    ASSERT_TRUE(reducer.flush(i, flat(g)).ok());
   }
 }
 
@@ -105,7 +105,7 @@ void run_steps(GradientReducerOptions options, int steps,
     flush_unused(*reducer, m);
     EXPECT_TRUE(reducer->unreported().empty());
     Status s = reducer->synchronize();
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     EXPECT_FALSE(reducer->has_pending());
     for (size_t i = 0; i < m.grads.size(); ++i)
       for (size_t j = 0; j < m.grads[i].size(); ++j)
@@ -162,11 +162,11 @@ TEST(GradientReducerMp, FirstErrorIsKeptAndEveryOtherGradientStillReduced) {
   // The last rank to submit 'a' may find it failed already (the engine decides as soon as
   // every rank submitted): gradient_ready then reports the mismatch too.
   Status ready = reducer->gradient_ready(0, flat(a));
-  if (!ready.is_ok()) {
+  if (!ready.ok()) {
     EXPECT_EQ(ready.code(), StatusCode::kMismatch) << ready.to_string();
   }
-  ASSERT_TRUE(reducer->gradient_ready(1, flat(b)).is_ok());
-  ASSERT_TRUE(reducer->gradient_ready(2, flat(c)).is_ok());
+  ASSERT_TRUE(reducer->gradient_ready(1, flat(b)).ok());
+  ASSERT_TRUE(reducer->gradient_ready(2, flat(c)).ok());
   Status s = reducer->synchronize();
   EXPECT_EQ(s.code(), StatusCode::kMismatch) << s.to_string();
   EXPECT_NE(s.message().find("allreduce of 'gr.err/a'"), std::string::npos) << s.message();
@@ -175,10 +175,10 @@ TEST(GradientReducerMp, FirstErrorIsKeptAndEveryOtherGradientStillReduced) {
   for (float v : c) EXPECT_EQ(v, 3.f * size());
   // The next step starts clean.
   std::vector<float> a2(4, 1.f);
-  ASSERT_TRUE(reducer->flush(0, flat(a2)).is_ok());
-  ASSERT_TRUE(reducer->flush(1, flat(b)).is_ok());
-  ASSERT_TRUE(reducer->flush(2, flat(c)).is_ok());
-  ASSERT_TRUE(reducer->synchronize().is_ok());
+  ASSERT_TRUE(reducer->flush(0, flat(a2)).ok());
+  ASSERT_TRUE(reducer->flush(1, flat(b)).ok());
+  ASSERT_TRUE(reducer->flush(2, flat(c)).ok());
+  ASSERT_TRUE(reducer->synchronize().ok());
   for (float v : a2) EXPECT_EQ(v, static_cast<float>(size()));
 }
 
@@ -191,7 +191,7 @@ TEST(GradientReducerMp, SynchronizeWithATimeoutKeepsTheStepPending) {
   collectives::Store& store = detail::context()->store();
   const std::string key = "test/gradient_reducer/sliced";
   if (rank() == 0) {
-    ASSERT_TRUE(reducer->gradient_ready(0, flat(w)).is_ok());
+    ASSERT_TRUE(reducer->gradient_ready(0, flat(w)).ok());
     if (size() > 1) {
       // The others report only after this rank's first slice ran out.
       Status s = reducer->synchronize(std::chrono::milliseconds(20));
@@ -199,19 +199,19 @@ TEST(GradientReducerMp, SynchronizeWithATimeoutKeepsTheStepPending) {
       EXPECT_NE(s.message().find("call synchronize() again"), std::string::npos) << s.message();
       EXPECT_TRUE(reducer->has_pending());
       EXPECT_TRUE(reducer->unreported().size() == 1u);  // 'b'
-      ASSERT_TRUE(store.set(key, {1}).is_ok());
+      ASSERT_TRUE(store.set(key, {1}).ok());
     }
-    ASSERT_TRUE(reducer->flush(1, flat(b)).is_ok());
+    ASSERT_TRUE(reducer->flush(1, flat(b)).ok());
   } else {
-    ASSERT_TRUE(store.get(key, Deadline::after_seconds(60)).is_ok());
-    ASSERT_TRUE(reducer->gradient_ready(0, flat(w)).is_ok());
-    ASSERT_TRUE(reducer->flush(1, flat(b)).is_ok());
+    ASSERT_TRUE(store.get(key, Deadline::after_seconds(60)).ok());
+    ASSERT_TRUE(reducer->gradient_ready(0, flat(w)).ok());
+    ASSERT_TRUE(reducer->flush(1, flat(b)).ok());
   }
   Status s;
   do {
     s = reducer->synchronize(std::chrono::milliseconds(10));  // slices, as a Ctrl-C poll would
   } while (s.code() == StatusCode::kTimeout);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_FALSE(reducer->has_pending());
   for (float v : w) ASSERT_EQ(v, static_cast<float>(size()));
   for (float v : b) ASSERT_EQ(v, 2.f * size());
@@ -222,7 +222,7 @@ TEST(GradientReducerMp, MisuseIsAnErrorAndTheStepStillCompletes) {
   o.name_prefix = "gr.misuse/";
   auto reducer = GradientReducer::create({"a", "b"}, o).value();
   std::vector<float> a(4, 1.f), b(2, 1.f);
-  ASSERT_TRUE(reducer->gradient_ready("a", flat(a)).is_ok());
+  ASSERT_TRUE(reducer->gradient_ready("a", flat(a)).ok());
   Status s = reducer->gradient_ready("a", flat(a));
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("'a' was computed more than backward_passes_per_step (1)"),
@@ -239,9 +239,9 @@ TEST(GradientReducerMp, MisuseIsAnErrorAndTheStepStillCompletes) {
   s = c->gradient_ready(0, TensorView::flat(ints.data(), DataType::kInt32, 2).value());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("'i' is int32"), std::string::npos) << s.message();
-  ASSERT_TRUE(reducer->flush(1, flat(b)).is_ok());
-  ASSERT_TRUE(reducer->synchronize().is_ok());  // the misuse did not poison the step
-  for (float v : a) EXPECT_FLOAT_EQ(v, 1.f);    // average of ones
+  ASSERT_TRUE(reducer->flush(1, flat(b)).ok());
+  ASSERT_TRUE(reducer->synchronize().ok());   // the misuse did not poison the step
+  for (float v : a) EXPECT_FLOAT_EQ(v, 1.f);  // average of ones
 }
 
 TEST(GradientReducerMp, DestructorWaitsForWhatIsInFlight) {
@@ -251,7 +251,7 @@ TEST(GradientReducerMp, DestructorWaitsForWhatIsInFlight) {
     o.op = ReduceOp::kSum;
     o.name_prefix = "gr.dtor/";
     auto reducer = GradientReducer::create({"g"}, o).value();
-    ASSERT_TRUE(reducer->gradient_ready(0, flat(g)).is_ok());
+    ASSERT_TRUE(reducer->gradient_ready(0, flat(g)).ok());
   }  // no synchronize: the destructor waits, so `g` is safe to read (and free) afterwards
   for (float v : g) ASSERT_EQ(v, static_cast<float>(size()));
 }

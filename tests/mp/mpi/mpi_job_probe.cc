@@ -40,7 +40,7 @@ hora::Status allreduce_once(hora::collectives::Communicator& comm, int round) {
   const double timeout_s = hora::detail::context()->config().timeout_s;
   hora::Status s = comm.allreduce(buf.data(), buf.data(), buf.size(), hora::DataType::kFloat64,
                                   hora::ReduceOp::kSum, hora::Deadline::after_seconds(timeout_s));
-  if (!s.is_ok()) return s;
+  if (!s.ok()) return s;
   // sum over r of (1000 r + i + round) = 1000 n(n-1)/2 + n (i + round)
   for (size_t i = 0; i < buf.size(); ++i) {
     const double want = 1000.0 * n * (n - 1) / 2 + n * (static_cast<double>(i) + round);
@@ -48,7 +48,7 @@ hora::Status allreduce_once(hora::collectives::Communicator& comm, int round) {
       return hora::Status::internal("allreduce element " + std::to_string(i) + " is " +
                                     std::to_string(buf[i]) + ", expected " + std::to_string(want));
   }
-  return hora::Status::ok();
+  return hora::Status::OK();
 }
 
 }  // namespace
@@ -60,13 +60,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   hora::Status status = hora::init();
-  if (!status.is_ok()) return fail("hora::init failed", status);
+  if (!status.ok()) return fail("hora::init failed", status);
   // The probe drives the job's communicator itself: park the engine first.
   status = hora::detail::pause_engine(std::chrono::seconds(60));
-  if (!status.is_ok()) return fail("pausing the engine", status);
+  if (!status.ok()) return fail("pausing the engine", status);
   hora::collectives::Communicator& comm = hora::detail::context()->communicator();
   status = allreduce_once(comm, 0);
-  if (!status.is_ok()) return fail("allreduce failed", status);
+  if (!status.ok()) return fail("allreduce failed", status);
   if (mode == "ok") {
     std::printf("mpi_job_probe: rank %d of %d (local %d of %d) backend %s: allreduce ok\n",
                 hora::rank(), hora::size(), hora::local_rank(), hora::local_size(),
@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     if (comm.rank() == victim) {
       for (int r = 0; r < victim; ++r) {
         status = comm.recv(r, &ready, 1, kTagReady, deadline);
-        if (!status.is_ok()) return fail("waiting for rank " + std::to_string(r), status);
+        if (!status.ok()) return fail("waiting for rank " + std::to_string(r), status);
       }
       std::printf("mpi_job_probe: rank %d dies (%s)\n", victim, mode.c_str());
       std::fflush(stdout);
@@ -92,13 +92,13 @@ int main(int argc, char** argv) {
                 victim);
     std::fflush(stdout);
     status = comm.send(victim, &ready, 1, kTagReady, deadline);
-    if (!status.is_ok()) return fail("telling rank " + std::to_string(victim), status);
+    if (!status.ok()) return fail("telling rank " + std::to_string(victim), status);
     status = allreduce_once(comm, 1);
-    if (!status.is_ok()) return fail("allreduce with a dead rank failed (as it should)", status);
+    if (!status.ok()) return fail("allreduce with a dead rank failed (as it should)", status);
     std::printf("mpi_job_probe: rank %d: allreduce with a dead rank returned OK\n", comm.rank());
   }
   std::fflush(stdout);
   status = hora::shutdown();
-  if (!status.is_ok()) return fail("hora::shutdown failed", status);
+  if (!status.ok()) return fail("hora::shutdown failed", status);
   return 0;
 }

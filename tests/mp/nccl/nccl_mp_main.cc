@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
   using namespace hora;
   ::testing::InitGoogleTest(&argc, argv);
   auto devices = kernels::cuda::device_count();
-  if (!devices.is_ok()) return mp::skip("no usable CUDA device: " + devices.status().to_string());
+  if (!devices.ok()) return mp::skip("no usable CUDA device: " + devices.status().to_string());
   auto layout = read_rank_layout_from_env();
-  if (!layout.is_ok()) {
+  if (!layout.ok()) {
     std::fprintf(stderr, "rank layout: %s\n", layout.status().to_string().c_str());
     return 1;
   }
@@ -78,14 +78,14 @@ int main(int argc, char** argv) {
       options.port = l.store_port;
       options.secret = l.secret;
       auto started = collectives::TcpStoreServer::start(options);
-      if (!started.is_ok()) {
+      if (!started.ok()) {
         std::fprintf(stderr, "store server: %s\n", started.status().to_string().c_str());
         return 1;
       }
       server = std::move(started).value();
     }
     auto client = collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret, start);
-    if (!client.is_ok()) {
+    if (!client.ok()) {
       std::fprintf(stderr, "store: %s\n", client.status().to_string().c_str());
       return 1;
     }
@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   collectives::BackendOptions options;
   options.local_rank = l.local_rank;
   auto comm = collectives::make_communicator("nccl", l.rank, l.size, scoped, options, start);
-  if (!comm.is_ok()) {
+  if (!comm.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", l.rank, comm.status().to_string().c_str());
     return 1;
   }
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   int rc = RUN_ALL_TESTS();
   // Nobody leaves before everyone is done with NCCL.
   Status done = comm.value()->barrier(Deadline::after_seconds(60));
-  if (!done.is_ok()) {
+  if (!done.ok()) {
     std::fprintf(stderr, "rank %d: final barrier: %s\n", l.rank, done.to_string().c_str());
     rc = 1;
   }

@@ -180,7 +180,7 @@ void run_allreduce_cases(Algorithm algo, const std::vector<AllreduceCase>& cases
         DeviceBuffer& result = in_place ? in : out;
         Status s = collectives::run_allreduce(algo, comm, in.get(), result.get(), count, c.dtype,
                                               c.op, options);
-        ASSERT_TRUE(s.is_ok()) << what << ": " << s.to_string();
+        ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
         expect_values(
             result, c.dtype, count, 0, [&](size_t i) { return reduced(c.op, c.dtype, n, i); },
             what + (in_place ? " in place" : ""));
@@ -251,7 +251,7 @@ TEST(NcclMp, AllgathervBroadcastReducescatterAlltoallv) {
       Status s =
           native ? comm.allgatherv(in.get(), out.get(), counts, dtype, soon())
                  : collectives::ring_allgatherv(comm, in.get(), out.get(), counts, dtype, options);
-      ASSERT_TRUE(s.is_ok()) << how << " allgatherv: " << s.to_string();
+      ASSERT_TRUE(s.ok()) << how << " allgatherv: " << s.to_string();
       expect_values(
           out, dtype, total, 0,
           [&](size_t i) {
@@ -268,7 +268,7 @@ TEST(NcclMp, AllgathervBroadcastReducescatterAlltoallv) {
       Status s = native ? comm.broadcast(buf.get(), total + 1, dtype, root, soon())
                         : collectives::pipelined_broadcast(comm, buf.get(), buf.get(), total + 1,
                                                            dtype, root, options);
-      ASSERT_TRUE(s.is_ok()) << how << " broadcast: " << s.to_string();
+      ASSERT_TRUE(s.ok()) << how << " broadcast: " << s.to_string();
       expect_values(
           buf, dtype, total + 1, 0, [&](size_t i) { return input(root, i); }, how + " broadcast");
     }
@@ -279,7 +279,7 @@ TEST(NcclMp, AllgathervBroadcastReducescatterAlltoallv) {
           native ? comm.reducescatter(in.get(), out.get(), counts, dtype, ReduceOp::kSum, soon())
                  : collectives::ring_reducescatter(comm, in.get(), out.get(), counts, dtype,
                                                    ReduceOp::kSum, options);
-      ASSERT_TRUE(s.is_ok()) << how << " reducescatter: " << s.to_string();
+      ASSERT_TRUE(s.ok()) << how << " reducescatter: " << s.to_string();
       expect_values(
           out, dtype, counts[r], offsets[r],
           [&](size_t i) { return reduced(ReduceOp::kSum, dtype, n, i); }, how + " reducescatter");
@@ -302,7 +302,7 @@ TEST(NcclMp, AllgathervBroadcastReducescatterAlltoallv) {
       Status s = native ? comm.alltoallv(in.get(), send, out.get(), recv, dtype, soon())
                         : collectives::pairwise_alltoallv(comm, in.get(), send, out.get(), recv,
                                                           dtype, options);
-      ASSERT_TRUE(s.is_ok()) << how << " alltoallv: " << s.to_string();
+      ASSERT_TRUE(s.ok()) << how << " alltoallv: " << s.to_string();
       std::vector<double> expected;
       for (int p = 0; p < n; ++p)
         for (size_t j = 0; j < recv[p]; ++j) expected.push_back(input(p, 100 * r + j));
@@ -310,7 +310,7 @@ TEST(NcclMp, AllgathervBroadcastReducescatterAlltoallv) {
           out, dtype, recv_total, 0, [&](size_t i) { return expected[i]; }, how + " alltoallv");
     }
   }
-  EXPECT_TRUE(comm.barrier(soon()).is_ok());
+  EXPECT_TRUE(comm.barrier(soon()).ok());
 }
 
 TEST(NcclMp, PointToPointAroundTheRing) {
@@ -322,11 +322,11 @@ TEST(NcclMp, PointToPointAroundTheRing) {
     DeviceBuffer send(count * 4), recv(count * 4);
     send.upload(make_input(dtype, r, count));
     auto in = comm.irecv((r - 1 + n) % n, recv.get(), count * 4, 7);
-    ASSERT_TRUE(in.is_ok()) << in.status().to_string();
+    ASSERT_TRUE(in.ok()) << in.status().to_string();
     auto out = comm.isend((r + 1) % n, send.get(), count * 4, 7);
-    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
-    ASSERT_TRUE(in.value()->wait(soon()).is_ok());
-    ASSERT_TRUE(out.value()->wait(soon()).is_ok());
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    ASSERT_TRUE(in.value()->wait(soon()).ok());
+    ASSERT_TRUE(out.value()->wait(soon()).ok());
     expect_values(
         recv, dtype, count, 0, [&](size_t i) { return input((r - 1 + n) % n, i); },
         "ring exchange of " + std::to_string(count));

@@ -19,7 +19,7 @@ int fail(const char* what, const hora::Status& status) {
 
 int main() {
   hora::Status status = hora::init();
-  if (!status.is_ok()) return fail("init", status);
+  if (!status.ok()) return fail("init", status);
   const int rank = hora::rank();
   const int size = hora::size();
 
@@ -29,9 +29,9 @@ int main() {
   std::vector<float> x(kCount);
   for (int64_t i = 0; i < kCount; ++i) x[i] = static_cast<float>((rank + 1) * i);
   auto view = hora::TensorView::flat(x.data(), hora::DataType::kFloat32, kCount);
-  if (!view.is_ok()) return fail("TensorView::flat", view.status());
+  if (!view.ok()) return fail("TensorView::flat", view.status());
   status = hora::allreduce("consumer.x", view.value(), view.value(), hora::ReduceOp::kSum);
-  if (!status.is_ok()) return fail("allreduce", status);
+  if (!status.ok()) return fail("allreduce", status);
 
   int64_t wrong = 0;
   for (int64_t i = 0; i < kCount; ++i) {
@@ -42,7 +42,7 @@ int main() {
     }
   }
   status = hora::shutdown();
-  if (!status.is_ok()) return fail("shutdown", status);
+  if (!status.ok()) return fail("shutdown", status);
   if (wrong != 0) return 1;
   std::printf("hora_consumer: rank %d of %d: allreduce of %lld floats ok\n", rank, size,
               static_cast<long long>(kCount));

@@ -17,7 +17,7 @@ Deadline soon() { return Deadline::after(milliseconds(20000)); }
 
 void expect_all_ok(const std::vector<Status>& results) {
   for (size_t r = 0; r < results.size(); ++r)
-    EXPECT_TRUE(results[r].is_ok()) << "rank " << r << ": " << results[r].to_string();
+    EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].to_string();
 }
 
 class BuiltinTransport : public ::testing::TestWithParam<std::tuple<bool, int>> {};
@@ -59,7 +59,7 @@ TEST_P(BuiltinTransport, SendRecvSizesAcrossRanks) {
       HORA_RETURN_IF_ERROR(rr->wait(soon()));
       HORA_RETURN_IF_ERROR(expect_pattern(in, 1000 + prev, "16 MiB from the ring"));
     }
-    return Status::ok();
+    return Status::OK();
   });
   expect_all_ok(results);
 }
@@ -175,7 +175,7 @@ TEST_P(BuiltinBothTransports, AbortWakesAWaiter) {
     if (comm.rank() == 0) {
       // Stay until rank 1 has aborted and left (its leaving ends this wait, or it times out).
       (void)comm.recv(1, &byte, 1, 2, Deadline::after(milliseconds(3000)));
-      return Status::ok();
+      return Status::OK();
     }
     auto start = std::chrono::steady_clock::now();
     std::thread aborter([&] {
@@ -189,7 +189,7 @@ TEST_P(BuiltinBothTransports, AbortWakesAWaiter) {
       return Status::internal("expected kRemote aborted, got " + st.to_string());
     if (took > std::chrono::seconds(5)) return Status::internal("abort took too long");
     return comm.send(0, &byte, 1, 1, soon()).code() == StatusCode::kRemote
-               ? Status::ok()
+               ? Status::OK()
                : Status::internal("a send after abort must fail");
   });
   expect_all_ok(results);
@@ -205,7 +205,7 @@ TEST(BuiltinCommunicator, RejectsBadArguments) {
   EXPECT_EQ(make_builtin_communicator(2, 2, store, test_options(true)).status().code(),
             StatusCode::kInvalidArgument);
   auto comm = make_builtin_communicator(0, 1, store, test_options(true));
-  ASSERT_TRUE(comm.is_ok()) << comm.status().to_string();
+  ASSERT_TRUE(comm.ok()) << comm.status().to_string();
   uint8_t b = 0;
   EXPECT_EQ(comm.value()->isend(1, &b, 1, 0).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(comm.value()->irecv(-1, &b, 1, 0).status().code(), StatusCode::kInvalidArgument);

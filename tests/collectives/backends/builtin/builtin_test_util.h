@@ -62,7 +62,7 @@ inline std::vector<Status> run_threads(int n, const BuiltinOptions& options, con
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       auto comm = make_builtin_communicator(r, n, store, options);
-      if (!comm.is_ok()) {
+      if (!comm.ok()) {
         results[r] = comm.status();
         return;
       }
@@ -107,7 +107,7 @@ inline std::vector<ChildResult> run_processes(
       DirStore store(dir.path());
       Status st = fn(r, store);
       std::ofstream(dir.path() + "/result_" + std::to_string(r)) << st.to_string();
-      _exit(st.is_ok() ? 0 : 1);
+      _exit(st.ok() ? 0 : 1);
     }
     pids.push_back(pid);
   }
@@ -138,7 +138,7 @@ inline Status expect_pattern(const std::vector<uint8_t>& buf, uint32_t seed,
   std::vector<uint8_t> want(buf.size());
   fill_pattern(want, seed);
   if (buf != want) return Status::internal(what + ": payload differs from what was sent");
-  return Status::ok();
+  return Status::OK();
 }
 
 // Posts this rank's result `hash` as "hash/<rank>" in `store` and compares it with the hashes
@@ -157,7 +157,7 @@ inline Status expect_same_hash(Store& store, int rank, int compare_ranks, uint64
       return Status::mismatch("rank " + std::to_string(rank) + ": outputs of rank " +
                               std::to_string(r) + " differ in bits from this rank's");
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace builtin_test

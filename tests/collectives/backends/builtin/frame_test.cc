@@ -22,7 +22,7 @@ TEST(FrameHeader, RoundTrips) {
     uint8_t buf[kFrameHeaderBytes];
     encode_frame_header(FrameHeader{42, bytes}, buf);
     auto h = parse_frame_header(buf, uint64_t{1} << 40, 3);
-    ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+    ASSERT_TRUE(h.ok()) << h.status().to_string();
     EXPECT_EQ(h.value().tag, 42u);
     EXPECT_EQ(h.value().bytes, bytes);
   }
@@ -32,7 +32,7 @@ TEST(FrameHeader, OversizedIsRejectedNamingThePeer) {
   uint8_t buf[kFrameHeaderBytes];
   encode_frame_header(FrameHeader{1, 1000}, buf);
   auto h = parse_frame_header(buf, 999, 4);
-  ASSERT_FALSE(h.is_ok());
+  ASSERT_FALSE(h.ok());
   EXPECT_EQ(h.status().code(), StatusCode::kIo);
   EXPECT_NE(h.status().message().find("rank 4"), std::string::npos) << h.status().to_string();
   EXPECT_NE(h.status().message().find("exceeds"), std::string::npos);
@@ -47,7 +47,7 @@ TEST(FrameHeader, FuzzRandomBytesAndBitFlips) {
     for (auto& b : buf) b = static_cast<uint8_t>(rng());
     if (i % 2 == 1) std::memcpy(buf, &kFrameMagic, 4);  // get past the magic half the time
     auto h = parse_frame_header(buf, uint64_t{1} << 40, 0);
-    if (h.is_ok())
+    if (h.ok())
       ++accepted;
     else
       EXPECT_NE(h.status().message().find("rank 0"), std::string::npos);
@@ -58,7 +58,7 @@ TEST(FrameHeader, FuzzRandomBytesAndBitFlips) {
     encode_frame_header(FrameHeader{static_cast<uint32_t>(rng()), rng() >> 30}, buf);
     int bit = static_cast<int>(rng() % (kFrameHeaderBytes * 8));
     buf[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-    EXPECT_FALSE(parse_frame_header(buf, uint64_t{1} << 40, 0).is_ok()) << "bit " << bit;
+    EXPECT_FALSE(parse_frame_header(buf, uint64_t{1} << 40, 0).ok()) << "bit " << bit;
   }
 }
 

@@ -174,7 +174,7 @@ Status run_matrix(Communicator& comm, uint64_t* hash) {
                              " count " + std::to_string(count) + (in_place ? " in place" : "") +
                              (from_shared ? " from shared_buffer" : "");
           Status st = comm.allreduce(in, dst, count, dtype, op, deadline);
-          if (!st.is_ok()) return st.with_context(" (" + what + ")");
+          if (!st.ok()) return st.with_context(" (" + what + ")");
           if (count > 0 && std::memcmp(dst, want.data(), want.size()) != 0) {
             size_t bad = 0;
             while (bad < want.size() && dst[bad] == want[bad]) ++bad;
@@ -245,7 +245,7 @@ Status run_matrix(Communicator& comm, uint64_t* hash) {
     HORA_RETURN_IF_ERROR(
         expect_pattern(buf, 100 + root, "broadcast from root " + std::to_string(root)));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 class ShmAllreduceMatrix : public ::testing::TestWithParam<int> {};
@@ -292,7 +292,7 @@ TEST(ShmAllreduceFailure, DeadPeerIsNamedByEverySurvivor) {
                                        ReduceOp::kSum, deadline);
         if (again.code() != StatusCode::kRemote)
           return Status::internal("after the failure: " + again.to_string());
-        return Status::ok();
+        return Status::OK();
       },
       [&](std::vector<pid_t>& pids) {
         for (pid_t p : pids) {  // wait for every rank to end, reaping none (run_processes does)
@@ -314,7 +314,7 @@ TEST(ShmAllreduceFailure, AbortEndsTheWait) {
   auto results = run_threads(2, exchange_options(), [&](Communicator& comm) -> Status {
     if (comm.rank() == 0) {
       while (!done.load()) std::this_thread::yield();
-      return Status::ok();
+      return Status::OK();
     }
     std::thread aborter([&comm] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -327,10 +327,10 @@ TEST(ShmAllreduceFailure, AbortEndsTheWait) {
     done.store(true);
     if (st.code() != StatusCode::kRemote || st.message().find("aborted") == std::string::npos)
       return Status::internal("expected kRemote 'aborted', got " + st.to_string());
-    return Status::ok();
+    return Status::OK();
   });
   for (int r = 0; r < 2; ++r)
-    EXPECT_TRUE(results[r].is_ok()) << "rank " << r << ": " << results[r].to_string();
+    EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].to_string();
 }
 
 // Thread ranks: rank 1 never joins; rank 0's allreduce returns kTimeout naming rank 1.
@@ -339,7 +339,7 @@ TEST(ShmAllreduceFailure, DeadlineGivesTimeoutNamingTheMissingRank) {
   auto results = run_threads(2, exchange_options(), [&](Communicator& comm) -> Status {
     if (comm.rank() == 1) {
       while (!done.load()) std::this_thread::yield();
-      return Status::ok();
+      return Status::OK();
     }
     std::vector<double> buf(3 * kSlotBytes / 8, 2.0);
     Status st = comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat64,
@@ -347,10 +347,10 @@ TEST(ShmAllreduceFailure, DeadlineGivesTimeoutNamingTheMissingRank) {
     done.store(true);
     if (st.code() != StatusCode::kTimeout || st.message().find("rank(s) 1") == std::string::npos)
       return Status::internal("expected kTimeout naming rank 1, got " + st.to_string());
-    return Status::ok();
+    return Status::OK();
   });
   for (int r = 0; r < 2; ++r)
-    EXPECT_TRUE(results[r].is_ok()) << "rank " << r << ": " << results[r].to_string();
+    EXPECT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].to_string();
 }
 
 }  // namespace

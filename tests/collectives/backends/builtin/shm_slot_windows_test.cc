@@ -138,7 +138,7 @@ Status run_calls(Communicator& comm) {
     for (size_t i = 0; i < count; ++i)
       if (out[i] != sum_of(n, c, i)) return mismatch(rank, c, what, i, out[i], sum_of(n, c, i));
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 class ShmSlotWindows : public ::testing::TestWithParam<int> {};

@@ -162,7 +162,7 @@ Status run_case(Communicator& comm, const Case& c, uint32_t seed, uint64_t* hash
   }
   HORA_RETURN_IF_ERROR(
       comm.allreduce_spans(spans, c.dtype, c.op, c.prescale, c.postscale, deadline));
-  if (joined) return Status::ok();
+  if (joined) return Status::OK();
   at = 0;
   for (size_t i = 0; i < spans.size(); ++i) {
     const std::vector<uint8_t>& got = c.in_place ? ins[i] : outs[i];
@@ -180,7 +180,7 @@ Status run_case(Communicator& comm, const Case& c, uint32_t seed, uint64_t* hash
     *hash = fnv1a(got.data(), bytes, *hash);
     at += bytes;
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 Status run_matrix(Communicator& comm, uint64_t* hash) {
@@ -200,12 +200,12 @@ Status run_matrix(Communicator& comm, uint64_t* hash) {
             c.postscale = 1.7;
           }
           Status st = run_case(comm, c, seed++, hash);
-          if (!st.is_ok()) return st.with_context(" (" + describe(c) + ")");
+          if (!st.ok()) return st.with_context(" (" + describe(c) + ")");
         }
       }
     }
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 class ShmSpanAllreduce : public ::testing::TestWithParam<int> {};
@@ -244,7 +244,7 @@ TEST_P(ShmSpanAllreduce, AShortPathLargerThanItsBufferIsBitwiseThePackedPath) {
             c.postscale = 1.7;
           }
           Status st = run_case(*comm, c, seed++, &hash);
-          if (!st.is_ok()) return st.with_context(" (" + describe(c) + ")");
+          if (!st.ok()) return st.with_context(" (" + describe(c) + ")");
         }
       }
     }

@@ -114,13 +114,13 @@ TEST_P(StoppedPeer, WaiterUnderLoadKeepsItsDeadline) {
         });
         std::vector<float> in(1024, 1.0f), out(1024);
         Status st;
-        for (int i = 0; i < 300 && st.is_ok(); ++i)
+        for (int i = 0; i < 300 && st.ok(); ++i)
           st = comm->allreduce(in.data(), out.data(), in.size(), DataType::kFloat32, ReduceOp::kSum,
                                Deadline::after(std::chrono::seconds(20)));
-        if (st.is_ok() && out[0] != static_cast<float>(n))
+        if (st.ok() && out[0] != static_cast<float>(n))
           st = Status::internal("allreduce gave " + std::to_string(out[0]));
-        if (st.is_ok() && rank == stopped) raise(SIGSTOP);  // the parent kills it later
-        if (st.is_ok()) {
+        if (st.ok() && rank == stopped) raise(SIGSTOP);  // the parent kills it later
+        if (st.ok()) {
           const auto start = std::chrono::steady_clock::now();
           Status wait = comm->allreduce(in.data(), out.data(), in.size(), DataType::kFloat32,
                                         ReduceOp::kSum, Deadline::after(std::chrono::seconds(2)));

@@ -48,21 +48,21 @@ TEST(BuiltinTcpSecurity, StrangersAreDroppedAndTheJobContinues) {
   // Rank 1 publishes its address once it knows every rank's host: stand in for rank 0's entry.
   ASSERT_TRUE(
       store.set(options.key_prefix + "host/0", Bytes{'t', 'e', 's', 't', '-', 'h', 'o', 's', 't'})
-          .is_ok());
+          .ok());
   Status rank1_status;
   std::thread rank1([&] {
     auto comm = make_builtin_communicator(1, 2, store, options);
-    if (!comm.is_ok()) {
+    if (!comm.ok()) {
       rank1_status = comm.status();
       return;
     }
     uint8_t b = 0;
     rank1_status = comm.value()->recv(0, &b, 1, 1, Deadline::after(std::chrono::seconds(20)));
-    if (rank1_status.is_ok() && b != 42) rank1_status = Status::internal("wrong byte");
+    if (rank1_status.ok() && b != 42) rank1_status = Status::internal("wrong byte");
   });
   auto addr = store.get(builtin::tcp_address_key(options.key_prefix, 1),
                         Deadline::after(std::chrono::seconds(20)));
-  ASSERT_TRUE(addr.is_ok()) << addr.status().to_string();
+  ASSERT_TRUE(addr.ok()) << addr.status().to_string();
   std::string address(addr.value().begin(), addr.value().end());
 
   // 1: garbage.
@@ -92,11 +92,11 @@ TEST(BuiltinTcpSecurity, StrangersAreDroppedAndTheJobContinues) {
 
   // The real rank 0 joins and the job works.
   auto comm0 = make_builtin_communicator(0, 2, store, options);
-  ASSERT_TRUE(comm0.is_ok()) << comm0.status().to_string();
+  ASSERT_TRUE(comm0.ok()) << comm0.status().to_string();
   uint8_t b = 42;
-  EXPECT_TRUE(comm0.value()->send(1, &b, 1, 1, Deadline::after(std::chrono::seconds(20))).is_ok());
+  EXPECT_TRUE(comm0.value()->send(1, &b, 1, 1, Deadline::after(std::chrono::seconds(20))).ok());
   rank1.join();
-  EXPECT_TRUE(rank1_status.is_ok()) << rank1_status.to_string();
+  EXPECT_TRUE(rank1_status.ok()) << rank1_status.to_string();
 }
 
 TEST(BuiltinTcpSecurity, RankWithAnotherSecretIsRefused) {

@@ -27,7 +27,7 @@ class LocalStore : public Store {
     std::lock_guard<std::mutex> lock(mu_);
     map_[key] = value;
     cv_.notify_all();
-    return Status::ok();
+    return Status::OK();
   }
   StatusOr<Bytes> get(const std::string& key, Deadline deadline) override {
     std::unique_lock<std::mutex> lock(mu_);
@@ -54,7 +54,7 @@ class LocalStore : public Store {
   }
   Status wait(const std::vector<std::string>& keys, Deadline deadline) override {
     for (auto& k : keys) HORA_RETURN_IF_ERROR(get(k, deadline).status());
-    return Status::ok();
+    return Status::OK();
   }
   StatusOr<bool> remove(const std::string& key) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -80,7 +80,7 @@ class DirStore : public Store {
               static_cast<std::streamsize>(value.size()));
     }
     if (rename(tmp.c_str(), path(key).c_str()) != 0) return Status::io("rename failed for " + key);
-    return Status::ok();
+    return Status::OK();
   }
   StatusOr<Bytes> get(const std::string& key, Deadline deadline) override {
     for (;;) {
@@ -118,7 +118,7 @@ class DirStore : public Store {
   }
   Status wait(const std::vector<std::string>& keys, Deadline deadline) override {
     for (auto& k : keys) HORA_RETURN_IF_ERROR(get(k, deadline).status());
-    return Status::ok();
+    return Status::OK();
   }
   StatusOr<bool> remove(const std::string& key) override { return unlink(path(key).c_str()) == 0; }
 

@@ -86,7 +86,7 @@ Status run(int rank, Store& store, bool shm) {
       std::printf("%s  %3zu MiB: uni %.2f GB/s, bidir %.2f GB/s each way (%.2f total)\n", kind, mib,
                   uni, bi, 2 * bi);
   }
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace
@@ -104,9 +104,9 @@ int main(int argc, char** argv) {
       if (pids[r] == 0) {
         builtin_test::DirStore store(dir);
         Status st = run(r, store, shm);
-        if (!st.is_ok()) std::fprintf(stderr, "rank %d: %s\n", r, st.to_string().c_str());
+        if (!st.ok()) std::fprintf(stderr, "rank %d: %s\n", r, st.to_string().c_str());
         std::fflush(stdout);
-        _exit(st.is_ok() ? 0 : 1);
+        _exit(st.ok() ? 0 : 1);
       }
     }
     for (pid_t p : pids) {

@@ -69,7 +69,7 @@ TEST_F(MpiCollectivesTest, AllreduceEveryDtypeAndOpInAndOutOfPlace) {
         fill(&in, count, dtype, rank_, op);
         void* dst = in_place ? in.data() : out.data();
         Status status = comm_->allreduce(in.data(), dst, count, dtype, op, test_deadline());
-        ASSERT_TRUE(status.is_ok()) << status.to_string();
+        ASSERT_TRUE(status.ok()) << status.to_string();
         for (size_t i = 0; i < count; ++i) {
           const double want = expected_reduction(size_, i, op, dtype);
           ASSERT_NEAR(get_element(dst, i, dtype), want, tolerance(dtype, want)) << "element " << i;
@@ -86,7 +86,7 @@ TEST_F(MpiCollectivesTest, FloatMinMaxPropagateNaNLikeTheKernels) {
       fill(&buf, 4, dtype, rank_, op);
       // The NaN sits on the last rank, where MPI's own `a < b ? a : b` would drop it.
       if (rank_ == size_ - 1) set_element(buf.data(), 1, dtype, std::nan(""));
-      ASSERT_TRUE(comm_->allreduce(buf.data(), buf.data(), 4, dtype, op, test_deadline()).is_ok());
+      ASSERT_TRUE(comm_->allreduce(buf.data(), buf.data(), 4, dtype, op, test_deadline()).ok());
       EXPECT_TRUE(std::isnan(get_element(buf.data(), 1, dtype)))
           << data_type_name(dtype) << " " << reduce_op_name(op);
       EXPECT_FALSE(std::isnan(get_element(buf.data(), 0, dtype)));
@@ -107,11 +107,11 @@ TEST_F(MpiCollectivesTest, EightBitSumsWrapInsteadOfSaturating) {
   ASSERT_TRUE(comm_
                   ->allreduce(u.data(), u_out.data(), count, DataType::kUint8, ReduceOp::kSum,
                               test_deadline())
-                  .is_ok());
+                  .ok());
   ASSERT_TRUE(comm_
                   ->allreduce(s.data(), s_out.data(), count, DataType::kInt8, ReduceOp::kSum,
                               test_deadline())
-                  .is_ok());
+                  .ok());
   for (size_t i = 0; i < count; ++i) {
     ASSERT_EQ(u_out[i], static_cast<uint8_t>(size_ * (200 + i % 50))) << "uint8 element " << i;
     ASSERT_EQ(s_out[i], static_cast<int8_t>(static_cast<uint8_t>(size_ * (100 + i % 20))))
@@ -131,11 +131,11 @@ TEST_F(MpiCollectivesTest, SixteenBitSumsWrapInsteadOfSaturating) {
   ASSERT_TRUE(comm_
                   ->allreduce(s.data(), s_out.data(), count, DataType::kInt16, ReduceOp::kSum,
                               test_deadline())
-                  .is_ok());
+                  .ok());
   ASSERT_TRUE(
       comm_
           ->allreduce(u.data(), u.data(), count, DataType::kUint16, ReduceOp::kSum, test_deadline())
-          .is_ok());
+          .ok());
   for (size_t i = 0; i < count; ++i) {
     ASSERT_EQ(s_out[i], static_cast<int16_t>(static_cast<uint16_t>(size_ * (16384 + i % 50))))
         << "int16 element " << i;
@@ -157,8 +157,7 @@ TEST_F(MpiCollectivesTest, BoolIsLogicalAndSumIsRefused) {
     std::vector<uint8_t> buf(count);
     for (size_t i = 0; i < count; ++i) buf[i] = byte_of(rank_, i);
     ASSERT_TRUE(
-        comm_->allreduce(buf.data(), buf.data(), count, DataType::kBool, op, test_deadline())
-            .is_ok());
+        comm_->allreduce(buf.data(), buf.data(), count, DataType::kBool, op, test_deadline()).ok());
     for (size_t i = 0; i < count; ++i) {
       bool all = true, any = false;
       for (int r = 0; r < size_; ++r) {
@@ -192,14 +191,14 @@ TEST_F(MpiCollectivesTest, AllreduceAndBroadcastAboveTheCountLimitAreChunked) {
   ASSERT_TRUE(comm_
                   ->allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum,
                               test_deadline())
-                  .is_ok());
+                  .ok());
   for (size_t i = 0; i < count; ++i)
     ASSERT_EQ(get_element(buf.data(), i, DataType::kFloat32),
               expected_reduction(size_, i, ReduceOp::kSum, DataType::kFloat32));
   std::vector<int32_t> data(count, rank_ == size_ - 1 ? 0 : -1);
   if (rank_ == size_ - 1) std::iota(data.begin(), data.end(), 5);
   ASSERT_TRUE(
-      comm_->broadcast(data.data(), count, DataType::kInt32, size_ - 1, test_deadline()).is_ok());
+      comm_->broadcast(data.data(), count, DataType::kInt32, size_ - 1, test_deadline()).ok());
   for (size_t i = 0; i < count; ++i) ASSERT_EQ(data[i], static_cast<int32_t>(5 + i));
   // The v-collectives cannot be split: a total above the limit is a clear error.
   std::vector<size_t> counts(size_, 0);
@@ -242,7 +241,7 @@ TEST_F(MpiCollectivesTest, AllgathervUnevenCountsWithZeros) {
         src = out.data() + displs[rank_] * esize;
       }
       Status status = comm_->allgatherv(src, out.data(), counts, dtype, test_deadline());
-      ASSERT_TRUE(status.is_ok()) << status.to_string();
+      ASSERT_TRUE(status.ok()) << status.to_string();
       for (int p = 0; p < size_; ++p)
         for (size_t j = 0; j < counts[p]; ++j)
           ASSERT_EQ(get_element(out.data(), displs[p] + j, dtype), p * 10.0 + j)
@@ -258,7 +257,7 @@ TEST_F(MpiCollectivesTest, BroadcastFromEveryRoot) {
       for (size_t i = 0; i < 257; ++i)
         set_element(buf.data(), i, dtype,
                     rank_ == root ? root + static_cast<double>(i % 50) : -1.0);
-      ASSERT_TRUE(comm_->broadcast(buf.data(), 257, dtype, root, test_deadline()).is_ok());
+      ASSERT_TRUE(comm_->broadcast(buf.data(), 257, dtype, root, test_deadline()).ok());
       for (size_t i = 0; i < 257; ++i)
         ASSERT_EQ(get_element(buf.data(), i, dtype), root + static_cast<double>(i % 50))
             << data_type_name(dtype) << " root " << root;
@@ -291,7 +290,7 @@ TEST_F(MpiCollectivesTest, AlltoallvUnevenWithZeros) {
       void* dst = in_place ? in.data() : out.data();
       Status status =
           comm_->alltoallv(in.data(), send_counts, dst, recv_counts, dtype, test_deadline());
-      ASSERT_TRUE(status.is_ok()) << status.to_string();
+      ASSERT_TRUE(status.ok()) << status.to_string();
       k = 0;
       for (int s = 0; s < size_; ++s)
         for (size_t j = 0; j < recv_counts[s]; ++j)
@@ -316,7 +315,7 @@ TEST_F(MpiCollectivesTest, ReducescatterUnevenBlocks) {
         void* dst = in_place ? in.data() : out.data();
         Status status =
             comm_->reducescatter(in.data(), dst, recv_counts, dtype, op, test_deadline());
-        ASSERT_TRUE(status.is_ok()) << status.to_string();
+        ASSERT_TRUE(status.ok()) << status.to_string();
         for (size_t j = 0; j < recv_counts[rank_]; ++j) {
           const double want = expected_reduction(size_, mine + j, op, dtype);
           ASSERT_NEAR(get_element(dst, j, dtype), want, tolerance(dtype, want)) << j;
@@ -327,7 +326,7 @@ TEST_F(MpiCollectivesTest, ReducescatterUnevenBlocks) {
 }
 
 TEST_F(MpiCollectivesTest, BarrierDeadlineBreaksTheCommunicator) {
-  ASSERT_TRUE(comm_->barrier(test_deadline()).is_ok());
+  ASSERT_TRUE(comm_->barrier(test_deadline()).ok());
   if (size_ == 1) return;  // a barrier of one rank cannot wait for anyone
   if (rank_ == 0) {
     // The others join only after the WORLD barrier below, so this barrier times out.
@@ -341,7 +340,7 @@ TEST_F(MpiCollectivesTest, BarrierDeadlineBreaksTheCommunicator) {
   ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
   if (rank_ != 0) {
     // Matches rank 0's still-pending MPI_Ibarrier, so no request stays incomplete.
-    ASSERT_TRUE(comm_->barrier(test_deadline()).is_ok());
+    ASSERT_TRUE(comm_->barrier(test_deadline()).ok());
   }
 }
 

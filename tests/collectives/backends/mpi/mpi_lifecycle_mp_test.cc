@@ -32,7 +32,7 @@ TEST(AppInit, UsesTheApplicationsMpiAndLeavesItRunning) {
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   {
     auto made = make_mpi_communicator(world_rank, world_size);
-    ASSERT_TRUE(made.is_ok()) << made.status().to_string();
+    ASSERT_TRUE(made.ok()) << made.status().to_string();
     auto& comm = *made;
     EXPECT_EQ(comm->rank(), world_rank);
     EXPECT_EQ(comm->size(), world_size);
@@ -43,8 +43,7 @@ TEST(AppInit, UsesTheApplicationsMpiAndLeavesItRunning) {
     EXPECT_EQ(compare, MPI_CONGRUENT) << "hora must work on a duplicate of MPI_COMM_WORLD";
     int32_t value = 1;
     ASSERT_TRUE(
-        comm->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum, test_deadline())
-            .is_ok());
+        comm->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum, test_deadline()).ok());
     EXPECT_EQ(value, world_size);
   }
   // Destroyed: MPI is still the application's and still works.
@@ -58,7 +57,7 @@ TEST(AppInit, FactoryRejectsALayoutThatDisagreesWithMpi) {
   int world_size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
   auto made = make_mpi_communicator(-1, world_size + 1);
-  ASSERT_FALSE(made.is_ok());
+  ASSERT_FALSE(made.ok());
   EXPECT_EQ(made.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(made.status().message(), HasSubstr("MPI_COMM_WORLD says rank"));
 }
@@ -68,31 +67,31 @@ TEST(SelfInit, HoraInitialisesAndKeepsMpiForTheNextCommunicator) {
   MPI_Initialized(&initialized);
   ASSERT_FALSE(initialized) << "nothing may initialise MPI before hora in this mode";
   auto first = MpiCommunicator::create();
-  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
   EXPECT_TRUE((*first)->initialised_mpi());
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   EXPECT_GE(provided, MPI_THREAD_SERIALIZED);
   auto second = MpiCommunicator::create();
-  ASSERT_TRUE(second.is_ok()) << second.status().to_string();
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
   const int size = (*first)->size();
   int64_t value = 2;
   ASSERT_TRUE((*second)
                   ->allreduce(&value, &value, 1, DataType::kInt64, ReduceOp::kSum, test_deadline())
-                  .is_ok());
+                  .ok());
   EXPECT_EQ(value, 2 * size);
   first->reset();
   second->reset();
   // No communicator is left, and MPI is still up: hora::shutdown then hora::init again works.
   EXPECT_FALSE(mpi_finalized());
   auto again = MpiCommunicator::create();
-  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_TRUE((*again)->initialised_mpi());
   int32_t failed = ::testing::Test::HasFailure() ? 1 : 0;
   ASSERT_TRUE(
       (*again)
           ->allreduce(&failed, &failed, 1, DataType::kInt32, ReduceOp::kMax, test_deadline())
-          .is_ok());
+          .ok());
   EXPECT_EQ(failed, 0) << "some rank failed";
   again->reset();
   // MPI_Finalize runs at exit (finalize_at_exit); mpirun fails the job if it does not.
@@ -105,7 +104,7 @@ TEST(Funneled, AcceptedOnMpisMainThreadRejectedElsewhereNamingBothLevels) {
   if (provided != MPI_THREAD_FUNNELED) GTEST_SKIP() << "this MPI granted level " << provided;
   {
     auto on_main = MpiCommunicator::create();
-    ASSERT_TRUE(on_main.is_ok()) << on_main.status().to_string();
+    ASSERT_TRUE(on_main.ok()) << on_main.status().to_string();
     EXPECT_FALSE((*on_main)->initialised_mpi());
   }
   Status elsewhere;

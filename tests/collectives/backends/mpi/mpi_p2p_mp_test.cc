@@ -34,10 +34,10 @@ TEST_F(MpiP2pTest, RingExchangeIncludingZeroBytes) {
     auto out = message(rank_, bytes);
     std::vector<uint8_t> in(bytes, 0);
     auto send = comm_->isend(next, out.data(), bytes, 7);
-    ASSERT_TRUE(send.is_ok()) << send.status().to_string();
+    ASSERT_TRUE(send.ok()) << send.status().to_string();
     Status received = comm_->recv(prev, in.data(), bytes, 7, test_deadline());
-    ASSERT_TRUE(received.is_ok()) << received.to_string();
-    ASSERT_TRUE((*send)->wait(test_deadline()).is_ok());
+    ASSERT_TRUE(received.ok()) << received.to_string();
+    ASSERT_TRUE((*send)->wait(test_deadline()).ok());
     EXPECT_EQ(in, message(prev, bytes)) << bytes << " bytes from rank " << prev;
   }
 }
@@ -51,16 +51,16 @@ TEST_F(MpiP2pTest, SameTagKeepsOrderAcrossTags) {
   std::vector<std::unique_ptr<Request>> sends;
   for (int k = 0; k < 5; ++k) {
     auto send = comm_->isend(next, &values[k], sizeof(int32_t), tags[k]);
-    ASSERT_TRUE(send.is_ok()) << send.status().to_string();
+    ASSERT_TRUE(send.ok()) << send.status().to_string();
     sends.push_back(std::move(send).value());
   }
   int32_t got[5] = {0, 0, 0, 0, 0};
-  ASSERT_TRUE(comm_->recv(prev, &got[0], 4, 2, test_deadline()).is_ok());
-  ASSERT_TRUE(comm_->recv(prev, &got[1], 4, 2, test_deadline()).is_ok());
-  ASSERT_TRUE(comm_->recv(prev, &got[2], 4, 1, test_deadline()).is_ok());
-  ASSERT_TRUE(comm_->recv(prev, &got[3], 4, 1, test_deadline()).is_ok());
-  ASSERT_TRUE(comm_->recv(prev, &got[4], 4, 1, test_deadline()).is_ok());
-  for (auto& send : sends) ASSERT_TRUE(send->wait(test_deadline()).is_ok());
+  ASSERT_TRUE(comm_->recv(prev, &got[0], 4, 2, test_deadline()).ok());
+  ASSERT_TRUE(comm_->recv(prev, &got[1], 4, 2, test_deadline()).ok());
+  ASSERT_TRUE(comm_->recv(prev, &got[2], 4, 1, test_deadline()).ok());
+  ASSERT_TRUE(comm_->recv(prev, &got[3], 4, 1, test_deadline()).ok());
+  ASSERT_TRUE(comm_->recv(prev, &got[4], 4, 1, test_deadline()).ok());
+  for (auto& send : sends) ASSERT_TRUE(send->wait(test_deadline()).ok());
   EXPECT_EQ(got[0], 20);
   EXPECT_EQ(got[1], 21);
   EXPECT_EQ(got[2], 10);
@@ -75,17 +75,17 @@ TEST_F(MpiP2pTest, OverlappedIsendIrecvWithEveryPeer) {
   std::vector<std::unique_ptr<Request>> requests;
   for (int p = 0; p < size_; ++p) {
     auto recv = comm_->irecv(p, in[p].data(), bytes, 3);
-    ASSERT_TRUE(recv.is_ok()) << recv.status().to_string();
+    ASSERT_TRUE(recv.ok()) << recv.status().to_string();
     requests.push_back(std::move(recv).value());
   }
   for (int p = 0; p < size_; ++p) {
     auto send = comm_->isend(p, out.data(), bytes, 3);
-    ASSERT_TRUE(send.is_ok()) << send.status().to_string();
+    ASSERT_TRUE(send.ok()) << send.status().to_string();
     requests.push_back(std::move(send).value());
   }
   for (auto it = requests.rbegin(); it != requests.rend(); ++it) {
     Status done = (*it)->wait(test_deadline());
-    ASSERT_TRUE(done.is_ok()) << done.to_string();
+    ASSERT_TRUE(done.ok()) << done.to_string();
   }
   for (int p = 0; p < size_; ++p) EXPECT_EQ(in[p], message(p, bytes)) << "from rank " << p;
 }
@@ -95,20 +95,20 @@ TEST_F(MpiP2pTest, RecvDeadlineExpiresNamingPeerThenCommStillWorks) {
   const int prev = (rank_ + size_ - 1) % size_;
   int64_t value = -1;
   auto recv = comm_->irecv(prev, &value, sizeof(value), 99);
-  ASSERT_TRUE(recv.is_ok());
+  ASSERT_TRUE(recv.ok());
   Status first = (*recv)->wait(Deadline::after(std::chrono::milliseconds(200)));
   EXPECT_EQ(first.code(), StatusCode::kTimeout) << first.to_string();
   EXPECT_THAT(first.message(), HasSubstr("recv from rank " + std::to_string(prev)));
   EXPECT_THAT(first.message(), HasSubstr("tag 99"));
   EXPECT_EQ((*recv)->wait(test_deadline()), first);  // the same Status again
-  ASSERT_TRUE(comm_->barrier(test_deadline()).is_ok());
+  ASSERT_TRUE(comm_->barrier(test_deadline()).ok());
   // The timed-out recv was cancelled, so it does not steal the next message on that tag.
   int64_t out = 1000 + rank_;
   auto send = comm_->isend(next, &out, sizeof(out), 99);
-  ASSERT_TRUE(send.is_ok());
+  ASSERT_TRUE(send.ok());
   int64_t in = -1;
-  ASSERT_TRUE(comm_->recv(prev, &in, sizeof(in), 99, test_deadline()).is_ok());
-  ASSERT_TRUE((*send)->wait(test_deadline()).is_ok());
+  ASSERT_TRUE(comm_->recv(prev, &in, sizeof(in), 99, test_deadline()).ok());
+  ASSERT_TRUE((*send)->wait(test_deadline()).ok());
   EXPECT_EQ(in, 1000 + prev);
 }
 
@@ -118,19 +118,19 @@ TEST_F(MpiP2pTest, ByteCountMismatchIsAnErrorNamingPeerAndSizes) {
   std::vector<uint8_t> out(16, 1), in(32, 0);
   // Longer than expected: MPI_ERR_TRUNCATE.
   auto send = comm_->isend(next, out.data(), 16, 5);
-  ASSERT_TRUE(send.is_ok());
+  ASSERT_TRUE(send.ok());
   Status longer = comm_->recv(prev, in.data(), 8, 5, test_deadline());
   EXPECT_EQ(longer.code(), StatusCode::kMismatch) << longer.to_string();
   EXPECT_THAT(longer.message(), HasSubstr("rank " + std::to_string(prev)));
   EXPECT_THAT(longer.message(), HasSubstr("8 bytes"));
-  ASSERT_TRUE((*send)->wait(test_deadline()).is_ok());
+  ASSERT_TRUE((*send)->wait(test_deadline()).ok());
   // Shorter than expected: caught by the count check.
   send = comm_->isend(next, out.data(), 16, 6);
-  ASSERT_TRUE(send.is_ok());
+  ASSERT_TRUE(send.ok());
   Status shorter = comm_->recv(prev, in.data(), 32, 6, test_deadline());
   EXPECT_EQ(shorter.code(), StatusCode::kMismatch) << shorter.to_string();
   EXPECT_THAT(shorter.message(), HasSubstr("sent 16 bytes, 32 were expected"));
-  ASSERT_TRUE((*send)->wait(test_deadline()).is_ok());
+  ASSERT_TRUE((*send)->wait(test_deadline()).ok());
 }
 
 TEST_F(MpiP2pTest, MessagesAboveTheCountLimitTravelAsOneMessage) {
@@ -143,28 +143,28 @@ TEST_F(MpiP2pTest, MessagesAboveTheCountLimitTravelAsOneMessage) {
     auto out = message(rank_, bytes);
     std::vector<uint8_t> in(bytes, 0);
     auto send = comm_->isend(next, out.data(), bytes, 8);
-    ASSERT_TRUE(send.is_ok()) << send.status().to_string();
+    ASSERT_TRUE(send.ok()) << send.status().to_string();
     Status received = comm_->recv(prev, in.data(), bytes, 8, test_deadline());
-    ASSERT_TRUE(received.is_ok()) << received.to_string();
-    ASSERT_TRUE((*send)->wait(test_deadline()).is_ok());
+    ASSERT_TRUE(received.ok()) << received.to_string();
+    ASSERT_TRUE((*send)->wait(test_deadline()).ok());
     EXPECT_EQ(in, message(prev, bytes)) << bytes;
   }
   // The size check still holds: 2500 sent, 3000 expected.
   auto out = message(rank_, 2500);
   std::vector<uint8_t> in(3000, 0);
   auto send = comm_->isend(next, out.data(), 2500, 9);
-  ASSERT_TRUE(send.is_ok());
+  ASSERT_TRUE(send.ok());
   Status shorter = comm_->recv(prev, in.data(), 3000, 9, test_deadline());
   EXPECT_EQ(shorter.code(), StatusCode::kMismatch) << shorter.to_string();
   EXPECT_THAT(shorter.message(), HasSubstr("sent 2500 bytes, 3000 were expected"));
-  ASSERT_TRUE((*send)->wait(test_deadline()).is_ok());
+  ASSERT_TRUE((*send)->wait(test_deadline()).ok());
 }
 
 TEST_F(MpiP2pTest, AbortFailsPendingAndLaterWaits) {
   const int prev = (rank_ + size_ - 1) % size_;
   int64_t value = 0;
   auto recv = comm_->irecv(prev, &value, sizeof(value), 77);  // never sent
-  ASSERT_TRUE(recv.is_ok());
+  ASSERT_TRUE(recv.ok());
   std::thread aborter([this] { comm_->abort(); });
   Status waited = (*recv)->wait(test_deadline());
   aborter.join();
@@ -196,16 +196,16 @@ TEST_F(MpiP2pTest, EveryUint32TagIsItsOwnChannel) {
   for (int k = 0; k < 6; ++k) {
     values[k] = rank_ * 100 + k;
     auto send = comm_->isend(next, &values[k], sizeof(int32_t), tags[k]);
-    ASSERT_TRUE(send.is_ok()) << "tag " << tags[k] << ": " << send.status().to_string();
+    ASSERT_TRUE(send.ok()) << "tag " << tags[k] << ": " << send.status().to_string();
     sends.push_back(std::move(send).value());
   }
   for (int k = 5; k >= 0; --k) {
     int32_t got = -1;
     Status s = comm_->recv(prev, &got, sizeof(got), tags[k], test_deadline());
-    ASSERT_TRUE(s.is_ok()) << "tag " << tags[k] << ": " << s.to_string();
+    ASSERT_TRUE(s.ok()) << "tag " << tags[k] << ": " << s.to_string();
     EXPECT_EQ(got, prev * 100 + k) << "tag " << tags[k];
   }
-  for (auto& send : sends) ASSERT_TRUE(send->wait(test_deadline()).is_ok());
+  for (auto& send : sends) ASSERT_TRUE(send->wait(test_deadline()).ok());
 }
 
 }  // namespace

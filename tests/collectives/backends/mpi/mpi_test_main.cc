@@ -52,7 +52,7 @@ void quiet_unless_rank0(int rank) {
 int run_die_mode() {
   using namespace hora;
   auto made = collectives::MpiCommunicator::create();
-  if (!made.is_ok()) {
+  if (!made.ok()) {
     std::fprintf(stderr, "die mode: %s\n", made.status().to_string().c_str());
     return 2;
   }
@@ -62,20 +62,20 @@ int run_die_mode() {
     return 2;
   }
   const Deadline start = Deadline::after(std::chrono::seconds(30));
-  if (!comm->barrier(start).is_ok()) return 2;
+  if (!comm->barrier(start).ok()) return 2;
   if (comm->rank() != 1) {
     std::fprintf(stderr, "die mode: rank %d waiting in recv from rank 1\n", comm->rank());
     std::fflush(stderr);
   }
   // After this barrier every other rank has printed and is about to wait in recv.
-  if (!comm->barrier(start).is_ok()) return 2;
+  if (!comm->barrier(start).ok()) return 2;
   if (comm->rank() == 1) _exit(1);  // dies without MPI_Finalize, mid-run
   int64_t value = 0;
   Status status =
       comm->recv(1, &value, sizeof(value), 1, Deadline::after(std::chrono::seconds(90)));
   std::fprintf(stderr, "die mode: rank %d recv returned %s\n", comm->rank(),
                status.to_string().c_str());
-  _exit(status.is_ok() ? 0 : 3);  // OK would be a bug: rank 1 never sends
+  _exit(status.ok() ? 0 : 3);  // OK would be a bug: rank 1 never sends
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ double tolerance(DataType dtype, double expected) {
 void MpiTest::create(const MpiOptions& options) {
   comm_.reset();
   auto created = MpiCommunicator::create(options);
-  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  ASSERT_TRUE(created.ok()) << created.status().to_string();
   comm_ = std::move(created).value();
   rank_ = comm_->rank();
   size_ = comm_->size();

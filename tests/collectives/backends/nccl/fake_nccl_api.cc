@@ -150,14 +150,14 @@ int FakeNcclApi::pointer_kind(const void* ptr, nccl_backend::MemoryKind* kind, i
 Status FakeNcclApi::scale(void*, size_t count, DataType dtype, double factor, cudaStream_t) {
   log.push_back("scale " + std::to_string(count) + " " + data_type_name(dtype) + " by " +
                 std::to_string(factor));
-  return Status::ok();
+  return Status::OK();
 }
 
 Status FakeNcclApi::reduce3(void*, const void*, const void*, size_t count, DataType dtype,
                             ReduceOp op, cudaStream_t) {
   log.push_back("reduce3 " + std::to_string(count) + " " + data_type_name(dtype) + " " +
                 reduce_op_name(op));
-  return Status::ok();
+  return Status::OK();
 }
 
 }  // namespace nccl_test

@@ -37,8 +37,8 @@ NcclOptions test_options() {
 std::unique_ptr<Communicator> make(FakeNcclApi& api, Store& store, int rank = 0, int size = 1,
                                    NcclOptions options = test_options()) {
   auto comm = create_nccl_communicator(rank, size, store, options, Deadline::after_seconds(5), api);
-  EXPECT_TRUE(comm.is_ok()) << comm.status().to_string();
-  return comm.is_ok() ? std::move(comm).value() : nullptr;
+  EXPECT_TRUE(comm.ok()) << comm.status().to_string();
+  return comm.ok() ? std::move(comm).value() : nullptr;
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -62,7 +62,7 @@ TEST(NcclCommunicator, WithoutADeviceCreationFailsNamingIt) {
   MemoryStore store;
   auto comm =
       create_nccl_communicator(1, 2, store, test_options(), Deadline::after_seconds(1), api);
-  ASSERT_FALSE(comm.is_ok());
+  ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(contains(comm.status().message(), "rank 1 of 2: no usable CUDA device"))
       << comm.status().message();
@@ -104,15 +104,15 @@ TEST(NcclCommunicator, EveryCallMakesItsDeviceCurrent) {
   ASSERT_NE(comm, nullptr);
   const Deadline soon = Deadline::after_seconds(1);
   api.selected_device = -1;
-  ASSERT_TRUE(comm->barrier(soon).is_ok());
+  ASSERT_TRUE(comm->barrier(soon).ok());
   EXPECT_EQ(api.selected_device, 3);
   api.selected_device = -1;
   auto recv = comm->irecv(0, dev(0x1000), 8, 0).value();
   auto send = comm->isend(0, dev(0x2000), 8, 0).value();
-  ASSERT_TRUE(recv->wait(soon).is_ok());
+  ASSERT_TRUE(recv->wait(soon).ok());
   EXPECT_EQ(api.selected_device, 3);
   api.selected_device = -1;
-  ASSERT_TRUE(comm->buffer_ops()->scale(dev(0x1000), 2, DataType::kFloat32, 0.5).is_ok());
+  ASSERT_TRUE(comm->buffer_ops()->scale(dev(0x1000), 2, DataType::kFloat32, 0.5).ok());
   EXPECT_EQ(api.selected_device, 3);
 }
 
@@ -125,7 +125,7 @@ TEST(NcclCommunicator, InitThatNeverFinishesTimesOutAndAborts) {
   auto comm = create_nccl_communicator(0, 2, store, test_options(),
                                        Deadline::after(milliseconds(200)), api);
   const auto took = std::chrono::steady_clock::now() - start;
-  ASSERT_FALSE(comm.is_ok());
+  ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), StatusCode::kTimeout);
   EXPECT_TRUE(contains(comm.status().message(), "ncclCommInitRankConfig"))
       << comm.status().message();
@@ -142,7 +142,7 @@ TEST(NcclCommunicator, AFailedInitCallIsReportedWithNcclsText) {
   MemoryStore store;
   auto comm =
       create_nccl_communicator(0, 1, store, test_options(), Deadline::after_seconds(1), api);
-  ASSERT_FALSE(comm.is_ok());
+  ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(comm.status().message(), "ncclInvalidUsage")) << comm.status().message();
 }
@@ -154,10 +154,10 @@ TEST(NcclCommunicator, AllreduceIsOneNcclCallAndAverageScalesOnTheDevice) {
   ASSERT_NE(comm, nullptr);
   ASSERT_TRUE(comm->allreduce(dev(0x10000), dev(0x20000), 8, DataType::kFloat32, ReduceOp::kMax,
                               Deadline::after_seconds(1))
-                  .is_ok());
+                  .ok());
   ASSERT_TRUE(comm->allreduce(dev(0x10000), dev(0x10000), 6, DataType::kInt32, ReduceOp::kAverage,
                               Deadline::after_seconds(1))
-                  .is_ok());
+                  .ok());
   const auto calls = log_from(api, "all_reduce 8 type 7 op 2");
   ASSERT_EQ(calls.size(), 3u) << ::testing::PrintToString(api.log);
   EXPECT_EQ(calls[1], "all_reduce 6 type 2 op 0");  // int32, sum
@@ -171,14 +171,13 @@ TEST(NcclCommunicator, NativeCollectivesPickNcclsCallsByShape) {
   ASSERT_NE(comm, nullptr);
   const Deadline soon = Deadline::after_seconds(1);
   const size_t before = api.log.size();
-  ASSERT_TRUE(comm->broadcast(dev(0x1000), 3, DataType::kFloat64, 0, soon).is_ok());
-  ASSERT_TRUE(comm->allgatherv(dev(0x1000), dev(0x2000), {5}, DataType::kInt16, soon).is_ok());
+  ASSERT_TRUE(comm->broadcast(dev(0x1000), 3, DataType::kFloat64, 0, soon).ok());
+  ASSERT_TRUE(comm->allgatherv(dev(0x1000), dev(0x2000), {5}, DataType::kInt16, soon).ok());
   ASSERT_TRUE(
       comm->reducescatter(dev(0x1000), dev(0x2000), {4}, DataType::kFloat16, ReduceOp::kSum, soon)
-          .is_ok());
-  ASSERT_TRUE(
-      comm->alltoallv(dev(0x1000), {2}, dev(0x2000), {2}, DataType::kFloat32, soon).is_ok());
-  ASSERT_TRUE(comm->barrier(soon).is_ok());
+          .ok());
+  ASSERT_TRUE(comm->alltoallv(dev(0x1000), {2}, dev(0x2000), {2}, DataType::kFloat32, soon).ok());
+  ASSERT_TRUE(comm->barrier(soon).ok());
   std::vector<std::string> calls(api.log.begin() + before, api.log.end());
   EXPECT_EQ(calls, (std::vector<std::string>{
                        "broadcast 24 from 0", "all_gather 10", "reduce_scatter 4", "group_start",
@@ -206,7 +205,7 @@ TEST(NcclCommunicatorRefusals, WhatNcclCannotReduceOrReach) {
       << s.message();
   // Refusals do not break the communicator.
   api.pointer_device = 0;
-  EXPECT_TRUE(comm->barrier(soon).is_ok());
+  EXPECT_TRUE(comm->barrier(soon).ok());
 }
 
 TEST(NcclCommunicatorFailures, AnAsyncRemoteErrorAbortsAndBreaksTheCommunicator) {
@@ -272,7 +271,7 @@ TEST(NcclCommunicatorFailures, APeerProcessThatIsGoneIsNamed) {
   FakeNcclApi api;
   MemoryStore store;
   const std::string record = "test-host " + std::to_string(child);
-  ASSERT_TRUE(store.set("nccl/proc/1", Bytes(record.begin(), record.end())).is_ok());
+  ASSERT_TRUE(store.set("nccl/proc/1", Bytes(record.begin(), record.end())).ok());
   auto comm = make(api, store, 0, 2);
   ASSERT_NE(comm, nullptr);
   api.events_never_complete = true;
@@ -294,7 +293,7 @@ TEST(NcclCommunicatorP2p, AWaitLaunchesTheSendsAndTheReceivesItNeeds) {
   for (int r : {1, 2}) {
     const std::string record = "other-host " + std::to_string(100 + r);
     ASSERT_TRUE(
-        store.set("nccl/proc/" + std::to_string(r), Bytes(record.begin(), record.end())).is_ok());
+        store.set("nccl/proc/" + std::to_string(r), Bytes(record.begin(), record.end())).ok());
   }
   auto comm = make(api, store, 0, 3);
   ASSERT_NE(comm, nullptr);
@@ -304,13 +303,13 @@ TEST(NcclCommunicatorP2p, AWaitLaunchesTheSendsAndTheReceivesItNeeds) {
   auto r1 = comm->irecv(1, dev(0x3000), 8, 7).value();
   auto s1 = comm->isend(1, dev(0x4000), 0, 7).value();  // zero bytes travel as one
   const size_t before = api.log.size();
-  ASSERT_TRUE(r2a->wait(soon).is_ok());
-  ASSERT_TRUE(s1->wait(soon).is_ok());  // already launched with r2a
+  ASSERT_TRUE(r2a->wait(soon).ok());
+  ASSERT_TRUE(s1->wait(soon).ok());  // already launched with r2a
   std::vector<std::string> first(api.log.begin() + before, api.log.end());
   EXPECT_EQ(first, (std::vector<std::string>{"group_start", "recv 16 from 2", "send 1 to 1",
                                              "group_end"}));
-  ASSERT_TRUE(r1->wait(soon).is_ok());
-  ASSERT_TRUE(r2b->wait(soon).is_ok());
+  ASSERT_TRUE(r1->wait(soon).ok());
+  ASSERT_TRUE(r2b->wait(soon).ok());
   std::vector<std::string> rest(api.log.begin() + before + first.size(), api.log.end());
   EXPECT_EQ(rest, (std::vector<std::string>{"group_start", "recv 8 from 1", "group_end",
                                             "group_start", "recv 32 from 2", "group_end"}));
@@ -326,7 +325,7 @@ TEST(NcclCommunicatorP2p, AStepOfSendAndReceiveIsOneGroup) {
   FakeNcclApi api;
   MemoryStore store;
   const std::string record = "other-host 77";
-  ASSERT_TRUE(store.set("nccl/proc/1", Bytes(record.begin(), record.end())).is_ok());
+  ASSERT_TRUE(store.set("nccl/proc/1", Bytes(record.begin(), record.end())).ok());
   auto comm = make(api, store, 0, 2);
   ASSERT_NE(comm, nullptr);
   const Deadline soon = Deadline::after_seconds(1);
@@ -334,8 +333,8 @@ TEST(NcclCommunicatorP2p, AStepOfSendAndReceiveIsOneGroup) {
   for (int step = 0; step < 2; ++step) {
     auto recv = comm->irecv(1, dev(0x1000), 64, 0).value();
     auto send = comm->isend(1, dev(0x2000), 64, 0).value();
-    ASSERT_TRUE(recv->wait(soon).is_ok());
-    ASSERT_TRUE(send->wait(soon).is_ok());
+    ASSERT_TRUE(recv->wait(soon).ok());
+    ASSERT_TRUE(send->wait(soon).ok());
   }
   std::vector<std::string> calls(api.log.begin() + before, api.log.end());
   const std::vector<std::string> step = {"group_start", "recv 64 from 1", "send 64 to 1",
@@ -353,7 +352,7 @@ TEST(NcclCommunicatorP2p, HorasRingRunsOneGroupPerStepWithDeviceKernels) {
   FakeNcclApi api;
   MemoryStore store;
   const std::string record = "other-host 77";
-  ASSERT_TRUE(store.set("nccl/proc/1", Bytes(record.begin(), record.end())).is_ok());
+  ASSERT_TRUE(store.set("nccl/proc/1", Bytes(record.begin(), record.end())).ok());
   auto comm = make(api, store, 0, 2);
   ASSERT_NE(comm, nullptr);
   ASSERT_NE(comm->buffer_ops(), nullptr);
@@ -363,7 +362,7 @@ TEST(NcclCommunicatorP2p, HorasRingRunsOneGroupPerStepWithDeviceKernels) {
   const size_t before = api.log.size();
   Status s = collectives::ring_allreduce(*comm, dev(0x1000), dev(0x2000), 8, DataType::kFloat32,
                                          ReduceOp::kAverage, options);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_TRUE(s.ok()) << s.to_string();
   std::vector<std::string> calls(api.log.begin() + before, api.log.end());
   EXPECT_EQ(calls, (std::vector<std::string>{"group_start", "send 16 to 1", "recv 16 from 1",
                                              "group_end", "reduce3 4 float32 average",
@@ -380,7 +379,7 @@ TEST(NcclCommunicatorP2p, ARequestDroppedBeforeItsLaunchNeverReachesNccl) {
   auto send = comm->isend(0, dev(0x2000), 4, 0).value();
   auto recv = comm->irecv(0, dev(0x3000), 4, 0).value();
   const size_t before = api.log.size();
-  ASSERT_TRUE(recv->wait(Deadline::after_seconds(1)).is_ok());
+  ASSERT_TRUE(recv->wait(Deadline::after_seconds(1)).ok());
   std::vector<std::string> calls(api.log.begin() + before, api.log.end());
   EXPECT_EQ(calls,
             (std::vector<std::string>{"group_start", "send 4 to 0", "recv 4 from 0", "group_end"}));
@@ -394,7 +393,7 @@ TEST(NcclCommunicatorP2p, BadPeersAndHostBuffersAreRefusedAtPosting) {
   EXPECT_EQ(comm->isend(1, dev(0x1000), 4, 0).status().code(), StatusCode::kInvalidArgument);
   api.host_pointers.insert(dev(0x1000));
   auto refused = comm->irecv(0, dev(0x1000), 4, 0);
-  ASSERT_FALSE(refused.is_ok());
+  ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(contains(refused.status().message(), "recv from rank 0: buffer"))
       << refused.status().message();
 }

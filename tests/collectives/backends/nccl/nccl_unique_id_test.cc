@@ -39,7 +39,7 @@ void expect_every_rank_gets_rank_zeros_id(Store& store, int size) {
   }
   for (auto& t : threads) t.join();
   for (int r = 0; r < size; ++r) {
-    ASSERT_TRUE(ids[r].is_ok()) << "rank " << r << ": " << ids[r].status().to_string();
+    ASSERT_TRUE(ids[r].ok()) << "rank " << r << ": " << ids[r].status().to_string();
     EXPECT_EQ(std::memcmp(ids[r].value().internal, expected.internal, sizeof expected.internal), 0)
         << "rank " << r;
   }
@@ -54,7 +54,7 @@ TEST(NcclUniqueId, TravelsThroughAFileStore) {
   char dir[] = "/tmp/hora_nccl_id_XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);
   auto store = FileStore::open(dir);
-  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
   expect_every_rank_gets_rank_zeros_id(*store.value(), 3);
 }
 
@@ -63,10 +63,10 @@ TEST(NcclUniqueId, CommunicatorsWithTheirOwnPrefixDoNotMeet) {
   PrefixStore first("hora/comm/0/nccl", base);
   PrefixStore second("hora/comm/1/nccl", base);
   FakeNcclApi api;
-  ASSERT_TRUE(exchange_unique_id(api, first, 0, 2, Deadline::after_seconds(1)).is_ok());
+  ASSERT_TRUE(exchange_unique_id(api, first, 0, 2, Deadline::after_seconds(1)).ok());
   auto other =
       exchange_unique_id(api, second, 1, 2, Deadline::after(std::chrono::milliseconds(50)));
-  ASSERT_FALSE(other.is_ok());
+  ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().code(), StatusCode::kTimeout);
   EXPECT_NE(other.status().message().find("rank 0's NCCL unique id"), std::string::npos)
       << other.status().message();
@@ -74,10 +74,10 @@ TEST(NcclUniqueId, CommunicatorsWithTheirOwnPrefixDoNotMeet) {
 
 TEST(NcclUniqueId, AValueOfTheWrongSizeIsAMismatch) {
   MemoryStore store;
-  ASSERT_TRUE(store.set(nccl_backend::kUniqueIdKey, Bytes(16, 1)).is_ok());
+  ASSERT_TRUE(store.set(nccl_backend::kUniqueIdKey, Bytes(16, 1)).ok());
   FakeNcclApi api;
   auto id = exchange_unique_id(api, store, 2, 3, Deadline::after_seconds(1));
-  ASSERT_FALSE(id.is_ok());
+  ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), StatusCode::kMismatch);
   EXPECT_NE(id.status().message().find("16 bytes; expected 128"), std::string::npos)
       << id.status().message();
@@ -85,7 +85,7 @@ TEST(NcclUniqueId, AValueOfTheWrongSizeIsAMismatch) {
 
 TEST(NcclStatus, MapsEveryResult) {
   using nccl_backend::nccl_status;
-  EXPECT_TRUE(nccl_status(ncclSuccess, "x").is_ok());
+  EXPECT_TRUE(nccl_status(ncclSuccess, "x").ok());
   EXPECT_EQ(nccl_status(ncclRemoteError, "x").code(), StatusCode::kRemote);
   EXPECT_EQ(nccl_status(ncclInvalidArgument, "x").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(nccl_status(ncclInvalidUsage, "x").code(), StatusCode::kInvalidArgument);
@@ -110,7 +110,7 @@ TEST(NcclTypes, ReductionTypesAndOps) {
   EXPECT_EQ(nccl_reduce_type(DataType::kFloat64).value(), ncclFloat64);
   for (DataType dtype : {DataType::kInt16, DataType::kUint16, DataType::kBool}) {
     auto type = nccl_reduce_type(dtype);
-    ASSERT_FALSE(type.is_ok());
+    ASSERT_FALSE(type.ok());
     EXPECT_EQ(type.status().code(), StatusCode::kUnimplemented);
     EXPECT_NE(type.status().message().find(data_type_name(dtype)), std::string::npos);
     EXPECT_NE(type.status().message().find("HORA_ALLREDUCE_ALGO"), std::string::npos);
