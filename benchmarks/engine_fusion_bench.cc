@@ -36,7 +36,7 @@
 #include "collectives/selector.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace {
 

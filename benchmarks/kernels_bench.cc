@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
 #include "kernels/kernels.h"
 
 namespace {

@@ -2,8 +2,8 @@
 # CMakeLists.txt, once every target exists.
 #
 # 1. C++ (plain CMake builds): the static libraries with an export set, the public headers
-#    under <prefix>/include/hora (included as "core/hora.h", so the include root is
-#    include/hora, never include/ itself: no top-level "core/" in /usr/local/include),
+#    of include/hora/ under <prefix>/include/hora (a user writes #include <hora/hora.h>, as
+#    the tree's own files do; nothing of core/ or the other source folders is installed),
 #    horarun in <prefix>/bin, and horaConfig.cmake + horaConfigVersion.cmake in
 #    <prefix>/<libdir>/cmake/hora. A separate project then does
 #        find_package(hora REQUIRED)
@@ -63,51 +63,15 @@ if(SKBUILD)
   return()
 endif()
 
-# hora_public_headers(OUT ROOTS...): ROOTS and every header they include through quoted
-# "dir/file.h" paths of this source tree, transitively. Re-configures when one of them changes
-# so that a new include is installed too.
-function(hora_public_headers out)
-  set(pending ${ARGN})
-  set(seen "")
-  while(pending)
-    list(POP_FRONT pending header)
-    if(header IN_LIST seen)
-      continue()
-    endif()
-    list(APPEND seen ${header})
-    set_property(DIRECTORY "${PROJECT_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-                 "${PROJECT_SOURCE_DIR}/${header}")
-    file(STRINGS "${PROJECT_SOURCE_DIR}/${header}" lines REGEX "^#include \"[^\"]+\"")
-    foreach(line IN LISTS lines)
-      string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
-      if(NOT EXISTS "${PROJECT_SOURCE_DIR}/${included}")
-        message(FATAL_ERROR "hora: public header ${header} includes \"${included}\", "
-                            "which is not a path under ${PROJECT_SOURCE_DIR}")
-      endif()
-      list(APPEND pending ${included})
-    endforeach()
-  endwhile()
-  set(${out} ${seen} PARENT_SCOPE)
-endfunction()
-
-# The headers a user includes: the API, the framework-neutral gradient reducer and the C++
-# adapter. Everything they include comes along; nothing else of core/ is installed.
-file(GLOB _hora_adapter_headers RELATIVE "${PROJECT_SOURCE_DIR}"
-     "${PROJECT_SOURCE_DIR}/adapters/cpp/*.h")
-set(_hora_roots core/hora.h ${_hora_adapter_headers})
-if(EXISTS "${PROJECT_SOURCE_DIR}/core/gradient_reducer.h")
-  list(APPEND _hora_roots core/gradient_reducer.h)
-endif()
-hora_public_headers(_hora_headers ${_hora_roots})
-set(HORA_INSTALL_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}/hora")
-foreach(_h IN LISTS _hora_headers)
-  get_filename_component(_dir "${_h}" DIRECTORY)
-  install(FILES "${_h}" DESTINATION "${HORA_INSTALL_INCLUDEDIR}/${_dir}" COMPONENT dev)
-endforeach()
+# The public headers: everything in include/hora/. They include only each other, as
+# "hora/<name>.h" (tests/packaging builds a consumer against the installed tree, and
+# .ci/check_layers.py fails on a public header that includes anything else of the tree).
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/hora" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
+        COMPONENT dev FILES_MATCHING PATTERN "*.h")
 
 install(TARGETS ${_hora_exported} EXPORT horaTargets
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT dev
-        INCLUDES DESTINATION "${HORA_INSTALL_INCLUDEDIR}")
+        INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 install(TARGETS horarun EXPORT horaTargets RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
         COMPONENT runtime)
 set_target_properties(horarun PROPERTIES EXPORT_NAME horarun)

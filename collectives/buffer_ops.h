@@ -11,10 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/base/data_type.h"
 #include "core/base/deadline.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

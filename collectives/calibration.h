@@ -25,7 +25,7 @@
 
 #include "collectives/selector.h"
 #include "core/base/deadline.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -1,6 +1,6 @@
 #include "collectives/scratch_pool.h"
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace collectives {

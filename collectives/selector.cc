@@ -5,7 +5,7 @@
 #include "collectives/algorithms/buffer_access.h"
 #include "collectives/algorithms/hierarchical.h"
 #include "collectives/calibration.h"
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace collectives {

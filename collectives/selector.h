@@ -27,7 +27,7 @@
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/communicator.h"
 #include "collectives/topology.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

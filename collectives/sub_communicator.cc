@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace collectives {

@@ -20,7 +20,7 @@
 
 #include "collectives/rendezvous/store.h"
 #include "core/base/deadline.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

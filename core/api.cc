@@ -1,4 +1,4 @@
-// The collective calls of core/hora.h: validate on the calling thread, build the requests,
+// The collective calls of hora/hora.h: validate on the calling thread, build the requests,
 // enqueue them to the engine, return the handle. No communication happens here.
 #include <atomic>
 #include <cmath>
@@ -6,13 +6,13 @@
 #include <utility>
 #include <vector>
 
-#include "core/base/mutex.h"
-#include "core/base/thread_annotations.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_access.h"
 #include "core/engine/handle_pool.h"
 #include "core/engine/handle_state.h"
-#include "core/hora.h"
+#include "hora/hora.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace {

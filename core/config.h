@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "core/base/logging.h"
-#include "core/base/status.h"
 #include "core/layout.h"
+#include "hora/logging.h"
+#include "hora/status.h"
 
 namespace hora {
 

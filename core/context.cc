@@ -16,7 +16,7 @@
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "core/base/host_identity.h"
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace {

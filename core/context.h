@@ -42,10 +42,10 @@
 #include "collectives/rendezvous/store.h"
 #include "collectives/rendezvous/tcp_store_server.h"
 #include "collectives/topology.h"
-#include "core/base/status.h"
 #include "core/config.h"
 #include "core/device_setup.h"
 #include "core/layout.h"
+#include "hora/status.h"
 
 namespace hora {
 

@@ -1,6 +1,6 @@
 // The process's runtime (Context), for hora's own layers: tests, benchmarks and tools that
 // need the communicator or the store hora::init created. Not part of the user API (users
-// include core/hora.h only). Defined in core/hora.cc, which owns the Context.
+// include hora/hora.h only). Defined in core/hora.cc, which owns the Context.
 //
 // The engine's thread uses the job's communicator from init on (it answers a round every
 // heartbeat). Code that drives context()->communicator() itself parks the engine first with
@@ -12,7 +12,7 @@
 
 #include <chrono>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 class Context;

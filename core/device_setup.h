@@ -26,9 +26,9 @@
 #include "collectives/rendezvous/store.h"
 #include "core/base/deadline.h"
 #include "core/base/device_runtime.h"
-#include "core/base/status.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/device_route.h"
+#include "hora/status.h"
 
 namespace hora {
 

@@ -1,5 +1,5 @@
 // GradientReducer: pass counting, group readiness, the step's handles and its first error.
-#include "core/gradient_reducer.h"
+#include "hora/gradient_reducer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,9 @@
-#include "core/hora.h"
+#include "hora/hora.h"
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 
-#include "core/base/logging.h"
-#include "core/base/mutex.h"
-#include "core/base/thread_annotations.h"
 #include "core/base/thread_leases.h"
 #include "core/config.h"
 #include "core/context.h"
@@ -14,6 +11,9 @@
 #include "core/engine/engine.h"
 #include "core/engine/engine_access.h"
 #include "core/init_options.h"
+#include "hora/logging.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 #include "kernels/kernels.h"
 
 namespace hora {

@@ -21,7 +21,7 @@
 
 #include <string>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 

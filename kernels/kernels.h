@@ -12,7 +12,7 @@
 // - bool (one byte; 0 is false, any other byte true) writes 0 or 1: kMin and kProduct are
 //   logical and, kMax logical or. kSum and kAverage are not defined on bool, nor is scale by
 //   a factor other than 1: calling them is a bug that aborts (callers refuse them first with
-//   check_reduce_op / is_scale_defined, core/base/reduce_op.h).
+//   check_reduce_op / is_scale_defined, hora/reduce_op.h).
 // - float16 and bfloat16 are converted to float32 per element, combined in float32 and
 //   rounded once back, round-to-nearest-even; subnormals and infinities are kept.
 // - scale: floats multiply by the factor in their own precision (float16/bfloat16 via float32).
@@ -25,8 +25,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
 
 namespace hora {
 namespace kernels {

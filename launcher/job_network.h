@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/base/host_identity.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace launcher {

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 #include "launcher/host_list.h"
 
 namespace hora {

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 #include "launcher/output_tagger.h"
 #include "launcher/rank_process.h"
 

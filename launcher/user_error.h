@@ -3,7 +3,7 @@
 // and a source location in it would only confuse the user.
 #pragma once
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 #define HORARUN_RETURN_IF_ERROR(expr)                  \
   do {                                                 \

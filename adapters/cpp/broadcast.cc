@@ -1,9 +1,9 @@
 // broadcast_parameters / broadcast_optimizer_state (enqueue all, then wait all) and metrics.
-#include "adapters/cpp/broadcast.h"
+#include "hora/broadcast.h"
 
 #include <utility>
 
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

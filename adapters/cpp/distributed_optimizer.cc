@@ -1,5 +1,5 @@
 // DistributedOptimizer: the Optimizer interface over a GradientReducer.
-#include "adapters/cpp/distributed_optimizer.h"
+#include "hora/distributed_optimizer.h"
 
 #include <utility>
 

@@ -1,5 +1,5 @@
 // GradsAndVarsOptimizer: one GradientReducer per set of variables, its group the whole set.
-#include "adapters/cpp/grads_and_vars_optimizer.h"
+#include "hora/grads_and_vars_optimizer.h"
 
 #include <algorithm>
 #include <cstring>

@@ -15,7 +15,7 @@
 #include "collectives/backends/registry.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace py = pybind11;
 

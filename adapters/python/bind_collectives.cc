@@ -14,7 +14,7 @@
 #include "adapters/python/flight.h"
 #include "adapters/python/py_handle.h"
 #include "adapters/python/tensor_import.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace py = pybind11;
 

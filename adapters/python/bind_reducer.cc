@@ -1,4 +1,4 @@
-// hora._core.GradientReducer: core/gradient_reducer.h for Python adapters (hora.torch's and
+// hora._core.GradientReducer: hora/gradient_reducer.h for Python adapters (hora.torch's and
 // hora.keras's DistributedOptimizer). Backward hooks call gradient_ready (or ready_param, the
 // whole of hora.torch's hook in one call) from any thread; each holds the GIL while in here,
 // which also guards the buffer owners, and keeps it: the reducer's critical section is
@@ -16,7 +16,7 @@
 #include "adapters/python/errors.h"
 #include "adapters/python/tensor_import.h"
 #include "adapters/python/waiting.h"
-#include "core/gradient_reducer.h"
+#include "hora/gradient_reducer.h"
 
 namespace py = pybind11;
 

@@ -16,7 +16,7 @@
 #include "adapters/python/c_api_reducers.h"
 #include "adapters/python/errors.h"
 #include "core/engine/handle_state.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace py = pybind11;
 

@@ -33,7 +33,7 @@ extern "C" {
 /* Bumped whenever HoraCApi changes; an op library refuses a table of another version. */
 #define HORA_C_API_VERSION 1
 
-/* Element types: the values of hora::DataType (core/base/data_type.h). */
+/* Element types: the values of hora::DataType (hora/data_type.h). */
 enum {
   HORA_C_UINT8 = 0,
   HORA_C_INT8 = 1,
@@ -130,7 +130,7 @@ typedef struct HoraCApi {
   /* This rank has no more data; result.last_joined once every rank joined. */
   void (*join)(HoraDoneFn done, void* done_ctx);
 
-  /* Gradient reducers (core/gradient_reducer.h) made by hora._core.c_api_reducer_create.
+  /* Gradient reducers (hora/gradient_reducer.h) made by hora._core.c_api_reducer_create.
    * gradient_ready: parameter `index`'s gradient lies in `grad` (which the reducer reduces
    * in place; keep it untouched until the reducer's synchronize completed). Returns 0, or
    * non-zero with the reason in `message` (an unknown reducer id, a misuse the reducer

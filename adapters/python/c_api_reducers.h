@@ -3,7 +3,7 @@
 // framework thread blocks on a step's allreduces.
 //
 // Why a thread: GradientReducer::synchronize blocks until every handle of the step
-// completed (core/gradient_reducer.h), while a framework's asynchronous op must return at
+// completed (hora/gradient_reducer.h), while a framework's asynchronous op must return at
 // once and complete through a callback. One waiter thread per process takes the
 // synchronizations in order; each ends with its callback on that thread.
 //
@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/base/mutex.h"
-#include "core/gradient_reducer.h"
+#include "hora/gradient_reducer.h"
+#include "hora/mutex.h"
 
 namespace hora {
 namespace python {

@@ -11,7 +11,7 @@
 // REQUIRES: the GIL.
 #pragma once
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace python {

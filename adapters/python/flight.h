@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace python {

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "adapters/python/flight.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace python {

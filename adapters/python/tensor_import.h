@@ -22,8 +22,8 @@
 
 #include <string>
 
-#include "core/base/status.h"
-#include "core/base/tensor_view.h"
+#include "hora/status.h"
+#include "hora/tensor_view.h"
 
 namespace hora {
 namespace python {

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <functional>
 
-#include "core/base/status.h"
-#include "core/hora.h"
+#include "hora/hora.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace python {

@@ -1,5 +1,5 @@
 // The kernels of HoraReducerGradientReady and HoraReducerSynchronize (ops.cc): a Keras
-// DistributedOptimizer's step through hora's GradientReducer (core/gradient_reducer.h), the
+// DistributedOptimizer's step through hora's GradientReducer (hora/gradient_reducer.h), the
 // same bookkeeping every hora adapter uses.
 //
 // The graph: one HoraReducerGradientReady per gradient, then one HoraReducerSynchronize taking

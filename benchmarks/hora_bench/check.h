@@ -17,8 +17,8 @@
 #include <cstdint>
 
 #include "benchmarks/hora_bench/collective.h"
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
 
 namespace hora {
 namespace bench {

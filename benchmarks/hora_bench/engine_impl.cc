@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "benchmarks/hora_bench/implementation.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace bench {

@@ -8,7 +8,7 @@
 
 #include "benchmarks/hora_bench/report.h"
 #include "benchmarks/hora_bench/runner.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace bench {

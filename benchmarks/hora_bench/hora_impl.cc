@@ -18,8 +18,8 @@
 #include "collectives/calibration.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/selector.h"
-#include "core/base/logging.h"
 #include "core/context.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace bench {

@@ -17,10 +17,10 @@
 #include "benchmarks/hora_bench/collective.h"
 #include "benchmarks/hora_bench/options.h"
 #include "collectives/rendezvous/store.h"
-#include "core/base/data_type.h"
 #include "core/base/deadline.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 class Context;

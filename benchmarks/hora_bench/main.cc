@@ -26,7 +26,7 @@
 #include "collectives/backends/registry.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace bench {

@@ -7,7 +7,7 @@
 #include "benchmarks/hora_bench/implementation.h"
 #include "collectives/backends/registry.h"
 #include "collectives/communicator.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace bench {

@@ -19,10 +19,10 @@
 
 #include "benchmarks/hora_bench/collective.h"
 #include "collectives/selector.h"
-#include "core/base/data_type.h"
-#include "core/base/device.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/device.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace bench {

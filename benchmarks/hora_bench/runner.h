@@ -23,7 +23,7 @@
 #include "benchmarks/hora_bench/implementation.h"
 #include "benchmarks/hora_bench/options.h"
 #include "collectives/communicator.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace bench {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace bench {

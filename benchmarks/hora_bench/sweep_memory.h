@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/base/device.h"
-#include "core/base/status.h"
+#include "hora/device.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace bench {

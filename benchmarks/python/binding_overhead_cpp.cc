@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/gradient_reducer.h"
-#include "core/hora.h"
+#include "hora/gradient_reducer.h"
+#include "hora/hora.h"
 
 namespace {
 
@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
     std::printf("cpp small_allreduce_us %.2f reducer_step_us %.1f\n", median(calls),
                 median(step_times));
   reducer.reset();
-  hora::shutdown();
+  const hora::Status shut = hora::shutdown();
+  if (!shut.ok()) {
+    std::fprintf(stderr, "binding_overhead_cpp: shutdown: %s\n", shut.to_string().c_str());
+    return 1;
+  }
   return 0;
 }

@@ -9,7 +9,7 @@
 //   Any other overlap of in and out is undefined.
 // - Returns OK at once for count 0; for size 1 it only copies in -> out (out of place).
 // - Reductions refuse sum and average on bool with kInvalidArgument before anything else
-//   (check_reduce_op in core/base/reduce_op.h; every rank refuses alike). bool min / max /
+//   (check_reduce_op in hora/reduce_op.h; every rank refuses alike). bool min / max /
 //   product are logical and / or / and.
 // - Determinism: every output element is reduced in an order fixed by the algorithm and the
 //   rank count, never by arrival time, so every rank holds bitwise identical results and a
@@ -41,10 +41,10 @@
 
 #include "collectives/communicator.h"
 #include "collectives/scratch_pool.h"
-#include "core/base/data_type.h"
 #include "core/base/deadline.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -13,7 +13,7 @@
 #include "collectives/rendezvous/store.h"
 #include "core/base/deadline.h"
 #include "core/base/device_runtime.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

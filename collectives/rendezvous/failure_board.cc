@@ -18,8 +18,9 @@ bool FailureBoard::has_reports(const std::string& message) {
 void FailureBoard::post(const std::string& mine, std::chrono::milliseconds wait) {
   if (store_ == nullptr || size_ <= 1) return;
   const std::string own = prefix_ + "failure/" + std::to_string(rank_);
-  // Bounded: the store's host may be the rank that stopped.
-  store_->set_until(own, Bytes(mine.begin(), mine.end()), Deadline::after(wait));
+  // Bounded: the store's host may be the rank that stopped. Best effort: a post that fails
+  // (the store's host is gone) leaves the peers to their own deadlines, which still fire.
+  store_->set_until(own, Bytes(mine.begin(), mine.end()), Deadline::after(wait)).IgnoreError();
 }
 
 std::string FailureBoard::collect(const std::string& mine, std::chrono::milliseconds wait) {

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "collectives/rendezvous/store.h"
-#include "core/base/mutex.h"
-#include "core/base/thread_annotations.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace collectives {

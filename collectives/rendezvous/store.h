@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/base/deadline.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "collectives/rendezvous/store.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -15,8 +15,8 @@
 #include "collectives/rendezvous/memory_store.h"
 #include "collectives/rendezvous/store_auth.h"
 #include "collectives/rendezvous/store_protocol.h"
-#include "core/base/mutex.h"
-#include "core/base/thread_annotations.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace collectives {

@@ -28,7 +28,7 @@
 #include "collectives/rendezvous/memory_store.h"
 #include "collectives/rendezvous/store_auth.h"
 #include "collectives/rendezvous/store_protocol.h"
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace collectives {

@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

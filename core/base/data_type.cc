@@ -1,4 +1,4 @@
-#include "core/base/data_type.h"
+#include "hora/data_type.h"
 
 namespace hora {
 namespace {

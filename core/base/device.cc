@@ -1,4 +1,4 @@
-#include "core/base/device.h"
+#include "hora/device.h"
 
 #include <cstdlib>
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "core/base/data_type.h"
 #include "core/base/deadline.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/status.h"
 
 namespace hora {
 

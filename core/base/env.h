@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 

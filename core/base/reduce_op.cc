@@ -1,4 +1,4 @@
-#include "core/base/reduce_op.h"
+#include "hora/reduce_op.h"
 
 namespace hora {
 

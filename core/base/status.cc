@@ -1,4 +1,4 @@
-#include "core/base/status.h"
+#include "hora/status.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/base/mutex.h"
-#include "core/base/thread_annotations.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace thread_leases {

@@ -20,7 +20,7 @@
 
 #include <chrono>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace thread_leases {

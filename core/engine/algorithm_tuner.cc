@@ -6,7 +6,7 @@
 #include <string>
 
 #include "collectives/algorithms/algorithms.h"
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace engine {

@@ -39,7 +39,7 @@
 #include "collectives/communicator.h"
 #include "collectives/selector.h"
 #include "collectives/topology.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace engine {

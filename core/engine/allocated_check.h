@@ -1,4 +1,4 @@
-// check_allocated: whether the view an OutputAllocator (core/hora.h) returned can take a
+// check_allocated: whether the view an OutputAllocator (hora/hora.h) returned can take a
 // collective's result, for the host executor and the device executor alike.
 #pragma once
 
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/base/device.h"
-#include "core/base/status.h"
-#include "core/base/tensor_view.h"
+#include "hora/device.h"
+#include "hora/status.h"
+#include "hora/tensor_view.h"
 
 namespace hora {
 namespace engine {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 #include "kernels/kernels.h"
 
 namespace hora {

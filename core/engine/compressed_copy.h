@@ -1,5 +1,5 @@
 // Compressed copies: how the executor packs a float32 tensor into a float16/bfloat16 fusion
-// buffer (Compression, core/base/compression.h) and unpacks the reduced result, with the
+// buffer (Compression, hora/compression.h) and unpacks the reduced result, with the
 // request's prescale or postscale applied in float32 on the way.
 //
 // The scale is applied before the cast when packing and after it when unpacking, so each
@@ -10,7 +10,7 @@
 
 #include <cstddef>
 
-#include "core/base/compression.h"
+#include "hora/compression.h"
 
 namespace hora {
 namespace engine {

@@ -7,9 +7,9 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "core/base/deadline.h"
-#include "core/base/logging.h"
 #include "core/engine/round_counts.h"
 #include "core/engine/tensor_queue.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace engine {

@@ -37,12 +37,12 @@
 #include "collectives/communicator.h"
 #include "collectives/scratch_pool.h"
 #include "core/base/deadline.h"
-#include "core/base/status.h"
 #include "core/engine/coordinator.h"
 #include "core/engine/message.h"
 #include "core/engine/response_cache.h"
 #include "core/engine/stall_inspector.h"
 #include "core/engine/timeline.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace engine {

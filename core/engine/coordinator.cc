@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace engine {

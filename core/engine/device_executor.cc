@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "collectives/algorithms/algorithms.h"
-#include "core/base/compression.h"
 #include "core/engine/handle_state.h"
+#include "hora/compression.h"
 
 namespace hora {
 namespace engine {

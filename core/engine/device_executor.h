@@ -50,15 +50,15 @@
 #include "collectives/selector.h"
 #include "collectives/topology.h"
 #include "core/base/device_runtime.h"
-#include "core/base/mutex.h"
-#include "core/base/status.h"
-#include "core/base/thread_annotations.h"
 #include "core/engine/device_route.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
 #include "core/engine/ready_events.h"
 #include "core/engine/tensor_queue.h"
 #include "core/engine/timeline.h"
+#include "hora/mutex.h"
+#include "hora/status.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace engine {

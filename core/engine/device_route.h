@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/base/device.h"
-#include "core/base/status.h"
+#include "hora/device.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace engine {

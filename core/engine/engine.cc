@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace engine {
@@ -97,7 +97,9 @@ Engine::Engine(collectives::Communicator& comm, const Config& config, collective
   executor_ = std::make_unique<Executor>(comm_, eo, queue_, timeline_);
 }
 
-Engine::~Engine() { stop(); }
+// The engine's fatal error, if any, was delivered to every handle and returned by the first
+// stop(); a destructor has no one left to tell.
+Engine::~Engine() { stop().IgnoreError(); }
 
 void Engine::start() {
   MutexLock lock(&mu_);

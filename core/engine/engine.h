@@ -50,16 +50,16 @@
 
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/failure_board.h"
-#include "core/base/mutex.h"
-#include "core/base/status.h"
-#include "core/base/thread_annotations.h"
 #include "core/config.h"
 #include "core/engine/controller.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/executor.h"
 #include "core/engine/tensor_queue.h"
 #include "core/engine/timeline.h"
-#include "core/hora.h"
+#include "hora/hora.h"
+#include "hora/mutex.h"
+#include "hora/status.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace engine {

@@ -5,11 +5,11 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/algorithms/hierarchical.h"
-#include "core/base/logging.h"
 #include "core/engine/allocated_check.h"
 #include "core/engine/compressed_copy.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/fused_in_place.h"
+#include "hora/logging.h"
 #include "kernels/kernels.h"
 
 namespace hora {

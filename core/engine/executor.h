@@ -35,12 +35,12 @@
 #include "collectives/scratch_pool.h"
 #include "collectives/selector.h"
 #include "collectives/topology.h"
-#include "core/base/status.h"
 #include "core/engine/algorithm_tuner.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
 #include "core/engine/tensor_queue.h"
 #include "core/engine/timeline.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace engine {

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "collectives/reduce_span.h"
-#include "core/base/data_type.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
 #include "core/engine/tensor_queue.h"
+#include "hora/data_type.h"
 
 namespace hora {
 namespace engine {

@@ -1,11 +1,11 @@
-// Handle (core/hora.h): waiting on a HandleState, and its completion callback.
+// Handle (hora/hora.h): waiting on a HandleState, and its completion callback.
 #include <chrono>
 #include <functional>
 #include <string>
 #include <utility>
 
 #include "core/engine/handle_state.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

@@ -1,4 +1,4 @@
-// HandleState: what a Handle (core/hora.h) points at. The engine's background thread
+// HandleState: what a Handle (hora/hora.h) points at. The engine's background thread
 // completes it; any thread waits on it. A grouped allreduce shares one state among its
 // members: it completes when the last member did, with the first error seen.
 //
@@ -36,9 +36,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/base/mutex.h"
-#include "core/base/status.h"
-#include "core/base/thread_annotations.h"
+#include "hora/mutex.h"
+#include "hora/status.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace detail {

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "core/base/tensor_view.h"
+#include "hora/tensor_view.h"
 
 namespace hora {
 namespace engine {

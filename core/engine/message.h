@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "core/base/compression.h"
-#include "core/base/data_type.h"
-#include "core/base/device.h"
-#include "core/base/reduce_op.h"
-#include "core/base/small_shape.h"
-#include "core/base/status.h"
 #include "core/engine/wire.h"
+#include "hora/compression.h"
+#include "hora/data_type.h"
+#include "hora/device.h"
+#include "hora/reduce_op.h"
+#include "hora/small_shape.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace engine {

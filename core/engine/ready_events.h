@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "core/base/device_runtime.h"
-#include "core/base/mutex.h"
-#include "core/base/status.h"
-#include "core/base/thread_annotations.h"
+#include "hora/mutex.h"
+#include "hora/status.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace engine {

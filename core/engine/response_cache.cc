@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace engine {

@@ -1,6 +1,6 @@
 #include "core/engine/stall_inspector.h"
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace engine {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace engine {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace engine {

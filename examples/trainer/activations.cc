@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace trainer {

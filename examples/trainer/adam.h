@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "adapters/cpp/optimizer.h"
-#include "core/base/status.h"
+#include "hora/optimizer.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace trainer {

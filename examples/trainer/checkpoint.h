@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "adapters/cpp/optimizer.h"
-#include "core/base/status.h"
+#include "hora/optimizer.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace trainer {

@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace trainer {

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/base/status.h"
 #include "examples/trainer/matrix.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace trainer {

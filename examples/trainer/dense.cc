@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace trainer {

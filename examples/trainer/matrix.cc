@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 #if HORA_TRAINER_HAVE_OPENBLAS
 #include <cblas.h>

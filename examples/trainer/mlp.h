@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "adapters/cpp/optimizer.h"
-#include "core/base/status.h"
 #include "examples/trainer/dense.h"
 #include "examples/trainer/matrix.h"
+#include "hora/optimizer.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace trainer {

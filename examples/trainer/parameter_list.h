@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "adapters/cpp/optimizer.h"
-#include "core/base/status.h"
+#include "hora/optimizer.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace trainer {

@@ -23,14 +23,14 @@
 #include <string>
 #include <vector>
 
-#include "adapters/cpp/broadcast.h"
-#include "adapters/cpp/distributed_optimizer.h"
-#include "core/hora.h"
 #include "examples/trainer/adam.h"
 #include "examples/trainer/checkpoint.h"
 #include "examples/trainer/progress_bar.h"
 #include "examples/trainer/sgd.h"
 #include "examples/trainer/training.h"
+#include "hora/broadcast.h"
+#include "hora/distributed_optimizer.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace trainer {

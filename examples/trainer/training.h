@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/base/status.h"
 #include "examples/trainer/dataset.h"
 #include "examples/trainer/matrix.h"
 #include "examples/trainer/mlp.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace trainer {

@@ -1,5 +1,5 @@
 // reduce / reduce3 / reduce3_scaled: the entry points, forwarding to the active ISA's table.
-#include "core/base/logging.h"
+#include "hora/logging.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/kernels.h"
 

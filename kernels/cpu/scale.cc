@@ -1,6 +1,6 @@
 // scale / scale_copy: the entry points, forwarding to the active ISA's table. factor == 1.0
 // is a no-op / plain copy (bit-exact, NaN payloads included).
-#include "core/base/logging.h"
+#include "hora/logging.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/kernels.h"
 

@@ -25,9 +25,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 struct CUstream_st;
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace kernels {

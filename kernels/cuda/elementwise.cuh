@@ -15,8 +15,8 @@
 
 #include <type_traits>
 
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/half_bits.cuh"

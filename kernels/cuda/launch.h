@@ -2,8 +2,8 @@
 // Internal to kernels/cuda. Thread-safe.
 #pragma once
 
-#include "core/base/data_type.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace kernels {

@@ -41,7 +41,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/engine/engine_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

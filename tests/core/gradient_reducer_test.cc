@@ -1,7 +1,7 @@
 // GradientReducer without a running job: create's validation, misuse errors naming the
 // parameter, pass counting (overlap off, so nothing is enqueued until synchronize), and what
 // synchronize reports when the engine refuses (hora is not initialised here).
-#include "core/gradient_reducer.h"
+#include "hora/gradient_reducer.h"
 
 #include <gtest/gtest.h>
 

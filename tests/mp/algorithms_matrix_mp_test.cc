@@ -54,7 +54,7 @@
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/scratch_pool.h"
 #include "collectives/selector.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 #include "tests/mp/mp_env.h"
 #include "tests/support/collective_checks.h"
 

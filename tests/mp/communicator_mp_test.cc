@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 #include "tests/mp/mp_env.h"
 #include "tests/support/collective_checks.h"
 

@@ -3,7 +3,7 @@
 // Exit: 0 on success, 1 when init or shutdown failed.
 #include <cstdio>
 
-#include "core/hora.h"
+#include "hora/hora.h"
 
 int main() {
   hora::Status status = hora::init();

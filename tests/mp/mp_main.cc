@@ -13,7 +13,7 @@
 #include "collectives/backends/registry.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 #include "tests/mp/mp_env.h"
 
 namespace hora {

@@ -29,7 +29,7 @@
 #include "collectives/communicator.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace {
 

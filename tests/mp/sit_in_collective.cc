@@ -11,7 +11,7 @@
 #include "collectives/algorithms/algorithms.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 int main() {
   hora::Status status = hora::init();

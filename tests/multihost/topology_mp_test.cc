@@ -20,7 +20,7 @@
 #include "core/base/host_identity.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 #include "tests/mp/mp_env.h"
 #include "tests/support/collective_checks.h"
 

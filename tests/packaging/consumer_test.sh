@@ -24,7 +24,7 @@ step() {
 }
 
 step "cmake --install $build_dir --prefix <tmp>/prefix" cmake --install "$build_dir" --prefix "$prefix"
-for f in bin/horarun include/hora/core/hora.h include/hora/adapters/cpp/distributed_optimizer.h; do
+for f in bin/horarun include/hora/hora.h include/hora/distributed_optimizer.h; do
   [[ -e $prefix/$f ]] || { echo "consumer_test: $f is missing from the install" >&2; exit 1; }
 done
 config=$(find "$prefix" -name horaConfig.cmake)

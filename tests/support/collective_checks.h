@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "collectives/communicator.h"
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace test_support {

@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/base/status.h"
 #include "core/engine/engine.h"
 #include "core/engine/handle_state.h"
-#include "core/hora.h"
+#include "hora/hora.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace test_support {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/base/device_runtime.h"
-#include "core/base/mutex.h"
-#include "core/base/thread_annotations.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace test_support {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 #include "tests/support/inproc_communicator.h"
 
 namespace hora {

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "collectives/backends/builtin/shm_exchange.h"
-#include "core/base/data_type.h"
 #include "core/base/deadline.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -43,7 +43,7 @@
 #include "collectives/backends/builtin/spin_budget.h"
 #include "collectives/rendezvous/store.h"
 #include "core/base/deadline.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
 
 namespace hora {
 namespace collectives {

@@ -106,8 +106,9 @@ StatusOr<std::unique_ptr<ShmSegment>> establish_shm_segment(
     name = fresh_name();
     auto created = ShmSegment::create(name, bytes);
     if (!created.ok()) {
-      // Tell the other local ranks now rather than let them wait out their deadline.
-      store.set(name_key, to_bytes(kCreateFailed + created.status().message()));
+      // Tell the other local ranks now rather than let them wait out their deadline. Best
+      // effort: if this set fails too, they still fail at that deadline.
+      store.set(name_key, to_bytes(kCreateFailed + created.status().message())).IgnoreError();
       return created.status();
     }
     segment = std::move(created).value();

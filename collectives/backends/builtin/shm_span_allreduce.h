@@ -25,10 +25,10 @@
 #include "collectives/backends/builtin/shm_allreduce.h"
 #include "collectives/backends/builtin/shm_exchange.h"
 #include "collectives/reduce_span.h"
-#include "core/base/data_type.h"
 #include "core/base/deadline.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -19,7 +19,7 @@
 #include <cstring>
 #include <set>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace collectives {

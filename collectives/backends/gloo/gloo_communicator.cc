@@ -11,7 +11,7 @@
 #include "collectives/backends/gloo/gloo_communicator_impl.h"
 #include "collectives/backends/gloo/gloo_errors.h"
 #include "collectives/backends/gloo/gloo_store_adapter.h"
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace collectives {

@@ -27,7 +27,7 @@
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/store.h"
 #include "core/base/deadline.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -16,8 +16,8 @@
 
 #include "collectives/backends/gloo/gloo_communicator.h"
 #include "collectives/rendezvous/failure_board.h"
-#include "core/base/mutex.h"
-#include "core/base/thread_annotations.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace collectives {

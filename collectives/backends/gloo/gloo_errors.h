@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -8,9 +8,9 @@
 
 #include "collectives/backends/mpi/mpi_request.h"
 #include "collectives/backends/mpi/mpi_status.h"
-#include "core/base/logging.h"
-#include "core/base/mutex.h"
-#include "core/base/thread_annotations.h"
+#include "hora/logging.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace collectives {

@@ -60,7 +60,7 @@
 
 #include "collectives/backends/mpi/mpi_types.h"
 #include "collectives/communicator.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

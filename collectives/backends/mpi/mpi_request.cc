@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "collectives/backends/mpi/mpi_status.h"
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 namespace collectives {

@@ -15,7 +15,7 @@
 
 #include "collectives/communicator.h"
 #include "core/base/deadline.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

@@ -11,7 +11,7 @@
 #include "collectives/backends/nccl/nccl_communicator_impl.h"
 #include "collectives/backends/nccl/nccl_status.h"
 #include "collectives/backends/nccl/nccl_unique_id.h"
-#include "core/base/logging.h"
+#include "hora/logging.h"
 #include "kernels/cuda/cuda_status.h"
 
 namespace hora {

@@ -24,7 +24,7 @@
 
 #include "collectives/backends/nccl/nccl_api.h"
 #include "core/base/deadline.h"
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

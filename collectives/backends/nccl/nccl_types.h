@@ -11,9 +11,9 @@
 
 #include <nccl.h>
 
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 namespace collectives {

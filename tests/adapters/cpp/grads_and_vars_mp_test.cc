@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "adapters/cpp/broadcast.h"
-#include "adapters/cpp/grads_and_vars_optimizer.h"
-#include "core/hora.h"
 #include "examples/trainer/adam.h"
 #include "examples/trainer/sgd.h"
 #include "examples/trainer/training.h"
+#include "hora/broadcast.h"
+#include "hora/grads_and_vars_optimizer.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

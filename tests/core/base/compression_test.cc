@@ -1,4 +1,4 @@
-#include "core/base/compression.h"
+#include "hora/compression.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "core/base/data_type.h"
+#include "hora/data_type.h"
 
 #include <gtest/gtest.h>
 
-#include "core/base/device.h"
-#include "core/base/reduce_op.h"
+#include "hora/device.h"
+#include "hora/reduce_op.h"
 
 namespace hora {
 namespace {

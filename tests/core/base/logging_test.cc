@@ -1,4 +1,4 @@
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 #include <gtest/gtest.h>
 

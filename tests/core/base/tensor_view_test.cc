@@ -1,4 +1,4 @@
-#include "core/base/tensor_view.h"
+#include "hora/tensor_view.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 
 #include "core/engine/handle_state.h"
 #include "core/engine/tensor_queue.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace engine {

@@ -22,7 +22,7 @@
 #include "core/engine/device_executor.h"
 #include "core/engine/engine.h"
 #include "core/engine/handle_state.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 #include "kernels/cuda/cuda_device_runtime.h"
 #include "tests/support/engine_entry.h"
 #include "tests/support/gpu_engine.h"

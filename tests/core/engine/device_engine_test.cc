@@ -22,7 +22,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/handle_state.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 #include "tests/support/engine_entry.h"
 #include "tests/support/fake_device_runtime.h"
 #include "tests/support/fake_nccl_communicator.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/engine/handle_state.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/base/tensor_view.h"
 #include "core/engine/message.h"
 #include "core/engine/response_cache.h"
 #include "core/engine/tensor_queue.h"
+#include "hora/tensor_view.h"
 
 namespace hora {
 namespace engine {

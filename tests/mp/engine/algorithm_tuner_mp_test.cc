@@ -16,7 +16,7 @@
 #include "core/engine/algorithm_tuner.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

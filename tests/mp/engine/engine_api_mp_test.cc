@@ -18,7 +18,7 @@
 #include "collectives/rendezvous/store.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 #include "kernels/kernels.h"
 
 namespace hora {

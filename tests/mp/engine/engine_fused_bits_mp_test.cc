@@ -17,11 +17,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/data_type.h"
+#include "hora/hora.h"
+#include "hora/reduce_op.h"
 #include "kernels/kernels.h"
 
 namespace hora {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

@@ -13,7 +13,7 @@
 #include "collectives/algorithms/algorithms.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace {
 

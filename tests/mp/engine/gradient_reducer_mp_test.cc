@@ -18,8 +18,8 @@
 #include "collectives/rendezvous/store.h"
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/gradient_reducer.h"
-#include "core/hora.h"
+#include "hora/gradient_reducer.h"
+#include "hora/hora.h"
 
 namespace hora {
 namespace {

@@ -22,7 +22,7 @@
 
 #include "core/context.h"
 #include "core/context_access.h"
-#include "core/hora.h"
+#include "hora/hora.h"
 
 namespace {
 

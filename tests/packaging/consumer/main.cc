@@ -1,12 +1,12 @@
 // A program built against an installed hora (tests/packaging/consumer_test.sh runs it under
 // the installed horarun): init, an allreduce of a formula over every rank, an exact check,
 // shutdown. Exits non-zero on any error or wrong element.
+#include <hora/distributed_optimizer.h>  // compiled only: the adapter's headers install
+#include <hora/hora.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <vector>
-
-#include "adapters/cpp/distributed_optimizer.h"  // compiled only: the adapter's headers install
-#include "core/hora.h"
 
 namespace {
 

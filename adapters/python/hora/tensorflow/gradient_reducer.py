@@ -1,4 +1,4 @@
-"""hora's GradientReducer (core/gradient_reducer.h) driven from a TensorFlow graph: the
+"""hora's GradientReducer (hora/gradient_reducer.h) driven from a TensorFlow graph: the
 per-parameter bookkeeping of every hora DistributedOptimizer, here for hora.keras.
 
 ``OpsGradientReducer.reduce(grads)`` adds one HoraReducerGradientReady op per gradient and one

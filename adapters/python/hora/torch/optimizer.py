@@ -1,5 +1,5 @@
 """DistributedOptimizer for torch (horovod.torch.DistributedOptimizer), on hora's gradient
-reducer (core/gradient_reducer.h through hora._core.GradientReducer).
+reducer (hora/gradient_reducer.h through hora._core.GradientReducer).
 
 Each parameter that requires a gradient gets a post-accumulate-grad hook; when autograd has
 finished that gradient, the hook hands it to the reducer, which starts its allreduce at once

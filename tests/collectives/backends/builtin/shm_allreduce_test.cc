@@ -18,8 +18,8 @@
 #include <cstring>
 #include <thread>
 
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
 #include "kernels/kernels.h"
 #include "tests/collectives/backends/builtin/builtin_test_util.h"
 

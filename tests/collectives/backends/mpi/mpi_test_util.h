@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "collectives/backends/mpi/mpi_communicator.h"
-#include "core/base/data_type.h"
 #include "core/base/deadline.h"
+#include "hora/data_type.h"
 
 namespace hora {
 namespace collectives {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 

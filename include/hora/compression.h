@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/base/data_type.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/status.h"
 
 namespace hora {
 

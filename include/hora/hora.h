@@ -32,11 +32,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/base/compression.h"
-#include "core/base/data_type.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
-#include "core/base/tensor_view.h"
+#include "hora/compression.h"
+#include "hora/data_type.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
+#include "hora/tensor_view.h"
 
 namespace hora {
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/base/data_type.h"
-#include "core/base/device.h"
-#include "core/base/small_shape.h"
-#include "core/base/status.h"
+#include "hora/data_type.h"
+#include "hora/device.h"
+#include "hora/small_shape.h"
+#include "hora/status.h"
 
 namespace hora {
 

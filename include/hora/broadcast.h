@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "adapters/cpp/optimizer.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
+#include "hora/optimizer.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
 
 namespace hora {
 

@@ -1,5 +1,5 @@
 // Mutex, MutexLock, CondVar: std::mutex, std::lock_guard and std::condition_variable with
-// clang's thread-safety annotations (core/base/thread_annotations.h), so that members marked
+// clang's thread-safety annotations (hora/thread_annotations.h), so that members marked
 // HORA_GUARDED_BY(mu_) are checked at compile time. No behaviour of their own: every call is
 // the standard library's.
 //
@@ -14,7 +14,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "core/base/thread_annotations.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 

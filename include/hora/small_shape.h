@@ -15,7 +15,7 @@
 #include <initializer_list>
 #include <vector>
 
-#include "core/base/logging.h"
+#include "hora/logging.h"
 
 namespace hora {
 

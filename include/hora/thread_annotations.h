@@ -11,7 +11,7 @@
 //     std::vector<int> items_ HORA_GUARDED_BY(mu_);
 //   };
 //
-// The capabilities are hora::Mutex and hora::MutexLock (core/base/mutex.h); std::mutex carries
+// The capabilities are hora::Mutex and hora::MutexLock (hora/mutex.h); std::mutex carries
 // no annotations in libstdc++, so annotated code locks a hora::Mutex. The names follow
 // Abseil's and LevelDB's (port/thread_annotations.h).
 #pragma once

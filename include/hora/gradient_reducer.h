@@ -19,7 +19,7 @@
 // Names on the wire are name_prefix + name. Scaling: with op kAverage the engine averages;
 // gradient_predivide_factor f splits it (prescale 1/f before the sum, postscale f/size after,
 // Horovod's split that keeps float16 sums in range); average_aggregated_gradients divides by
-// backward_passes_per_step too. Compression is a request option (core/hora.h): the engine
+// backward_passes_per_step too. Compression is a request option (hora/hora.h): the engine
 // casts while packing, so the adapter's buffers stay float32.
 //
 // Errors: misuse is kFailedPrecondition / kInvalidArgument naming the parameter (a pass past
@@ -42,13 +42,13 @@
 #include <string>
 #include <vector>
 
-#include "core/base/compression.h"
-#include "core/base/mutex.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
-#include "core/base/tensor_view.h"
-#include "core/base/thread_annotations.h"
-#include "core/hora.h"
+#include "hora/compression.h"
+#include "hora/hora.h"
+#include "hora/mutex.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
+#include "hora/tensor_view.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 

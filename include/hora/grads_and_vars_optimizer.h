@@ -10,7 +10,7 @@
 // It is an Optimizer too (step() applies the full list), so broadcast_optimizer_state and
 // the training loops take it like any other.
 //
-// Built on hora::GradientReducer (core/gradient_reducer.h), the bookkeeping every adapter
+// Built on hora::GradientReducer (hora/gradient_reducer.h), the bookkeeping every adapter
 // shares: one reducer per distinct set of variables applied, whose single group is the set.
 // backward_passes_per_step k: the first k - 1 calls of apply_gradients only count (the
 // gradients keep accumulating in their buffers, as backward adds into them); the k-th reduces
@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "adapters/cpp/distributed_optimizer.h"
-#include "adapters/cpp/optimizer.h"
-#include "core/base/status.h"
-#include "core/gradient_reducer.h"
+#include "hora/distributed_optimizer.h"
+#include "hora/gradient_reducer.h"
+#include "hora/optimizer.h"
+#include "hora/status.h"
 
 namespace hora {
 

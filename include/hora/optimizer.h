@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/base/status.h"
+#include "hora/status.h"
 
 namespace hora {
 

@@ -7,7 +7,7 @@
 //
 // Propagate with HORA_RETURN_IF_ERROR(expr), which appends " (at file:line)" to the message
 // as the error passes each level, so a failure carries its own trace without a log line at
-// every hop. Bugs are not errors: use HORA_CHECK (core/base/logging.h) for those.
+// every hop. Bugs are not errors: use HORA_CHECK (hora/logging.h) for those.
 #pragma once
 
 #include <memory>
@@ -32,7 +32,7 @@ enum class StatusCode : int {
 // Returns the code's name, e.g. "InvalidArgument".
 const char* status_code_name(StatusCode code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message);
@@ -68,6 +68,11 @@ class Status {
   // Returns a copy with `context` appended to the message (used by HORA_RETURN_IF_ERROR).
   Status with_context(const std::string& context) const;
 
+  // Drops this Status on purpose. Status and StatusOr are [[nodiscard]]: a caller that
+  // deliberately does not act on a failure (a best-effort clean-up whose failure changes
+  // nothing) says so with .IgnoreError(), as with Abseil's absl::Status, never by a silent drop.
+  void IgnoreError() const {}
+
  private:
   struct State {
     StatusCode code;
@@ -82,7 +87,7 @@ inline bool operator==(const Status& a, const Status& b) {
 
 // StatusOr<T>: either a T or a non-OK Status. Accessing value() of an error is a bug (checked).
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design, like absl
   StatusOr(Status status);                         // NOLINT: REQUIRES: !status.ok()
@@ -106,9 +111,9 @@ std::string source_location(const char* file, int line);
 }  // namespace detail
 
 template <typename T>
-StatusOr<T>::StatusOr(Status status) : status_(std::move(status)) {
-  if (status_.ok()) status_ = Status::internal("StatusOr constructed from an OK Status");
-}
+StatusOr<T>::StatusOr(Status status)
+    : status_(status.ok() ? Status::internal("StatusOr constructed from an OK Status")
+                          : std::move(status)) {}
 template <typename T>
 T& StatusOr<T>::value() & {
   if (!status_.ok()) detail::status_or_bad_access(status_);

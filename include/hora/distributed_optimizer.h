@@ -9,7 +9,7 @@
 //     dist->step();                            // waits for them, then the inner step
 //   }
 //
-// A thin layer over hora::GradientReducer (core/gradient_reducer.h), which does the
+// A thin layer over hora::GradientReducer (hora/gradient_reducer.h), which does the
 // bookkeeping every framework adapter shares. Backward calls the hook once per parameter as
 // its gradient completes; the reducer enqueues that gradient's allreduce at once, so
 // communication runs on the engine thread while backward computes the layers below. step()
@@ -31,13 +31,13 @@
 #include <string>
 #include <vector>
 
-#include "adapters/cpp/optimizer.h"
-#include "core/base/compression.h"
-#include "core/base/reduce_op.h"
-#include "core/base/status.h"
-#include "core/base/tensor_view.h"
-#include "core/gradient_reducer.h"
-#include "core/hora.h"
+#include "hora/compression.h"
+#include "hora/gradient_reducer.h"
+#include "hora/hora.h"
+#include "hora/optimizer.h"
+#include "hora/reduce_op.h"
+#include "hora/status.h"
+#include "hora/tensor_view.h"
 
 namespace hora {
 
@@ -45,7 +45,7 @@ struct DistributedOptions {
   // kAverage or kSum.
   ReduceOp op = ReduceOp::kAverage;
   // Gradients travel as float16 / bfloat16 (the engine casts while packing and back while
-  // unpacking; core/base/compression.h).
+  // unpacking; hora/compression.h).
   Compression compression = Compression::kNone;
   // Local accumulation: only every k-th backward pass reduces; the gradients of the k passes
   // accumulate in the model's buffers in between.
