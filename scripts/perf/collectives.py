@@ -146,9 +146,8 @@ class AutoChoice(common.Section):
         "rounds of the ratio within each round). The target is >= 0.90x at every size.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--run", nargs=3, action="append", required=True,
-                            metavar=("LAUNCHER", "COMMAND", "OUTPUT"),
-                            help="a launcher's run: its command and rank 0's output")
+        common.add_runs_argument(parser, "LAUNCHER", "OUTPUT",
+                                 "a launcher's run: its command and rank 0's output")
 
     def ingest(self, args):
         launchers, machine = [], None
@@ -190,9 +189,8 @@ class BusyCores(common.Section):
         "auto's allreduce at 2 ranks, idle and loaded.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--run", nargs=3, action="append", required=True,
-                            metavar=("idle|loaded", "COMMAND", "CSV"),
-                            help="hora-bench --csv output without and with --load 1")
+        common.add_runs_argument(parser, "idle|loaded", "CSV",
+                                 "hora-bench --csv output without and with --load 1")
 
     def ingest(self, args):
         times = {}

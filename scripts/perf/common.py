@@ -18,10 +18,7 @@ import textwrap
 def load(bench_dir, name):
     """The section's data, or None when docs/bench/<name>.json does not exist."""
     path = os.path.join(bench_dir, name + ".json")
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_json(path) if os.path.exists(path) else None
 
 
 def save(bench_dir, name, commands, results, machine=None):
@@ -57,6 +54,11 @@ def rank0_lines(text):
         elif m.group(1) == "0":
             lines.append(m.group(2))
     return lines
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def read_text(path):
@@ -143,6 +145,12 @@ def run_output(cmd):
         return None
 
 
+def add_runs_argument(parser, kind, output, help_text):
+    """--run KIND COMMAND OUTPUT, once per run of a benchmark that ingest combines."""
+    parser.add_argument("--run", nargs=3, action="append", required=True,
+                        metavar=(kind, "COMMAND", output), help=help_text)
+
+
 class Section:
     """One benchmark's part of docs/performance.md.
 
@@ -173,8 +181,15 @@ class Section:
     def headline(self, data):
         return []
 
+    # What `ingest` reads when it is one file: (argument name, help). With it, `ingest` takes
+    # that file and --command (the command that produced it, as the page shows it).
+    output = None
+
     def add_arguments(self, parser):
-        pass
+        if self.output:
+            parser.add_argument("--command", required=True,
+                                help="the command that produced the output, as shown")
+            parser.add_argument(self.output[0], help=self.output[1])
 
     def ingest(self, args):
         raise NotImplementedError(f"{self.name}: no ingest")

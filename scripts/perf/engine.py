@@ -29,9 +29,7 @@ class EngineFusion(common.Section):
         "cost per step. Raw, fused and 4-byte steps alternate in rounds and each ratio is taken "
         "within its round.")
 
-    def add_arguments(self, parser):
-        parser.add_argument("--command", required=True)
-        parser.add_argument("output", help="engine_fusion_bench's output (rank 0's lines)")
+    output = ("output", "engine_fusion_bench's output (rank 0's lines)")
 
     def ingest(self, args):
         lines = common.rank0_lines(common.read_text(args.output))
@@ -91,9 +89,10 @@ class EngineLatency(common.Section):
         "and the handles' completion), beside the same allreduce straight on the communicator. "
         "The target is 20 us for a small call.")
 
+    output = ("csv", "hora-bench --through-engine --csv output")
+
     def add_arguments(self, parser):
-        parser.add_argument("--command", required=True)
-        parser.add_argument("csv", help="hora-bench --through-engine --csv output")
+        super().add_arguments(parser)
         parser.add_argument("--txt", help="rank 0's output, for the machine line")
 
     def ingest(self, args):
@@ -138,9 +137,7 @@ class TrainerScaling(common.Section):
         "/ wait after backward (not overlapped). The last rows show what two processes cost "
         "each other on this machine without any communication.")
 
-    def add_arguments(self, parser):
-        parser.add_argument("--command", required=True)
-        parser.add_argument("output", help="trainer_scaling.sh's output")
+    output = ("output", "trainer_scaling.sh's output")
 
     def ingest(self, args):
         backends, sharing, current = [], {}, None

@@ -1,7 +1,5 @@
 """The frameworks' sections: hora.torch against DistributedDataParallel, hora.keras against
 TensorFlow's multi-worker training, and what the Python binding adds."""
-import json
-
 from perf import common
 from perf.common import fmt, table
 
@@ -41,13 +39,10 @@ class TorchScaling(common.Section):
         "N-rank samples/s over N x one process at batch 64; the last column compares with one "
         "process at the same global batch.")
 
-    def add_arguments(self, parser):
-        parser.add_argument("--command", required=True)
-        parser.add_argument("json", help="torch_scaling.py --json output")
+    output = ("json", "torch_scaling.py --json output")
 
     def ingest(self, args):
-        with open(args.json, encoding="utf-8") as f:
-            raw = json.load(f)
+        raw = common.read_json(args.json)
         keys = ("torch", "plain", "hora", "ddp", "hora_overhead_ms")
         return [args.command], {k: raw[k] for k in keys}, None
 
@@ -83,13 +78,10 @@ class KerasScaling(common.Section):
         "TensorFlow 2.21 (\"Attempt to convert a value (PerReplica...) to a Tensor\"), so they "
         "fall back to tf_keras (Keras 2, `TF_USE_LEGACY_KERAS=1`), with workers on loopback.")
 
-    def add_arguments(self, parser):
-        parser.add_argument("--command", required=True)
-        parser.add_argument("json", help="keras_scaling.py --json output")
+    output = ("json", "keras_scaling.py --json output")
 
     def ingest(self, args):
-        with open(args.json, encoding="utf-8") as f:
-            return [args.command], json.load(f)["results"], None
+        return [args.command], common.read_json(args.json)["results"], None
 
     def render(self, data):
         r = data["results"]

@@ -24,10 +24,7 @@ class Multihost(common.Section):
         "work, so no column reaches the link's rate; figures need a quiet machine. Where the "
         "kernel has no netem, the links get no added delay.")
 
-    def add_arguments(self, parser):
-        parser.add_argument("--command", required=True)
-        parser.add_argument("csv", help="the allreduce.csv multihost_allreduce.sh --out DIR "
-                                        "writes")
+    output = ("csv", "the allreduce.csv multihost_allreduce.sh --out DIR writes")
 
     def ingest(self, args):
         sizes = {}

@@ -1,7 +1,5 @@
 """The kernels' sections: CPU reduction and copy kernels against memcpy (kernels_bench, Google
 Benchmark), and the GPU figures of scripts/gpu_check.sh."""
-import json
-
 from perf import common
 from perf.common import fmt, table
 
@@ -31,14 +29,10 @@ class CpuKernels(common.Section):
         "a page (a glibc heap block's start), where memcpy's `rep movsb` slows down on some "
         "CPUs; a copy between buffers aligned alike is memcpy itself.")
 
-    def add_arguments(self, parser):
-        parser.add_argument("--command", required=True)
-        parser.add_argument("json", help="kernels_bench --benchmark_out=FILE "
-                                         "--benchmark_out_format=json")
+    output = ("json", "kernels_bench --benchmark_out=FILE --benchmark_out_format=json")
 
     def ingest(self, args):
-        with open(args.json, encoding="utf-8") as f:
-            runs = json.load(f)["benchmarks"]
+        runs = common.read_json(args.json)["benchmarks"]
         rates = {r["name"]: r["bytes_per_second"] for r in runs
                  if not r.get("error_occurred") and r.get("run_type", "iteration") == "iteration"
                  and "bytes_per_second" in r}
