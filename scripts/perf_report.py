@@ -55,8 +55,7 @@ def render_page(bench_dir):
         data = section.load(bench_dir)
         lines += ["", f"## {section.title}", ""]
         if data is None:
-            lines += [(f"Not measured yet: `bash scripts/perf_bench.sh {section.name}` writes "
-                       f"docs/bench/{section.name}.json.")]
+            lines += [f"Not measured yet: {section.rerun}."]
         else:
             lines += section.render(data)
     return "\n".join(lines) + "\n"

@@ -164,6 +164,11 @@ class Section:
     title = ""
     about = ""  # What the benchmark measures, shown under the heading.
 
+    @property
+    def rerun(self):
+        """How to produce the section's data, for a page without it."""
+        return f"`bash scripts/perf_bench.sh {self.name}` writes docs/bench/{self.name}.json"
+
     def load(self, bench_dir):
         return load(bench_dir, self.name)
 

@@ -72,6 +72,7 @@ class ScaleModel(common.Section):
         "gradients, backward = 2 x forward); Horovod reports 90% for ResNet-101 and 68% for "
         "VGG-16 at 512 GPUs.")
     command = "python3 benchmarks/scale_model.py readme"
+    rerun = f"`{command}` failed when this page was written"
 
     def load(self, bench_dir):
         root = os.path.dirname(os.path.dirname(os.path.abspath(bench_dir)))

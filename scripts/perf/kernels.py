@@ -87,6 +87,8 @@ class Gpu(common.Section):
         "--compare nccl`, also `--through-engine`), and Horovod's synthetic benchmark, ported, "
         "trains ResNet-50 (`--no-hora`: the plain optimizer in one process). The figures are "
         "taken from those runs' summaries into docs/bench/gpu.json.")
+    rerun = ("`bash scripts/gpu_check.sh` on a machine with a GPU prints the figures that "
+             "docs/bench/gpu.json holds")
 
     def render(self, data):
         r = data["results"]
