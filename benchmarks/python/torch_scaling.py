@@ -7,12 +7,15 @@ the other on the same machine:
   - hora.torch at 1 rank (what hora's hooks and handles cost over the plain step), 2 and 4;
   - DDP over gloo at 2 and 4 ranks (torch.distributed, launched by horarun with MASTER_* set);
 and prints samples/s, scaling efficiency and the ratios. Each configuration is a worker run
-of this same file (``--worker plain|hora|ddp``).
+of this same file (``--worker plain|hora|ddp``). ``--json FILE`` also writes the figures
+(what ``scripts/perf_report.py ingest torch_scaling`` reads).
 
     python benchmarks/python/torch_scaling.py [--build build] [--steps 30] [--ranks 2 4]
+                                              [--json FILE]
 """
 
 import argparse
+import json
 import os
 import re
 import socket
@@ -131,14 +134,23 @@ def driver(args):
     hora1 = run(args, "hora", 1, 64)
     print(f"hora's own cost per step at 1 rank (hooks, handles, engine): "
           f"{hora1[1] - plain[64][1]:+.2f} ms over a plain step of {plain[64][1]:.1f} ms")
+    hora, ddp = {1: hora1}, {}
     for n in args.ranks:
-        h = run(args, "hora", n, 64)
-        d = run(args, "ddp", n, 64)
+        h = hora[n] = run(args, "hora", n, 64)
+        d = ddp[n] = run(args, "ddp", n, 64)
         print(f"{n} ranks: hora.torch {h[0]:.0f} samples/s, DDP {d[0]:.0f}: hora/DDP "
               f"{h[0] / d[0]:.2f}x; scaling efficiency hora {100 * h[0] / (n * plain[64][0]):.0f}%"
               f", DDP {100 * d[0] / (n * plain[64][0]):.0f}%; vs one process at batch "
               f"{64 * n}: hora {h[0] / plain[64 * n][0]:.2f}x, DDP {d[0] / plain[64 * n][0]:.2f}x",
               flush=True)
+    if args.json:
+        def figures(runs):
+            return {str(k): {"samples_per_s": v[0], "step_ms": v[1], "wait_ms": v[2]}
+                    for k, v in runs.items()}
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__.split("+")[0], "steps": args.steps,
+                       "plain": figures(plain), "hora": figures(hora), "ddp": figures(ddp),
+                       "hora_overhead_ms": hora1[1] - plain[64][1]}, f, indent=2)
 
 
 def main():
@@ -148,6 +160,7 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    p.add_argument("--json", default=None, help="also write the figures here")
     args = p.parse_args()
     if args.worker:
         worker(args)
