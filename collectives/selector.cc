@@ -11,46 +11,20 @@ namespace hora {
 namespace collectives {
 namespace {
 
-// The cost constants, one row per backend, calibrated from hora-bench sweeps on a 2-core
-// Intel Xeon VM (float32 sum, 8 B .. 256 MiB, x2 steps) run by scripts/bench_readme.sh on
-// 2026-12-02; its CSVs are docs/bench/allreduce_np*.csv. That machine was heavily loaded
-// (load average 8-15 on 2 cores), so absolute figures are slow; what the selector uses is
-// where the algorithms cross over, which the fit reproduces. Fit: the (alpha, beta, gamma)
-// whose argmin over ring/tree/rd loses the least time against the fastest measured algorithm
-// at every (ranks, size), plus a log-squared error on every algorithm's time.
-// - builtin: alpha 68 us, beta 1 / 1.16 GB/s, gamma 1 / 1.16 GB/s, from
-//   `HORA_BACKEND=builtin horarun -np {2,4} hora-bench allreduce -b 8 -e 256M -f 2 -n 10 -w 2
-//   --compare hora,gloo` (docs/bench/allreduce_np2.csv, allreduce_np4.csv): rd fastest up to
-//   128 KiB, ring (or tree within 15%) from 256 KiB. Under mpirun, whose ranks are bound to
-//   cores, the same backend's alpha was 0.8-1.5 us with the same crossover (allreduce_np2_mpi*).
-// - gloo: alpha 207 us, beta 1 / 0.75 GB/s (gamma as builtin: the same kernels), from
-//   `HORA_BACKEND=gloo horarun -np 2 hora-bench ... --compare hora,gloo`
-//   (docs/bench/allreduce_np2_gloo.csv). Gloo's pairs stall for 2-4 ms at random under load,
-//   which no constant models; the crossover (rd to ~128 KiB, ring above) is what holds.
-//   native (Gloo's ring allreduce): 2.7 ms median at <= 4 KiB, ~0.4 GB/s busbw at >= 16 MiB
-//   in the same run, so it is never chosen.
-// - mpi: hora's algorithms over MPI point to point and the native row (MPI_Iallreduce polled
-//   with MPI_Test, which is what the mpi Communicator runs) from `HORA_BACKEND=mpi mpirun -np 2
-//   hora-bench allreduce -b 8 -e 64M -f 8 -n 10 -w 2 --backend mpi --compare hora,mpi` on the
-//   quiet machine (2026-12-02 15:52): rd 1.3-1.5 us up to 512 B, ring 7.3 GB/s busbw at 256
-//   KiB falling to 2.2 GB/s at 16 MiB; native 2.0 us at 8 B, 1.3-1.7 GB/s; the blocking
-//   MPI_Allreduce beside it took 0.8 us (hora's native is nonblocking so the deadline holds).
-//   Stock MPI_Allreduce collapses to ~0.2 GB/s from 4 MiB on (fresh scratch pages per call,
-//   allreduce_np2_mpi*.csv), hence the collapse entry.
-// - builtin-shm: the builtin backend when every rank is on one host and shm is on
-//   (Communicator::cost_model()); hora's algorithms cost as builtin, native is the
-//   shared-memory allreduce (shm_allreduce.h), from `build/benchmarks/shm_allreduce_bench -np 2
-//   --sizes 8,65536,1048576,16777216,67108864,268435456` on the quiet machine (2026-12-02
-//   15:50): 0.08 us at 8 B, 1.9-3.7 GB/s busbw from 1 MiB (ring in the same run: 10 us, 1.7-2.4
-//   GB/s; input already in shared_buffer(): 4.1-5.8 GB/s). Native wins at every size.
-// - nccl: GPU buffers. Native is ncclAllReduce: alpha 8 us, 100 GB/s busbw (an NVLink-class
-//   GPU pair's order of magnitude; estimates, not measured: no GPU was lent when this row was
-//   written). hora's algorithms run over NCCL's point to point with the CUDA reduce kernel
-//   (buffer_ops.h), one host-synchronised group per step: alpha 30 us (a launch plus event
-//   polling), beta 1/20 GB/s (PCIe-class, the floor), gamma 1/1000 GB/s (a GPU reduce reads
-//   and writes at HBM speed). So auto always takes native on nccl; ring, tree and rd stay
-//   available as overrides (HORA_ALLREDUCE_ALGO) for determinism across rank counts and for
-//   dtypes NCCL cannot reduce (int16, uint16, bool).
+// The cost constants, one row per backend. hora's own algorithms cost alpha per message step,
+// beta per byte sent and gamma per byte reduced (flat_us and hierarchical below count the
+// steps); a backend's native allreduce costs native_alpha + bytes / native_busbw (nccl-tests'
+// bus bandwidth), and native_collapsed_busbw from native_collapse_bytes on (stock Open MPI
+// touches fresh scratch pages per call from 4 MiB). Each row is fitted to hora-bench sweeps of
+// its backend at 2 and 4 ranks (`hora-bench allreduce --compare hora,...`; builtin-shm's native
+// row to shm_allreduce_bench): the (alpha, beta, gamma) whose choice among ring, tree and rd
+// loses least against the fastest measured algorithm at every size. The selector needs only
+// where the algorithms cross over; the calibration at init (calibration.h, HORA_CALIBRATE_MS)
+// and the engine's tuner (HORA_AUTOTUNE) replace the table's choice with the job's own figures.
+// The nccl row is an estimate, not a fit, so auto takes native there; ring, tree and rd stay
+// available (HORA_ALLREDUCE_ALGO) for determinism across rank counts and for dtypes NCCL cannot
+// reduce (int16, uint16, bool). The last row serves any other backend (the tests' in-process
+// one).
 struct BackendCosts {
   const char* backend;
   bool has_hora_algorithms;
