@@ -10,6 +10,7 @@ hash of its preprocessed text, its flags, .clang-tidy and clang-tidy's version
 (in $HORA_TIDY_CACHE, default ~/.cache/hora/clang-tidy; the checkout's path is not part of the
 key), so a rerun, in this checkout or a fresh clone, checks only what changed.
 """
+
 import concurrent.futures
 import hashlib
 import json
@@ -19,8 +20,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCOPE = ("core/", "collectives/", "kernels/", "launcher/", "adapters/", "benchmarks/",
-         "examples/")
+SCOPE = ("core/", "collectives/", "kernels/", "launcher/", "adapters/", "benchmarks/", "examples/")
 
 
 def compile_args(entry):
@@ -52,8 +52,9 @@ def key_of(entry, salt):
     # The checkout's path is left out, so a clone elsewhere finds the same keys.
     root = ROOT.encode()
     h = hashlib.sha256(salt)
-    h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode().replace(
-        root, b"<root>"))
+    h.update(
+        entry.get("command", " ".join(entry.get("arguments", []))).encode().replace(root, b"<root>")
+    )
     h.update(pp.stdout.replace(root, b"<root>") if pp.returncode == 0 else os.urandom(16))
     return h.hexdigest()
 
@@ -64,11 +65,20 @@ def check(entry, build, cache, salt):
     marker = os.path.join(cache, key)
     if os.path.exists(marker):
         return path, True, "", True
-    run = subprocess.run(["clang-tidy", "-p", build, "--quiet", entry["file"]], cwd=ROOT,
-                         capture_output=True, text=True)
-    text = "\n".join(line for line in (run.stdout + run.stderr).splitlines()
-                     if "warnings generated" not in line and "Suppressed" not in line
-                     and "Use -header-filter" not in line and line.strip())
+    run = subprocess.run(
+        ["clang-tidy", "-p", build, "--quiet", entry["file"]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    text = "\n".join(
+        line
+        for line in (run.stdout + run.stderr).splitlines()
+        if "warnings generated" not in line
+        and "Suppressed" not in line
+        and "Use -header-filter" not in line
+        and line.strip()
+    )
     clean = run.returncode == 0 and "warning:" not in text and "error:" not in text
     if clean:
         open(marker, "w").close()
@@ -101,8 +111,10 @@ def main():
             if not clean:
                 failed.append(path)
                 print(text)
-    print("clang-tidy: %d files, %d unchanged since a clean run, %d with findings"
-          % (len(entries), cached, len(failed)))
+    print(
+        "clang-tidy: %d files, %d unchanged since a clean run, %d with findings"
+        % (len(entries), cached, len(failed))
+    )
     for p in failed:
         print("  " + p)
     return 1 if failed else 0

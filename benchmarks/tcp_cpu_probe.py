@@ -6,6 +6,7 @@ both (user + system, which includes the kernel's copies and protocol work) divid
 benchmarks/scale_model.py uses the figure (--tcp-cpu-gbs) for the CPU bound of hosts that share
 cores. Prints one line: "tcp_cpu_gbs X wall_gbs Y".
 """
+
 import argparse
 import os
 import resource

@@ -39,8 +39,9 @@ def main():
     keras.utils.set_random_seed(7 + hvd.rank())  # ranks start apart: the broadcast fixes that
 
     x, y = synthetic(args.steps * args.batch_size, seed=100 + hvd.rank())  # this rank's shard
-    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(64, activation="relu"),
-                              keras.layers.Dense(8)])
+    model = keras.Sequential(
+        [keras.Input((32,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(8)]
+    )
     optimizer = keras.optimizers.SGD(args.lr * hvd.size(), momentum=0.9)
 
     @tf.function
@@ -67,8 +68,10 @@ def main():
     x_test, y_test = synthetic(1024, seed=999)
     test_loss = float(tf.reduce_mean(tf.square(model(x_test) - y_test)))
     if hvd.rank() == 0:
-        print(f"held-out loss {test_loss:.4f}, trained on {hvd.size()} ranks in "
-              f"{time.perf_counter() - start:.1f} s")
+        print(
+            f"held-out loss {test_loss:.4f}, trained on {hvd.size()} ranks in "
+            f"{time.perf_counter() - start:.1f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ Imports the installed hora, checks it was imported from where the install under 
 x[i] = (rank + 1) * i over every rank and compares exactly. Prints
 "pip_smoke: rank R of N ok" on success; raises otherwise.
 """
+
 import sys
 from importlib import metadata
 
@@ -14,7 +15,9 @@ import hora
 
 expected_prefix = sys.argv[1]
 if not hora.__file__.startswith(expected_prefix):
-    raise SystemExit(f"pip_smoke: hora imported from {hora.__file__}, expected under {expected_prefix}")
+    raise SystemExit(
+        f"pip_smoke: hora imported from {hora.__file__}, expected under {expected_prefix}"
+    )
 version = metadata.version("hora")
 
 hora.init()
@@ -23,6 +26,8 @@ x = np.arange(1000, dtype=np.float32) * (rank + 1)
 y = hora.allreduce(x, name="pip_smoke.x", op=hora.Sum)
 expected = np.arange(1000, dtype=np.float32) * (size * (size + 1) // 2)
 if not np.array_equal(np.asarray(y), expected):
-    raise SystemExit(f"pip_smoke: rank {rank}: allreduce gave {np.asarray(y)[:4]}..., expected {expected[:4]}...")
+    raise SystemExit(
+        f"pip_smoke: rank {rank}: allreduce gave {np.asarray(y)[:4]}..., expected {expected[:4]}..."
+    )
 hora.shutdown()
 print(f"pip_smoke: rank {rank} of {size} ok (hora {version} from {hora.__file__})")

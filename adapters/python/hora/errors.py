@@ -46,7 +46,14 @@ class InternalError(HoraError):
 HorovodInternalError = RemoteError
 
 __all__ = [
-    "HoraError", "InvalidArgumentError", "FailedPreconditionError", "MismatchError",
-    "HoraTimeoutError", "RemoteError", "HoraIOError", "UnimplementedError", "InternalError",
+    "HoraError",
+    "InvalidArgumentError",
+    "FailedPreconditionError",
+    "MismatchError",
+    "HoraTimeoutError",
+    "RemoteError",
+    "HoraIOError",
+    "UnimplementedError",
+    "InternalError",
     "HorovodInternalError",
 ]

@@ -37,6 +37,7 @@ def _op(op, average=None):
         return Average
     if op is Adasum:
         from hora.errors import UnimplementedError
+
         raise UnimplementedError("op Adasum is not built into hora; use Average or Sum")
     if not isinstance(op, _core.ReduceOp):
         raise ValueError(f"op {op!r}: expected hora.Average, Sum, Min, Max or Product")
@@ -79,73 +80,178 @@ def synchronize(handle):
     return handle.wait()
 
 
-def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0, compression=None, output=None):
+def allreduce_async(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=None,
+    output=None,
+):
     """Starts ``output = postscale * op(prescale * tensor)`` over ranks; a new array by default."""
     if output is None:
         output = _empty_like(tensor, name)
-    return _core.allreduce_async(tensor, output, _name(name), _op(op, average),
-                                 float(prescale_factor), float(postscale_factor),
-                                 _compression(compression))
+    return _core.allreduce_async(
+        tensor,
+        output,
+        _name(name),
+        _op(op, average),
+        float(prescale_factor),
+        float(postscale_factor),
+        _compression(compression),
+    )
 
 
-def allreduce(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-              postscale_factor=1.0, compression=None, output=None):
+def allreduce(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=None,
+    output=None,
+):
     """The reduction of ``tensor`` over every rank, in a new array (or ``output``)."""
-    return synchronize(allreduce_async(tensor, average, name, op, prescale_factor,
-                                       postscale_factor, compression, output))
+    return synchronize(
+        allreduce_async(
+            tensor, average, name, op, prescale_factor, postscale_factor, compression, output
+        )
+    )
 
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, compression=None):
+def allreduce_async_(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=None,
+):
     """Starts an in-place allreduce of ``tensor``."""
-    return _core.allreduce_async(tensor, None, _name(name), _op(op, average),
-                                 float(prescale_factor), float(postscale_factor),
-                                 _compression(compression))
+    return _core.allreduce_async(
+        tensor,
+        None,
+        _name(name),
+        _op(op, average),
+        float(prescale_factor),
+        float(postscale_factor),
+        _compression(compression),
+    )
 
 
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0, compression=None):
+def allreduce_(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=None,
+):
     """Reduces ``tensor`` over every rank in place and returns it."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
-                                        postscale_factor, compression))
+    return synchronize(
+        allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, compression)
+    )
 
 
-def grouped_allreduce_async(tensors, average=None, names=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0, compression=None, outputs=None, name=None):
+def grouped_allreduce_async(
+    tensors,
+    average=None,
+    names=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=None,
+    outputs=None,
+    name=None,
+):
     """Starts one allreduce of a list of tensors, fused as a unit; new arrays by default.
 
     ``names`` (one per tensor) or ``name`` (a prefix: ``name.0``, ``name.1``, ...)."""
     tensors = list(tensors)
     if outputs is None:
         outputs = [_empty_like(t, name) for t in tensors]
-    return _core.grouped_allreduce_async(tensors, list(outputs), _group_names(tensors, names, name),
-                                         _op(op, average), float(prescale_factor),
-                                         float(postscale_factor), _compression(compression))
+    return _core.grouped_allreduce_async(
+        tensors,
+        list(outputs),
+        _group_names(tensors, names, name),
+        _op(op, average),
+        float(prescale_factor),
+        float(postscale_factor),
+        _compression(compression),
+    )
 
 
-def grouped_allreduce(tensors, average=None, names=None, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0, compression=None, outputs=None, name=None):
+def grouped_allreduce(
+    tensors,
+    average=None,
+    names=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=None,
+    outputs=None,
+    name=None,
+):
     """The reductions of a list of tensors (one fused unit), as a list."""
-    return synchronize(grouped_allreduce_async(tensors, average, names, op, prescale_factor,
-                                               postscale_factor, compression, outputs, name))
+    return synchronize(
+        grouped_allreduce_async(
+            tensors,
+            average,
+            names,
+            op,
+            prescale_factor,
+            postscale_factor,
+            compression,
+            outputs,
+            name,
+        )
+    )
 
 
-def grouped_allreduce_async_(tensors, average=None, names=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0, compression=None, name=None):
+def grouped_allreduce_async_(
+    tensors,
+    average=None,
+    names=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=None,
+    name=None,
+):
     """Starts an in-place grouped allreduce."""
     tensors = list(tensors)
-    return _core.grouped_allreduce_async(tensors, [None] * len(tensors),
-                                         _group_names(tensors, names, name), _op(op, average),
-                                         float(prescale_factor), float(postscale_factor),
-                                         _compression(compression))
+    return _core.grouped_allreduce_async(
+        tensors,
+        [None] * len(tensors),
+        _group_names(tensors, names, name),
+        _op(op, average),
+        float(prescale_factor),
+        float(postscale_factor),
+        _compression(compression),
+    )
 
 
-def grouped_allreduce_(tensors, average=None, names=None, op=None, prescale_factor=1.0,
-                       postscale_factor=1.0, compression=None, name=None):
+def grouped_allreduce_(
+    tensors,
+    average=None,
+    names=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=None,
+    name=None,
+):
     """Reduces a list of tensors in place, as one fused unit; returns the list."""
-    return synchronize(grouped_allreduce_async_(tensors, average, names, op, prescale_factor,
-                                                postscale_factor, compression, name))
+    return synchronize(
+        grouped_allreduce_async_(
+            tensors, average, names, op, prescale_factor, postscale_factor, compression, name
+        )
+    )
 
 
 def _group_names(tensors, names, name):
@@ -208,8 +314,9 @@ def alltoall(tensor, splits=None, name=None, allocator=None):
 
 def reducescatter_async(tensor, name=None, op=None, allocator=None):
     """Starts a reducescatter along the first dimension."""
-    return _core.reducescatter_async(tensor, allocator or _numpy_alloc.allocate, _name(name),
-                                     _op(op))
+    return _core.reducescatter_async(
+        tensor, allocator or _numpy_alloc.allocate, _name(name), _op(op)
+    )
 
 
 def reducescatter(tensor, name=None, op=None, allocator=None):

@@ -16,8 +16,9 @@ MODES = ["eager", "graph"]
 
 def model_and_data():
     keras.utils.set_random_seed(5)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(5, activation="relu"),
-                              keras.layers.Dense(2)])
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(5, activation="relu"), keras.layers.Dense(2)]
+    )
     rng = np.random.default_rng(9)
     x = rng.normal(size=(GLOBAL_BATCH, 4)).astype(np.float32)
     y = rng.normal(size=(GLOBAL_BATCH, 2)).astype(np.float32)
@@ -33,8 +34,11 @@ def gradients(model, x, y, wrap=None):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("options", [{}, {"num_groups": 2}, {"gradient_predivide_factor": 2.0},
-                                     {"compression_": "fp16"}], ids=str)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"num_groups": 2}, {"gradient_predivide_factor": 2.0}, {"compression_": "fp16"}],
+    ids=str,
+)
 def test_tape_averages_like_one_process(hvd, mode, options):
     r, n = hvd.rank(), hvd.size()
     model, x, y = model_and_data()
@@ -68,8 +72,10 @@ def test_tape_sparse_gradients(hvd, sparse_as_dense):
         return tape.gradient(loss, [table])[0]
 
     want = tf.convert_to_tensor(grad(ids)).numpy()
-    got = grad(shard_batches(ids, GLOBAL_BATCH, r, n),
-               lambda t: hvd.DistributedGradientTape(t, sparse_as_dense=sparse_as_dense))
+    got = grad(
+        shard_batches(ids, GLOBAL_BATCH, r, n),
+        lambda t: hvd.DistributedGradientTape(t, sparse_as_dense=sparse_as_dense),
+    )
     assert isinstance(got, tf.IndexedSlices) != sparse_as_dense
     assert relative_error(tf.convert_to_tensor(got).numpy(), want) <= 1e-6
 

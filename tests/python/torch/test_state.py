@@ -21,8 +21,11 @@ def job():
 
 def optimizer_classes():
     skip = {"Optimizer", "LBFGS", "SparseAdam"}  # LBFGS: closure-driven; SparseAdam: sparse only
-    return [c for name, c in sorted(vars(torch.optim).items())
-            if inspect.isclass(c) and issubclass(c, torch.optim.Optimizer) and name not in skip]
+    return [
+        c
+        for name, c in sorted(vars(torch.optim).items())
+        if inspect.isclass(c) and issubclass(c, torch.optim.Optimizer) and name not in skip
+    ]
 
 
 def same_on_every_rank(tensors):

@@ -19,8 +19,10 @@ import keras as _keras
 if not _keras.__version__.startswith("3."):  # pragma: no cover - depends on the environment
     raise ImportError(f"hora.keras needs Keras 3, found {_keras.__version__}")
 if _keras.backend.backend() != "tensorflow":  # pragma: no cover
-    raise ImportError(f"hora.keras needs Keras's TensorFlow backend, found "
-                      f"{_keras.backend.backend()} (KERAS_BACKEND=tensorflow)")
+    raise ImportError(
+        f"hora.keras needs Keras's TensorFlow backend, found "
+        f"{_keras.backend.backend()} (KERAS_BACKEND=tensorflow)"
+    )
 
 from hora.keras import callbacks  # noqa: E402
 from hora.keras.optimizer import DistributedOptimizer  # noqa: E402

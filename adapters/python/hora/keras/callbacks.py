@@ -72,8 +72,16 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
     Departure from Horovod: momentum_correction is accepted and ignored (Keras 3's SGD keeps
     momentum as a constant of the compiled step, which cannot be rescaled per batch)."""
 
-    def __init__(self, initial_lr=None, multiplier=1.0, start_epoch=0, end_epoch=None,
-                 staircase=True, momentum_correction=True, steps_per_epoch=None):
+    def __init__(
+        self,
+        initial_lr=None,
+        multiplier=1.0,
+        start_epoch=0,
+        end_epoch=None,
+        staircase=True,
+        momentum_correction=True,
+        steps_per_epoch=None,
+    ):
         super().__init__()
         self.initial_lr = initial_lr
         self.multiplier = multiplier if callable(multiplier) else (lambda epoch: multiplier)
@@ -88,8 +96,9 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
 
     def _adjust(self, epoch):
         if self._active(int(epoch)):
-            _set_learning_rate(self.model.optimizer,
-                               self.initial_lr * float(self.multiplier(epoch)))
+            _set_learning_rate(
+                self.model.optimizer, self.initial_lr * float(self.multiplier(epoch))
+            )
 
     def on_train_begin(self, logs=None):
         if self.initial_lr is None:
@@ -106,8 +115,10 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
         if self.staircase:
             return
         if not self.steps_per_epoch:
-            raise ValueError("LearningRateScheduleCallback(staircase=False) needs "
-                             "steps_per_epoch (fit did not say how many steps an epoch has)")
+            raise ValueError(
+                "LearningRateScheduleCallback(staircase=False) needs "
+                "steps_per_epoch (fit did not say how many steps an epoch has)"
+            )
         self._adjust(self.current_epoch + batch / self.steps_per_epoch)
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -123,21 +134,34 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
     grows per batch from ``initial_lr / size`` to ``initial_lr`` (the rate scaled for the
     job's size), ``lr = initial_lr / size * (epoch * (size - 1) / warmup_epochs + 1)``."""
 
-    def __init__(self, initial_lr=None, warmup_epochs=5, momentum_correction=True,
-                 steps_per_epoch=None, verbose=0):
+    def __init__(
+        self,
+        initial_lr=None,
+        warmup_epochs=5,
+        momentum_correction=True,
+        steps_per_epoch=None,
+        verbose=0,
+    ):
         def multiplier(epoch):
             size = hora.size()
             return 1.0 / size * (epoch * (size - 1) / warmup_epochs + 1)
 
-        super().__init__(initial_lr=initial_lr, multiplier=multiplier, start_epoch=0,
-                         end_epoch=warmup_epochs, staircase=False,
-                         momentum_correction=momentum_correction,
-                         steps_per_epoch=steps_per_epoch)
+        super().__init__(
+            initial_lr=initial_lr,
+            multiplier=multiplier,
+            start_epoch=0,
+            end_epoch=warmup_epochs,
+            staircase=False,
+            momentum_correction=momentum_correction,
+            steps_per_epoch=steps_per_epoch,
+        )
         self.warmup_epochs = warmup_epochs
         self.verbose = verbose
 
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)
         if epoch == self.warmup_epochs - 1 and self.verbose > 0 and hora.rank() == 0:
-            print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
-                  f"{_learning_rate(self.model.optimizer):g}.")
+            print(
+                f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
+                f"{_learning_rate(self.model.optimizer):g}."
+            )

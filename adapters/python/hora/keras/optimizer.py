@@ -20,11 +20,18 @@ from hora.tensorflow.gradient_reducer import OpsGradientReducer
 class _HoraSettings:
     """The wrapper's options and reducers (a plain object, outside Keras's tracking)."""
 
-    def __init__(self, compression, backward_passes_per_step, average_aggregated_gradients,
-                 op, gradient_predivide_factor, sparse_as_dense, groups):
+    def __init__(
+        self,
+        compression,
+        backward_passes_per_step,
+        average_aggregated_gradients,
+        op,
+        gradient_predivide_factor,
+        sparse_as_dense,
+        groups,
+    ):
         if backward_passes_per_step < 1:
-            raise ValueError(f"backward_passes_per_step {backward_passes_per_step}: must be "
-                             ">= 1")
+            raise ValueError(f"backward_passes_per_step {backward_passes_per_step}: must be >= 1")
         op = hora.Average if op is None else op
         if op not in (hora.Average, hora.Sum):
             raise ValueError(f"op {op!r}: DistributedOptimizer reduces with Average or Sum")
@@ -47,9 +54,13 @@ class _HoraSettings:
                 groups = [[index_of[id(v)] for v in g if id(v) in index_of] for g in self.groups]
                 groups = [g for g in groups if g]
             self.reducers[key] = OpsGradientReducer(
-                names, op=self.op, compression=self.compression,
-                gradient_predivide_factor=self.predivide, name_prefix="keras.grad/",
-                groups=groups)
+                names,
+                op=self.op,
+                compression=self.compression,
+                gradient_predivide_factor=self.predivide,
+                name_prefix="keras.grad/",
+                groups=groups,
+            )
         return self.reducers[key]
 
 
@@ -88,13 +99,17 @@ class _DistributedOptimizer:
             self._hora_accumulators = [
                 self.add_variable_from_reference(v, name="hora_accumulator") for v in variables
             ]
-            self._hora_passes = self.add_variable((), initializer="zeros", dtype="int64",
-                                                  name="hora_passes")
+            self._hora_passes = self.add_variable(
+                (), initializer="zeros", dtype="int64", name="hora_passes"
+            )
 
     def apply(self, grads, trainable_variables=None):
         grads = list(grads)
-        variables = (list(trainable_variables) if trainable_variables is not None
-                     else list(self._trainable_variables))
+        variables = (
+            list(trainable_variables)
+            if trainable_variables is not None
+            else list(self._trainable_variables)
+        )
         if self._hora.k == 1:
             reduced = self._hora_reduce(grads, variables)
             return super().apply(reduced, trainable_variables)
@@ -125,8 +140,9 @@ class _DistributedOptimizer:
                 accumulators[i].assign(tf.zeros_like(accumulators[i]))
             return tf.constant(True)
 
-        is_step = tf.equal(tf.math.floormod(tf.convert_to_tensor(self._hora_passes),
-                                            self._hora.k), 0)
+        is_step = tf.equal(
+            tf.math.floormod(tf.convert_to_tensor(self._hora_passes), self._hora.k), 0
+        )
         if tf.executing_eagerly():
             if bool(is_step):
                 reduce_and_apply()
@@ -155,10 +171,20 @@ def _wrap_in_place(optimizer, settings):
     return optimizer
 
 
-def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse="",
-                         compression=Compression.none, sparse_as_dense=False,
-                         backward_passes_per_step=1, op=None, gradient_predivide_factor=1.0,
-                         average_aggregated_gradients=False, groups=None, num_groups=0):
+def DistributedOptimizer(
+    optimizer,
+    name=None,
+    device_dense="",
+    device_sparse="",
+    compression=Compression.none,
+    sparse_as_dense=False,
+    backward_passes_per_step=1,
+    op=None,
+    gradient_predivide_factor=1.0,
+    average_aggregated_gradients=False,
+    groups=None,
+    num_groups=0,
+):
     """Wraps a Keras optimizer so that ``model.compile(optimizer=DistributedOptimizer(opt))``
     and ``model.fit`` train data-parallel: each step's gradients are averaged over every rank
     (op=hora.Sum sums) before the optimizer applies them.
@@ -179,9 +205,15 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     jit_compile=False (hora's ops are custom CPU kernels XLA cannot compile; Keras's "auto"
     already picks no XLA on CPU-only machines).
     """
-    settings = _HoraSettings(compression, backward_passes_per_step,
-                             average_aggregated_gradients, op, gradient_predivide_factor,
-                             sparse_as_dense, groups)
+    settings = _HoraSettings(
+        compression,
+        backward_passes_per_step,
+        average_aggregated_gradients,
+        op,
+        gradient_predivide_factor,
+        sparse_as_dense,
+        groups,
+    )
     cls = _wrapped_class(type(optimizer))
     wrapped = cls.from_config(optimizer.get_config())
     wrapped._hora = settings

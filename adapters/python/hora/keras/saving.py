@@ -6,8 +6,14 @@ from hora.compression import Compression
 from hora.keras.optimizer import _HoraSettings, _wrap_in_place
 
 
-def load_model(filepath, custom_optimizers=None, custom_objects=None,
-               compression=Compression.none, compile=True, **wrapper_options):
+def load_model(
+    filepath,
+    custom_optimizers=None,
+    custom_objects=None,
+    compression=Compression.none,
+    compile=True,
+    **wrapper_options,
+):
     """keras.models.load_model, then the compiled model's optimizer (with its restored
     state: slots, iterations, learning rate) is wrapped in place as a DistributedOptimizer
     with ``compression`` and ``wrapper_options`` (DistributedOptimizer's keywords), ready for
@@ -20,9 +26,13 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
     optimizer = getattr(model, "optimizer", None)
     if compile and optimizer is not None:
         settings = _HoraSettings(
-            compression, wrapper_options.get("backward_passes_per_step", 1),
+            compression,
+            wrapper_options.get("backward_passes_per_step", 1),
             wrapper_options.get("average_aggregated_gradients", False),
-            wrapper_options.get("op"), wrapper_options.get("gradient_predivide_factor", 1.0),
-            wrapper_options.get("sparse_as_dense", False), wrapper_options.get("groups"))
+            wrapper_options.get("op"),
+            wrapper_options.get("gradient_predivide_factor", 1.0),
+            wrapper_options.get("sparse_as_dense", False),
+            wrapper_options.get("groups"),
+        )
         _wrap_in_place(optimizer, settings)
     return model

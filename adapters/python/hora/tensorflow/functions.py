@@ -22,8 +22,9 @@ def broadcast_variables(variables, root_rank):
     assigns = []
     for i, var in enumerate(variables):
         value = tf.convert_to_tensor(var)
-        received = mpi_ops.broadcast(value, root_rank, name=_variable_name(i, var),
-                                     ignore_name_scope=True)
+        received = mpi_ops.broadcast(
+            value, root_rank, name=_variable_name(i, var), ignore_name_scope=True
+        )
         assigns.append(var.assign(received))
     if tf.executing_eagerly():
         return None
@@ -34,8 +35,11 @@ def broadcast_object(obj, root_rank=0, name=None):
     """Root's ``obj`` (pickled) on every rank. Every rank must call it; only root's ``obj``
     matters. Runs eagerly, over hora's NumPy API."""
     name = name or "broadcast_object"
-    payload = (np.frombuffer(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL), np.uint8).copy()
-               if hora.rank() == root_rank else np.zeros(0, np.uint8))
+    payload = (
+        np.frombuffer(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL), np.uint8).copy()
+        if hora.rank() == root_rank
+        else np.zeros(0, np.uint8)
+    )
     length = np.array([payload.size], np.int64)
     hora.broadcast_(length, root_rank, name=f"{name}.length")
     if hora.rank() != root_rank:
@@ -52,6 +56,6 @@ def allgather_object(obj, name=None):
     data = hora.allgather(payload, name=f"{name}.data")
     out, offset = [], 0
     for n in lengths.tolist():
-        out.append(pickle.loads(data[offset:offset + n].tobytes()))
+        out.append(pickle.loads(data[offset : offset + n].tobytes()))
         offset += n
     return out

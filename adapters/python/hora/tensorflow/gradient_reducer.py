@@ -26,14 +26,25 @@ class OpsGradientReducer:
     """A GradientReducer over a fixed list of parameter names (the same on every rank, in the
     same order). op: hora.Average or hora.Sum."""
 
-    def __init__(self, names, op=None, compression=Compression.none,
-                 gradient_predivide_factor=1.0, name_prefix="grad/", groups=None):
+    def __init__(
+        self,
+        names,
+        op=None,
+        compression=Compression.none,
+        gradient_predivide_factor=1.0,
+        name_prefix="grad/",
+        groups=None,
+    ):
         self.names = list(names)
         self._compression = compression
         self.id = _core.c_api_reducer_create(
-            self.names, hora.ops._op(op), hora.ops._compression(compression),
-            float(gradient_predivide_factor), name_prefix,
-            [list(g) for g in (groups or [])])
+            self.names,
+            hora.ops._op(op),
+            hora.ops._compression(compression),
+            float(gradient_predivide_factor),
+            name_prefix,
+            [list(g) for g in (groups or [])],
+        )
         self._release = weakref.finalize(self, _core.c_api_reducer_release, self.id)
 
     def reduce(self, grads):
@@ -41,12 +52,15 @@ class OpsGradientReducer:
         be None on every rank). Dense tensors only (densify tf.IndexedSlices first)."""
         present = [(i, g) for i, g in enumerate(grads) if g is not None]
         if len(grads) != len(self.names):
-            raise ValueError(f"gradient reducer: {len(grads)} gradients for "
-                             f"{len(self.names)} parameters")
+            raise ValueError(
+                f"gradient reducer: {len(grads)} gradients for {len(self.names)} parameters"
+            )
         if not present:
             return list(grads)
-        pending = [mpi_ops._run(_ops.hora_reducer_gradient_ready, g, reducer_id=self.id,
-                                index=i) for i, g in present]
+        pending = [
+            mpi_ops._run(_ops.hora_reducer_gradient_ready, g, reducer_id=self.id, index=i)
+            for i, g in present
+        ]
         reduced = mpi_ops._run(_ops.hora_reducer_synchronize, pending, reducer_id=self.id)
         out = list(grads)
         for (i, _), r in zip(present, reduced):

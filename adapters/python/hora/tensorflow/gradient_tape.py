@@ -16,8 +16,9 @@ def _source_name(i, source):
 class _DistributedGradientTape:
     """Wraps a tf.GradientTape; everything but gradient() goes to the wrapped tape."""
 
-    def __init__(self, tape, compression, sparse_as_dense, op, gradient_predivide_factor,
-                 num_groups, groups):
+    def __init__(
+        self, tape, compression, sparse_as_dense, op, gradient_predivide_factor, num_groups, groups
+    ):
         self._tape = tape
         self._compression = compression
         self._sparse_as_dense = sparse_as_dense
@@ -44,8 +45,13 @@ class _DistributedGradientTape:
     def __getattr__(self, attr):
         return getattr(self._tape, attr)
 
-    def gradient(self, target, sources, output_gradients=None,
-                 unconnected_gradients=tf.UnconnectedGradients.NONE):
+    def gradient(
+        self,
+        target,
+        sources,
+        output_gradients=None,
+        unconnected_gradients=tf.UnconnectedGradients.NONE,
+    ):
         """The wrapped tape's gradients, reduced over every rank (averaged by default).
         None gradients stay None (they must be None on every rank)."""
         grads = self._tape.gradient(target, sources, output_gradients, unconnected_gradients)
@@ -61,8 +67,12 @@ class _DistributedGradientTape:
 
     def _reduce(self, grads, sources):
         if hora.size() == 1 and self._predivide == 1.0:
-            return [tf.convert_to_tensor(g) if self._sparse_as_dense and
-                    isinstance(g, tf.IndexedSlices) else g for g in grads]
+            return [
+                tf.convert_to_tensor(g)
+                if self._sparse_as_dense and isinstance(g, tf.IndexedSlices)
+                else g
+                for g in grads
+            ]
         op, prescale, postscale = self._scales()
         out = list(grads)
         present = []
@@ -73,16 +83,20 @@ class _DistributedGradientTape:
                 g = tf.convert_to_tensor(g)
             if isinstance(g, tf.IndexedSlices):
                 name = f"tape.sparse.{_source_name(i, sources[i])}"
-                out[i] = mpi_ops._sparse_allreduce(g, op if self._predivide == 1.0
-                                                   else mpi_ops._AVERAGE, name, True)
+                out[i] = mpi_ops._sparse_allreduce(
+                    g, op if self._predivide == 1.0 else mpi_ops._AVERAGE, name, True
+                )
             else:
                 present.append((i, g))
         for group_no, members in enumerate(self._partition(present, sources)):
             reduced = mpi_ops.grouped_allreduce(
-                [g for _, g in members], op=hora.ops._core.ReduceOp(op),
-                prescale_factor=prescale, postscale_factor=postscale,
+                [g for _, g in members],
+                op=hora.ops._core.ReduceOp(op),
+                prescale_factor=prescale,
+                postscale_factor=postscale,
                 compression=self._compression,
-                name=f"tape.group{group_no}" if tf.executing_eagerly() else None)
+                name=f"tape.group{group_no}" if tf.executing_eagerly() else None,
+            )
             for (i, _), r in zip(members, reduced):
                 out[i] = r
         return out
@@ -97,8 +111,11 @@ class _DistributedGradientTape:
             by_index = dict(present)
             chosen, groups = set(), []
             for group in self._groups:
-                members = [(index_of[id(v)], by_index[index_of[id(v)]]) for v in group
-                           if id(v) in index_of and index_of[id(v)] in by_index]
+                members = [
+                    (index_of[id(v)], by_index[index_of[id(v)]])
+                    for v in group
+                    if id(v) in index_of and index_of[id(v)] in by_index
+                ]
                 chosen.update(i for i, _ in members)
                 if members:
                     groups.append(members)
@@ -107,13 +124,21 @@ class _DistributedGradientTape:
         if self._num_groups > 0:
             n = min(self._num_groups, len(present))
             size = -(-len(present) // n)
-            return [present[k:k + size] for k in range(0, len(present), size)]
+            return [present[k : k + size] for k in range(0, len(present), size)]
         return [present]
 
 
-def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
-                            compression=Compression.none, sparse_as_dense=False, op=None,
-                            gradient_predivide_factor=1.0, num_groups=0, groups=None):
+def DistributedGradientTape(
+    gradtape,
+    device_dense="",
+    device_sparse="",
+    compression=Compression.none,
+    sparse_as_dense=False,
+    op=None,
+    gradient_predivide_factor=1.0,
+    num_groups=0,
+    groups=None,
+):
     """Wraps ``gradtape`` so that ``gradient()`` returns gradients reduced over every rank:
 
         with tf.GradientTape() as tape:
@@ -128,9 +153,15 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     does: sum of g/f, then times f/size. device_dense/device_sparse are ignored (hora's
     TensorFlow ops run on the CPU). At one rank the gradients are returned as they are.
     """
-    return _DistributedGradientTape(gradtape, compression, sparse_as_dense,
-                                    Average if op is None else op, gradient_predivide_factor,
-                                    num_groups, groups)
+    return _DistributedGradientTape(
+        gradtape,
+        compression,
+        sparse_as_dense,
+        Average if op is None else op,
+        gradient_predivide_factor,
+        num_groups,
+        groups,
+    )
 
 
 Average = hora.Average

@@ -55,9 +55,18 @@ _TF_SUFFIX = re.compile(r"\s*\[Op:\w+\]( name: .*)?$", re.S)
 # adapters/tensorflow/ops.cc); TensorFlow chains stateful ops without resource inputs in
 # program order, so each op here gets a private pseudo-resource (its own first output), which
 # leaves it ordered only by its data: independent collectives are in flight together and fuse.
-_ORDER_INSENSITIVE = frozenset((
-    "HoraAllreduce", "HoraGroupedAllreduce", "HoraAllgather", "HoraBroadcast", "HoraAlltoall",
-    "HoraReducescatter", "HoraReducerGradientReady", "HoraReducerSynchronize"))
+_ORDER_INSENSITIVE = frozenset(
+    (
+        "HoraAllreduce",
+        "HoraGroupedAllreduce",
+        "HoraAllgather",
+        "HoraBroadcast",
+        "HoraAlltoall",
+        "HoraReducescatter",
+        "HoraReducerGradientReady",
+        "HoraReducerSynchronize",
+    )
+)
 
 
 def _hora_collective_resolver(op, resource_reads, resource_writes):
@@ -105,7 +114,7 @@ def _translated(error):
     cls = getattr(_errors, match.group(1), None) if match else None
     if cls is None or not isinstance(cls, type) or not issubclass(cls, _errors.HoraError):
         return None
-    return cls(_TF_SUFFIX.sub("", error.message[match.end():]))
+    return cls(_TF_SUFFIX.sub("", error.message[match.end() :]))
 
 
 def _run(fn, *args, **kwargs):
@@ -121,9 +130,18 @@ def _run(fn, *args, **kwargs):
         raise hora_error from e
 
 
-def allreduce(tensor, average=None, device_dense="", device_sparse="",
-              compression=Compression.none, op=None, prescale_factor=1.0,
-              postscale_factor=1.0, name=None, ignore_name_scope=False):
+def allreduce(
+    tensor,
+    average=None,
+    device_dense="",
+    device_sparse="",
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    name=None,
+    ignore_name_scope=False,
+):
     """``postscale * op(prescale * tensor)`` over every rank (op: Average by default).
 
     A ``tf.IndexedSlices`` is gathered instead (values and indices from every rank, values
@@ -133,10 +151,16 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
         return _sparse_allreduce(tensor, reduce_op, name, ignore_name_scope)
     tensor = tf.convert_to_tensor(tensor)
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    return _run(_ops.hora_allreduce, tensor, reduce_op=reduce_op,
-                prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
-                compression=_wire(tensor.dtype, compression), tensor_name=tensor_name,
-                name_from_node=from_node)
+    return _run(
+        _ops.hora_allreduce,
+        tensor,
+        reduce_op=reduce_op,
+        prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor),
+        compression=_wire(tensor.dtype, compression),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
 def _sparse_allreduce(slices, reduce_op, name, ignore_name_scope):
@@ -151,9 +175,18 @@ def _sparse_allreduce(slices, reduce_op, name, ignore_name_scope):
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
 
 
-def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
-                      compression=Compression.none, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0, name=None, ignore_name_scope=False):
+def grouped_allreduce(
+    tensors,
+    average=None,
+    device_dense="",
+    device_sparse="",
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    name=None,
+    ignore_name_scope=False,
+):
     """Allreduces a list of tensors as one unit (fused together); returns the list.
 
     Members are named ``<name>.<i>``. Members of one dtype form one fused unit (with several
@@ -179,11 +212,16 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     for part, (dtype, members) in enumerate(parts.items()):
         part_name = name if name is None or part == 0 else f"{name}.{dtype.name}"
         tensor_name, from_node = _naming(part_name, ignore_name_scope)
-        reduced = _run(_ops.hora_grouped_allreduce, [t for _, t in members],
-                       reduce_op=reduce_op, prescale_factor=float(prescale_factor),
-                       postscale_factor=float(postscale_factor),
-                       compression=_wire(dtype, compression), tensor_name=tensor_name,
-                       name_from_node=from_node)
+        reduced = _run(
+            _ops.hora_grouped_allreduce,
+            [t for _, t in members],
+            reduce_op=reduce_op,
+            prescale_factor=float(prescale_factor),
+            postscale_factor=float(postscale_factor),
+            compression=_wire(dtype, compression),
+            tensor_name=tensor_name,
+            name_from_node=from_node,
+        )
         for (i, _), r in zip(members, reduced):
             results[i] = r
     return results
@@ -192,15 +230,24 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
 def allgather(tensor, name=None, ignore_name_scope=False):
     """Every rank's tensor concatenated along the first dimension (which may differ)."""
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    return _run(_ops.hora_allgather, tf.convert_to_tensor(tensor), tensor_name=tensor_name,
-                name_from_node=from_node)
+    return _run(
+        _ops.hora_allgather,
+        tf.convert_to_tensor(tensor),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):
     """root_rank's tensor, on every rank."""
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    return _run(_ops.hora_broadcast, tf.convert_to_tensor(tensor), root_rank=int(root_rank),
-                tensor_name=tensor_name, name_from_node=from_node)
+    return _run(
+        _ops.hora_broadcast,
+        tf.convert_to_tensor(tensor),
+        root_rank=int(root_rank),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
 def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
@@ -211,19 +258,35 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
         splits = tf.zeros([0], dtype=tf.int64)
     splits = tf.cast(tf.convert_to_tensor(splits), tf.int64)
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    received, received_splits = _run(_ops.hora_alltoall, tf.convert_to_tensor(tensor), splits,
-                                     tensor_name=tensor_name, name_from_node=from_node)
+    received, received_splits = _run(
+        _ops.hora_alltoall,
+        tf.convert_to_tensor(tensor),
+        splits,
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
     return received, received_splits
 
 
-def reducescatter(tensor, device_dense="", compression=Compression.none, op=None, name=None,
-                  ignore_name_scope=False):
+def reducescatter(
+    tensor,
+    device_dense="",
+    compression=Compression.none,
+    op=None,
+    name=None,
+    ignore_name_scope=False,
+):
     """This rank's block of the reduction along the first dimension (the first rows % size
     ranks get one row more). op: Average (default) or Sum, Min, Max, Product. compression is
     accepted for Horovod's signature; reducescatter travels uncompressed."""
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    return _run(_ops.hora_reducescatter, tf.convert_to_tensor(tensor),
-                reduce_op=_reduce_op(op), tensor_name=tensor_name, name_from_node=from_node)
+    return _run(
+        _ops.hora_reducescatter,
+        tf.convert_to_tensor(tensor),
+        reduce_op=_reduce_op(op),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
 def join():
@@ -252,8 +315,10 @@ def _grad_naming(op):
 
 def _check_differentiable(reduce_op, what):
     if reduce_op not in (_SUM, _AVERAGE):
-        raise ValueError(f"{what} with op {hora.ops._core.ReduceOp(reduce_op).name} has no "
-                         "gradient (only Average and Sum do)")
+        raise ValueError(
+            f"{what} with op {hora.ops._core.ReduceOp(reduce_op).name} has no "
+            "gradient (only Average and Sum do)"
+        )
 
 
 @tf.RegisterGradient("HoraAllreduce")
@@ -261,44 +326,61 @@ def _allreduce_grad(op, grad):
     reduce_op = op.get_attr("reduce_op")
     _check_differentiable(reduce_op, "allreduce")
     tensor_name, from_node = _grad_naming(op)
-    return _ops.hora_allreduce(grad, reduce_op=reduce_op,
-                               prescale_factor=op.get_attr("prescale_factor"),
-                               postscale_factor=op.get_attr("postscale_factor"),
-                               tensor_name=tensor_name, name_from_node=from_node)
+    return _ops.hora_allreduce(
+        grad,
+        reduce_op=reduce_op,
+        prescale_factor=op.get_attr("prescale_factor"),
+        postscale_factor=op.get_attr("postscale_factor"),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
 @tf.RegisterGradient("HoraGroupedAllreduce")
 def _grouped_allreduce_grad(op, *grads):
     reduce_op = op.get_attr("reduce_op")
     _check_differentiable(reduce_op, "grouped_allreduce")
-    grads = [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
-             for x, g in zip(op.inputs, grads)]
+    grads = [
+        tf.zeros_like(x) if g is None else tf.convert_to_tensor(g) for x, g in zip(op.inputs, grads)
+    ]
     tensor_name, from_node = _grad_naming(op)
-    return _ops.hora_grouped_allreduce(grads, reduce_op=reduce_op,
-                                       prescale_factor=op.get_attr("prescale_factor"),
-                                       postscale_factor=op.get_attr("postscale_factor"),
-                                       tensor_name=tensor_name, name_from_node=from_node)
+    return _ops.hora_grouped_allreduce(
+        grads,
+        reduce_op=reduce_op,
+        prescale_factor=op.get_attr("prescale_factor"),
+        postscale_factor=op.get_attr("postscale_factor"),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
 @tf.RegisterGradient("HoraAllgather")
 def _allgather_grad(op, grad):
     # Sum every rank's gradient of the gathered tensor, then keep this rank's rows.
     tensor_name, from_node = _grad_naming(op)
-    grad = _ops.hora_allreduce(tf.convert_to_tensor(grad), reduce_op=_SUM,
-                               tensor_name=tensor_name, name_from_node=from_node)
+    grad = _ops.hora_allreduce(
+        tf.convert_to_tensor(grad),
+        reduce_op=_SUM,
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
     rows = tf.shape(op.inputs[0], out_type=tf.int64)[0:1]
     rows_name = f"{tensor_name}.rows" if tensor_name else ""
     all_rows = _ops.hora_allgather(rows, tensor_name=rows_name, name_from_node=from_node)
-    begin = tf.reduce_sum(all_rows[:hora.rank()])
-    return grad[begin:begin + rows[0]]
+    begin = tf.reduce_sum(all_rows[: hora.rank()])
+    return grad[begin : begin + rows[0]]
 
 
 @tf.RegisterGradient("HoraBroadcast")
 def _broadcast_grad(op, grad):
     # Only the root's input reaches the outputs: it gets every rank's gradient, summed.
     tensor_name, from_node = _grad_naming(op)
-    summed = _ops.hora_allreduce(tf.convert_to_tensor(grad), reduce_op=_SUM,
-                                 tensor_name=tensor_name, name_from_node=from_node)
+    summed = _ops.hora_allreduce(
+        tf.convert_to_tensor(grad),
+        reduce_op=_SUM,
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
     if hora.rank() != op.get_attr("root_rank"):
         return tf.zeros_like(summed)
     return summed
@@ -308,8 +390,9 @@ def _broadcast_grad(op, grad):
 def _alltoall_grad(op, grad, _grad_splits):
     # The rows go back where they came from.
     tensor_name, from_node = _grad_naming(op)
-    back, _ = _ops.hora_alltoall(tf.convert_to_tensor(grad), op.outputs[1],
-                                 tensor_name=tensor_name, name_from_node=from_node)
+    back, _ = _ops.hora_alltoall(
+        tf.convert_to_tensor(grad), op.outputs[1], tensor_name=tensor_name, name_from_node=from_node
+    )
     return back, None
 
 
@@ -318,8 +401,9 @@ def _reducescatter_grad(op, grad):
     reduce_op = op.get_attr("reduce_op")
     _check_differentiable(reduce_op, "reducescatter")
     tensor_name, from_node = _grad_naming(op)
-    gathered = _ops.hora_allgather(tf.convert_to_tensor(grad), tensor_name=tensor_name,
-                                   name_from_node=from_node)
+    gathered = _ops.hora_allgather(
+        tf.convert_to_tensor(grad), tensor_name=tensor_name, name_from_node=from_node
+    )
     if reduce_op == _AVERAGE:
         gathered = gathered / tf.cast(hora.size(), gathered.dtype)
     return gathered

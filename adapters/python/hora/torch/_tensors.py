@@ -69,5 +69,6 @@ def in_place(tensor, name):
     if not t.is_contiguous():
         raise InvalidArgumentError(
             f"tensor '{name or '<unnamed>'}': an in-place collective needs a contiguous tensor "
-            f"(strides {tuple(t.stride())}); call .contiguous() or use the out-of-place form")
+            f"(strides {tuple(t.stride())}); call .contiguous() or use the out-of-place form"
+        )
     return t

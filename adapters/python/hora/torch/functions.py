@@ -18,8 +18,10 @@ def _named_tensors(params):
         items = list(params)
     for item in items:
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
-            raise ValueError("params: expected a state_dict or a list of (name, tensor) pairs "
-                             "such as model.named_parameters()")
+            raise ValueError(
+                "params: expected a state_dict or a list of (name, tensor) pairs "
+                "such as model.named_parameters()"
+            )
     return items
 
 
@@ -70,7 +72,7 @@ def allgather_object(obj, name=None):
     data = hora.allgather(payload, name=f"{name}.payload")
     out, offset = [], 0
     for n in lengths.tolist():
-        out.append(_from_bytes(data[offset:offset + n]))
+        out.append(_from_bytes(data[offset : offset + n]))
         offset += n
     return out
 
@@ -83,8 +85,11 @@ def broadcast_optimizer_state(optimizer, root_rank):
     handles state that only root has."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("broadcast_optimizer_state does not support LBFGS (nor does Horovod)")
-    state = broadcast_object(optimizer.state_dict() if hora.rank() == root_rank else None,
-                             root_rank, name="broadcast.optimizer_state")
+    state = broadcast_object(
+        optimizer.state_dict() if hora.rank() == root_rank else None,
+        root_rank,
+        name="broadcast.optimizer_state",
+    )
     if hora.rank() != root_rank:
         optimizer.load_state_dict(state)
         # load_state_dict casts floating state to its parameter's dtype (NAdam's float32

@@ -61,30 +61,67 @@ def synchronize(handle):
 
 # ---- allreduce ---------------------------------------------------------------------------
 
-def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0, compression=Compression.none):
+
+def allreduce_async(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=Compression.none,
+):
     """Starts an allreduce of ``tensor`` into a new tensor; returns a handle."""
     t = _tensors.contiguous(tensor)
     output = torch.empty_like(t, memory_format=torch.contiguous_format)
-    return _core.allreduce_async(t, output, _name(name), _op(op, average),
-                                 float(prescale_factor), float(postscale_factor),
-                                 _wire(t, compression), stream=_tensors.stream_of(t))
+    return _core.allreduce_async(
+        t,
+        output,
+        _name(name),
+        _op(op, average),
+        float(prescale_factor),
+        float(postscale_factor),
+        _wire(t, compression),
+        stream=_tensors.stream_of(t),
+    )
 
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, compression=Compression.none):
+def allreduce_async_(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=Compression.none,
+):
     """Starts an in-place allreduce of ``tensor``; returns a handle."""
     t = _tensors.in_place(tensor, name)
-    return _core.allreduce_async(t, None, _name(name), _op(op, average), float(prescale_factor),
-                                 float(postscale_factor), _wire(t, compression),
-                                 stream=_tensors.stream_of(t))
+    return _core.allreduce_async(
+        t,
+        None,
+        _name(name),
+        _op(op, average),
+        float(prescale_factor),
+        float(postscale_factor),
+        _wire(t, compression),
+        stream=_tensors.stream_of(t),
+    )
 
 
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0, compression=Compression.none):
+def allreduce_(
+    tensor,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=Compression.none,
+):
     """Reduces ``tensor`` over every rank in place; returns it."""
-    synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
-                                 compression))
+    synchronize(
+        allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, compression)
+    )
     return tensor
 
 
@@ -92,74 +129,140 @@ class _Allreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, compression):
         ctx.op, ctx.pre, ctx.post = op, prescale_factor, postscale_factor
-        return synchronize(allreduce_async(tensor, None, name, op, prescale_factor,
-                                           postscale_factor, compression))
+        return synchronize(
+            allreduce_async(tensor, None, name, op, prescale_factor, postscale_factor, compression)
+        )
 
     @staticmethod
     def backward(ctx, grad_output):
         if ctx.op not in (Average, Sum):
             raise hora.UnimplementedError(
                 f"the gradient of allreduce with op {ctx.op.name} is not defined in hora "
-                "(Average and Sum only, as in Horovod)")
+                "(Average and Sum only, as in Horovod)"
+            )
         grad = synchronize(allreduce_async(grad_output, None, None, ctx.op, ctx.pre, ctx.post))
         return grad, None, None, None, None, None
 
 
-def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
-              prescale_factor=1.0, postscale_factor=1.0):
+def allreduce(
+    tensor,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
     """The reduction of ``tensor`` over every rank (average by default), a new tensor.
     Differentiable: the gradient is the same reduction of the output's gradient."""
-    return _Allreduce.apply(tensor, name, _op(op, average), prescale_factor, postscale_factor,
-                            compression)
+    return _Allreduce.apply(
+        tensor, name, _op(op, average), prescale_factor, postscale_factor, compression
+    )
 
 
-def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0, compression=Compression.none):
+def grouped_allreduce_async(
+    tensors,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=Compression.none,
+):
     """Starts one fused allreduce of a list of tensors into new tensors."""
     ts = [_tensors.contiguous(t) for t in tensors]
     outs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in ts]
     names = hora.ops._group_names(ts, None, name)
-    wire = _wire(ts[0], compression) if ts and all(t.dtype == ts[0].dtype for t in ts) else \
-        _core.Compression.none
-    return _core.grouped_allreduce_async(ts, outs, names, _op(op, average),
-                                         float(prescale_factor), float(postscale_factor), wire,
-                                         stream=_tensors.stream_of(ts[0]) if ts else 0)
+    wire = (
+        _wire(ts[0], compression)
+        if ts and all(t.dtype == ts[0].dtype for t in ts)
+        else _core.Compression.none
+    )
+    return _core.grouped_allreduce_async(
+        ts,
+        outs,
+        names,
+        _op(op, average),
+        float(prescale_factor),
+        float(postscale_factor),
+        wire,
+        stream=_tensors.stream_of(ts[0]) if ts else 0,
+    )
 
 
-def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
-                      prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce(
+    tensors,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
     """The reductions of a list of tensors, fused as one unit, as a list of new tensors."""
-    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor,
-                                               postscale_factor, compression))
+    return synchronize(
+        grouped_allreduce_async(
+            tensors, average, name, op, prescale_factor, postscale_factor, compression
+        )
+    )
 
 
-def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0, compression=Compression.none):
+def grouped_allreduce_async_(
+    tensors,
+    average=None,
+    name=None,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+    compression=Compression.none,
+):
     """Starts one fused in-place allreduce of a list of tensors."""
     ts = [_tensors.in_place(t, name) for t in tensors]
     names = hora.ops._group_names(ts, None, name)
-    wire = _wire(ts[0], compression) if ts and all(t.dtype == ts[0].dtype for t in ts) else \
-        _core.Compression.none
-    return _core.grouped_allreduce_async(ts, [None] * len(ts), names, _op(op, average),
-                                         float(prescale_factor), float(postscale_factor), wire,
-                                         stream=_tensors.stream_of(ts[0]) if ts else 0)
+    wire = (
+        _wire(ts[0], compression)
+        if ts and all(t.dtype == ts[0].dtype for t in ts)
+        else _core.Compression.none
+    )
+    return _core.grouped_allreduce_async(
+        ts,
+        [None] * len(ts),
+        names,
+        _op(op, average),
+        float(prescale_factor),
+        float(postscale_factor),
+        wire,
+        stream=_tensors.stream_of(ts[0]) if ts else 0,
+    )
 
 
-def grouped_allreduce_(tensors, average=None, name=None, compression=Compression.none, op=None,
-                       prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce_(
+    tensors,
+    average=None,
+    name=None,
+    compression=Compression.none,
+    op=None,
+    prescale_factor=1.0,
+    postscale_factor=1.0,
+):
     """Reduces a list of tensors in place, fused as one unit; returns the list."""
-    synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
-                                         postscale_factor, compression))
+    synchronize(
+        grouped_allreduce_async_(
+            tensors, average, name, op, prescale_factor, postscale_factor, compression
+        )
+    )
     return list(tensors)
 
 
 # ---- allgather ---------------------------------------------------------------------------
 
+
 def allgather_async(tensor, name=None):
     """Starts an allgather of ``tensor`` along the first dimension; returns a handle."""
     t = _tensors.contiguous(tensor)
-    return _core.allgather_async(t, _tensors.allocator_like(t), _name(name),
-                                 stream=_tensors.stream_of(t))
+    return _core.allgather_async(
+        t, _tensors.allocator_like(t), _name(name), stream=_tensors.stream_of(t)
+    )
 
 
 class _Allgather(torch.autograd.Function):
@@ -174,8 +277,8 @@ class _Allgather(torch.autograd.Function):
         # then keep this rank's rows.
         grad = synchronize(allreduce_async(grad_output, None, None, Sum))
         rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
-        start = int(rows[:hora.rank()].sum())
-        return grad[start:start + ctx.rows], None
+        start = int(rows[: hora.rank()].sum())
+        return grad[start : start + ctx.rows], None
 
 
 def allgather(tensor, name=None):
@@ -186,11 +289,13 @@ def allgather(tensor, name=None):
 
 # ---- broadcast ---------------------------------------------------------------------------
 
+
 def broadcast_async(tensor, root_rank, name=None):
     """Starts a broadcast of root's ``tensor`` into a new tensor; returns a handle."""
     output = _tensors.contiguous(tensor).clone(memory_format=torch.contiguous_format)
-    return _core.broadcast_async(output, int(root_rank), _name(name),
-                                 stream=_tensors.stream_of(output))
+    return _core.broadcast_async(
+        output, int(root_rank), _name(name), stream=_tensors.stream_of(output)
+    )
 
 
 def broadcast_async_(tensor, root_rank, name=None):
@@ -227,13 +332,18 @@ def broadcast(tensor, root_rank, name=None):
 
 # ---- alltoall ----------------------------------------------------------------------------
 
+
 def alltoall_async(tensor, splits=None, name=None):
     """Starts an alltoall: ``splits[p]`` first-dimension rows go to rank p (None: even)."""
     t = _tensors.contiguous(tensor)
-    s = [] if splits is None else [int(v) for v in (splits.tolist() if torch.is_tensor(splits)
-                                                    else splits)]
-    return _core.alltoall_async(t, s, _tensors.allocator_like(t), _name(name),
-                                stream=_tensors.stream_of(t))
+    s = (
+        []
+        if splits is None
+        else [int(v) for v in (splits.tolist() if torch.is_tensor(splits) else splits)]
+    )
+    return _core.alltoall_async(
+        t, s, _tensors.allocator_like(t), _name(name), stream=_tensors.stream_of(t)
+    )
 
 
 class _Alltoall(torch.autograd.Function):
@@ -260,11 +370,13 @@ def alltoall(tensor, splits=None, name=None):
 
 # ---- reducescatter -----------------------------------------------------------------------
 
+
 def reducescatter_async(tensor, name=None, op=None):
     """Starts a reducescatter along the first dimension; returns a handle."""
     t = _tensors.contiguous(tensor)
-    return _core.reducescatter_async(t, _tensors.allocator_like(t), _name(name), _op(op),
-                                     stream=_tensors.stream_of(t))
+    return _core.reducescatter_async(
+        t, _tensors.allocator_like(t), _name(name), _op(op), stream=_tensors.stream_of(t)
+    )
 
 
 class _Reducescatter(torch.autograd.Function):
@@ -277,7 +389,8 @@ class _Reducescatter(torch.autograd.Function):
     def backward(ctx, grad_output):
         if ctx.op not in (Average, Sum):
             raise hora.UnimplementedError(
-                f"the gradient of reducescatter with op {ctx.op.name} is not defined in hora")
+                f"the gradient of reducescatter with op {ctx.op.name} is not defined in hora"
+            )
         grad = synchronize(allgather_async(grad_output))
         if ctx.op == Average:
             grad = grad / hora.size()
@@ -291,6 +404,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=None):
 
 
 # ---- control -----------------------------------------------------------------------------
+
 
 def barrier():
     """Returns once every rank called barrier."""

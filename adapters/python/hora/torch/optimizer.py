@@ -31,16 +31,40 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     """Mixed into the wrapped optimizer's class (as Horovod does), so isinstance checks,
     param_groups, state and schedulers keep working."""
 
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense):
+    def __init__(
+        self,
+        params,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        groups,
+        sparse_as_dense,
+    ):
         super(self.__class__, self).__init__(params)
-        self._hora_setup(named_parameters, compression, backward_passes_per_step, op,
-                         gradient_predivide_factor, groups, sparse_as_dense)
+        self._hora_setup(
+            named_parameters,
+            compression,
+            backward_passes_per_step,
+            op,
+            gradient_predivide_factor,
+            groups,
+            sparse_as_dense,
+        )
 
     # ---- construction --------------------------------------------------------------------
 
-    def _hora_setup(self, named_parameters, compression, backward_passes_per_step, op,
-                    gradient_predivide_factor, groups, sparse_as_dense):
+    def _hora_setup(
+        self,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        groups,
+        sparse_as_dense,
+    ):
         params = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
         names = self._hora_names(params, named_parameters)
         op = mpi_ops._op(op)
@@ -52,24 +76,31 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 if p.dtype != torch.float32:
                     raise ValueError(
                         f"DistributedOptimizer: compression {compression} applies to float32 "
-                        f"gradients, but parameter '{n}' is {p.dtype}")
+                        f"gradients, but parameter '{n}' is {p.dtype}"
+                    )
         self._hora_params = params
         self._hora_param_names = names
         self._hora_sparse_as_dense = bool(sparse_as_dense)
         self._hora_op = op
         self._hora_reducer = _core.GradientReducer(
-            names, op=op, compression=wire,
+            names,
+            op=op,
+            compression=wire,
             backward_passes_per_step=int(backward_passes_per_step),
             gradient_predivide_factor=float(gradient_predivide_factor),
-            name_prefix="grad/", groups=self._hora_groups(params, groups),
-            param_exporter=_tensors.DLPACK_EXPORTER, param_stream=_tensors.stream_of)
+            name_prefix="grad/",
+            groups=self._hora_groups(params, groups),
+            param_exporter=_tensors.DLPACK_EXPORTER,
+            param_stream=_tensors.stream_of,
+        )
         self._hora_should_synchronize = True
         self._hora_synchronized = False
         self._hora_sparse = {}  # index -> (indices handle, values handle) of this step
         ready = self._hora_reducer.ready_param
         self._hora_hooks = [
             p.register_post_accumulate_grad_hook(functools.partial(ready, i, self._hora_hook(i)))
-            for i, p in enumerate(params)]
+            for i, p in enumerate(params)
+        ]
 
     @staticmethod
     def _hora_names(params, named_parameters):
@@ -79,8 +110,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         by_param, seen = {}, set()
         for name, p in named:
             if name in seen:
-                raise ValueError(f"DistributedOptimizer: parameter name '{name}' appears twice "
-                                 "in named_parameters; names must be unique")
+                raise ValueError(
+                    f"DistributedOptimizer: parameter name '{name}' appears twice "
+                    "in named_parameters; names must be unique"
+                )
             seen.add(name)
             by_param[p] = name
         missing = [i for i, p in enumerate(params) if p not in by_param]
@@ -88,7 +121,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError(
                 f"DistributedOptimizer: {len(missing)} of the optimizer's parameters are not in "
                 "named_parameters (every parameter needs a name, the same on every rank); pass "
-                "model.named_parameters() of the model the optimizer trains")
+                "model.named_parameters() of the model the optimizer trains"
+            )
         return [by_param[p] for p in params]
 
     @staticmethod
@@ -102,16 +136,19 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             n = len(params)
             k = min(groups, n) or 1
             bounds = [n * j // k for j in range(k + 1)]
-            return [list(range(bounds[j], bounds[j + 1])) for j in range(k)
-                    if bounds[j + 1] > bounds[j]]
+            return [
+                list(range(bounds[j], bounds[j + 1])) for j in range(k) if bounds[j + 1] > bounds[j]
+            ]
         index = {p: i for i, p in enumerate(params)}
         out = []
         for g in groups:
             ids = []
             for p in g:
                 if p not in index:
-                    raise ValueError("DistributedOptimizer: a parameter in groups is not one the "
-                                     "optimizer trains (or does not require grad)")
+                    raise ValueError(
+                        "DistributedOptimizer: a parameter in groups is not one the "
+                        "optimizer trains (or does not require grad)"
+                    )
                 ids.append(index[p])
             out.append(ids)
         return out
@@ -120,6 +157,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _hora_hook(self, index):
         """The general hook, for the gradients ready_param does not take itself."""
+
         def hook(p):
             g = p.grad
             if g is None:
@@ -133,6 +171,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if not g.is_contiguous():
                 p.grad = g = g.contiguous()
             self._hora_reducer.gradient_ready(index, g, stream=_tensors.stream_of(g))
+
         return hook
 
     def _hora_sparse_start(self, index, grad):
@@ -143,7 +182,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._hora_sparse[index] = (
             mpi_ops.allgather_async(g.indices().t().contiguous(), name=f"grad/{name}.indices"),
             mpi_ops.allgather_async(g.values().contiguous(), name=f"grad/{name}.values"),
-            g.shape)
+            g.shape,
+        )
 
     def _hora_sparse_finish(self):
         for index, (hi, hv, shape) in self._hora_sparse.items():
@@ -189,14 +229,17 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def step(self, closure=None):
         if self._hora_should_synchronize:
             if self._hora_synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "after optimizer.synchronize(); the gradients were reduced once, "
-                              "by synchronize()")
+                warnings.warn(
+                    "optimizer.step() called without optimizer.skip_synchronize() "
+                    "after optimizer.synchronize(); the gradients were reduced once, "
+                    "by synchronize()"
+                )
             elif not self._hora_reducer.backward_seen:
                 raise FailedPreconditionError(
                     "DistributedOptimizer: step() called without a backward pass since the "
                     "last step; call loss.backward() before each step (reducing the same "
-                    "gradients twice would be wrong)")
+                    "gradients twice would be wrong)"
+                )
             else:
                 self.synchronize()
         self._hora_synchronized = False
@@ -209,14 +252,22 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 "DistributedOptimizer: zero_grad() was called after loss.backward() but before "
                 "step() or synchronize(); the engine is reducing those gradients. Call "
                 "zero_grad() before backward (with backward_passes_per_step > 1, after the "
-                "k-th pass's step)")
+                "k-th pass's step)"
+            )
         return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
 
 
-def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=hora.Average,
-                         gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                         sparse_as_dense=False):
+def DistributedOptimizer(
+    optimizer,
+    named_parameters=None,
+    compression=Compression.none,
+    backward_passes_per_step=1,
+    op=hora.Average,
+    gradient_predivide_factor=1.0,
+    num_groups=0,
+    groups=None,
+    sparse_as_dense=False,
+):
     """Wraps ``optimizer`` so that step() applies the gradients averaged over every rank.
 
     ``named_parameters``: ``model.named_parameters()``, so that tensors are named by the model
@@ -229,11 +280,19 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     allgather of indices and values). Process sets are not supported (hora has one group)."""
     if groups is not None and num_groups:
         raise ValueError("DistributedOptimizer: pass num_groups or groups, not both")
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedOptimizer.__dict__))
-    wrapped = cls(optimizer.param_groups, named_parameters, compression,
-                  backward_passes_per_step, op, gradient_predivide_factor,
-                  groups if groups is not None else num_groups, sparse_as_dense)
+    cls = type(
+        optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__)
+    )
+    wrapped = cls(
+        optimizer.param_groups,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        groups if groups is not None else num_groups,
+        sparse_as_dense,
+    )
     if optimizer.state:
         wrapped.load_state_dict(optimizer.state_dict())
     return wrapped

@@ -21,15 +21,24 @@ _ids = itertools.count()
 class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
     """Drop-in for BatchNorm1d/2d/3d: the same arguments and state_dict."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
         self._hora_id = next(_ids)
 
     def _check_input_dim(self, input):
         if input.dim() < 2:
-            raise ValueError(f"SyncBatchNorm: expected at least 2D input (N, C, ...), got "
-                             f"{input.dim()}D")
+            raise ValueError(
+                f"SyncBatchNorm: expected at least 2D input (N, C, ...), got {input.dim()}D"
+            )
 
     def _average_factor(self):
         if not (self.training and self.track_running_stats):
@@ -43,31 +52,41 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
         self._check_input_dim(input)
         use_batch = self.training or not self.track_running_stats
         if not use_batch or not hora.is_initialized() or hora.size() == 1:
-            return F.batch_norm(input, self.running_mean, self.running_var, self.weight,
-                                self.bias, use_batch, self._average_factor() if use_batch
-                                else 0.0, self.eps)
+            return F.batch_norm(
+                input,
+                self.running_mean,
+                self.running_var,
+                self.weight,
+                self.bias,
+                use_batch,
+                self._average_factor() if use_batch else 0.0,
+                self.eps,
+            )
         factor = self._average_factor()
         channels = input.size(1)
         dims = [0] + list(range(2, input.dim()))
         shape = [1, channels] + [1] * (input.dim() - 2)
         local_count = input.numel() // channels
         prefix = f"sync_batch_norm.{self._hora_id}"
-        head = torch.cat([input.sum(dims),
-                          torch.tensor([float(local_count)], dtype=input.dtype,
-                                       device=input.device)])
+        head = torch.cat(
+            [
+                input.sum(dims),
+                torch.tensor([float(local_count)], dtype=input.dtype, device=input.device),
+            ]
+        )
         head = mpi_ops.allreduce(head, op=hora.Sum, name=f"{prefix}.sum")
         count = head[channels].detach()
         mean = head[:channels] / count
         centered = input - mean.view(shape)
-        sq = mpi_ops.allreduce((centered * centered).sum(dims), op=hora.Sum,
-                               name=f"{prefix}.sq")
+        sq = mpi_ops.allreduce((centered * centered).sum(dims), op=hora.Sum, name=f"{prefix}.sq")
         var = sq / count
         if factor > 0.0 and self.running_mean is not None:
             with torch.no_grad():
                 n = float(count)
                 self.running_mean.mul_(1 - factor).add_(factor * mean.detach())
                 self.running_var.mul_(1 - factor).add_(
-                    factor * var.detach() * (n / max(n - 1.0, 1.0)))
+                    factor * var.detach() * (n / max(n - 1.0, 1.0))
+                )
         out = centered * torch.rsqrt(var.view(shape) + self.eps)
         if self.affine:
             out = out * self.weight.view(shape) + self.bias.view(shape)
