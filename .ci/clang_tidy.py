@@ -44,7 +44,7 @@ def compile_args(entry):
 
 
 def preprocess_command(entry):
-    return compile_args(entry) + ["-E", "-P", "-o", "-"]
+    return [*compile_args(entry), "-E", "-P", "-o", "-"]
 
 
 def key_of(entry, salt):
@@ -112,8 +112,8 @@ def main():
                 failed.append(path)
                 print(text)
     print(
-        "clang-tidy: %d files, %d unchanged since a clean run, %d with findings"
-        % (len(entries), cached, len(failed))
+        f"clang-tidy: {len(entries)} files, {cached} unchanged since a clean run, "
+        f"{len(failed)} with findings"
     )
     for p in failed:
         print("  " + p)

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clang_tidy import ROOT, SCOPE, compile_args  # noqa: E402  (the files clang-tidy covers)
+from clang_tidy import ROOT, SCOPE, compile_args
 
 
 def object_of(entry):
@@ -35,7 +35,7 @@ def up_to_date(build, entries):
     if not objects:
         return set()
     dry = subprocess.run(
-        ["ninja", "-C", build, "-n", "-v", "--"] + sorted(objects), capture_output=True, text=True
+        ["ninja", "-C", build, "-n", "-v", "--", *sorted(objects)], capture_output=True, text=True
     )
     if dry.returncode != 0:
         return set()
@@ -48,7 +48,7 @@ def syntax_only(entry):
     if "-Wthread-safety" not in out:
         out.append("-Wthread-safety")
     run = subprocess.run(
-        out + ["-fsyntax-only"], cwd=entry["directory"], capture_output=True, text=True
+        [*out, "-fsyntax-only"], cwd=entry["directory"], capture_output=True, text=True
     )
     return entry["file"], run.returncode, run.stderr
 
@@ -77,8 +77,8 @@ def main():
                 failed.append(path)
                 print(err)
     print(
-        "thread-safety: %d translation units (%d compiled by the build, %d checked here), "
-        "%d failed" % (len(entries), len(built), len(todo), len(failed))
+        f"thread-safety: {len(entries)} translation units ({len(built)} compiled by the build, "
+        f"{len(todo)} checked here), {len(failed)} failed"
     )
     for p in failed:
         print("  " + p)

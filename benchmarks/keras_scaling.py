@@ -131,7 +131,7 @@ def _fit(keras_module, model, x, y, batch, args, extra_callbacks=()):
         shuffle=False,
         verbose=0,
         steps_per_epoch=args.warmup + args.steps,
-        callbacks=list(extra_callbacks) + [timer.callback],
+        callbacks=[*list(extra_callbacks), timer.callback],
     )
     return timer.seconds()
 
@@ -154,8 +154,9 @@ def worker_hora(args):
     seconds = _fit(
         keras, model, x, y, args.batch, args, [hvd.callbacks.BroadcastGlobalVariablesCallback(0)]
     )
-    import hora
     import numpy as np
+
+    import hora
 
     slowest = float(hora.allreduce(np.array([seconds]), op=hora.Max, name="seconds")[0])
     if hvd.rank() == 0:
@@ -247,8 +248,9 @@ def worker_op_cost(args):
             fn(x)
         return (time.perf_counter() - start) / args.op_calls * 1e6
 
-    import hora
     import numpy as np
+
+    import hora
 
     array = np.ones([1], np.float32)
     hora_us, identity_us = per_call_us(with_hora), per_call_us(plain)
@@ -338,7 +340,7 @@ def _run(commands, args, env=None):
 
 def driver(args):
     me = os.path.abspath(__file__)
-    base = [args.python, me] + _worker_args(args)
+    base = [args.python, me, *_worker_args(args)]
     horarun = _horarun(args)
     results = {}
 
@@ -353,11 +355,11 @@ def driver(args):
 
     batches = sorted({args.batch} | {args.batch * n for n in args.ranks})
     for b in batches:
-        record(f"single batch {b}", _run([base + ["--worker", "single", "--batch", str(b)]], args))
+        record(f"single batch {b}", _run([[*base, "--worker", "single", "--batch", str(b)]], args))
     for n in args.ranks:
         record(
             f"hora.keras {n} ranks",
-            _run([[horarun, "-np", str(n)] + base + ["--worker", "hora"]], args),
+            _run([[horarun, "-np", str(n), *base, "--worker", "hora"]], args),
         )
     try:
         import importlib.util
@@ -377,8 +379,8 @@ def driver(args):
             for i in range(n)
         ]
         record(f"tf_keras MWMS {n} workers", _run(commands, args))
-    for n in [1] + list(args.ranks):
-        value = _run([[horarun, "-np", str(n)] + base + ["--worker", "op-cost"]], args)
+    for n in [1, *list(args.ranks)]:
+        value = _run([[horarun, "-np", str(n), *base, "--worker", "op-cost"]], args)
         results[f"op cost {n} ranks"] = value
         if isinstance(value, dict):
             print(

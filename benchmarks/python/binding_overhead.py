@@ -18,6 +18,7 @@ def torch_step_times(names, bytes_each, steps):
     synchronize(); None without torch."""
     try:
         import torch
+
         import hora.torch as hvd
     except ImportError:
         return None
@@ -28,7 +29,7 @@ def torch_step_times(names, bytes_each, steps):
     for p in params:
         p.grad = torch.ones(bytes_each // 4)
     opt = hvd.DistributedOptimizer(
-        torch.optim.SGD(params, lr=0.0), named_parameters=list(zip(names, params))
+        torch.optim.SGD(params, lr=0.0), named_parameters=list(zip(names, params, strict=True))
     )
     # The hook autograd calls once p.grad is complete (post-accumulate-grad).
     hooks = [(next(iter(p._post_accumulate_grad_hooks.values())), p) for p in params]

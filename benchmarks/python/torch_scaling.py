@@ -130,7 +130,7 @@ def run(args, kind, ranks, batch):
         str(args.steps),
     ]
     if kind != "plain":
-        cmd = [os.path.join(args.build, "launcher", "horarun"), "-np", str(ranks)] + cmd
+        cmd = [os.path.join(args.build, "launcher", "horarun"), "-np", str(ranks), *cmd]
     if kind == "ddp":
         env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)

@@ -13,11 +13,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-import hora.tensorflow as hvd  # hora (1/5)  # noqa: E402
+import hora.tensorflow as hvd  # hora (1/5)
 
 
 def synthetic(count, seed):
@@ -50,7 +50,7 @@ def main():
             loss = tf.reduce_mean(tf.square(model(xb, training=True) - yb))
         tape = hvd.DistributedGradientTape(tape)  # hora (3/5): gradients averaged over ranks
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
     start = time.perf_counter()

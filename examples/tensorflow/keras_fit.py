@@ -14,11 +14,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-import hora.keras as hvd  # hora (1/5): Horovod's Keras API  # noqa: E402
+import hora.keras as hvd  # hora (1/5): Horovod's Keras API
 
 
 def synthetic(count, seed):

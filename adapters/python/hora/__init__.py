@@ -9,6 +9,8 @@ and hora.keras build Horovod's APIs on it::
     hora.shutdown()
 """
 
+from __future__ import annotations
+
 from hora import _core
 from hora.compression import Compression
 from hora.errors import (
@@ -55,6 +57,7 @@ from hora.ops import (
     synchronize,
 )
 from hora.runtime import (
+    backend,
     cross_rank,
     cross_size,
     engine_stats,
@@ -65,7 +68,6 @@ from hora.runtime import (
     local_size,
     mpi_built,
     mpi_threads_supported,
-    backend,
     nccl_built,
     rank,
     shutdown,

@@ -1,5 +1,7 @@
 """NumPy arrays for hora's outputs: the default allocator of the framework-neutral API."""
 
+from __future__ import annotations
+
 import numpy as np
 
 try:  # bfloat16 for NumPy comes from ml_dtypes (a dependency of JAX and TensorFlow)

@@ -5,6 +5,8 @@ is packed into the fusion buffer and cast back while unpacked, so the caller's t
 float32 and no extra framework ops run (Horovod's compressors cast in the framework instead).
 """
 
+from __future__ import annotations
+
 from hora import _core
 
 

@@ -5,6 +5,8 @@ that names the tensor, the ranks and the values (for example ``tensor 'fc1.weigh
 shape [4,5] on rank 0 but [4,6] on rank 1``).
 """
 
+from __future__ import annotations
+
 
 class HoraError(RuntimeError):
     """Base class of every error hora raises."""
@@ -46,14 +48,14 @@ class InternalError(HoraError):
 HorovodInternalError = RemoteError
 
 __all__ = [
-    "HoraError",
-    "InvalidArgumentError",
     "FailedPreconditionError",
-    "MismatchError",
-    "HoraTimeoutError",
-    "RemoteError",
+    "HoraError",
     "HoraIOError",
-    "UnimplementedError",
-    "InternalError",
+    "HoraTimeoutError",
     "HorovodInternalError",
+    "InternalError",
+    "InvalidArgumentError",
+    "MismatchError",
+    "RemoteError",
+    "UnimplementedError",
 ]

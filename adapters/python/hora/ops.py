@@ -8,11 +8,11 @@ its own tensors without a copy. Names identify a collective across ranks while i
 flight; unnamed calls are numbered in call order, which must then match on every rank.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
-from hora import _core
-from hora import _numpy_alloc
-from hora.compression import Compression
+from hora import _core, _numpy_alloc
 
 Average = _core.ReduceOp.Average
 Sum = _core.ReduceOp.Sum

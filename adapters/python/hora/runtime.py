@@ -1,5 +1,7 @@
 """hora's runtime: init and shutdown, the job's layout, what is built."""
 
+from __future__ import annotations
+
 import atexit
 
 from hora import _core

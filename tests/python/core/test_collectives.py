@@ -143,11 +143,11 @@ def test_grouped_allreduce(hora_job, rank, size, dtype):
     xs = [value(dtype, rank, (n,), salt=n) for n in (1, 17, 0, 300)]
     outs = hora.grouped_allreduce(xs, op=OPS[op], name=f"group.{dtype}")
     assert len(outs) == 4
-    for n, out in zip((1, 17, 0, 300), outs):
+    for n, out in zip((1, 17, 0, 300), outs, strict=True):
         check_close(out, reference(dtype, op, size, (n,), salt=n), dtype, op)
     ins = [x.copy() for x in xs]
     back = hora.grouped_allreduce_(ins, op=OPS[op], name=f"group_.{dtype}")
-    for a, b in zip(back, outs):
+    for a, b in zip(back, outs, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -183,7 +183,7 @@ def test_alltoall(hora_job, rank, size, dtype):
     x = value(dtype, rank, (rows, 2))
     out, received = hora.alltoall(x, splits=splits, name=f"a2a.{dtype}")
     assert list(received) == [rank + 1] * size
-    offsets = np.cumsum([0] + splits)
+    offsets = np.cumsum([0, *splits])
     want = np.concatenate(
         [value(dtype, r, (rows, 2))[offsets[rank] : offsets[rank + 1]] for r in range(size)]
     )
@@ -230,6 +230,6 @@ def test_grouped_allreduce_mixed_dtypes(hora_job, rank, size):
     ]
     outs = hora.grouped_allreduce(xs, op=hora.Sum, name="group.mixed")
     total = size * (size + 1) / 2
-    for x, out in zip(xs, outs):
+    for x, out in zip(xs, outs, strict=True):
         assert out.dtype == x.dtype
         np.testing.assert_array_equal(out, np.full(x.shape, total).astype(x.dtype))

@@ -5,7 +5,6 @@ of the collective's output."""
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from tf_helpers import run_in
 
 MODES = ["eager", "graph"]
@@ -84,7 +83,7 @@ def test_broadcast_grad(hvd, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_alltoall_grad(hvd, mode):
-    r, n = hvd.rank(), hvd.size()
+    n = hvd.size()
     x = tf.ones([n, 2])  # one row to every rank
     g = grad_of(hvd, mode, lambda t: hvd.alltoall(t, name="g.a2a")[0], x)
     # The row sent to rank p comes back with rank p's weight p + 1.

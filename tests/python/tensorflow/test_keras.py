@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 import hora
-from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 # Keras 3.15 converts tensors with np.array(copy=False), which NumPy 2 warns about.
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -68,7 +68,7 @@ def test_fit_at_n_ranks_equals_one_process_at_global_batch(hk, name):
         verbose=0,
     )
     assert int(model.optimizer.iterations.numpy()) == STEPS
-    for got, want in zip(model.get_weights(), reference.get_weights()):
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5, (name, relative_error(got, want))
     all_ranks_agree(hk, np.concatenate([w.ravel() for w in model.get_weights()]), f"fit.{name}")
 
@@ -99,7 +99,7 @@ def test_backward_passes_per_step(hk):
     )
     model.fit(x[rows], y[rows], batch_size=b, epochs=1, shuffle=False, verbose=0)
     assert int(model.optimizer.iterations.numpy()) == STEPS
-    for got, want in zip(model.get_weights(), reference.get_weights()):
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5, relative_error(got, want)
 
 
@@ -154,14 +154,14 @@ def test_callbacks(hk):
     )
 
     # Every rank started from rank 0's weights.
-    for got, want in zip(record.initial, root):
+    for got, want in zip(record.initial, root, strict=True):
         np.testing.assert_array_equal(got, want)
     # Warmup: lr = 0.4 / n * (epoch * (n - 1) / 2 + 1), epoch fractional per batch.
     want = [0.4 / n * ((e + b / STEPS) * (n - 1) / 2 + 1) for e in range(2) for b in range(STEPS)]
     np.testing.assert_allclose(raw.lrs, want, rtol=1e-6)
     # Averaged metrics: the mean of the ranks' own values, the same on every rank.
     assert len(raw.logs) == len(averaged.logs) == 2
-    for epoch_raw, epoch_avg in zip(raw.logs, averaged.logs):
+    for epoch_raw, epoch_avg in zip(raw.logs, averaged.logs, strict=True):
         for key in ("loss", "accuracy"):
             values = hk.allgather(
                 tf.constant([epoch_raw[key]], tf.float64), name=f"cb.raw.{key}"
@@ -203,11 +203,11 @@ def test_load_model_rewraps_the_optimizer(hk):
     assert isinstance(loaded.optimizer, keras.optimizers.Adam)
     assert hasattr(loaded.optimizer, "_hora")
     assert int(loaded.optimizer.iterations.numpy()) == STEPS
-    for got, want in zip(loaded.optimizer.variables, model.optimizer.variables):
+    for got, want in zip(loaded.optimizer.variables, model.optimizer.variables, strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     loaded.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
     model.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
-    for got, want in zip(loaded.get_weights(), model.get_weights()):
+    for got, want in zip(loaded.get_weights(), model.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-6
     all_ranks_agree(hk, np.concatenate([w.ravel() for w in loaded.get_weights()]), "loaded")
 

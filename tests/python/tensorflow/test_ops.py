@@ -4,9 +4,9 @@ and hora share, against a closed-form result checked on every rank."""
 import numpy as np
 import pytest
 import tensorflow as tf
+from tf_helpers import all_ranks_agree, run_in
 
 import hora
-from tf_helpers import all_ranks_agree, run_in
 
 MODES = ["eager", "graph"]
 FLOATS = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
@@ -70,11 +70,11 @@ def test_allreduce_every_dtype_and_op(hvd, mode):
         ]
 
     results = run_in(mode, every_dtype_and_op, *inputs)
-    for dtype, per_op in zip(DTYPES, results):
+    for dtype, per_op in zip(DTYPES, results, strict=True):
         tol = {tf.float16: 1e-3, tf.bfloat16: 1e-2, tf.float32: 1e-6, tf.float64: 1e-12}.get(
             dtype, 0
         )
-        for (op_name, _), got in zip(ops_for(dtype), per_op):
+        for (op_name, _), got in zip(ops_for(dtype), per_op, strict=True):
             assert got.dtype == dtype and got.shape == shape
             want = reference(dtype, op_name, hvd.size(), shape)
             np.testing.assert_allclose(
@@ -152,7 +152,7 @@ def test_allgather_uneven_rows(hvd, mode, dtype):
 def test_broadcast_from_every_root(hvd, mode):
     for root in range(hvd.size()):
         x = tf.fill([3, 2], float(hvd.rank() * 10))
-        got = run_in(mode, lambda t: hvd.broadcast(t, root, name=f"bc.{root}"), x)
+        got = run_in(mode, lambda t, root=root: hvd.broadcast(t, root, name=f"bc.{root}"), x)
         np.testing.assert_array_equal(got.numpy(), np.full([3, 2], root * 10.0))
         assert x.numpy()[0, 0] == hvd.rank() * 10  # the input is left alone
 

@@ -5,7 +5,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -53,7 +52,7 @@ def test_tape_averages_like_one_process(hvd, mode, options):
 
     got = step(xs, ys) if mode == "eager" else tf.function(step)(xs, ys)
     tolerance = 1e-2 if "compression" in options else 1e-5
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert relative_error(g.numpy(), w.numpy()) <= tolerance
     all_ranks_agree(hvd, np.concatenate([g.numpy().ravel() for g in got]), f"tape.{mode}")
 
@@ -92,17 +91,17 @@ def test_custom_training_loop(hvd):
     @tf.function
     def step(a, b):
         grads = gradients(model, a, b, hvd.DistributedGradientTape)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
 
     @tf.function
     def ref_step(a, b):
         grads = gradients(reference, a, b)
-        ref_opt.apply_gradients(zip(grads, reference.trainable_variables))
+        ref_opt.apply_gradients(zip(grads, reference.trainable_variables, strict=True))
 
     hvd.broadcast_variables(model.variables, root_rank=0)
     for _ in range(3):
         step(xs, ys)
         ref_step(x, y)
-    for got, want in zip(model.get_weights(), reference.get_weights()):
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5
     all_ranks_agree(hvd, np.concatenate([w.ravel() for w in model.get_weights()]), "loop")

@@ -51,6 +51,6 @@ def clone(model):
 
 def max_rel_diff(a, b):
     worst = 0.0
-    for p, q in zip(a.parameters(), b.parameters()):
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
         worst = max(worst, float(((p - q).abs() / (q.abs() + 1e-12)).max().detach()))
     return worst

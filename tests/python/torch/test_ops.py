@@ -111,7 +111,7 @@ def test_grouped_allreduce():
     assert torch.allclose(outs[1], torch.arange(5.0) * size)
     ys = [x.clone() for x in xs]
     hvd.grouped_allreduce_(ys, op=hvd.Sum, name="t.group_")
-    assert all(torch.equal(a, b) for a, b in zip(ys, outs))
+    assert all(torch.equal(a, b) for a, b in zip(ys, outs, strict=True))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -228,7 +228,7 @@ def test_objects_and_flags():
     obj = hvd.broadcast_object({"rank": rank, "t": torch.arange(3)}, root_rank=size - 1)
     assert obj["rank"] == size - 1 and torch.equal(obj["t"], torch.arange(3))
     assert hvd.allgather_object(("r", rank)) == [("r", r) for r in range(size)]
-    assert hvd.gloo_built() in (True, False) and not hvd.nccl_built() in (None,)
+    assert hvd.gloo_built() in (True, False) and hvd.nccl_built() not in (None,)
     assert hvd.local_rank() < hvd.local_size()
     assert hvd.join() in range(size)
     hvd.barrier()

@@ -6,9 +6,9 @@ misuse errors."""
 import pytest
 import torch
 import torch.nn.functional as F
+from models import clone, cnn, data, max_rel_diff, mlp, shard
 
 import hora.torch as hvd
-from models import BATCH, clone, cnn, data, max_rel_diff, mlp, shard
 
 STEPS = 3
 
@@ -51,7 +51,7 @@ def train_distributed(
         x, y = data(model_name, step)
         x, y = shard(x, rank, size), shard(y, rank, size)
         opt.zero_grad()
-        for xm, ym in zip(x.chunk(passes), y.chunk(passes)):
+        for xm, ym in zip(x.chunk(passes), y.chunk(passes), strict=True):
             (F.cross_entropy(model(xm), ym) / passes).backward()
         opt.step()
     return model
@@ -91,7 +91,7 @@ def test_fp16_compression_within_tolerance():
         opt.step()
     # float16 keeps 11 significant bits: gradients round to ~5e-4 relative; after three steps
     # parameters agree to 1e-3 absolute.
-    for p, q in zip(model.parameters(), reference.parameters()):
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
         assert torch.allclose(p, q, atol=1e-3, rtol=1e-3)
 
 
@@ -200,7 +200,7 @@ def test_join_with_uneven_data():
         states = hvd.allgather_object([p.detach() for p in model.parameters()])
         busy = [s for r, s in enumerate(states) if r != first]
         for other in busy:
-            assert all(torch.equal(a, b) for a, b in zip(other, busy[0]))
+            assert all(torch.equal(a, b) for a, b in zip(other, busy[0], strict=True))
 
 
 def test_misuse_is_a_clear_error():

@@ -14,6 +14,8 @@ Each rank feeds its own shard of the data; DistributedOptimizer averages the gra
 the compiled train step, so every rank applies the same update.
 """
 
+from __future__ import annotations
+
 import keras as _keras
 
 if not _keras.__version__.startswith("3."):  # pragma: no cover - depends on the environment
@@ -24,10 +26,10 @@ if _keras.backend.backend() != "tensorflow":  # pragma: no cover
         f"{_keras.backend.backend()} (KERAS_BACKEND=tensorflow)"
     )
 
-from hora.keras import callbacks  # noqa: E402
-from hora.keras.optimizer import DistributedOptimizer  # noqa: E402
-from hora.keras.saving import load_model  # noqa: E402
-from hora.tensorflow import (  # noqa: E402
+from hora.keras import callbacks
+from hora.keras.optimizer import DistributedOptimizer
+from hora.keras.saving import load_model
+from hora.tensorflow import (
     Average,
     Compression,
     HoraError,

@@ -1,5 +1,7 @@
 """Horovod's Keras callbacks (horovod.keras.callbacks) for Keras 3."""
 
+from __future__ import annotations
+
 import keras
 import numpy as np
 
@@ -48,7 +50,7 @@ class MetricAverageCallback(keras.callbacks.Callback):
         keys = sorted(k for k, v in logs.items() if np.ndim(v) == 0)
         values = np.array([float(logs[k]) for k in keys], dtype=np.float64)
         averaged = hora.allreduce(values, name="keras.metric_average")
-        for k, v in zip(keys, averaged.tolist()):
+        for k, v in zip(keys, averaged.tolist(), strict=True):
             logs[k] = v
 
     def on_epoch_end(self, epoch, logs=None):

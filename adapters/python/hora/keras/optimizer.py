@@ -9,6 +9,8 @@ wrapped optimizer apply the averages. Every rank thus applies the same update, a
 at the global batch would.
 """
 
+from __future__ import annotations
+
 import tensorflow as tf
 
 import hora

@@ -1,5 +1,7 @@
 """hora.keras.load_model: a saved Keras model whose optimizer comes back wrapped."""
 
+from __future__ import annotations
+
 import keras
 
 from hora.compression import Compression

@@ -16,6 +16,8 @@ they work and where hora departs from Horovod); they run eagerly and inside tf.f
 For Keras (model.fit), see hora.keras.
 """
 
+from __future__ import annotations
+
 from hora.compression import Compression
 from hora.errors import (
     FailedPreconditionError,

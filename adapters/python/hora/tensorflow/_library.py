@@ -6,6 +6,8 @@ engine through a table of C function pointers (adapters/python/c_api.h) whose ad
 hora._core hands over here, so a process has one engine whichever API enqueues.
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 

@@ -1,6 +1,8 @@
 """Starting every rank from the same state (horovod.tensorflow.functions): variables, any
 picklable object."""
 
+from __future__ import annotations
+
 import pickle
 
 import numpy as np

@@ -3,15 +3,17 @@ per-parameter bookkeeping of every hora DistributedOptimizer, here for hora.kera
 
 ``OpsGradientReducer.reduce(grads)`` adds one HoraReducerGradientReady op per gradient and one
 HoraReducerSynchronize op after them (adapters/tensorflow/reducer_kernels.cc). Each
-gradient-ready op runs as soon as its gradient exists and starts that gradient's allreduce (or its group's,
-once the group is complete), so communication overlaps the rest of the backward pass; the
-synchronize op completes once the whole step was reduced, without holding a TensorFlow thread
-(hora._core waits on a thread of its own). The same ops run eagerly.
+gradient-ready op runs as soon as its gradient exists and starts that gradient's allreduce (or
+its group's, once the group is complete), so communication overlaps the rest of the backward
+pass; the synchronize op completes once the whole step was reduced, without holding a
+TensorFlow thread (hora._core waits on a thread of its own). The same ops run eagerly.
 
 Local gradient accumulation (backward_passes_per_step) is the caller's: a TensorFlow gradient
 is a new tensor at every pass, so hora.keras accumulates in variables and reduces every k-th
 step; the reducer itself then counts one pass per step.
 """
+
+from __future__ import annotations
 
 import weakref
 
@@ -63,7 +65,7 @@ class OpsGradientReducer:
         ]
         reduced = mpi_ops._run(_ops.hora_reducer_synchronize, pending, reducer_id=self.id)
         out = list(grads)
-        for (i, _), r in zip(present, reduced):
+        for (i, _), r in zip(present, reduced, strict=True):
             out[i] = r
         return out
 

@@ -1,6 +1,8 @@
 """DistributedGradientTape (horovod.tensorflow.DistributedGradientTape): a tf.GradientTape
 whose gradient() returns the gradients averaged over every rank."""
 
+from __future__ import annotations
+
 import tensorflow as tf
 
 import hora
@@ -97,7 +99,7 @@ class _DistributedGradientTape:
                 compression=self._compression,
                 name=f"tape.group{group_no}" if tf.executing_eagerly() else None,
             )
-            for (i, _), r in zip(members, reduced):
+            for (i, _), r in zip(members, reduced, strict=True):
                 out[i] = r
         return out
 

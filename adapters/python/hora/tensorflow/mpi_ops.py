@@ -27,6 +27,8 @@ Where hora departs from Horovod:
 - join() and barrier() take no process set.
 """
 
+from __future__ import annotations
+
 import re
 
 import tensorflow as tf
@@ -222,7 +224,7 @@ def grouped_allreduce(
             tensor_name=tensor_name,
             name_from_node=from_node,
         )
-        for (i, _), r in zip(members, reduced):
+        for (i, _), r in zip(members, reduced, strict=True):
             results[i] = r
     return results
 
@@ -341,7 +343,8 @@ def _grouped_allreduce_grad(op, *grads):
     reduce_op = op.get_attr("reduce_op")
     _check_differentiable(reduce_op, "grouped_allreduce")
     grads = [
-        tf.zeros_like(x) if g is None else tf.convert_to_tensor(g) for x, g in zip(op.inputs, grads)
+        tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
+        for x, g in zip(op.inputs, grads, strict=True)
     ]
     tensor_name, from_node = _grad_naming(op)
     return _ops.hora_grouped_allreduce(

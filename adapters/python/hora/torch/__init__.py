@@ -12,13 +12,15 @@ departs from Horovod, the function's docstring says so; in short: no process set
 Adasum, compression inside the engine for float32 tensors.
 """
 
+from __future__ import annotations
+
 import torch as _torch
 
 if not hasattr(_torch.Tensor, "register_post_accumulate_grad_hook"):  # pragma: no cover
     raise ImportError(f"hora.torch needs torch >= 2.1, found {_torch.__version__}")
 
-from hora.compression import Compression  # noqa: E402
-from hora.errors import (  # noqa: E402
+from hora.compression import Compression
+from hora.errors import (
     FailedPreconditionError,
     HoraError,
     HoraTimeoutError,
@@ -27,7 +29,7 @@ from hora.errors import (  # noqa: E402
     MismatchError,
     RemoteError,
 )
-from hora.runtime import (  # noqa: E402
+from hora.runtime import (
     cross_rank,
     cross_size,
     gloo_built,
@@ -42,13 +44,13 @@ from hora.runtime import (  # noqa: E402
     shutdown,
     size,
 )
-from hora.torch.functions import (  # noqa: E402
+from hora.torch.functions import (
     allgather_object,
     broadcast_object,
     broadcast_optimizer_state,
     broadcast_parameters,
 )
-from hora.torch.mpi_ops import (  # noqa: E402
+from hora.torch.mpi_ops import (
     Adasum,
     Average,
     Max,
@@ -78,5 +80,5 @@ from hora.torch.mpi_ops import (  # noqa: E402
     reducescatter_async,
     synchronize,
 )
-from hora.torch.optimizer import DistributedOptimizer  # noqa: E402
-from hora.torch.sync_batch_norm import SyncBatchNorm  # noqa: E402
+from hora.torch.optimizer import DistributedOptimizer
+from hora.torch.sync_batch_norm import SyncBatchNorm

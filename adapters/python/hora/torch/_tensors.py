@@ -1,5 +1,7 @@
 """torch tensors as hora sees them: dtypes, allocators, and the detach that DLPack needs."""
 
+from __future__ import annotations
+
 import torch
 
 from hora import _core

@@ -1,6 +1,8 @@
 """Starting every rank from the same state: parameters, optimizer state, any object
 (horovod.torch.functions)."""
 
+from __future__ import annotations
+
 import io
 import pickle
 

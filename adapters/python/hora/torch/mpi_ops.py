@@ -12,6 +12,8 @@ Where hora departs from Horovod:
 - process sets are not supported: every collective spans the whole job.
 """
 
+from __future__ import annotations
+
 import torch
 
 import hora

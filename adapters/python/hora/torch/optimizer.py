@@ -14,6 +14,8 @@ Python code running per host gradient (a CUDA gradient's stream comes from
 ``fallback``, the Python hook (``_hora_hook``).
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import warnings
@@ -72,7 +74,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError(f"DistributedOptimizer: op {op.name}, expected Average or Sum")
         wire = mpi_ops._compression(compression)
         if wire != _core.Compression.none:
-            for p, n in zip(params, names):
+            for p, n in zip(params, names, strict=True):
                 if p.dtype != torch.float32:
                     raise ValueError(
                         f"DistributedOptimizer: compression {compression} applies to float32 "
@@ -232,7 +234,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 warnings.warn(
                     "optimizer.step() called without optimizer.skip_synchronize() "
                     "after optimizer.synchronize(); the gradients were reduced once, "
-                    "by synchronize()"
+                    "by synchronize()",
+                    stacklevel=2,
                 )
             elif not self._hora_reducer.backward_seen:
                 raise FailedPreconditionError(

@@ -7,6 +7,8 @@ the backward pass, including the cross-rank terms, from the allreduce's own grad
 mode, or in a job of one rank, it is torch's BatchNorm.
 """
 
+from __future__ import annotations
+
 import itertools
 
 import torch
@@ -64,7 +66,7 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
             )
         factor = self._average_factor()
         channels = input.size(1)
-        dims = [0] + list(range(2, input.dim()))
+        dims = [0, *list(range(2, input.dim()))]
         shape = [1, channels] + [1] * (input.dim() - 2)
         local_count = input.numel() // channels
         prefix = f"sync_batch_norm.{self._hora_id}"
