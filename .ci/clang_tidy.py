@@ -85,12 +85,22 @@ def check(entry, build, cache, salt):
     return path, clean, text, False
 
 
-def main():
+def command_line(usage):
+    """(build directory, jobs) from ``script BUILD_DIR [-j N]``, or None after printing
+    ``usage`` when no build directory is given."""
     if len(sys.argv) < 2:
-        print(__doc__)
-        return 2
+        print(usage)
+        return None
     build = os.path.abspath(sys.argv[1])
     jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else os.cpu_count() or 2
+    return build, jobs
+
+
+def main():
+    args = command_line(__doc__)
+    if args is None:
+        return 2
+    build, jobs = args
     cache = os.environ.get("HORA_TIDY_CACHE", os.path.expanduser("~/.cache/hora/clang-tidy"))
     os.makedirs(cache, exist_ok=True)
     with open(os.path.join(build, "compile_commands.json")) as f:
@@ -111,10 +121,16 @@ def main():
             if not clean:
                 failed.append(path)
                 print(text)
-    print(
+    return report(
         f"clang-tidy: {len(entries)} files, {cached} unchanged since a clean run, "
-        f"{len(failed)} with findings"
+        f"{len(failed)} with findings",
+        failed,
     )
+
+
+def report(summary, failed):
+    """Prints ``summary`` and then each failed path; the exit status (1 when any failed)."""
+    print(summary)
     for p in failed:
         print("  " + p)
     return 1 if failed else 0

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clang_tidy import ROOT, SCOPE, compile_args
+from clang_tidy import ROOT, SCOPE, command_line, compile_args, report
 
 
 def object_of(entry):
@@ -54,11 +54,10 @@ def syntax_only(entry):
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__)
+    args = command_line(__doc__)
+    if args is None:
         return 2
-    build = os.path.abspath(sys.argv[1])
-    jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else os.cpu_count() or 2
+    build, jobs = args
     with open(os.path.join(build, "compile_commands.json")) as f:
         db = json.load(f)
     seen, entries = set(), []
@@ -76,13 +75,11 @@ def main():
             if rc != 0:
                 failed.append(path)
                 print(err)
-    print(
+    return report(
         f"thread-safety: {len(entries)} translation units ({len(built)} compiled by the build, "
-        f"{len(todo)} checked here), {len(failed)} failed"
+        f"{len(todo)} checked here), {len(failed)} failed",
+        failed,
     )
-    for p in failed:
-        print("  " + p)
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":
