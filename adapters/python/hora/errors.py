@@ -46,16 +46,3 @@ class InternalError(HoraError):
 
 # Horovod's name for a failure of the collective layer (its elastic mode catches it).
 HorovodInternalError = RemoteError
-
-__all__ = [
-    "FailedPreconditionError",
-    "HoraError",
-    "HoraIOError",
-    "HoraTimeoutError",
-    "HorovodInternalError",
-    "InternalError",
-    "InvalidArgumentError",
-    "MismatchError",
-    "RemoteError",
-    "UnimplementedError",
-]

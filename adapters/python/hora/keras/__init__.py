@@ -27,8 +27,7 @@ if _keras.backend.backend() != "tensorflow":  # pragma: no cover
     )
 
 from hora.keras import callbacks
-from hora.keras.optimizer import DistributedOptimizer
-from hora.keras.saving import load_model
+from hora.keras.optimizer import DistributedOptimizer, load_model
 from hora.tensorflow import (
     Average,
     Compression,
@@ -51,3 +50,29 @@ from hora.tensorflow import (
     shutdown,
     size,
 )
+
+__all__ = [
+    "Average",
+    "Compression",
+    "DistributedOptimizer",
+    "HoraError",
+    "Sum",
+    "allgather",
+    "allreduce",
+    "barrier",
+    "broadcast",
+    "broadcast_object",
+    "broadcast_variables",
+    "callbacks",
+    "cross_rank",
+    "cross_size",
+    "init",
+    "is_initialized",
+    "join",
+    "load_model",
+    "local_rank",
+    "local_size",
+    "rank",
+    "shutdown",
+    "size",
+]

@@ -16,11 +16,15 @@ step; the reducer itself then counts one pass per step.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable, Sequence
 
-import hora
+import tensorflow as tf
+
 from hora import _core
-from hora.compression import Compression
-from hora.tensorflow import mpi_ops
+from hora._internal.args import reduce_op, wire
+from hora._internal.reduce_ops import ReduceOp
+from hora._internal.tensorflow import run
+from hora.compression import Compression, Compressor
 from hora.tensorflow._library import ops as _ops
 
 
@@ -30,26 +34,26 @@ class OpsGradientReducer:
 
     def __init__(
         self,
-        names,
-        op=None,
-        compression=Compression.none,
-        gradient_predivide_factor=1.0,
-        name_prefix="grad/",
-        groups=None,
-    ):
+        names: Iterable[str],
+        op: ReduceOp | None = None,
+        compression: Compressor | None = Compression.none,
+        gradient_predivide_factor: float = 1.0,
+        name_prefix: str = "grad/",
+        groups: Iterable[Iterable[int]] | None = None,
+    ) -> None:
         self.names = list(names)
         self._compression = compression
         self.id = _core.c_api_reducer_create(
             self.names,
-            hora.ops._op(op),
-            hora.ops._compression(compression),
+            reduce_op(op),
+            wire(compression),
             float(gradient_predivide_factor),
             name_prefix,
             [list(g) for g in (groups or [])],
         )
         self._release = weakref.finalize(self, _core.c_api_reducer_release, self.id)
 
-    def reduce(self, grads):
+    def reduce(self, grads: Sequence[tf.Tensor | None]) -> list[tf.Tensor | None]:
         """The reduced gradients, one per parameter (None stays None and is left out: it must
         be None on every rank). Dense tensors only (densify tf.IndexedSlices first)."""
         present = [(i, g) for i, g in enumerate(grads) if g is not None]
@@ -60,15 +64,15 @@ class OpsGradientReducer:
         if not present:
             return list(grads)
         pending = [
-            mpi_ops._run(_ops.hora_reducer_gradient_ready, g, reducer_id=self.id, index=i)
+            run(_ops.hora_reducer_gradient_ready, g, reducer_id=self.id, index=i)
             for i, g in present
         ]
-        reduced = mpi_ops._run(_ops.hora_reducer_synchronize, pending, reducer_id=self.id)
+        reduced = run(_ops.hora_reducer_synchronize, pending, reducer_id=self.id)
         out = list(grads)
         for (i, _), r in zip(present, reduced, strict=True):
             out[i] = r
         return out
 
-    def release(self):
+    def release(self) -> None:
         """Forgets the reducer now (otherwise when this object is collected)."""
         self._release()

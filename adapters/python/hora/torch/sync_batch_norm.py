@@ -25,32 +25,33 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
 
     def __init__(
         self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=True,
-        track_running_stats=True,
-        device=None,
-        dtype=None,
-    ):
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
         self._hora_id = next(_ids)
 
-    def _check_input_dim(self, input):
+    def _check_input_dim(self, input: torch.Tensor) -> None:
         if input.dim() < 2:
             raise ValueError(
                 f"SyncBatchNorm: expected at least 2D input (N, C, ...), got {input.dim()}D"
             )
 
-    def _average_factor(self):
+    def _average_factor(self) -> float:
         if not (self.training and self.track_running_stats):
             return 0.0
+        assert self.num_batches_tracked is not None  # kept with track_running_stats
         self.num_batches_tracked.add_(1)
         if self.momentum is None:
             return 1.0 / float(self.num_batches_tracked)
         return self.momentum
 
-    def forward(self, input):
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
         self._check_input_dim(input)
         use_batch = self.training or not self.track_running_stats
         if not use_batch or not hora.is_initialized() or hora.size() == 1:
@@ -82,7 +83,7 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
         centered = input - mean.view(shape)
         sq = mpi_ops.allreduce((centered * centered).sum(dims), op=hora.Sum, name=f"{prefix}.sq")
         var = sq / count
-        if factor > 0.0 and self.running_mean is not None:
+        if factor > 0.0 and self.running_mean is not None and self.running_var is not None:
             with torch.no_grad():
                 n = float(count)
                 self.running_mean.mul_(1 - factor).add_(factor * mean.detach())
@@ -93,3 +94,6 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
         if self.affine:
             out = out * self.weight.view(shape) + self.bias.view(shape)
         return out
+
+
+__all__ = ["SyncBatchNorm"]
