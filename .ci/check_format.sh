@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files '*.c' '*.cc' '*.h' '*.cu' '*.cuh')
-mapfile -t py_files < <(git ls-files '*.py')
+mapfile -t py_files < <(git ls-files '*.py' '*.pyi')
 bash scripts/setup_python.sh
 ruff=("$(bash scripts/setup_python.sh --print-python)" -m ruff)
 if [[ "${1:-}" == "--fix" ]]; then

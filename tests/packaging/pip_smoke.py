@@ -1,13 +1,14 @@
 """A user's first hora program, run by pip_install_test.sh under horarun -np N.
 
 Imports the installed hora, checks it was imported from where the install under test put it
-(argv[1], a path prefix) and that its version is the package's, then sums
+(argv[1], a path prefix), that its version is the package's and that it carries the py.typed
+marker (PEP 561: type checkers read its annotations), then sums
 x[i] = (rank + 1) * i over every rank and compares exactly. Prints
 "pip_smoke: rank R of N ok" on success; raises otherwise.
 """
 
 import sys
-from importlib import metadata
+from importlib import metadata, resources
 
 import numpy as np
 
@@ -19,6 +20,8 @@ if not hora.__file__.startswith(expected_prefix):
         f"pip_smoke: hora imported from {hora.__file__}, expected under {expected_prefix}"
     )
 version = metadata.version("hora")
+if not resources.files("hora").joinpath("py.typed").is_file():
+    raise SystemExit(f"pip_smoke: the installed hora ({hora.__file__}) has no py.typed marker")
 
 hora.init()
 rank, size = hora.rank(), hora.size()
