@@ -10,6 +10,7 @@ hash of its preprocessed text, its flags, .clang-tidy and clang-tidy's version
 (in $HORA_TIDY_CACHE, default ~/.cache/hora/clang-tidy; the checkout's path is not part of the
 key), so a rerun, in this checkout or a fresh clone, checks only what changed.
 """
+
 import concurrent.futures
 import hashlib
 import json
@@ -19,8 +20,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCOPE = ("core/", "collectives/", "kernels/", "launcher/", "adapters/", "benchmarks/",
-         "examples/")
+SCOPE = ("core/", "collectives/", "kernels/", "launcher/", "adapters/", "benchmarks/", "examples/")
 
 
 def compile_args(entry):
@@ -44,7 +44,7 @@ def compile_args(entry):
 
 
 def preprocess_command(entry):
-    return compile_args(entry) + ["-E", "-P", "-o", "-"]
+    return [*compile_args(entry), "-E", "-P", "-o", "-"]
 
 
 def key_of(entry, salt):
@@ -52,8 +52,9 @@ def key_of(entry, salt):
     # The checkout's path is left out, so a clone elsewhere finds the same keys.
     root = ROOT.encode()
     h = hashlib.sha256(salt)
-    h.update(entry.get("command", " ".join(entry.get("arguments", []))).encode().replace(
-        root, b"<root>"))
+    h.update(
+        entry.get("command", " ".join(entry.get("arguments", []))).encode().replace(root, b"<root>")
+    )
     h.update(pp.stdout.replace(root, b"<root>") if pp.returncode == 0 else os.urandom(16))
     return h.hexdigest()
 
@@ -64,23 +65,42 @@ def check(entry, build, cache, salt):
     marker = os.path.join(cache, key)
     if os.path.exists(marker):
         return path, True, "", True
-    run = subprocess.run(["clang-tidy", "-p", build, "--quiet", entry["file"]], cwd=ROOT,
-                         capture_output=True, text=True)
-    text = "\n".join(line for line in (run.stdout + run.stderr).splitlines()
-                     if "warnings generated" not in line and "Suppressed" not in line
-                     and "Use -header-filter" not in line and line.strip())
+    run = subprocess.run(
+        ["clang-tidy", "-p", build, "--quiet", entry["file"]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    text = "\n".join(
+        line
+        for line in (run.stdout + run.stderr).splitlines()
+        if "warnings generated" not in line
+        and "Suppressed" not in line
+        and "Use -header-filter" not in line
+        and line.strip()
+    )
     clean = run.returncode == 0 and "warning:" not in text and "error:" not in text
     if clean:
         open(marker, "w").close()
     return path, clean, text, False
 
 
-def main():
+def command_line(usage):
+    """(build directory, jobs) from ``script BUILD_DIR [-j N]``, or None after printing
+    ``usage`` when no build directory is given."""
     if len(sys.argv) < 2:
-        print(__doc__)
-        return 2
+        print(usage)
+        return None
     build = os.path.abspath(sys.argv[1])
     jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else os.cpu_count() or 2
+    return build, jobs
+
+
+def main():
+    args = command_line(__doc__)
+    if args is None:
+        return 2
+    build, jobs = args
     cache = os.environ.get("HORA_TIDY_CACHE", os.path.expanduser("~/.cache/hora/clang-tidy"))
     os.makedirs(cache, exist_ok=True)
     with open(os.path.join(build, "compile_commands.json")) as f:
@@ -101,8 +121,16 @@ def main():
             if not clean:
                 failed.append(path)
                 print(text)
-    print("clang-tidy: %d files, %d unchanged since a clean run, %d with findings"
-          % (len(entries), cached, len(failed)))
+    return report(
+        f"clang-tidy: {len(entries)} files, {cached} unchanged since a clean run, "
+        f"{len(failed)} with findings",
+        failed,
+    )
+
+
+def report(summary, failed):
+    """Prints ``summary`` and then each failed path; the exit status (1 when any failed)."""
+    print(summary)
     for p in failed:
         print("  " + p)
     return 1 if failed else 0

@@ -11,6 +11,7 @@ skipped too: clang-tidy compiles them with the same flags and fails on any compi
 (.ci/run runs it first). Any -Wthread-safety finding (or other warning: -Werror) fails, naming
 the file.
 """
+
 import concurrent.futures
 import json
 import os
@@ -19,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clang_tidy import ROOT, SCOPE, compile_args  # noqa: E402  (the files clang-tidy covers)
+from clang_tidy import ROOT, SCOPE, command_line, compile_args, report
 
 
 def object_of(entry):
@@ -30,12 +31,12 @@ def object_of(entry):
 def up_to_date(build, entries):
     """The entries whose object exists and which ninja would not rebuild."""
     objects = {object_of(e): e["file"] for e in entries}
-    objects = {o: f for o, f in objects.items()
-               if o and os.path.exists(os.path.join(build, o))}
+    objects = {o: f for o, f in objects.items() if o and os.path.exists(os.path.join(build, o))}
     if not objects:
         return set()
-    dry = subprocess.run(["ninja", "-C", build, "-n", "-v", "--"] + sorted(objects),
-                         capture_output=True, text=True)
+    dry = subprocess.run(
+        ["ninja", "-C", build, "-n", "-v", "--", *sorted(objects)], capture_output=True, text=True
+    )
     if dry.returncode != 0:
         return set()
     stale = {o for o in objects if (" -o " + o + " ") in dry.stdout}
@@ -46,17 +47,17 @@ def syntax_only(entry):
     out = compile_args(entry)
     if "-Wthread-safety" not in out:
         out.append("-Wthread-safety")
-    run = subprocess.run(out + ["-fsyntax-only"], cwd=entry["directory"], capture_output=True,
-                         text=True)
+    run = subprocess.run(
+        [*out, "-fsyntax-only"], cwd=entry["directory"], capture_output=True, text=True
+    )
     return entry["file"], run.returncode, run.stderr
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__)
+    args = command_line(__doc__)
+    if args is None:
         return 2
-    build = os.path.abspath(sys.argv[1])
-    jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else os.cpu_count() or 2
+    build, jobs = args
     with open(os.path.join(build, "compile_commands.json")) as f:
         db = json.load(f)
     seen, entries = set(), []
@@ -74,11 +75,11 @@ def main():
             if rc != 0:
                 failed.append(path)
                 print(err)
-    print("thread-safety: %d translation units (%d compiled by the build, %d checked here), "
-          "%d failed" % (len(entries), len(built), len(todo), len(failed)))
-    for p in failed:
-        print("  " + p)
-    return 1 if failed else 0
+    return report(
+        f"thread-safety: {len(entries)} translation units ({len(built)} compiled by the build, "
+        f"{len(todo)} checked here), {len(failed)} failed",
+        failed,
+    )
 
 
 if __name__ == "__main__":

@@ -37,18 +37,25 @@ RESULT = "KERAS_SCALING_RESULT "
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--worker", choices=["hora", "single", "mwms", "op-cost"],
-                   help=argparse.SUPPRESS)
+    p.add_argument(
+        "--worker", choices=["hora", "single", "mwms", "op-cost"], help=argparse.SUPPRESS
+    )
     p.add_argument("--ranks", type=int, nargs="+", default=[2, 4], help="rank counts to run")
     p.add_argument("--batch", type=int, default=64, help="per-rank batch")
     p.add_argument("--warmup", type=int, default=10, help="steps before timing")
     p.add_argument("--steps", type=int, default=50, help="timed steps")
-    p.add_argument("--layers", type=int, nargs="+", default=[1024, 2048, 2048, 1024, 10],
-                   help="input width, hidden widths, classes")
+    p.add_argument(
+        "--layers",
+        type=int,
+        nargs="+",
+        default=[1024, 2048, 2048, 1024, 10],
+        help="input width, hidden widths, classes",
+    )
     p.add_argument("--threads", type=int, default=1, help="compute threads per rank")
     p.add_argument("--op-calls", type=int, default=2000, help="calls timed for the op cost")
-    p.add_argument("--tiny", action="store_true",
-                   help="tiny model and few steps: checks that every path runs")
+    p.add_argument(
+        "--tiny", action="store_true", help="tiny model and few steps: checks that every path runs"
+    )
     p.add_argument("--horarun", default=None, help="horarun (default: PATH, then build/)")
     p.add_argument("--python", default=sys.executable, help="interpreter for the workers")
     p.add_argument("--timeout", type=float, default=600, help="seconds per configuration")
@@ -85,9 +92,11 @@ def _data(keras_module, layers, rows, seed):
 
 def _mlp(keras_module, layers):
     k = keras_module
-    model = k.Sequential([k.Input((layers[0],))] +
-                         [k.layers.Dense(w, activation="relu") for w in layers[1:-1]] +
-                         [k.layers.Dense(layers[-1])])
+    model = k.Sequential(
+        [k.Input((layers[0],))]
+        + [k.layers.Dense(w, activation="relu") for w in layers[1:-1]]
+        + [k.layers.Dense(layers[-1])]
+    )
     return model
 
 
@@ -114,9 +123,16 @@ class _Timer:
 
 def _fit(keras_module, model, x, y, batch, args, extra_callbacks=()):
     timer = _Timer(keras_module, args.warmup)
-    model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0,
-              steps_per_epoch=args.warmup + args.steps,
-              callbacks=list(extra_callbacks) + [timer.callback])
+    model.fit(
+        x,
+        y,
+        batch_size=batch,
+        epochs=1,
+        shuffle=False,
+        verbose=0,
+        steps_per_epoch=args.warmup + args.steps,
+        callbacks=[*list(extra_callbacks), timer.callback],
+    )
     return timer.seconds()
 
 
@@ -130,13 +146,17 @@ def worker_hora(args):
     rows = args.batch * (args.warmup + args.steps)
     x, y = _data(keras, args.layers, rows, seed=hvd.rank())
     model = _mlp(keras, args.layers)
-    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=False)
-    seconds = _fit(keras, model, x, y, args.batch, args,
-                   [hvd.callbacks.BroadcastGlobalVariablesCallback(0)])
-    import hora
+    model.compile(
+        optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.01)),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=False,
+    )
+    seconds = _fit(
+        keras, model, x, y, args.batch, args, [hvd.callbacks.BroadcastGlobalVariablesCallback(0)]
+    )
     import numpy as np
+
+    import hora
 
     slowest = float(hora.allreduce(np.array([seconds]), op=hora.Max, name="seconds")[0])
     if hvd.rank() == 0:
@@ -152,18 +172,23 @@ def worker_single(args):
     rows = args.batch * (args.warmup + args.steps)
     x, y = _data(keras, args.layers, rows, seed=0)
     model = _mlp(keras, args.layers)
-    model.compile(optimizer=keras.optimizers.SGD(0.01),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=False)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.01),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=False,
+    )
     seconds = _fit(keras, model, x, y, args.batch, args)
     print(RESULT + json.dumps({"samples_per_s": args.batch * args.steps / seconds}), flush=True)
 
 
 def worker_mwms(args):
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    os.environ["TF_CONFIG"] = json.dumps({
-        "cluster": {"worker": [f"localhost:{p}" for p in args.worker_ports]},
-        "task": {"type": "worker", "index": args.worker_index}})
+    os.environ["TF_CONFIG"] = json.dumps(
+        {
+            "cluster": {"worker": [f"localhost:{p}" for p in args.worker_ports]},
+            "task": {"type": "worker", "index": args.worker_index},
+        }
+    )
     tf = _tensorflow(args.threads)
     import tf_keras as keras
 
@@ -177,14 +202,26 @@ def worker_mwms(args):
     dataset = dataset.with_options(options)
     with strategy.scope():
         model = _mlp(keras, args.layers)
-        model.compile(optimizer=keras.optimizers.SGD(0.01),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.compile(
+            optimizer=keras.optimizers.SGD(0.01),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
     timer = _Timer(keras, args.warmup)
-    model.fit(dataset, epochs=1, steps_per_epoch=args.warmup + args.steps, verbose=0,
-              callbacks=[timer.callback])
+    model.fit(
+        dataset,
+        epochs=1,
+        steps_per_epoch=args.warmup + args.steps,
+        verbose=0,
+        callbacks=[timer.callback],
+    )
     if args.worker_index == 0:
-        print(RESULT + json.dumps({"samples_per_s": global_batch * args.steps / timer.seconds(),
-                                   "ranks": n}), flush=True)
+        print(
+            RESULT
+            + json.dumps(
+                {"samples_per_s": global_batch * args.steps / timer.seconds(), "ranks": n}
+            ),
+            flush=True,
+        )
 
 
 def worker_op_cost(args):
@@ -211,16 +248,27 @@ def worker_op_cost(args):
             fn(x)
         return (time.perf_counter() - start) / args.op_calls * 1e6
 
-    import hora
     import numpy as np
+
+    import hora
 
     array = np.ones([1], np.float32)
     hora_us, identity_us = per_call_us(with_hora), per_call_us(plain)
     # The engine's own round trip, without TensorFlow: the same allreduce from NumPy.
     numpy_us = per_call_us(lambda _: hora.allreduce(array, name="op_cost_numpy"))
     if hvd.rank() == 0:
-        print(RESULT + json.dumps({"hora_us": hora_us, "identity_us": identity_us,
-                                   "numpy_us": numpy_us, "ranks": hvd.size()}), flush=True)
+        print(
+            RESULT
+            + json.dumps(
+                {
+                    "hora_us": hora_us,
+                    "identity_us": identity_us,
+                    "numpy_us": numpy_us,
+                    "ranks": hvd.size(),
+                }
+            ),
+            flush=True,
+        )
     hvd.shutdown()
 
 
@@ -248,17 +296,29 @@ def _horarun(args):
 
 
 def _worker_args(args):
-    out = ["--batch", str(args.batch), "--warmup", str(args.warmup), "--steps",
-           str(args.steps), "--threads", str(args.threads), "--op-calls", str(args.op_calls),
-           "--layers"] + [str(w) for w in args.layers]
+    out = [
+        "--batch",
+        str(args.batch),
+        "--warmup",
+        str(args.warmup),
+        "--steps",
+        str(args.steps),
+        "--threads",
+        str(args.threads),
+        "--op-calls",
+        str(args.op_calls),
+        "--layers",
+    ] + [str(w) for w in args.layers]
     return out
 
 
 def _run(commands, args, env=None):
     """Runs the commands together; returns the RESULT of the one that printed it, or an
     error string."""
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              env=env) for c in commands]
+    procs = [
+        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        for c in commands
+    ]
     outputs = []
     deadline = time.monotonic() + args.timeout
     for p in procs:
@@ -280,23 +340,27 @@ def _run(commands, args, env=None):
 
 def driver(args):
     me = os.path.abspath(__file__)
-    base = [args.python, me] + _worker_args(args)
+    base = [args.python, me, *_worker_args(args)]
     horarun = _horarun(args)
     results = {}
 
     def record(key, value):
         results[key] = value
-        shown = (f"{value['samples_per_s']:10.1f} samples/s" if isinstance(value, dict)
-                 and "samples_per_s" in value else value)
+        shown = (
+            f"{value['samples_per_s']:10.1f} samples/s"
+            if isinstance(value, dict) and "samples_per_s" in value
+            else value
+        )
         print(f"{key:28s} {shown}", flush=True)
 
     batches = sorted({args.batch} | {args.batch * n for n in args.ranks})
     for b in batches:
-        record(f"single batch {b}", _run([base + ["--worker", "single", "--batch", str(b)]],
-                                         args))
+        record(f"single batch {b}", _run([[*base, "--worker", "single", "--batch", str(b)]], args))
     for n in args.ranks:
-        record(f"hora.keras {n} ranks",
-               _run([[horarun, "-np", str(n)] + base + ["--worker", "hora"]], args))
+        record(
+            f"hora.keras {n} ranks",
+            _run([[horarun, "-np", str(n), *base, "--worker", "hora"]], args),
+        )
     try:
         import importlib.util
 
@@ -308,17 +372,23 @@ def driver(args):
             record(f"tf_keras MWMS {n} workers", "skipped: pip install tf-keras==2.21.0")
             continue
         ports = _free_ports(n)
-        commands = [base + ["--worker", "mwms", "--worker-index", str(i), "--worker-ports"] +
-                    [str(p) for p in ports] for i in range(n)]
+        commands = [
+            base
+            + ["--worker", "mwms", "--worker-index", str(i), "--worker-ports"]
+            + [str(p) for p in ports]
+            for i in range(n)
+        ]
         record(f"tf_keras MWMS {n} workers", _run(commands, args))
-    for n in [1] + list(args.ranks):
-        value = _run([[horarun, "-np", str(n)] + base + ["--worker", "op-cost"]], args)
+    for n in [1, *list(args.ranks)]:
+        value = _run([[horarun, "-np", str(n), *base, "--worker", "op-cost"]], args)
         results[f"op cost {n} ranks"] = value
         if isinstance(value, dict):
-            print(f"{'op cost ' + str(n) + ' ranks':28s} hora allreduce in tf.function "
-                  f"{value['hora_us']:.1f} us/call, tf.identity {value['identity_us']:.1f} "
-                  f"us/call (the engine alone, from NumPy: {value['numpy_us']:.1f} us)",
-                  flush=True)
+            print(
+                f"{'op cost ' + str(n) + ' ranks':28s} hora allreduce in tf.function "
+                f"{value['hora_us']:.1f} us/call, tf.identity {value['identity_us']:.1f} "
+                f"us/call (the engine alone, from NumPy: {value['numpy_us']:.1f} us)",
+                flush=True,
+            )
         else:
             print(f"op cost {n} ranks: {value}", flush=True)
 
@@ -334,8 +404,10 @@ def driver(args):
         for b in (args.batch, args.batch * n):
             single = results.get(f"single batch {b}")
             if isinstance(single, dict):
-                line.append(f"{hora['samples_per_s'] / single['samples_per_s']:.2f}x one "
-                            f"process at batch {b}")
+                line.append(
+                    f"{hora['samples_per_s'] / single['samples_per_s']:.2f}x one "
+                    f"process at batch {b}"
+                )
         print(", ".join(line))
     if args.json:
         with open(args.json, "w") as f:
@@ -344,8 +416,12 @@ def driver(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    workers = {"hora": worker_hora, "single": worker_single, "mwms": worker_mwms,
-               "op-cost": worker_op_cost}
+    workers = {
+        "hora": worker_hora,
+        "single": worker_single,
+        "mwms": worker_mwms,
+        "op-cost": worker_op_cost,
+    }
     if args.worker:
         workers[args.worker](args)
     else:

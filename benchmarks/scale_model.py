@@ -39,11 +39,11 @@ Commands:
   readme      the README's table: predictions at 64 - 4,096 ranks beside Horovod's figures
   selftest    the model's own checks (CTest runs it)
 """
+
 import argparse
 import csv
 import math
 import statistics
-import sys
 
 GB = 1e9  # decimal, as hora-bench's GB/s
 
@@ -66,8 +66,9 @@ class Machine:
     """`net`: the link between hosts; `intra`: between ranks of one host; gamma: s per byte
     reduced; `per_host`: ranks per host; `segment`: the pipelined algorithms' message size."""
 
-    def __init__(self, net, intra, gamma_gbs, per_host, segment=512 * 1024, cores=None,
-                 tcp_cpu_gbs=None):
+    def __init__(
+        self, net, intra, gamma_gbs, per_host, segment=512 * 1024, cores=None, tcp_cpu_gbs=None
+    ):
         self.net, self.intra, self.per_host, self.segment = net, intra, per_host, segment
         self.gamma = 1.0 / (gamma_gbs * GB)
         self.cores = cores  # cores the job's ranks share; None: one per rank
@@ -211,7 +212,7 @@ def step_time(n, m, grad_bytes, forward_s, backward_s, fusion):
     buckets = max(1, math.ceil(grad_bytes / fusion))
     done = 0.0  # end of the previous bucket's allreduce, from the start of the backward pass
     left = grad_bytes
-    for k in range(buckets):
+    for _k in range(buckets):
         size = min(fusion, left)
         left -= size
         ready = backward_s * (grad_bytes - left) / grad_bytes
@@ -258,8 +259,14 @@ def step_inputs(params, images_per_s, batch=HOROVOD_BATCH):
 def machine_from(args):
     intra = Link(args.intra_alpha_us, args.intra_gbs)
     net = Link(args.alpha_us, args.link_gbs)
-    return Machine(net, intra, args.gamma_gbs, args.ranks_per_host, cores=args.cores,
-                   tcp_cpu_gbs=args.tcp_cpu_gbs)
+    return Machine(
+        net,
+        intra,
+        args.gamma_gbs,
+        args.ranks_per_host,
+        cores=args.cores,
+        tcp_cpu_gbs=args.tcp_cpu_gbs,
+    )
 
 
 def sizes(lo, hi, factor):
@@ -271,25 +278,29 @@ def sizes(lo, hi, factor):
 
 def fmt_time(t):
     if t < 1e-3:
-        return "%.1f us" % (t * 1e6)
+        return f"{t * 1e6:.1f} us"
     if t < 1:
-        return "%.2f ms" % (t * 1e3)
-    return "%.2f s" % t
+        return f"{t * 1e3:.2f} ms"
+    return f"{t:.2f} s"
 
 
 def cmd_table(args):
     m = machine_from(args)
     names = ["ring", "tree", "rd", "hierarchical"]
-    print("# allreduce time; network %.3g us + %.3g GB/s, host %.3g us + %.3g GB/s, %d ranks/host"
-          % (args.alpha_us, args.link_gbs, args.intra_alpha_us, args.intra_gbs, args.ranks_per_host))
-    print("%6s %12s " % ("ranks", "bytes") + " ".join("%13s" % n for n in names) + "  best")
+    print(
+        f"# allreduce time; network {args.alpha_us:.3g} us + {args.link_gbs:.3g} GB/s, "
+        f"host {args.intra_alpha_us:.3g} us + {args.intra_gbs:.3g} GB/s, "
+        f"{args.ranks_per_host} ranks/host"
+    )
+    print(f"{'ranks':>6} {'bytes':>12} " + " ".join(f"{n:>13}" for n in names) + "  best")
     n = 2
     while n <= args.max_ranks:
         for S in sizes(8, 1 << 30, args.size_factor):
             t = allreduce_times(S, n, m)
             best = min(t, key=t.get)
-            print("%6d %12d " % (n, S) + " ".join("%13s" % fmt_time(t[k]) for k in names) +
-                  "  " + best)
+            print(
+                f"{n:6d} {S:12d} " + " ".join(f"{fmt_time(t[k]):>13}" for k in names) + "  " + best
+            )
         n *= 2
 
 
@@ -298,13 +309,15 @@ def cmd_efficiency(args):
     grad = args.params * args.bytes_per_param
     fwd = args.compute_ms * 1e-3 / 3
     bwd = 2 * fwd
-    print("# %.3g M parameters (%.1f MB of gradients), step compute %.1f ms, fusion %d MiB"
-          % (args.params / 1e6, grad / 1e6, args.compute_ms, args.fusion_mib))
-    print("%6s %10s %10s" % ("ranks", "step", "efficiency"))
+    print(
+        f"# {args.params / 1e6:.3g} M parameters ({grad / 1e6:.1f} MB of gradients), "
+        f"step compute {args.compute_ms:.1f} ms, fusion {args.fusion_mib} MiB"
+    )
+    print(f"{'ranks':>6} {'step':>10} {'efficiency':>10}")
     n = 1
     while n <= args.max_ranks:
         t = step_time(n, m, grad, fwd, bwd, args.fusion_mib << 20)
-        print("%6d %10s %9.1f%%" % (n, fmt_time(t), 100 * (fwd + bwd) / t))
+        print(f"{n:6d} {fmt_time(t):>10} {100 * (fwd + bwd) / t:9.1f}%")
         n *= 2
 
 
@@ -312,10 +325,14 @@ def cmd_validate(args):
     """Predicted vs measured for every (implementation, size) of a hora-bench CSV whose
     implementation maps to a modelled algorithm."""
     m = machine_from(args)
-    impl_algo = {"hora-ring": "ring", "hora-tree": "tree", "hora-rd": "rd",
-                 "hora-hierarchical": "hierarchical"}
+    impl_algo = {
+        "hora-ring": "ring",
+        "hora-tree": "tree",
+        "hora-rd": "rd",
+        "hora-hierarchical": "hierarchical",
+    }
     errors, large = {}, {}
-    print("%-18s %12s %12s %12s %8s" % ("implementation", "bytes", "measured", "predicted", "error"))
+    print(f"{'implementation':<18} {'bytes':>12} {'measured':>12} {'predicted':>12} {'error':>8}")
     for r in csv.DictReader(open(args.csv)):
         algo = impl_algo.get(r["impl"])
         if algo is None or r["placement"] != "out-of-place" or r.get("available", "1") != "1":
@@ -327,28 +344,35 @@ def cmd_validate(args):
         errors.setdefault(algo, []).append(abs(err))
         if S >= 16 << 20:
             large.setdefault(algo, []).append(abs(err))
-        print("%-18s %12d %12s %12s %+7.0f%%" % (r["impl"], S, fmt_time(measured),
-                                                fmt_time(predicted), 100 * err))
+        print(
+            f"{r['impl']:<18} {S:12d} {fmt_time(measured):>12} {fmt_time(predicted):>12} "
+            f"{100 * err:+7.0f}%"
+        )
     print()
     for algo, e in errors.items():
         big = large.get(algo, [])
-        print("%-14s median |error| %.0f%%, max %.0f%% over %d sizes" % (
-            algo, 100 * statistics.median(e), 100 * max(e), len(e)) + (
-            "; from 16 MiB: median %.0f%%, max %.0f%%" % (
-                100 * statistics.median(big), 100 * max(big)) if big else ""))
+        print(
+            f"{algo:<14} median |error| {100 * statistics.median(e):.0f}%, "
+            f"max {100 * max(e):.0f}% over {len(e)} sizes"
+            + (
+                f"; from 16 MiB: median {100 * statistics.median(big):.0f}%, "
+                f"max {100 * max(big):.0f}%"
+                if big
+                else ""
+            )
+        )
 
 
 def cmd_readme(args):
     m = horovod_machine()
     ranks = [64, 128, 256, 512, 1024, 2048, 4096]
-    print("| model | gradients | Horovod at 512 GPUs | " +
-          " | ".join("%d" % n for n in ranks) + " |")
+    print("| model | gradients | Horovod at 512 GPUs | " + " | ".join(str(n) for n in ranks) + " |")
     print("| --- | --- | --- | " + " | ".join("---" for _ in ranks) + " |")
     for name, params, ips, published in HOROVOD_MODELS:
         grad, fwd, bwd = step_inputs(params, ips)
-        cells = ["%.0f%%" % (100 * efficiency(n, m, grad, fwd, bwd, 64 << 20)) for n in ranks]
-        pub = "%.0f%%" % (100 * published) if published else "-"
-        print("| %s | %.0f MB | %s | %s |" % (name, grad / 1e6, pub, " | ".join(cells)))
+        cells = [f"{100 * efficiency(n, m, grad, fwd, bwd, 64 << 20):.0f}%" for n in ranks]
+        pub = f"{100 * published:.0f}%" if published else "-"
+        print(f"| {name} | {grad / 1e6:.0f} MB | {pub} | {' | '.join(cells)} |")
 
 
 def cmd_selftest(_args):
@@ -376,8 +400,9 @@ def cmd_selftest(_args):
     assert efficiency(512, h, *vg, 64 << 20) < effs[2]
     # The CPU bound: 4 ranks sharing 2 cores are slower than the links alone say; with a core
     # per rank (no --cores) nothing changes. Hierarchical moves fewer TCP bytes than the ring.
-    shared = Machine(net=Link(50, 1.25), intra=Link(5, 5), gamma_gbs=5, per_host=2, cores=2,
-                     tcp_cpu_gbs=1.0)
+    shared = Machine(
+        net=Link(50, 1.25), intra=Link(5, 5), gamma_gbs=5, per_host=2, cores=2, tcp_cpu_gbs=1.0
+    )
     ts = allreduce_times(S, 4, shared)
     assert all(ts[k] >= t[k] for k in t) and ts["ring"] > t["ring"], (ts, t)
     assert ring_bytes(S, 4, shared)[0] > hierarchical_bytes(S, 4, shared)[0]
@@ -386,20 +411,32 @@ def cmd_selftest(_args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def machine_args(q):
         q.add_argument("--alpha-us", type=float, default=5.0, help="network latency (us)")
-        q.add_argument("--link-gbs", type=float, default=12.5, help="network GB/s (100 Gbit/s: 12.5)")
+        q.add_argument(
+            "--link-gbs", type=float, default=12.5, help="network GB/s (100 Gbit/s: 12.5)"
+        )
         q.add_argument("--intra-alpha-us", type=float, default=1.0, help="within a host (us)")
         q.add_argument("--intra-gbs", type=float, default=50.0, help="within a host (GB/s)")
         q.add_argument("--gamma-gbs", type=float, default=20.0, help="reduction rate (GB/s)")
         q.add_argument("--ranks-per-host", type=int, default=8)
-        q.add_argument("--cores", type=int, default=None,
-                       help="cores all the job's ranks share (default: one per rank, no CPU bound)")
-        q.add_argument("--tcp-cpu-gbs", type=float, default=1.0,
-                       help="bytes over TCP per core-second, send and receive together")
+        q.add_argument(
+            "--cores",
+            type=int,
+            default=None,
+            help="cores all the job's ranks share (default: one per rank, no CPU bound)",
+        )
+        q.add_argument(
+            "--tcp-cpu-gbs",
+            type=float,
+            default=1.0,
+            help="bytes over TCP per core-second, send and receive together",
+        )
 
     q = sub.add_parser("table")
     machine_args(q)

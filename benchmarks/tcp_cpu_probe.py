@@ -6,6 +6,7 @@ both (user + system, which includes the kernel's copies and protocol work) divid
 benchmarks/scale_model.py uses the figure (--tcp-cpu-gbs) for the CPU bound of hosts that share
 cores. Prints one line: "tcp_cpu_gbs X wall_gbs Y".
 """
+
 import argparse
 import os
 import resource
@@ -50,8 +51,8 @@ def main():
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = me.ru_utime + me.ru_stime + child.ru_utime + child.ru_stime
     if got < total:
-        raise SystemExit("tcp_cpu_probe: the sender stopped after %d of %d bytes" % (got, total))
-    print("tcp_cpu_gbs %.3f wall_gbs %.3f" % (got / cpu / 1e9, got / wall / 1e9))
+        raise SystemExit(f"tcp_cpu_probe: the sender stopped after {got} of {total} bytes")
+    print(f"tcp_cpu_gbs {got / cpu / 1e9:.3f} wall_gbs {got / wall / 1e9:.3f}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ def torch_step_times(names, bytes_each, steps):
     synchronize(); None without torch."""
     try:
         import torch
+
         import hora.torch as hvd
     except ImportError:
         return None
@@ -27,8 +28,9 @@ def torch_step_times(names, bytes_each, steps):
     params = [torch.nn.Parameter(torch.ones(bytes_each // 4)) for _ in names]
     for p in params:
         p.grad = torch.ones(bytes_each // 4)
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(params, lr=0.0),
-                                   named_parameters=list(zip(names, params)))
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(params, lr=0.0), named_parameters=list(zip(names, params, strict=True))
+    )
     # The hook autograd calls once p.grad is complete (post-accumulate-grad).
     hooks = [(next(iter(p._post_accumulate_grad_hooks.values())), p) for p in params]
     times = []
@@ -47,14 +49,15 @@ def torch_step_times(names, bytes_each, steps):
 def main():
     defaults = [2000, 200, 16384, 50]  # iters, tensors, bytes_each, steps
     given = [int(a) for a in sys.argv[1:5]]
-    iters, tensors, bytes_each, steps = given + defaults[len(given):]
+    iters, tensors, bytes_each, steps = given + defaults[len(given) :]
     hora.init()
     small = np.ones(1, np.float32)
     calls = []
     for i in range(iters + iters // 10):
         t0 = time.perf_counter()
-        hora.synchronize(_core.allreduce_async(small, None, "small", hora.Sum, 1.0, 1.0,
-                                               _core.Compression.none))
+        hora.synchronize(
+            _core.allreduce_async(small, None, "small", hora.Sum, 1.0, 1.0, _core.Compression.none)
+        )
         if i >= iters // 10:
             calls.append((time.perf_counter() - t0) * 1e6)
     api_calls = []
@@ -78,11 +81,15 @@ def main():
     del reducer
     torch_times = torch_step_times(names, bytes_each, steps)
     if hora.rank() == 0:
-        torch_field = ("" if torch_times is None else
-                       f" torch_step_us {statistics.median(torch_times):.1f}")
-        print(f"python small_allreduce_us {statistics.median(calls):.2f} "
-              f"api_allreduce_us {statistics.median(api_calls):.2f} "
-              f"reducer_step_us {statistics.median(step_times):.1f}{torch_field}", flush=True)
+        torch_field = (
+            "" if torch_times is None else f" torch_step_us {statistics.median(torch_times):.1f}"
+        )
+        print(
+            f"python small_allreduce_us {statistics.median(calls):.2f} "
+            f"api_allreduce_us {statistics.median(api_calls):.2f} "
+            f"reducer_step_us {statistics.median(step_times):.1f}{torch_field}",
+            flush=True,
+        )
     hora.shutdown()
 
 

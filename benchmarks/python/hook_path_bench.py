@@ -47,8 +47,9 @@ def main():
     # A parameter with a gradient, its optimizer hook, and a bare hook for comparison.
     p = torch.nn.Parameter(torch.ones(elems))
     p.grad = torch.ones(elems)
-    opt = hvd.DistributedOptimizer(torch.optim.SGD([p], lr=0.1), named_parameters=[("w", p)],
-                                   backward_passes_per_step=passes)
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD([p], lr=0.1), named_parameters=[("w", p)], backward_passes_per_step=passes
+    )
     (hook,) = hooks_of(p)
 
     def bare(_p):
@@ -77,8 +78,12 @@ def main():
             ready(0, ten)
 
     results = {}
-    for name, fn in [("bare_hook", run_bare), ("optimizer_hook", run_hook),
-                     ("numpy_ready", run_numpy), ("torch_ready", run_torch)]:
+    for name, fn in [
+        ("bare_hook", run_bare),
+        ("optimizer_hook", run_hook),
+        ("numpy_ready", run_numpy),
+        ("torch_ready", run_torch),
+    ]:
         results[name] = per_call_us(fn, calls)
         # Each counted pass holds its buffer until the step ends: end it before the next.
         opt.synchronize()

@@ -29,24 +29,34 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 def model_and_data(batch):
     import torch
+
     torch.manual_seed(0)
     model = torch.nn.Sequential(
-        torch.nn.Linear(1024, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
-        torch.nn.ReLU(), torch.nn.Linear(2048, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+        torch.nn.Linear(1024, 2048),
+        torch.nn.ReLU(),
+        torch.nn.Linear(2048, 2048),
+        torch.nn.ReLU(),
+        torch.nn.Linear(2048, 1024),
+        torch.nn.ReLU(),
+        torch.nn.Linear(1024, 10),
+    )
     return model, torch.randn(batch, 1024), torch.randint(0, 10, (batch,))
 
 
 def worker(args):
     import torch
     import torch.nn.functional as F
+
     torch.set_num_threads(1)
     rank, size = 0, 1
     if args.worker == "hora":
         import hora.torch as hvd
+
         hvd.init()
         rank, size = hvd.rank(), hvd.size()
     elif args.worker == "ddp":
         import torch.distributed as dist
+
         rank, size = int(os.environ["HORA_RANK"]), int(os.environ["HORA_SIZE"])
         dist.init_process_group("gloo", rank=rank, world_size=size)
     model, x, y = model_and_data(args.batch_size)
@@ -82,8 +92,11 @@ def worker(args):
     if rank == 0:
         rate = size * args.batch_size * args.steps / elapsed
         wait_ms = 1e3 * sum(waits) / len(waits) if waits else 0.0
-        print(f"RESULT {args.worker} ranks {size} batch {args.batch_size} samples/s {rate:.1f} "
-              f"step_ms {1e3 * elapsed / args.steps:.2f} wait_ms {wait_ms:.2f}", flush=True)
+        print(
+            f"RESULT {args.worker} ranks {size} batch {args.batch_size} samples/s {rate:.1f} "
+            f"step_ms {1e3 * elapsed / args.steps:.2f} wait_ms {wait_ms:.2f}",
+            flush=True,
+        )
     if args.worker == "hora":
         hvd.shutdown()
     elif args.worker == "ddp":
@@ -93,9 +106,11 @@ def worker(args):
 def barrier(kind):
     if kind == "hora":
         import hora
+
         hora.barrier()
     elif kind == "ddp":
         import torch.distributed as dist
+
         dist.barrier()
 
 
@@ -107,10 +122,18 @@ def free_port():
 
 def run(args, kind, ranks, batch):
     env = dict(os.environ, PYTHONPATH=os.path.join(args.build, "python"), OMP_NUM_THREADS="1")
-    cmd = [sys.executable, __file__, "--worker", kind, "--batch-size", str(batch),
-           "--steps", str(args.steps)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        kind,
+        "--batch-size",
+        str(batch),
+        "--steps",
+        str(args.steps),
+    ]
     if kind != "plain":
-        cmd = [os.path.join(args.build, "launcher", "horarun"), "-np", str(ranks)] + cmd
+        cmd = [os.path.join(args.build, "launcher", "horarun"), "-np", str(ranks), *cmd]
     if kind == "ddp":
         env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -118,9 +141,12 @@ def run(args, kind, ranks, batch):
     if out.returncode != 0 or not m:
         sys.exit(f"{kind} at {ranks} ranks failed:\n{out.stdout}\n{out.stderr}")
     rate, step_ms, wait_ms = (float(v) for v in m.groups())
-    print(f"  {kind:5} ranks {ranks} batch {batch:3}/rank: {rate:8.1f} samples/s "
-          f"({step_ms:.1f} ms/step" + (f", waiting for allreduces {wait_ms:.1f} ms)" if
-                                       kind == "hora" else ")"), flush=True)
+    print(
+        f"  {kind:5} ranks {ranks} batch {batch:3}/rank: {rate:8.1f} samples/s "
+        f"({step_ms:.1f} ms/step"
+        + (f", waiting for allreduces {wait_ms:.1f} ms)" if kind == "hora" else ")"),
+        flush=True,
+    )
     return rate, step_ms, wait_ms
 
 
@@ -128,29 +154,49 @@ def driver(args):
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = re.search(r"Model name:\s*(.*)", cpu)
     import torch
-    print(f"CPU: {model.group(1) if model else '?'}; torch {torch.__version__}; "
-          f"MLP 1024-2048-2048-1024-10, one thread per rank, {args.steps} timed steps")
+
+    print(
+        f"CPU: {model.group(1) if model else '?'}; torch {torch.__version__}; "
+        f"MLP 1024-2048-2048-1024-10, one thread per rank, {args.steps} timed steps"
+    )
     plain = {b: run(args, "plain", 1, b) for b in sorted({64} | {64 * n for n in args.ranks})}
     hora1 = run(args, "hora", 1, 64)
-    print(f"hora's own cost per step at 1 rank (hooks, handles, engine): "
-          f"{hora1[1] - plain[64][1]:+.2f} ms over a plain step of {plain[64][1]:.1f} ms")
+    print(
+        f"hora's own cost per step at 1 rank (hooks, handles, engine): "
+        f"{hora1[1] - plain[64][1]:+.2f} ms over a plain step of {plain[64][1]:.1f} ms"
+    )
     hora, ddp = {1: hora1}, {}
     for n in args.ranks:
         h = hora[n] = run(args, "hora", n, 64)
         d = ddp[n] = run(args, "ddp", n, 64)
-        print(f"{n} ranks: hora.torch {h[0]:.0f} samples/s, DDP {d[0]:.0f}: hora/DDP "
-              f"{h[0] / d[0]:.2f}x; scaling efficiency hora {100 * h[0] / (n * plain[64][0]):.0f}%"
-              f", DDP {100 * d[0] / (n * plain[64][0]):.0f}%; vs one process at batch "
-              f"{64 * n}: hora {h[0] / plain[64 * n][0]:.2f}x, DDP {d[0] / plain[64 * n][0]:.2f}x",
-              flush=True)
+        print(
+            f"{n} ranks: hora.torch {h[0]:.0f} samples/s, DDP {d[0]:.0f}: hora/DDP "
+            f"{h[0] / d[0]:.2f}x; scaling efficiency hora {100 * h[0] / (n * plain[64][0]):.0f}%"
+            f", DDP {100 * d[0] / (n * plain[64][0]):.0f}%; vs one process at batch "
+            f"{64 * n}: hora {h[0] / plain[64 * n][0]:.2f}x, DDP {d[0] / plain[64 * n][0]:.2f}x",
+            flush=True,
+        )
     if args.json:
+
         def figures(runs):
-            return {str(k): {"samples_per_s": v[0], "step_ms": v[1], "wait_ms": v[2]}
-                    for k, v in runs.items()}
+            return {
+                str(k): {"samples_per_s": v[0], "step_ms": v[1], "wait_ms": v[2]}
+                for k, v in runs.items()
+            }
+
         with open(args.json, "w") as f:
-            json.dump({"torch": torch.__version__.split("+")[0], "steps": args.steps,
-                       "plain": figures(plain), "hora": figures(hora), "ddp": figures(ddp),
-                       "hora_overhead_ms": hora1[1] - plain[64][1]}, f, indent=2)
+            json.dump(
+                {
+                    "torch": torch.__version__.split("+")[0],
+                    "steps": args.steps,
+                    "plain": figures(plain),
+                    "hora": figures(hora),
+                    "ddp": figures(ddp),
+                    "hora_overhead_ms": hora1[1] - plain[64][1],
+                },
+                f,
+                indent=2,
+            )
 
 
 def main():

@@ -22,17 +22,30 @@ import hora.torch as hvd
 def make_model(name):
     if name == "mlp":  # PyTorch DDP's benchmark MLP: 1024-2048-2048-1024-10, 8.4M parameters
         return torch.nn.Sequential(
-            torch.nn.Linear(1024, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
-            torch.nn.ReLU(), torch.nn.Linear(2048, 1024), torch.nn.ReLU(),
-            torch.nn.Linear(1024, 10)), (1024,)
+            torch.nn.Linear(1024, 2048),
+            torch.nn.ReLU(),
+            torch.nn.Linear(2048, 2048),
+            torch.nn.ReLU(),
+            torch.nn.Linear(2048, 1024),
+            torch.nn.ReLU(),
+            torch.nn.Linear(1024, 10),
+        ), (1024,)
     if name == "convnet":
         return torch.nn.Sequential(
-            torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-            torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-            torch.nn.Flatten(), torch.nn.Linear(64 * 8 * 8, 256), torch.nn.ReLU(),
-            torch.nn.Linear(256, 10)), (3, 32, 32)
+            torch.nn.Conv2d(3, 32, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(32, 64, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(),
+            torch.nn.Linear(64 * 8 * 8, 256),
+            torch.nn.ReLU(),
+            torch.nn.Linear(256, 10),
+        ), (3, 32, 32)
     try:
         import torchvision.models
+
         return getattr(torchvision.models, name)(), (3, 224, 224)
     except (ImportError, AttributeError):
         pass
@@ -48,8 +61,9 @@ def main():
     parser.add_argument("--num-iters", type=int, default=5)
     parser.add_argument("--fp16-allreduce", action="store_true")
     parser.add_argument("--no-cuda", action="store_true", help="train on the CPU")
-    parser.add_argument("--no-hora", action="store_true",
-                        help="one process, the plain optimizer (the baseline)")
+    parser.add_argument(
+        "--no-hora", action="store_true", help="one process, the plain optimizer (the baseline)"
+    )
     args = parser.parse_args()
     cuda = not args.no_cuda and torch.cuda.is_available()
 
@@ -68,8 +82,9 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     if not args.no_hora:
         compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
-        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                             compression=compression)
+        optimizer = hvd.DistributedOptimizer(
+            optimizer, named_parameters=model.named_parameters(), compression=compression
+        )
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
     data = torch.randn(args.batch_size, *shape, device=device)
@@ -93,8 +108,10 @@ def main():
             print(text, flush=True)
 
     where = f"cuda ({torch.cuda.get_device_name()})" if cuda else "cpu"
-    log(f"Model: {args.model}, batch size: {args.batch_size} per rank, ranks: {size}, "
-        f"device: {where}{', no hora' if args.no_hora else ''}")
+    log(
+        f"Model: {args.model}, batch size: {args.batch_size} per rank, ranks: {size}, "
+        f"device: {where}{', no hora' if args.no_hora else ''}"
+    )
     benchmark_steps(args.num_warmup_batches)
     img_secs = []
     for i in range(args.num_iters):

@@ -55,7 +55,7 @@ def main():
     images, labels = synthetic_images(args.samples, seed=1)
     test_images, test_labels = synthetic_images(2048, seed=2)
     # Each rank trains on its own shard.
-    images, labels = images[hvd.rank()::hvd.size()], labels[hvd.rank()::hvd.size()]
+    images, labels = images[hvd.rank() :: hvd.size()], labels[hvd.rank() :: hvd.size()]
 
     model = Net()
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
@@ -72,7 +72,7 @@ def main():
         order = torch.randperm(len(images), generator=torch.Generator().manual_seed(epoch))
         total = 0.0
         for step in range(steps):
-            batch = order[step * args.batch_size:(step + 1) * args.batch_size]
+            batch = order[step * args.batch_size : (step + 1) * args.batch_size]
             optimizer.zero_grad()
             loss = F.cross_entropy(model(images[batch]), labels[batch])
             loss.backward()
@@ -85,13 +85,19 @@ def main():
         mean_loss = hvd.allreduce(torch.tensor(total / steps), name="metric.loss")
         accuracy = hvd.allreduce(correct, name="metric.accuracy")
         if hvd.rank() == 0:
-            print(f"epoch {epoch}: loss {mean_loss.item():.4f}, held-out accuracy "
-                  f"{100 * accuracy.item():.2f}%", flush=True)
+            print(
+                f"epoch {epoch}: loss {mean_loss.item():.4f}, held-out accuracy "
+                f"{100 * accuracy.item():.2f}%",
+                flush=True,
+            )
     elapsed = time.perf_counter() - start
     if hvd.rank() == 0:
         samples = steps * args.batch_size * hvd.size() * args.epochs
-        print(f"trained on {hvd.size()} ranks in {elapsed:.1f} s "
-              f"({samples / elapsed:.0f} samples/s in total)", flush=True)
+        print(
+            f"trained on {hvd.size()} ranks in {elapsed:.1f} s "
+            f"({samples / elapsed:.0f} samples/s in total)",
+            flush=True,
+        )
     hvd.shutdown()
 
 

@@ -13,11 +13,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-import hora.tensorflow as hvd  # hora (1/5)  # noqa: E402
+import hora.tensorflow as hvd  # hora (1/5)
 
 
 def synthetic(count, seed):
@@ -39,8 +39,9 @@ def main():
     keras.utils.set_random_seed(7 + hvd.rank())  # ranks start apart: the broadcast fixes that
 
     x, y = synthetic(args.steps * args.batch_size, seed=100 + hvd.rank())  # this rank's shard
-    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(64, activation="relu"),
-                              keras.layers.Dense(8)])
+    model = keras.Sequential(
+        [keras.Input((32,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(8)]
+    )
     optimizer = keras.optimizers.SGD(args.lr * hvd.size(), momentum=0.9)
 
     @tf.function
@@ -49,7 +50,7 @@ def main():
             loss = tf.reduce_mean(tf.square(model(xb, training=True) - yb))
         tape = hvd.DistributedGradientTape(tape)  # hora (3/5): gradients averaged over ranks
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
     start = time.perf_counter()
@@ -67,8 +68,10 @@ def main():
     x_test, y_test = synthetic(1024, seed=999)
     test_loss = float(tf.reduce_mean(tf.square(model(x_test) - y_test)))
     if hvd.rank() == 0:
-        print(f"held-out loss {test_loss:.4f}, trained on {hvd.size()} ranks in "
-              f"{time.perf_counter() - start:.1f} s")
+        print(
+            f"held-out loss {test_loss:.4f}, trained on {hvd.size()} ranks in "
+            f"{time.perf_counter() - start:.1f} s"
+        )
 
 
 if __name__ == "__main__":

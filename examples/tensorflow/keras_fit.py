@@ -14,11 +14,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-import hora.keras as hvd  # hora (1/5): Horovod's Keras API  # noqa: E402
+import hora.keras as hvd  # hora (1/5): Horovod's Keras API
 
 
 def synthetic(count, seed):
@@ -43,31 +43,48 @@ def main():
 
     x, y = synthetic(args.samples, seed=1)
     x_test, y_test = synthetic(2048, seed=2)
-    x, y = x[hvd.rank()::hvd.size()], y[hvd.rank()::hvd.size()]  # each rank its own shard
+    x, y = x[hvd.rank() :: hvd.size()], y[hvd.rank() :: hvd.size()]  # each rank its own shard
 
-    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(128, activation="relu"),
-                              keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)])
+    model = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
     # hora (3/5): wrap the optimizer; the learning rate grows with the global batch.
     optimizer = hvd.DistributedOptimizer(keras.optimizers.Adam(args.lr * hvd.size()))
-    model.compile(optimizer=optimizer, metrics=["accuracy"],
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=optimizer,
+        metrics=["accuracy"],
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     callbacks = [
         # hora (4/5): start every rank from rank 0's weights; average the metrics over ranks.
         hvd.callbacks.BroadcastGlobalVariablesCallback(0),
         hvd.callbacks.MetricAverageCallback(),
-        hvd.callbacks.LearningRateWarmupCallback(initial_lr=args.lr * hvd.size(),
-                                                 warmup_epochs=1),
+        hvd.callbacks.LearningRateWarmupCallback(initial_lr=args.lr * hvd.size(), warmup_epochs=1),
     ]
     start = time.perf_counter()
-    history = model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs, shuffle=True,
-                        callbacks=callbacks, verbose=0)
+    history = model.fit(
+        x,
+        y,
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        shuffle=True,
+        callbacks=callbacks,
+        verbose=0,
+    )
     seconds = time.perf_counter() - start
     _, accuracy = model.evaluate(x_test, y_test, verbose=0)
     if hvd.rank() == 0:  # hora (5/5): one rank reports
         for epoch, loss in enumerate(history.history["loss"], 1):
             print(f"epoch {epoch}: loss {loss:.4f} (averaged over {hvd.size()} ranks)")
-        print(f"held-out accuracy {100 * accuracy:.1f}%, trained on {hvd.size()} ranks in "
-              f"{seconds:.1f} s")
+        print(
+            f"held-out accuracy {100 * accuracy:.1f}%, trained on {hvd.size()} ranks in "
+            f"{seconds:.1f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ import numpy as np
 
 import hora
 
-LATE_S = 3.0      # how long the other ranks keep rank 0 waiting
+LATE_S = 3.0  # how long the other ranks keep rank 0 waiting
 INTERRUPT_S = 0.5  # when rank 0 interrupts itself
-LIMIT_S = 1.5     # the interrupt must land within this
+LIMIT_S = 1.5  # the interrupt must land within this
 
 
 def interrupted(what, wait):

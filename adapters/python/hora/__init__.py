@@ -9,67 +9,10 @@ and hora.keras build Horovod's APIs on it::
     hora.shutdown()
 """
 
+from __future__ import annotations
+
 from hora import _core
-from hora.compression import Compression
-from hora.errors import (
-    FailedPreconditionError,
-    HoraError,
-    HoraIOError,
-    HoraTimeoutError,
-    HorovodInternalError,
-    InternalError,
-    InvalidArgumentError,
-    MismatchError,
-    RemoteError,
-    UnimplementedError,
-)
-from hora.ops import (
-    Adasum,
-    Average,
-    Handle,
-    Max,
-    Min,
-    Product,
-    Sum,
-    allgather,
-    allgather_async,
-    allreduce,
-    allreduce_,
-    allreduce_async,
-    allreduce_async_,
-    alltoall,
-    alltoall_async,
-    barrier,
-    broadcast,
-    broadcast_,
-    broadcast_async,
-    broadcast_async_,
-    grouped_allreduce,
-    grouped_allreduce_,
-    grouped_allreduce_async,
-    grouped_allreduce_async_,
-    join,
-    poll,
-    reducescatter,
-    reducescatter_async,
-    synchronize,
-)
-from hora.runtime import (
-    cross_rank,
-    cross_size,
-    engine_stats,
-    gloo_built,
-    init,
-    is_initialized,
-    local_rank,
-    local_size,
-    mpi_built,
-    mpi_threads_supported,
-    backend,
-    nccl_built,
-    rank,
-    shutdown,
-    size,
-)
+from hora._internal.api import *
+from hora.ops import *
 
 GradientReducer = _core.GradientReducer

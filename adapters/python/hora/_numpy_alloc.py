@@ -1,5 +1,7 @@
 """NumPy arrays for hora's outputs: the default allocator of the framework-neutral API."""
 
+from __future__ import annotations
+
 import numpy as np
 
 try:  # bfloat16 for NumPy comes from ml_dtypes (a dependency of JAX and TensorFlow)
@@ -9,7 +11,7 @@ try:  # bfloat16 for NumPy comes from ml_dtypes (a dependency of JAX and TensorF
 except ImportError:  # pragma: no cover - depends on the environment
     _BFLOAT16 = None
 
-_DTYPES = {
+_DTYPES: dict[str, np.dtype] = {
     "uint8": np.dtype(np.uint8),
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),
@@ -25,7 +27,7 @@ if _BFLOAT16 is not None:
     _DTYPES["bfloat16"] = _BFLOAT16
 
 
-def numpy_dtype(name):
+def numpy_dtype(name: str) -> np.dtype:
     """The NumPy dtype of a hora dtype name; ValueError when NumPy has none."""
     try:
         return _DTYPES[name]
@@ -36,6 +38,6 @@ def numpy_dtype(name):
         ) from None
 
 
-def allocate(dtype_name, shape):
+def allocate(dtype_name: str, shape: tuple[int, ...]) -> np.ndarray:
     """The default OutputAllocator: a new C-contiguous NumPy array."""
     return np.empty(shape, dtype=numpy_dtype(dtype_name))

@@ -5,21 +5,28 @@ is packed into the fusion buffer and cast back while unpacked, so the caller's t
 float32 and no extra framework ops run (Horovod's compressors cast in the framework instead).
 """
 
+from __future__ import annotations
+
+from typing import ClassVar
+
 from hora import _core
 
 
-class _Compressor:
-    def __init__(self, wire, name):
+class Compressor:
+    """One of hora.Compression's values: the wire format the engine casts float32 tensors
+    to (``wire``, the binding's Compression)."""
+
+    def __init__(self, wire: _core.Compression, name: str) -> None:
         self.wire = wire
         self._name = name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"hora.Compression.{self._name}"
 
 
 class Compression:
     """``none``: float32 on the wire; ``fp16``: float16; ``bf16``: bfloat16."""
 
-    none = _Compressor(_core.Compression.none, "none")
-    fp16 = _Compressor(_core.Compression.fp16, "fp16")
-    bf16 = _Compressor(_core.Compression.bf16, "bf16")
+    none: ClassVar[Compressor] = Compressor(_core.Compression.none, "none")
+    fp16: ClassVar[Compressor] = Compressor(_core.Compression.fp16, "fp16")
+    bf16: ClassVar[Compressor] = Compressor(_core.Compression.bf16, "bf16")

@@ -5,6 +5,8 @@ that names the tensor, the ranks and the values (for example ``tensor 'fc1.weigh
 shape [4,5] on rank 0 but [4,6] on rank 1``).
 """
 
+from __future__ import annotations
+
 
 class HoraError(RuntimeError):
     """Base class of every error hora raises."""
@@ -44,9 +46,3 @@ class InternalError(HoraError):
 
 # Horovod's name for a failure of the collective layer (its elastic mode catches it).
 HorovodInternalError = RemoteError
-
-__all__ = [
-    "HoraError", "InvalidArgumentError", "FailedPreconditionError", "MismatchError",
-    "HoraTimeoutError", "RemoteError", "HoraIOError", "UnimplementedError", "InternalError",
-    "HorovodInternalError",
-]

@@ -1,11 +1,14 @@
 """hora's runtime: init and shutdown, the job's layout, what is built."""
 
+from __future__ import annotations
+
 import atexit
+from collections.abc import Callable, Mapping
 
 from hora import _core
 
 
-def init(settings=None):
+def init(settings: Mapping[str, object] | None = None) -> None:
     """Starts hora: reads HORA_* (and horarun's, mpirun's, Slurm's or torchrun's variables),
     connects every rank (at most HORA_START_TIMEOUT_S) and starts the engine.
 
@@ -15,12 +18,12 @@ def init(settings=None):
     _core.init(pairs)
 
 
-def shutdown():
+def shutdown() -> None:
     """Stops the engine (collectives still pending fail) and releases everything init made."""
     _core.shutdown()
 
 
-def _shutdown_at_exit():
+def _shutdown_at_exit() -> None:
     if _core.is_initialized():
         try:
             _core.shutdown()
@@ -30,37 +33,40 @@ def _shutdown_at_exit():
 
 atexit.register(_shutdown_at_exit)
 
-is_initialized = _core.is_initialized
-rank = _core.rank
-size = _core.size
-local_rank = _core.local_rank
-local_size = _core.local_size
-cross_rank = _core.cross_rank
-cross_size = _core.cross_size
-engine_stats = _core.engine_stats
+# The binding's functions themselves (no Python call in between): whether init ran, this
+# process's rank and the job's size, the same on this host and across hosts (cross_rank: the
+# host's index), and the engine's counters (rounds, cache_hits, buckets, errors, ...).
+is_initialized: Callable[[], bool] = _core.is_initialized
+rank: Callable[[], int] = _core.rank
+size: Callable[[], int] = _core.size
+local_rank: Callable[[], int] = _core.local_rank
+local_size: Callable[[], int] = _core.local_size
+cross_rank: Callable[[], int] = _core.cross_rank
+cross_size: Callable[[], int] = _core.cross_size
+engine_stats: Callable[[], dict[str, int]] = _core.engine_stats
 
 
-def gloo_built():
+def gloo_built() -> bool:
     """True when hora was built with the Gloo backend."""
     return "gloo" in _core.available_backends()
 
 
-def mpi_built():
+def mpi_built() -> bool:
     """True when hora was built with the MPI backend."""
     return "mpi" in _core.available_backends()
 
 
-def nccl_built():
+def nccl_built() -> bool:
     """True when hora was built with the NCCL backend."""
     return "nccl" in _core.available_backends()
 
 
-def backend():
+def backend() -> str:
     """The backend of the running job: builtin, gloo, mpi or nccl."""
     return _core.backend()
 
 
-def mpi_threads_supported():
+def mpi_threads_supported() -> bool:
     """Horovod's question whether MPI runs with threads: hora's engine thread alone drives MPI,
     so this is True exactly when the job runs on the MPI backend."""
     return backend() == "mpi"

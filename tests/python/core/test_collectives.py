@@ -12,8 +12,13 @@ from hora import _numpy_alloc
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 INTS = ["uint8", "int8", "int16", "uint16", "int32", "int64"]
 DTYPES = INTS + FLOATS + ["bool"]
-OPS = {"sum": hora.Sum, "average": hora.Average, "min": hora.Min, "max": hora.Max,
-       "product": hora.Product}
+OPS = {
+    "sum": hora.Sum,
+    "average": hora.Average,
+    "min": hora.Min,
+    "max": hora.Max,
+    "product": hora.Product,
+}
 
 
 def ops_for(dtype):
@@ -38,8 +43,10 @@ def value(dtype, rank, shape, salt=0):
 
 
 def reference(dtype, op, size, shape, salt=0):
-    vals = [value(dtype, r, shape, salt).astype(np.float64 if dtype != "bool" else bool)
-            for r in range(size)]
+    vals = [
+        value(dtype, r, shape, salt).astype(np.float64 if dtype != "bool" else bool)
+        for r in range(size)
+    ]
     if dtype == "bool":
         if op in ("min", "product"):
             out = np.logical_and.reduce(vals)
@@ -79,8 +86,9 @@ def check_close(got, want, dtype, op):
 
 
 def assert_same_on_every_rank(array):
-    digest = np.frombuffer(hashlib.sha256(np.ascontiguousarray(array).tobytes()).digest()[:8],
-                           dtype=np.int64).copy()
+    digest = np.frombuffer(
+        hashlib.sha256(np.ascontiguousarray(array).tobytes()).digest()[:8], dtype=np.int64
+    ).copy()
     lo = hora.allreduce(digest, op=hora.Min, name="check.digest.min")
     hi = hora.allreduce(digest, op=hora.Max, name="check.digest.max")
     assert lo[0] == hi[0] == digest[0], "results differ across ranks"
@@ -108,8 +116,9 @@ def test_allreduce_every_op(hora_job, rank, size, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
 def test_allreduce_scale_factors(hora_job, rank, size, dtype):
     x = value(dtype, rank, (33,))
-    out = hora.allreduce(x, op=hora.Sum, prescale_factor=2.0, postscale_factor=0.5,
-                         name=f"scaled.{dtype}")
+    out = hora.allreduce(
+        x, op=hora.Sum, prescale_factor=2.0, postscale_factor=0.5, name=f"scaled.{dtype}"
+    )
     check_close(out, reference(dtype, "sum", size, (33,)), dtype, "sum")
 
 
@@ -134,11 +143,11 @@ def test_grouped_allreduce(hora_job, rank, size, dtype):
     xs = [value(dtype, rank, (n,), salt=n) for n in (1, 17, 0, 300)]
     outs = hora.grouped_allreduce(xs, op=OPS[op], name=f"group.{dtype}")
     assert len(outs) == 4
-    for n, out in zip((1, 17, 0, 300), outs):
+    for n, out in zip((1, 17, 0, 300), outs, strict=True):
         check_close(out, reference(dtype, op, size, (n,), salt=n), dtype, op)
     ins = [x.copy() for x in xs]
     back = hora.grouped_allreduce_(ins, op=OPS[op], name=f"group_.{dtype}")
-    for a, b in zip(back, outs):
+    for a, b in zip(back, outs, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -174,9 +183,10 @@ def test_alltoall(hora_job, rank, size, dtype):
     x = value(dtype, rank, (rows, 2))
     out, received = hora.alltoall(x, splits=splits, name=f"a2a.{dtype}")
     assert list(received) == [rank + 1] * size
-    offsets = np.cumsum([0] + splits)
-    want = np.concatenate([value(dtype, r, (rows, 2))[offsets[rank]:offsets[rank + 1]]
-                           for r in range(size)])
+    offsets = np.cumsum([0, *splits])
+    want = np.concatenate(
+        [value(dtype, r, (rows, 2))[offsets[rank] : offsets[rank + 1]] for r in range(size)]
+    )
     np.testing.assert_array_equal(out, want)
     even = hora.alltoall(value(dtype, rank, (2 * size, 3)), name=f"a2a.even.{dtype}")
     assert even.shape == (2 * size, 3)
@@ -190,7 +200,7 @@ def test_reducescatter(hora_job, rank, size, dtype):
     full = reference(dtype, "sum", size, (rows, 3))
     counts = [rows // size + (1 if r < rows % size else 0) for r in range(size)]
     start = sum(counts[:rank])
-    check_close(out, full[start:start + counts[rank]], dtype, "sum")
+    check_close(out, full[start : start + counts[rank]], dtype, "sum")
 
 
 def test_barrier_and_join(hora_job, size):
@@ -212,10 +222,14 @@ def test_layout(hora_job, rank, size):
 
 def test_grouped_allreduce_mixed_dtypes(hora_job, rank, size):
     # One group, members of three dtypes: each dtype is reduced in a bucket of its own.
-    xs = [np.full(5, rank + 1, np.float32), np.full(3, rank + 1, np.float64),
-          np.full(4, rank + 1, np.int32), np.full(2, rank + 1, np.float32)]
+    xs = [
+        np.full(5, rank + 1, np.float32),
+        np.full(3, rank + 1, np.float64),
+        np.full(4, rank + 1, np.int32),
+        np.full(2, rank + 1, np.float32),
+    ]
     outs = hora.grouped_allreduce(xs, op=hora.Sum, name="group.mixed")
     total = size * (size + 1) / 2
-    for x, out in zip(xs, outs):
+    for x, out in zip(xs, outs, strict=True):
         assert out.dtype == x.dtype
         np.testing.assert_array_equal(out, np.full(x.shape, total).astype(x.dtype))

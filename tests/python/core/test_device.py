@@ -23,14 +23,23 @@ class DLDataType(ctypes.Structure):
 
 
 class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
 
 
 class DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
+    _fields_ = [
+        ("dl_tensor", DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+    ]
 
 
 _new_capsule = ctypes.pythonapi.PyCapsule_New
@@ -57,9 +66,16 @@ class Capsule:
         self.capsule = _new_capsule(ctypes.addressof(self.managed), b"dltensor", None)
 
 
-@pytest.mark.parametrize("device_type,device_id,expected", [
-    (kDLCUDA, 0, "cuda:0"), (kDLCUDA, 3, "cuda:3"), (kDLCUDAManaged, 1, "cuda:1"),
-    (kDLCUDAHost, 0, "cpu"), (kDLCPU, 0, "cpu")])
+@pytest.mark.parametrize(
+    "device_type,device_id,expected",
+    [
+        (kDLCUDA, 0, "cuda:0"),
+        (kDLCUDA, 3, "cuda:3"),
+        (kDLCUDAManaged, 1, "cuda:1"),
+        (kDLCUDAHost, 0, "cpu"),
+        (kDLCPU, 0, "cpu"),
+    ],
+)
 def test_dlpack_device_types(hora_job, device_type, device_id, expected):
     c = Capsule(np.zeros((2, 3), np.float32), device_type, device_id)
     dtype, shape, device = _core.describe(c.capsule, "d")
@@ -90,8 +106,9 @@ def test_pinned_host_memory_is_a_host_tensor(hora_job):
 
 def test_stream_argument_is_accepted(hora_job):
     x = np.ones(2, np.float32)
-    h = _core.allreduce_async(x, None, "streamed", hora.Sum, 1.0, 1.0, _core.Compression.none,
-                              stream=0)
+    h = _core.allreduce_async(
+        x, None, "streamed", hora.Sum, 1.0, 1.0, _core.Compression.none, stream=0
+    )
     hora.synchronize(h)
     assert np.all(x == hora.size())
 
@@ -102,8 +119,12 @@ def test_host_handles_have_no_device_and_wait_on_stream_is_wait(hora_job):
     assert h.device == -1
     out = h.wait_on_stream(0)
     assert out is x and np.all(x == hora.size())
-    g = _core.allgather_async(np.full((1, 2), hora.rank(), np.float32),
-                              lambda dtype, shape: np.empty(shape, dtype), "host.ag", stream=0)
+    g = _core.allgather_async(
+        np.full((1, 2), hora.rank(), np.float32),
+        lambda dtype, shape: np.empty(shape, dtype),
+        "host.ag",
+        stream=0,
+    )
     assert g.device == -1
     gathered = g.wait_on_stream(0)
     assert gathered.shape == (hora.size(), 2)
@@ -112,10 +133,10 @@ def test_host_handles_have_no_device_and_wait_on_stream_is_wait(hora_job):
 def test_gpu_allgather_alltoall_reducescatter_without_a_path_name_tensor_and_device(hora_job):
     alloc = lambda dtype, shape: np.empty(shape, dtype)  # noqa: E731
     for name, start in [
-            ("gpu.ag", lambda c: _core.allgather_async(c, alloc, "gpu.ag", stream=0)),
-            ("gpu.a2a", lambda c: _core.alltoall_async(c, [], alloc, "gpu.a2a", stream=0)),
-            ("gpu.rs", lambda c: _core.reducescatter_async(c, alloc, "gpu.rs", hora.Sum,
-                                                           stream=0))]:
+        ("gpu.ag", lambda c: _core.allgather_async(c, alloc, "gpu.ag", stream=0)),
+        ("gpu.a2a", lambda c: _core.alltoall_async(c, [], alloc, "gpu.a2a", stream=0)),
+        ("gpu.rs", lambda c: _core.reducescatter_async(c, alloc, "gpu.rs", hora.Sum, stream=0)),
+    ]:
         c = Capsule(np.ones((hora.size(), 2), np.float32), kDLCUDA, 99)
         with pytest.raises(hora.HoraError, match=rf"tensor '{name}'.*cuda:99"):
             hora.synchronize(start(c.capsule))

@@ -69,8 +69,9 @@ def test_shape_mismatch_raises_on_every_rank(hora_job, rank, size):
     with pytest.raises(hora.MismatchError, match=r"tensor 'mismatch.shape'.*shape"):
         hora.allreduce(x, name="mismatch.shape")
     # The next collective works.
-    np.testing.assert_allclose(hora.allreduce(np.ones(2, np.float32), op=hora.Sum,
-                                              name="after.mismatch"), size)
+    np.testing.assert_allclose(
+        hora.allreduce(np.ones(2, np.float32), op=hora.Sum, name="after.mismatch"), size
+    )
 
 
 def test_dtype_mismatch_raises_on_every_rank(hora_job, rank, size):

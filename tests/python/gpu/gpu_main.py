@@ -12,6 +12,7 @@ def main():
     why = None
     try:
         import torch
+
         if not torch.cuda.is_available():
             why = f"torch {torch.__version__} sees no CUDA device"
     except ImportError as e:
@@ -20,6 +21,7 @@ def main():
         print(f"{'FAILED' if required else 'SKIPPED'}: hora.torch on CUDA: {why}", flush=True)
         sys.exit(1 if required else 77)
     import pytest
+
     here = os.path.dirname(os.path.abspath(__file__))
     sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", here, here]))
 

@@ -84,8 +84,7 @@ def test_allgather_alltoall_reducescatter_return_cuda_tensors(dev):
     assert y.device == dev and received.tolist() == [1] * n
     want = torch.stack([torch.arange(2, dtype=torch.float32) + 2 * r + 100 * q for q in range(n)])
     torch.testing.assert_close(y.cpu(), want)
-    z = hvd.reducescatter(torch.ones(2 * n, 4, device=dev) * (r + 1), op=hvd.Sum,
-                          name="cuda.rs")
+    z = hvd.reducescatter(torch.ones(2 * n, 4, device=dev) * (r + 1), op=hvd.Sum, name="cuda.rs")
     assert z.device == dev and z.shape == (2, 4)
     assert torch.all(z.cpu() == n * (n + 1) / 2)
 
@@ -113,11 +112,13 @@ def test_synchronize_makes_the_current_stream_wait_not_the_host(dev):
 
 def test_distributed_optimizer_on_cuda(dev):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
-                                torch.nn.Linear(32, 4)).to(dev)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    ).to(dev)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                                   named_parameters=model.named_parameters())
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1), named_parameters=model.named_parameters()
+    )
     gen = torch.Generator().manual_seed(100 + hvd.rank())
     for step in range(3):
         data = torch.randn(8, 16, generator=gen).to(dev)

@@ -31,16 +31,16 @@ def test_dtype_mismatch_in_tf_function(hvd):
 def test_root_mismatch_names_the_roots(hvd):
     if hvd.size() == 1:
         pytest.skip("needs two ranks to disagree")
-    with pytest.raises(hora.MismatchError, match="err.root"):
+    with pytest.raises(hora.MismatchError, match=r"err\.root"):
         hvd.broadcast(tf.ones([2]), root_rank=hvd.rank() % 2, name="err.root")
 
 
 def test_bad_root_and_unsupported_ops(hvd):
-    with pytest.raises(hora.HoraError, match="err.badroot"):
+    with pytest.raises(hora.HoraError, match=r"err\.badroot"):
         hvd.broadcast(tf.ones([2]), root_rank=hvd.size() + 3, name="err.badroot")
     with pytest.raises(hora.UnimplementedError, match="Adasum"):
         hvd.allreduce(tf.ones([2]), op=hvd.Adasum)
-    with pytest.raises(hora.InvalidArgumentError, match="err.scalar"):
+    with pytest.raises(hora.InvalidArgumentError, match=r"err\.scalar"):
         hvd.allgather(tf.constant(1.0), name="err.scalar")
     with pytest.raises(hora.InvalidArgumentError, match="bool"):
         hvd.allreduce(tf.constant([True]), op=hvd.Sum, name="err.boolsum")

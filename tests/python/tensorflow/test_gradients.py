@@ -5,7 +5,6 @@ of the collective's output."""
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from tf_helpers import run_in
 
 MODES = ["eager", "graph"]
@@ -21,6 +20,7 @@ def grad_of(hvd, mode, collective, x):
             out = collective(t)
             loss = tf.reduce_sum(out * tf.cast(weight, out.dtype))
         return tape.gradient(loss, t)
+
     return run_in(mode, fn, x)
 
 
@@ -37,8 +37,14 @@ def test_allreduce_grad(hvd, mode):
     np.testing.assert_allclose(g.numpy(), np.full([2, 3], weights(n)))
     g = grad_of(hvd, mode, lambda t: hvd.allreduce(t, name="g.avg"), x)
     np.testing.assert_allclose(g.numpy(), np.full([2, 3], weights(n) / n), rtol=1e-6)
-    g = grad_of(hvd, mode, lambda t: hvd.allreduce(t, op=hvd.Sum, prescale_factor=2.0,
-                                              postscale_factor=3.0, name="g.scaled"), x)
+    g = grad_of(
+        hvd,
+        mode,
+        lambda t: hvd.allreduce(
+            t, op=hvd.Sum, prescale_factor=2.0, postscale_factor=3.0, name="g.scaled"
+        ),
+        x,
+    )
     np.testing.assert_allclose(g.numpy(), np.full([2, 3], 6 * weights(n)), rtol=1e-6)
 
 
@@ -77,7 +83,7 @@ def test_broadcast_grad(hvd, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_alltoall_grad(hvd, mode):
-    r, n = hvd.rank(), hvd.size()
+    n = hvd.size()
     x = tf.ones([n, 2])  # one row to every rank
     g = grad_of(hvd, mode, lambda t: hvd.alltoall(t, name="g.a2a")[0], x)
     # The row sent to rank p comes back with rank p's weight p + 1.
@@ -91,8 +97,9 @@ def test_reducescatter_grad(hvd, mode):
     g = grad_of(hvd, mode, lambda t: hvd.reducescatter(t, op=hvd.Sum, name="g.rs"), x)
     np.testing.assert_allclose(g.numpy(), np.repeat(np.arange(1, n + 1)[:, None], 3, 1))
     g = grad_of(hvd, mode, lambda t: hvd.reducescatter(t, name="g.rs.avg"), x)
-    np.testing.assert_allclose(g.numpy(), np.repeat(np.arange(1, n + 1)[:, None], 3, 1) / n,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        g.numpy(), np.repeat(np.arange(1, n + 1)[:, None], 3, 1) / n, rtol=1e-6
+    )
 
 
 def test_min_has_no_gradient(hvd):

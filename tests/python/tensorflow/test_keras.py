@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 import hora
-from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 # Keras 3.15 converts tensors with np.array(copy=False), which NumPy 2 warns about.
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -35,8 +35,9 @@ def data(seed=0, rows=GLOBAL_BATCH * STEPS):
 
 def make_model(seed):
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="tanh"),
-                             keras.layers.Dense(3)])
+    return keras.Sequential(
+        [keras.Input((6,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(3)]
+    )
 
 
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -58,13 +59,18 @@ def test_fit_at_n_ranks_equals_one_process_at_global_batch(hk, name):
     opt = hk.DistributedOptimizer(OPTIMIZERS[name]())
     assert isinstance(opt, type(OPTIMIZERS[name]()))
     model.compile(optimizer=opt, loss=LOSS)
-    model.fit(shard_batches(x, GLOBAL_BATCH, r, n), shard_batches(y, GLOBAL_BATCH, r, n),
-              batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
+    model.fit(
+        shard_batches(x, GLOBAL_BATCH, r, n),
+        shard_batches(y, GLOBAL_BATCH, r, n),
+        batch_size=GLOBAL_BATCH // n,
+        epochs=1,
+        shuffle=False,
+        verbose=0,
+    )
     assert int(model.optimizer.iterations.numpy()) == STEPS
-    for got, want in zip(model.get_weights(), reference.get_weights()):
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5, (name, relative_error(got, want))
-    all_ranks_agree(hk, np.concatenate([w.ravel() for w in model.get_weights()]),
-                    f"fit.{name}")
+    all_ranks_agree(hk, np.concatenate([w.ravel() for w in model.get_weights()]), f"fit.{name}")
 
 
 def test_backward_passes_per_step(hk):
@@ -77,17 +83,23 @@ def test_backward_passes_per_step(hk):
 
     # Global batch k (2B rows) is 2N chunks of b; rank r takes chunks r (pass 0) and N + r.
     b = GLOBAL_BATCH // n
-    rows = np.concatenate([np.arange(k + j * GLOBAL_BATCH + r * b,
-                                     k + j * GLOBAL_BATCH + (r + 1) * b)
-                           for k in range(0, len(x), 2 * GLOBAL_BATCH) for j in range(2)])
+    rows = np.concatenate(
+        [
+            np.arange(k + j * GLOBAL_BATCH + r * b, k + j * GLOBAL_BATCH + (r + 1) * b)
+            for k in range(0, len(x), 2 * GLOBAL_BATCH)
+            for j in range(2)
+        ]
+    )
     model = make_model(3)
-    model.compile(optimizer=hk.DistributedOptimizer(keras.optimizers.SGD(0.5),
-                                                    backward_passes_per_step=2,
-                                                    average_aggregated_gradients=True),
-                  loss=LOSS)
+    model.compile(
+        optimizer=hk.DistributedOptimizer(
+            keras.optimizers.SGD(0.5), backward_passes_per_step=2, average_aggregated_gradients=True
+        ),
+        loss=LOSS,
+    )
     model.fit(x[rows], y[rows], batch_size=b, epochs=1, shuffle=False, verbose=0)
     assert int(model.optimizer.iterations.numpy()) == STEPS
-    for got, want in zip(model.get_weights(), reference.get_weights()):
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5, relative_error(got, want)
 
 
@@ -113,39 +125,67 @@ def test_callbacks(hk):
     x, y = data(2)
     model = make_model(100 + r)  # every rank starts elsewhere
     mine = [w.copy() for w in model.get_weights()]
-    root = [hk.broadcast(tf.constant(w), 0, name=f"cb.root.{i}").numpy()
-            for i, w in enumerate(mine)]
-    model.compile(optimizer=hk.DistributedOptimizer(keras.optimizers.SGD(0.1)), loss=LOSS,
-                  metrics=["accuracy"])
+    root = [
+        hk.broadcast(tf.constant(w), 0, name=f"cb.root.{i}").numpy() for i, w in enumerate(mine)
+    ]
+    model.compile(
+        optimizer=hk.DistributedOptimizer(keras.optimizers.SGD(0.1)),
+        loss=LOSS,
+        metrics=["accuracy"],
+    )
     record, raw, averaged = _Record(), _Record(), _Record()
     warmup = hk.callbacks.LearningRateWarmupCallback(initial_lr=0.4, warmup_epochs=2)
     xs, ys = shard_batches(x, GLOBAL_BATCH, r, n), shard_batches(y, GLOBAL_BATCH, r, n)
-    model.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=2, shuffle=False, verbose=0,
-              callbacks=[hk.callbacks.BroadcastGlobalVariablesCallback(0), record, warmup,
-                         raw, hk.callbacks.MetricAverageCallback(), averaged])
+    model.fit(
+        xs,
+        ys,
+        batch_size=GLOBAL_BATCH // n,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[
+            hk.callbacks.BroadcastGlobalVariablesCallback(0),
+            record,
+            warmup,
+            raw,
+            hk.callbacks.MetricAverageCallback(),
+            averaged,
+        ],
+    )
 
     # Every rank started from rank 0's weights.
-    for got, want in zip(record.initial, root):
+    for got, want in zip(record.initial, root, strict=True):
         np.testing.assert_array_equal(got, want)
     # Warmup: lr = 0.4 / n * (epoch * (n - 1) / 2 + 1), epoch fractional per batch.
     want = [0.4 / n * ((e + b / STEPS) * (n - 1) / 2 + 1) for e in range(2) for b in range(STEPS)]
     np.testing.assert_allclose(raw.lrs, want, rtol=1e-6)
     # Averaged metrics: the mean of the ranks' own values, the same on every rank.
     assert len(raw.logs) == len(averaged.logs) == 2
-    for epoch_raw, epoch_avg in zip(raw.logs, averaged.logs):
+    for epoch_raw, epoch_avg in zip(raw.logs, averaged.logs, strict=True):
         for key in ("loss", "accuracy"):
-            values = hk.allgather(tf.constant([epoch_raw[key]], tf.float64),
-                                  name=f"cb.raw.{key}").numpy()
+            values = hk.allgather(
+                tf.constant([epoch_raw[key]], tf.float64), name=f"cb.raw.{key}"
+            ).numpy()
             assert epoch_avg[key] == pytest.approx(values.mean(), rel=1e-9)
             all_ranks_agree(hk, np.array([epoch_avg[key]]), f"cb.avg.{key}")
 
     # Schedule: lr = 0.2 * 0.5 ** epoch from epoch 1 on (staircase), untouched in epoch 0.
     model.optimizer.learning_rate = 0.3
     record = _Record()
-    model.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=2, shuffle=False, verbose=0,
-              callbacks=[hk.callbacks.LearningRateScheduleCallback(
-                  initial_lr=0.2, multiplier=lambda epoch: 0.5 ** epoch, start_epoch=1),
-                  record])
+    model.fit(
+        xs,
+        ys,
+        batch_size=GLOBAL_BATCH // n,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[
+            hk.callbacks.LearningRateScheduleCallback(
+                initial_lr=0.2, multiplier=lambda epoch: 0.5**epoch, start_epoch=1
+            ),
+            record,
+        ],
+    )
     np.testing.assert_allclose(record.lrs, [0.3] * STEPS + [0.1] * STEPS, rtol=1e-6)
 
 
@@ -163,11 +203,11 @@ def test_load_model_rewraps_the_optimizer(hk):
     assert isinstance(loaded.optimizer, keras.optimizers.Adam)
     assert hasattr(loaded.optimizer, "_hora")
     assert int(loaded.optimizer.iterations.numpy()) == STEPS
-    for got, want in zip(loaded.optimizer.variables, model.optimizer.variables):
+    for got, want in zip(loaded.optimizer.variables, model.optimizer.variables, strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     loaded.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
     model.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
-    for got, want in zip(loaded.get_weights(), model.get_weights()):
+    for got, want in zip(loaded.get_weights(), model.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-6
     all_ranks_agree(hk, np.concatenate([w.ravel() for w in loaded.get_weights()]), "loaded")
 

@@ -4,9 +4,9 @@ and hora share, against a closed-form result checked on every rank."""
 import numpy as np
 import pytest
 import tensorflow as tf
+from tf_helpers import all_ranks_agree, run_in
 
 import hora
-from tf_helpers import all_ranks_agree, run_in
 
 MODES = ["eager", "graph"]
 FLOATS = [tf.float16, tf.bfloat16, tf.float32, tf.float64]
@@ -46,8 +46,13 @@ def reference(dtype, op, size, shape):
     vals = np.stack([as_float(value(dtype, r, shape)) for r in range(size)])
     if dtype == tf.bool:
         return vals.all(0) if op == "min" else vals.any(0)
-    return {"sum": vals.sum(0), "average": vals.sum(0) / size, "min": vals.min(0),
-            "max": vals.max(0), "product": vals.prod(0)}[op]
+    return {
+        "sum": vals.sum(0),
+        "average": vals.sum(0) / size,
+        "min": vals.min(0),
+        "max": vals.max(0),
+        "product": vals.prod(0),
+    }[op]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -56,18 +61,25 @@ def test_allreduce_every_dtype_and_op(hvd, mode):
     inputs = [value(dtype, hvd.rank(), shape) for dtype in DTYPES]
 
     def every_dtype_and_op(*ts):  # one trace for the whole matrix
-        return [[hvd.allreduce(t, op=op, name=f"ar.{t.dtype.name}.{op_name}")
-                 for op_name, op in ops_for(t.dtype)] for t in ts]
+        return [
+            [
+                hvd.allreduce(t, op=op, name=f"ar.{t.dtype.name}.{op_name}")
+                for op_name, op in ops_for(t.dtype)
+            ]
+            for t in ts
+        ]
 
     results = run_in(mode, every_dtype_and_op, *inputs)
-    for dtype, per_op in zip(DTYPES, results):
+    for dtype, per_op in zip(DTYPES, results, strict=True):
         tol = {tf.float16: 1e-3, tf.bfloat16: 1e-2, tf.float32: 1e-6, tf.float64: 1e-12}.get(
-            dtype, 0)
-        for (op_name, _), got in zip(ops_for(dtype), per_op):
+            dtype, 0
+        )
+        for (op_name, _), got in zip(ops_for(dtype), per_op, strict=True):
             assert got.dtype == dtype and got.shape == shape
             want = reference(dtype, op_name, hvd.size(), shape)
-            np.testing.assert_allclose(as_float(got), want, rtol=tol, atol=tol,
-                                       err_msg=f"{dtype.name} {op_name}")
+            np.testing.assert_allclose(
+                as_float(got), want, rtol=tol, atol=tol, err_msg=f"{dtype.name} {op_name}"
+            )
     flat = [np.asarray(as_float(g), np.float64).ravel() for per_op in results for g in per_op]
     all_ranks_agree(hvd, np.concatenate(flat), f"ar.{mode}")
 
@@ -78,8 +90,11 @@ def test_allreduce_scales_and_default_names(hvd, mode):
     total = sum(range(1, hvd.size() + 1))
 
     def fn(t):  # unnamed: node names in a graph, call order eagerly
-        return (hvd.allreduce(t, op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.5),
-                hvd.allreduce(t), hvd.allreduce(t, average=False))
+        return (
+            hvd.allreduce(t, op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.5),
+            hvd.allreduce(t),
+            hvd.allreduce(t, average=False),
+        )
 
     scaled, avg, summed = run_in(mode, fn, x)
     np.testing.assert_allclose(scaled.numpy(), total)
@@ -97,16 +112,18 @@ def test_allreduce_compression(hvd, mode, compression):
     assert got.dtype == tf.float32
     np.testing.assert_allclose(got.numpy(), want, rtol=2e-2, atol=2e-2)
     # Compression leaves other dtypes alone.
-    ints = run_in(mode, lambda t: hvd.allreduce(t, op=hvd.Sum, compression=c, name="cmp.i"),
-                  tf.constant([hvd.rank()], tf.int64))
+    ints = run_in(
+        mode,
+        lambda t: hvd.allreduce(t, op=hvd.Sum, compression=c, name="cmp.i"),
+        tf.constant([hvd.rank()], tf.int64),
+    )
     assert ints.numpy()[0] == sum(range(hvd.size()))
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_grouped_allreduce_mixed_dtypes(hvd, mode):
     r, n = hvd.rank(), hvd.size()
-    tensors = [tf.fill([4], float(r)), tf.fill([2, 3], float(2 * r)),
-               tf.constant([r], tf.int32)]
+    tensors = [tf.fill([4], float(r)), tf.fill([2, 3], float(2 * r)), tf.constant([r], tf.int32)]
 
     def fn(*ts):
         return hvd.grouped_allreduce(list(ts), op=hvd.Sum, name="group")
@@ -119,8 +136,9 @@ def test_grouped_allreduce_mixed_dtypes(hvd, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("dtype", [tf.float32, tf.int64, tf.bfloat16, tf.bool, tf.uint8],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    "dtype", [tf.float32, tf.int64, tf.bfloat16, tf.bool, tf.uint8], ids=lambda d: d.name
+)
 def test_allgather_uneven_rows(hvd, mode, dtype):
     r, n = hvd.rank(), hvd.size()
     x = value(dtype, r, [r + 1, 2])
@@ -134,7 +152,7 @@ def test_allgather_uneven_rows(hvd, mode, dtype):
 def test_broadcast_from_every_root(hvd, mode):
     for root in range(hvd.size()):
         x = tf.fill([3, 2], float(hvd.rank() * 10))
-        got = run_in(mode, lambda t: hvd.broadcast(t, root, name=f"bc.{root}"), x)
+        got = run_in(mode, lambda t, root=root: hvd.broadcast(t, root, name=f"bc.{root}"), x)
         np.testing.assert_array_equal(got.numpy(), np.full([3, 2], root * 10.0))
         assert x.numpy()[0, 0] == hvd.rank() * 10  # the input is left alone
 
@@ -149,11 +167,16 @@ def test_alltoall_even_and_uneven(hvd, mode):
     # Rank r sends p + 1 rows to rank p: each rank receives rank + 1 rows from everyone.
     send = [p + 1 for p in range(n)]
     rows = np.concatenate([[1000 * r + p] * (p + 1) for p in range(n)]).astype(np.float32)
-    got, splits = run_in(mode, lambda t, s: hvd.alltoall(t, splits=s, name="a2a.uneven"),
-                         tf.constant(rows), tf.constant(send, tf.int64))
+    got, splits = run_in(
+        mode,
+        lambda t, s: hvd.alltoall(t, splits=s, name="a2a.uneven"),
+        tf.constant(rows),
+        tf.constant(send, tf.int64),
+    )
     np.testing.assert_array_equal(splits.numpy(), [r + 1] * n)
-    np.testing.assert_array_equal(got.numpy(),
-                                  np.concatenate([[1000 * p + r] * (r + 1) for p in range(n)]))
+    np.testing.assert_array_equal(
+        got.numpy(), np.concatenate([[1000 * p + r] * (r + 1) for p in range(n)])
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -165,9 +188,9 @@ def test_reducescatter(hvd, mode):
     full = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3) * sum(range(1, n + 1))
     counts = [rows // n + (1 if k < rows % n else 0) for k in range(n)]
     begin = sum(counts[:r])
-    np.testing.assert_allclose(got.numpy(), full[begin:begin + counts[r]])
+    np.testing.assert_allclose(got.numpy(), full[begin : begin + counts[r]])
     avg = run_in(mode, lambda t: hvd.reducescatter(t, name="rs.avg"), x)
-    np.testing.assert_allclose(avg.numpy(), full[begin:begin + counts[r]] / n, rtol=1e-6)
+    np.testing.assert_allclose(avg.numpy(), full[begin : begin + counts[r]] / n, rtol=1e-6)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -204,6 +227,7 @@ def test_graph_collectives_overlap(hvd):
 
 def test_constant_input_is_not_folded(hvd):
     """A collective of a constant inside a tf.function still runs at every call."""
+
     @tf.function
     def fn():
         return hvd.allreduce(tf.constant([1.0, 2.0]), op=hvd.Sum, name="const")
@@ -212,8 +236,7 @@ def test_constant_input_is_not_folded(hvd):
     before = hora.engine_stats()
     np.testing.assert_allclose(fn().numpy(), [hvd.size(), 2.0 * hvd.size()])
     after = hora.engine_stats()
-    assert (after["cache_hits"] + after["coordinated"]
-            > before["cache_hits"] + before["coordinated"])
+    assert after["cache_hits"] + after["coordinated"] > before["cache_hits"] + before["coordinated"]
 
 
 def test_broadcast_variables_and_objects(hvd):
@@ -230,10 +253,12 @@ def test_broadcast_variables_and_objects(hvd):
 
 def test_sparse_allreduce_gathers_slices(hvd):
     r, n = hvd.rank(), hvd.size()
-    slices = tf.IndexedSlices(tf.fill([1, 2], float(r + 1)), tf.constant([r]),
-                              dense_shape=tf.constant([n, 2]))
+    slices = tf.IndexedSlices(
+        tf.fill([1, 2], float(r + 1)), tf.constant([r]), dense_shape=tf.constant([n, 2])
+    )
     got = hvd.allreduce(slices, op=hvd.Sum, name="sparse")
     assert isinstance(got, tf.IndexedSlices)
     np.testing.assert_array_equal(got.indices.numpy(), np.arange(n))
-    np.testing.assert_array_equal(tf.convert_to_tensor(got).numpy(),
-                                  [[k + 1.0, k + 1.0] for k in range(n)])
+    np.testing.assert_array_equal(
+        tf.convert_to_tensor(got).numpy(), [[k + 1.0, k + 1.0] for k in range(n)]
+    )

@@ -5,7 +5,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -16,8 +15,9 @@ MODES = ["eager", "graph"]
 
 def model_and_data():
     keras.utils.set_random_seed(5)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(5, activation="relu"),
-                              keras.layers.Dense(2)])
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(5, activation="relu"), keras.layers.Dense(2)]
+    )
     rng = np.random.default_rng(9)
     x = rng.normal(size=(GLOBAL_BATCH, 4)).astype(np.float32)
     y = rng.normal(size=(GLOBAL_BATCH, 2)).astype(np.float32)
@@ -33,8 +33,11 @@ def gradients(model, x, y, wrap=None):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("options", [{}, {"num_groups": 2}, {"gradient_predivide_factor": 2.0},
-                                     {"compression_": "fp16"}], ids=str)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"num_groups": 2}, {"gradient_predivide_factor": 2.0}, {"compression_": "fp16"}],
+    ids=str,
+)
 def test_tape_averages_like_one_process(hvd, mode, options):
     r, n = hvd.rank(), hvd.size()
     model, x, y = model_and_data()
@@ -49,7 +52,7 @@ def test_tape_averages_like_one_process(hvd, mode, options):
 
     got = step(xs, ys) if mode == "eager" else tf.function(step)(xs, ys)
     tolerance = 1e-2 if "compression" in options else 1e-5
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert relative_error(g.numpy(), w.numpy()) <= tolerance
     all_ranks_agree(hvd, np.concatenate([g.numpy().ravel() for g in got]), f"tape.{mode}")
 
@@ -68,8 +71,10 @@ def test_tape_sparse_gradients(hvd, sparse_as_dense):
         return tape.gradient(loss, [table])[0]
 
     want = tf.convert_to_tensor(grad(ids)).numpy()
-    got = grad(shard_batches(ids, GLOBAL_BATCH, r, n),
-               lambda t: hvd.DistributedGradientTape(t, sparse_as_dense=sparse_as_dense))
+    got = grad(
+        shard_batches(ids, GLOBAL_BATCH, r, n),
+        lambda t: hvd.DistributedGradientTape(t, sparse_as_dense=sparse_as_dense),
+    )
     assert isinstance(got, tf.IndexedSlices) != sparse_as_dense
     assert relative_error(tf.convert_to_tensor(got).numpy(), want) <= 1e-6
 
@@ -86,17 +91,17 @@ def test_custom_training_loop(hvd):
     @tf.function
     def step(a, b):
         grads = gradients(model, a, b, hvd.DistributedGradientTape)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
+        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
 
     @tf.function
     def ref_step(a, b):
         grads = gradients(reference, a, b)
-        ref_opt.apply_gradients(zip(grads, reference.trainable_variables))
+        ref_opt.apply_gradients(zip(grads, reference.trainable_variables, strict=True))
 
     hvd.broadcast_variables(model.variables, root_rank=0)
     for _ in range(3):
         step(xs, ys)
         ref_step(x, y)
-    for got, want in zip(model.get_weights(), reference.get_weights()):
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5
     all_ranks_agree(hvd, np.concatenate([w.ravel() for w in model.get_weights()]), "loop")

@@ -31,6 +31,8 @@ def shard_batches(array, global_batch, rank, size):
     """Rank `rank`'s rows: the rank-th 1/size slice of every global batch, in order, so that
     batch k of the shard is rank's part of global batch k."""
     per_rank = global_batch // size
-    parts = [array[k + rank * per_rank:k + (rank + 1) * per_rank]
-             for k in range(0, len(array), global_batch)]
+    parts = [
+        array[k + rank * per_rank : k + (rank + 1) * per_rank]
+        for k in range(0, len(array), global_batch)
+    ]
     return np.concatenate(parts)

@@ -7,8 +7,18 @@ import torch
 
 import hora.torch as hvd
 
-DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
-          torch.bfloat16, torch.float32, torch.float64, torch.bool]
+DTYPES = [
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.bool,
+]
 SHAPES = [(), (0,), (5,), (3, 4), (2, 3, 2), (2, 1, 3, 2)]
 
 
@@ -68,12 +78,15 @@ def test_allreduce_average_and_scales():
     assert torch.allclose(hvd.allreduce(x, name="t.avg"), torch.full((4,), float(size + 1)))
     out = hvd.allreduce(x, op=hvd.Sum, prescale_factor=0.5, postscale_factor=3.0, name="t.sc")
     assert torch.allclose(out, torch.full((4,), 1.5 * size * (size + 1)))
-    assert torch.allclose(hvd.allreduce(x, average=False, name="t.avgflag"),
-                          torch.full((4,), float(size * (size + 1))))
+    assert torch.allclose(
+        hvd.allreduce(x, average=False, name="t.avgflag"),
+        torch.full((4,), float(size * (size + 1))),
+    )
 
 
-@pytest.mark.parametrize("compression", [hvd.Compression.fp16, hvd.Compression.bf16],
-                         ids=["fp16", "bf16"])
+@pytest.mark.parametrize(
+    "compression", [hvd.Compression.fp16, hvd.Compression.bf16], ids=["fp16", "bf16"]
+)
 def test_allreduce_compression(compression):
     x = torch.linspace(-1, 1, 301) + hvd.rank()
     out = hvd.allreduce(x, op=hvd.Sum, compression=compression, name=f"t.comp.{compression}")
@@ -98,7 +111,7 @@ def test_grouped_allreduce():
     assert torch.allclose(outs[1], torch.arange(5.0) * size)
     ys = [x.clone() for x in xs]
     hvd.grouped_allreduce_(ys, op=hvd.Sum, name="t.group_")
-    assert all(torch.equal(a, b) for a, b in zip(ys, outs))
+    assert all(torch.equal(a, b) for a, b in zip(ys, outs, strict=True))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -123,8 +136,7 @@ def test_broadcast(dtype):
         assert torch.equal(x, make(dtype, root, (2, 3)))
 
 
-@pytest.mark.parametrize("dtype", [torch.int32, torch.float32, torch.bool, torch.bfloat16],
-                         ids=str)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float32, torch.bool, torch.bfloat16], ids=str)
 def test_alltoall(dtype):
     rank, size = hvd.rank(), hvd.size()
     splits = torch.tensor([p + 1 for p in range(size)], dtype=torch.int32)
@@ -133,7 +145,7 @@ def test_alltoall(dtype):
     out, received = hvd.alltoall(x, splits=splits, name=f"t.a2a.{dtype}")
     assert received.tolist() == [rank + 1] * size
     start = sum(range(1, rank + 1))
-    want = torch.cat([make(dtype, r, (rows, 2))[start:start + rank + 1] for r in range(size)])
+    want = torch.cat([make(dtype, r, (rows, 2))[start : start + rank + 1] for r in range(size)])
     assert torch.equal(out, want)
     even = hvd.alltoall(make(dtype, rank, (size, 2)), name=f"t.a2a.even.{dtype}")
     assert even.shape == (size, 2)
@@ -148,7 +160,7 @@ def test_reducescatter(dtype):
     full = sum(make(dtype, r, (rows, 2)).to(torch.float64) for r in range(size))
     counts = [rows // size + (1 if r < rows % size else 0) for r in range(size)]
     start = sum(counts[:rank])
-    assert torch.equal(out.to(torch.float64), full[start:start + counts[rank]])
+    assert torch.equal(out.to(torch.float64), full[start : start + counts[rank]])
 
 
 def backward_with(out, rank):
@@ -178,8 +190,9 @@ def test_gradients():
     y = torch.randn(rows, 2, dtype=torch.float64, requires_grad=True)
     backward_with(hvd.reducescatter(y, op=hvd.Sum), rank)
     counts = [rows // size + (1 if p < rows % size else 0) for p in range(size)]
-    want = torch.cat([torch.full((counts[p], 2), float(p + 1), dtype=torch.float64)
-                      for p in range(size)])
+    want = torch.cat(
+        [torch.full((counts[p], 2), float(p + 1), dtype=torch.float64) for p in range(size)]
+    )
     assert torch.allclose(y.grad, want)
     # alltoall (even): the rows this rank sent to p come back weighted by w_p.
     z = torch.randn(2 * size, 2, dtype=torch.float64, requires_grad=True)
@@ -192,7 +205,7 @@ def test_gradients():
     wmat = torch.arange(g.numel(), dtype=torch.float64).reshape(g.shape)
     (g * wmat * float(rank + 1)).sum().backward()
     start = sum(r + 1 for r in range(rank))
-    assert torch.allclose(a.grad, total_w * wmat[start:start + rank + 1])
+    assert torch.allclose(a.grad, total_w * wmat[start : start + rank + 1])
 
 
 def test_mismatch_raises_on_every_rank():
@@ -205,8 +218,9 @@ def test_mismatch_raises_on_every_rank():
     x = torch.ones(3, dtype=torch.float32 if rank else torch.float64)
     with pytest.raises(hvd.MismatchError, match=r"tensor 't.mm.dtype'.*float"):
         hvd.allreduce(x, name="t.mm.dtype")
-    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="t.mm.after"),
-                       torch.full((2,), float(size)))
+    assert torch.equal(
+        hvd.allreduce(torch.ones(2), op=hvd.Sum, name="t.mm.after"), torch.full((2,), float(size))
+    )
 
 
 def test_objects_and_flags():
@@ -214,7 +228,7 @@ def test_objects_and_flags():
     obj = hvd.broadcast_object({"rank": rank, "t": torch.arange(3)}, root_rank=size - 1)
     assert obj["rank"] == size - 1 and torch.equal(obj["t"], torch.arange(3))
     assert hvd.allgather_object(("r", rank)) == [("r", r) for r in range(size)]
-    assert hvd.gloo_built() in (True, False) and not hvd.nccl_built() in (None,)
+    assert hvd.gloo_built() in (True, False) and hvd.nccl_built() not in (None,)
     assert hvd.local_rank() < hvd.local_size()
     assert hvd.join() in range(size)
     hvd.barrier()
@@ -243,7 +257,6 @@ def test_registered_exporter_and_its_fallback():
         return torch._C._to_dlpack(w.t)
 
     _core.register_exporter(Wrapped, exporter)
-    assert _core.describe(Wrapped(torch.ones(4, dtype=torch.float64))) == \
-        ("float64", (4,), "cpu")
+    assert _core.describe(Wrapped(torch.ones(4, dtype=torch.float64))) == ("float64", (4,), "cpu")
     assert _core.describe(Wrapped(torch.ones(0, 2))) == ("float32", (0, 2), "cpu")
     assert len(exported) == 2

@@ -7,9 +7,9 @@ import inspect
 import pytest
 import torch
 import torch.nn.functional as F
+from models import data, mlp, shard
 
 import hora.torch as hvd
-from models import data, mlp, shard
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -21,13 +21,18 @@ def job():
 
 def optimizer_classes():
     skip = {"Optimizer", "LBFGS", "SparseAdam"}  # LBFGS: closure-driven; SparseAdam: sparse only
-    return [c for name, c in sorted(vars(torch.optim).items())
-            if inspect.isclass(c) and issubclass(c, torch.optim.Optimizer) and name not in skip]
+    return [
+        c
+        for name, c in sorted(vars(torch.optim).items())
+        if inspect.isclass(c) and issubclass(c, torch.optim.Optimizer) and name not in skip
+    ]
 
 
 def same_on_every_rank(tensors):
     gathered = hvd.allgather_object([t.detach().clone() for t in tensors])
-    return all(all(torch.equal(a, b) for a, b in zip(g, gathered[0])) for g in gathered)
+    return all(
+        all(torch.equal(a, b) for a, b in zip(g, gathered[0], strict=True)) for g in gathered
+    )
 
 
 @pytest.mark.parametrize("cls", optimizer_classes(), ids=lambda c: c.__name__)

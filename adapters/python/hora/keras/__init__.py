@@ -14,18 +14,21 @@ Each rank feeds its own shard of the data; DistributedOptimizer averages the gra
 the compiled train step, so every rank applies the same update.
 """
 
+from __future__ import annotations
+
 import keras as _keras
 
 if not _keras.__version__.startswith("3."):  # pragma: no cover - depends on the environment
     raise ImportError(f"hora.keras needs Keras 3, found {_keras.__version__}")
 if _keras.backend.backend() != "tensorflow":  # pragma: no cover
-    raise ImportError(f"hora.keras needs Keras's TensorFlow backend, found "
-                      f"{_keras.backend.backend()} (KERAS_BACKEND=tensorflow)")
+    raise ImportError(
+        f"hora.keras needs Keras's TensorFlow backend, found "
+        f"{_keras.backend.backend()} (KERAS_BACKEND=tensorflow)"
+    )
 
-from hora.keras import callbacks  # noqa: E402
-from hora.keras.optimizer import DistributedOptimizer  # noqa: E402
-from hora.keras.saving import load_model  # noqa: E402
-from hora.tensorflow import (  # noqa: E402
+from hora.keras import callbacks
+from hora.keras.optimizer import DistributedOptimizer, load_model
+from hora.tensorflow import (
     Average,
     Compression,
     HoraError,
@@ -47,3 +50,29 @@ from hora.tensorflow import (  # noqa: E402
     shutdown,
     size,
 )
+
+__all__ = [
+    "Average",
+    "Compression",
+    "DistributedOptimizer",
+    "HoraError",
+    "Sum",
+    "allgather",
+    "allreduce",
+    "barrier",
+    "broadcast",
+    "broadcast_object",
+    "broadcast_variables",
+    "callbacks",
+    "cross_rank",
+    "cross_size",
+    "init",
+    "is_initialized",
+    "join",
+    "load_model",
+    "local_rank",
+    "local_size",
+    "rank",
+    "shutdown",
+    "size",
+]

@@ -1,5 +1,10 @@
 """Horovod's Keras callbacks (horovod.keras.callbacks) for Keras 3."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 import keras
 import numpy as np
 
@@ -15,19 +20,19 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     Departure from Horovod: it broadcasts in on_train_begin, before the first step (Keras 3
     builds the optimizer's variables before training starts), not after the first batch."""
 
-    def __init__(self, root_rank=0, device=""):
+    def __init__(self, root_rank: int = 0, device: str = "") -> None:
         super().__init__()
         self.root_rank = root_rank
         self.broadcast_done = False
 
-    def _variables(self):
+    def _variables(self) -> list[keras.Variable]:
         variables = list(self.model.variables)
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is not None and getattr(optimizer, "built", False):
             variables += list(optimizer.variables)
         return variables
 
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self.broadcast_done:
             return
         broadcast_variables(self._variables(), self.root_rank)
@@ -39,27 +44,27 @@ class MetricAverageCallback(keras.callbacks.Callback):
     the ranks, so that every rank (and the callbacks after this one: checkpoints, early
     stopping, the progress bar) sees the same values. Put it before those callbacks."""
 
-    def __init__(self, device=""):
+    def __init__(self, device: str = "") -> None:
         super().__init__()
 
-    def _average(self, logs):
+    def _average(self, logs: dict[str, Any] | None) -> None:
         if not logs or hora.size() == 1:
             return
         keys = sorted(k for k, v in logs.items() if np.ndim(v) == 0)
         values = np.array([float(logs[k]) for k in keys], dtype=np.float64)
         averaged = hora.allreduce(values, name="keras.metric_average")
-        for k, v in zip(keys, averaged.tolist()):
+        for k, v in zip(keys, averaged.tolist(), strict=True):
             logs[k] = v
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._average(logs)
 
 
-def _set_learning_rate(optimizer, value):
+def _set_learning_rate(optimizer: keras.optimizers.Optimizer, value: float) -> None:
     optimizer.learning_rate = value
 
 
-def _learning_rate(optimizer):
+def _learning_rate(optimizer: keras.optimizers.Optimizer) -> float:
     return float(np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate)))
 
 
@@ -72,8 +77,16 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
     Departure from Horovod: momentum_correction is accepted and ignored (Keras 3's SGD keeps
     momentum as a constant of the compiled step, which cannot be rescaled per batch)."""
 
-    def __init__(self, initial_lr=None, multiplier=1.0, start_epoch=0, end_epoch=None,
-                 staircase=True, momentum_correction=True, steps_per_epoch=None):
+    def __init__(
+        self,
+        initial_lr: float | None = None,
+        multiplier: float | Callable[[float], float] = 1.0,
+        start_epoch: int = 0,
+        end_epoch: int | None = None,
+        staircase: bool = True,
+        momentum_correction: bool = True,
+        steps_per_epoch: int | None = None,
+    ) -> None:
         super().__init__()
         self.initial_lr = initial_lr
         self.multiplier = multiplier if callable(multiplier) else (lambda epoch: multiplier)
@@ -83,37 +96,41 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
         self.steps_per_epoch = steps_per_epoch
         self.current_epoch = 0
 
-    def _active(self, epoch):
+    def _active(self, epoch: int) -> bool:
         return epoch >= self.start_epoch and (self.end_epoch is None or epoch < self.end_epoch)
 
-    def _adjust(self, epoch):
+    def _adjust(self, epoch: float) -> None:
+        assert self.initial_lr is not None, "set by on_train_begin"
         if self._active(int(epoch)):
-            _set_learning_rate(self.model.optimizer,
-                               self.initial_lr * float(self.multiplier(epoch)))
+            _set_learning_rate(
+                self.model.optimizer, self.initial_lr * float(self.multiplier(epoch))
+            )
 
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self.initial_lr is None:
             self.initial_lr = _learning_rate(self.model.optimizer)
         if self.steps_per_epoch is None:
             self.steps_per_epoch = (self.params or {}).get("steps")
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self.current_epoch = epoch
         if self.staircase:
             self._adjust(epoch)
 
-    def on_batch_begin(self, batch, logs=None):
+    def on_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if self.staircase:
             return
         if not self.steps_per_epoch:
-            raise ValueError("LearningRateScheduleCallback(staircase=False) needs "
-                             "steps_per_epoch (fit did not say how many steps an epoch has)")
+            raise ValueError(
+                "LearningRateScheduleCallback(staircase=False) needs "
+                "steps_per_epoch (fit did not say how many steps an epoch has)"
+            )
         self._adjust(self.current_epoch + batch / self.steps_per_epoch)
 
-    def on_train_batch_begin(self, batch, logs=None):
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self.on_batch_begin(batch, logs)
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         if logs is not None:
             logs["lr"] = _learning_rate(self.model.optimizer)
 
@@ -123,21 +140,34 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
     grows per batch from ``initial_lr / size`` to ``initial_lr`` (the rate scaled for the
     job's size), ``lr = initial_lr / size * (epoch * (size - 1) / warmup_epochs + 1)``."""
 
-    def __init__(self, initial_lr=None, warmup_epochs=5, momentum_correction=True,
-                 steps_per_epoch=None, verbose=0):
-        def multiplier(epoch):
+    def __init__(
+        self,
+        initial_lr: float | None = None,
+        warmup_epochs: int = 5,
+        momentum_correction: bool = True,
+        steps_per_epoch: int | None = None,
+        verbose: int = 0,
+    ) -> None:
+        def multiplier(epoch: float) -> float:
             size = hora.size()
             return 1.0 / size * (epoch * (size - 1) / warmup_epochs + 1)
 
-        super().__init__(initial_lr=initial_lr, multiplier=multiplier, start_epoch=0,
-                         end_epoch=warmup_epochs, staircase=False,
-                         momentum_correction=momentum_correction,
-                         steps_per_epoch=steps_per_epoch)
+        super().__init__(
+            initial_lr=initial_lr,
+            multiplier=multiplier,
+            start_epoch=0,
+            end_epoch=warmup_epochs,
+            staircase=False,
+            momentum_correction=momentum_correction,
+            steps_per_epoch=steps_per_epoch,
+        )
         self.warmup_epochs = warmup_epochs
         self.verbose = verbose
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         super().on_epoch_end(epoch, logs)
         if epoch == self.warmup_epochs - 1 and self.verbose > 0 and hora.rank() == 0:
-            print(f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
-                  f"{_learning_rate(self.model.optimizer):g}.")
+            print(
+                f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
+                f"{_learning_rate(self.model.optimizer):g}."
+            )

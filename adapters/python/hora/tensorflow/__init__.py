@@ -16,46 +16,9 @@ they work and where hora departs from Horovod); they run eagerly and inside tf.f
 For Keras (model.fit), see hora.keras.
 """
 
-from hora.compression import Compression
-from hora.errors import (
-    FailedPreconditionError,
-    HoraError,
-    HoraTimeoutError,
-    HorovodInternalError,
-    InvalidArgumentError,
-    MismatchError,
-    RemoteError,
-)
-from hora.runtime import (
-    cross_rank,
-    cross_size,
-    gloo_built,
-    init,
-    is_initialized,
-    local_rank,
-    local_size,
-    mpi_built,
-    mpi_threads_supported,
-    nccl_built,
-    rank,
-    shutdown,
-    size,
-)
-from hora.tensorflow.functions import allgather_object, broadcast_object, broadcast_variables
-from hora.tensorflow.gradient_tape import DistributedGradientTape
-from hora.tensorflow.mpi_ops import (
-    Adasum,
-    Average,
-    Max,
-    Min,
-    Product,
-    Sum,
-    allgather,
-    allreduce,
-    alltoall,
-    barrier,
-    broadcast,
-    grouped_allreduce,
-    join,
-    reducescatter,
-)
+from __future__ import annotations
+
+from hora._internal.api import *
+from hora.tensorflow.functions import *
+from hora.tensorflow.gradient_tape import *
+from hora.tensorflow.mpi_ops import *

@@ -6,6 +6,8 @@ engine through a table of C function pointers (adapters/python/c_api.h) whose ad
 hora._core hands over here, so a process has one engine whichever API enqueues.
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 
@@ -23,7 +25,8 @@ def _load():
             "the Python hora is built for imports tensorflow (CMake option "
             "HORA_WITH_TENSORFLOW=AUTO/ON): rebuild hora in an environment that has "
             "TensorFlow (scripts/setup_python.sh installs it; with pip: "
-            "`pip install --no-build-isolation .`, since pip's isolated build has no TensorFlow)")
+            "`pip install --no-build-isolation .`, since pip's isolated build has no TensorFlow)"
+        )
     ops = tf.load_op_library(_PATH)
     # The same path gives the same loaded library (dlopen counts references), so this handle
     # reaches the kernels' copy of the table pointer.
@@ -35,7 +38,8 @@ def _load():
         raise ImportError(
             f"hora.tensorflow: the op library speaks hora C API version "
             f"{lib.hora_tf_c_api_version()} but hora._core offers version "
-            f"{_core.c_api_version()}; rebuild hora so both come from one build")
+            f"{_core.c_api_version()}; rebuild hora so both come from one build"
+        )
     return ops
 
 

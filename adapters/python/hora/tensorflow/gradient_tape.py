@@ -1,14 +1,21 @@
 """DistributedGradientTape (horovod.tensorflow.DistributedGradientTape): a tf.GradientTape
 whose gradient() returns the gradients averaged over every rank."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import tensorflow as tf
 
-import hora
-from hora.compression import Compression
+from hora import runtime
+from hora._internal.args import reduce_op
+from hora._internal.reduce_ops import Average, ReduceOp, Sum
+from hora.compression import Compression, Compressor
 from hora.tensorflow import mpi_ops
 
 
-def _source_name(i, source):
+def _source_name(i: int, source: tf.Variable) -> str:
     path = getattr(source, "path", None) or getattr(source, "name", None) or ""
     return f"{i}.{path}" if path else str(i)
 
@@ -16,13 +23,21 @@ def _source_name(i, source):
 class _DistributedGradientTape:
     """Wraps a tf.GradientTape; everything but gradient() goes to the wrapped tape."""
 
-    def __init__(self, tape, compression, sparse_as_dense, op, gradient_predivide_factor,
-                 num_groups, groups):
+    def __init__(
+        self,
+        tape: tf.GradientTape,
+        compression: Compressor | None,
+        sparse_as_dense: bool,
+        op: ReduceOp | None,
+        gradient_predivide_factor: float,
+        num_groups: int,
+        groups: Sequence[Sequence[tf.Variable]] | None,
+    ) -> None:
         self._tape = tape
         self._compression = compression
         self._sparse_as_dense = sparse_as_dense
-        self._op = mpi_ops._reduce_op(op)
-        if gradient_predivide_factor != 1.0 and self._op != mpi_ops._AVERAGE:
+        self._op = reduce_op(op)
+        if gradient_predivide_factor != 1.0 and self._op != Average:
             raise ValueError("gradient_predivide_factor != 1 needs op=Average")
         if gradient_predivide_factor <= 0:
             raise ValueError(f"gradient_predivide_factor {gradient_predivide_factor}: must be > 0")
@@ -34,18 +49,23 @@ class _DistributedGradientTape:
         self._num_groups = int(num_groups)
         self._groups = groups
 
-    def __enter__(self):
+    def __enter__(self) -> _DistributedGradientTape:
         self._tape.__enter__()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool | None:
         return self._tape.__exit__(*exc)
 
-    def __getattr__(self, attr):
+    def __getattr__(self, attr: str) -> Any:
         return getattr(self._tape, attr)
 
-    def gradient(self, target, sources, output_gradients=None,
-                 unconnected_gradients=tf.UnconnectedGradients.NONE):
+    def gradient(
+        self,
+        target: Any,
+        sources: Any,
+        output_gradients: Any = None,
+        unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE,
+    ) -> Any:
         """The wrapped tape's gradients, reduced over every rank (averaged by default).
         None gradients stay None (they must be None on every rank)."""
         grads = self._tape.gradient(target, sources, output_gradients, unconnected_gradients)
@@ -54,15 +74,21 @@ class _DistributedGradientTape:
         reduced = self._reduce(flat_grads, flat_sources)
         return tf.nest.pack_sequence_as(grads, reduced, expand_composites=False)
 
-    def _scales(self):
+    def _scales(self) -> tuple[ReduceOp, float, float]:
         if self._predivide != 1.0:  # Horovod's split: sum of g / f, then times f / size
-            return mpi_ops._SUM, 1.0 / self._predivide, self._predivide / hora.size()
+            return Sum, 1.0 / self._predivide, self._predivide / runtime.size()
         return self._op, 1.0, 1.0
 
-    def _reduce(self, grads, sources):
-        if hora.size() == 1 and self._predivide == 1.0:
-            return [tf.convert_to_tensor(g) if self._sparse_as_dense and
-                    isinstance(g, tf.IndexedSlices) else g for g in grads]
+    def _reduce(
+        self, grads: list[tf.Tensor | tf.IndexedSlices | None], sources: list[tf.Variable]
+    ) -> list[tf.Tensor | tf.IndexedSlices | None]:
+        if runtime.size() == 1 and self._predivide == 1.0:
+            return [
+                tf.convert_to_tensor(g)
+                if self._sparse_as_dense and isinstance(g, tf.IndexedSlices)
+                else g
+                for g in grads
+            ]
         op, prescale, postscale = self._scales()
         out = list(grads)
         present = []
@@ -73,21 +99,30 @@ class _DistributedGradientTape:
                 g = tf.convert_to_tensor(g)
             if isinstance(g, tf.IndexedSlices):
                 name = f"tape.sparse.{_source_name(i, sources[i])}"
-                out[i] = mpi_ops._sparse_allreduce(g, op if self._predivide == 1.0
-                                                   else mpi_ops._AVERAGE, name, True)
+                out[i] = mpi_ops.allreduce(
+                    g,
+                    op=op if self._predivide == 1.0 else Average,
+                    name=name,
+                    ignore_name_scope=True,
+                )
             else:
                 present.append((i, g))
         for group_no, members in enumerate(self._partition(present, sources)):
             reduced = mpi_ops.grouped_allreduce(
-                [g for _, g in members], op=hora.ops._core.ReduceOp(op),
-                prescale_factor=prescale, postscale_factor=postscale,
+                [g for _, g in members],
+                op=op,
+                prescale_factor=prescale,
+                postscale_factor=postscale,
                 compression=self._compression,
-                name=f"tape.group{group_no}" if tf.executing_eagerly() else None)
-            for (i, _), r in zip(members, reduced):
+                name=f"tape.group{group_no}" if tf.executing_eagerly() else None,
+            )
+            for (i, _), r in zip(members, reduced, strict=True):
                 out[i] = r
         return out
 
-    def _partition(self, present, sources):
+    def _partition(
+        self, present: list[tuple[int, tf.Tensor]], sources: list[tf.Variable]
+    ) -> list[list[tuple[int, tf.Tensor]]]:
         """The groups the dense gradients are reduced in: one by default, num_groups of
         about equal count, or the caller's groups (lists of variables)."""
         if not present:
@@ -95,10 +130,14 @@ class _DistributedGradientTape:
         if self._groups is not None:
             index_of = {id(s): i for i, s in enumerate(sources)}
             by_index = dict(present)
-            chosen, groups = set(), []
+            chosen: set[int] = set()
+            groups: list[list[tuple[int, tf.Tensor]]] = []
             for group in self._groups:
-                members = [(index_of[id(v)], by_index[index_of[id(v)]]) for v in group
-                           if id(v) in index_of and index_of[id(v)] in by_index]
+                members = [
+                    (index_of[id(v)], by_index[index_of[id(v)]])
+                    for v in group
+                    if id(v) in index_of and index_of[id(v)] in by_index
+                ]
                 chosen.update(i for i, _ in members)
                 if members:
                     groups.append(members)
@@ -107,13 +146,21 @@ class _DistributedGradientTape:
         if self._num_groups > 0:
             n = min(self._num_groups, len(present))
             size = -(-len(present) // n)
-            return [present[k:k + size] for k in range(0, len(present), size)]
+            return [present[k : k + size] for k in range(0, len(present), size)]
         return [present]
 
 
-def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
-                            compression=Compression.none, sparse_as_dense=False, op=None,
-                            gradient_predivide_factor=1.0, num_groups=0, groups=None):
+def DistributedGradientTape(
+    gradtape: tf.GradientTape,
+    device_dense: str = "",
+    device_sparse: str = "",
+    compression: Compressor | None = Compression.none,
+    sparse_as_dense: bool = False,
+    op: ReduceOp | None = None,
+    gradient_predivide_factor: float = 1.0,
+    num_groups: int = 0,
+    groups: Sequence[Sequence[tf.Variable]] | None = None,
+) -> _DistributedGradientTape:
     """Wraps ``gradtape`` so that ``gradient()`` returns gradients reduced over every rank:
 
         with tf.GradientTape() as tape:
@@ -128,9 +175,15 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     does: sum of g/f, then times f/size. device_dense/device_sparse are ignored (hora's
     TensorFlow ops run on the CPU). At one rank the gradients are returned as they are.
     """
-    return _DistributedGradientTape(gradtape, compression, sparse_as_dense,
-                                    Average if op is None else op, gradient_predivide_factor,
-                                    num_groups, groups)
+    return _DistributedGradientTape(
+        gradtape,
+        compression,
+        sparse_as_dense,
+        Average if op is None else op,
+        gradient_predivide_factor,
+        num_groups,
+        groups,
+    )
 
 
-Average = hora.Average
+__all__ = ["DistributedGradientTape"]

@@ -27,27 +27,26 @@ Where hora departs from Horovod:
 - join() and barrier() take no process set.
 """
 
-import re
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.framework import auto_control_deps as _acd
+from tensorflow.types.experimental import TensorLike
 
 import hora
-from hora import errors as _errors
-from hora.compression import Compression
+from hora import _core
+from hora._internal import args, reduce_ops
+from hora._internal.reduce_ops import *  # noqa: F403 - Horovod's mpi_ops exports the reduce ops
+from hora._internal.reduce_ops import ReduceOp
+from hora._internal.tensorflow import run
+from hora.compression import Compression, Compressor
 from hora.tensorflow._library import ops as _ops
 
-Average = hora.Average
-Sum = hora.Sum
-Min = hora.Min
-Max = hora.Max
-Product = hora.Product
-Adasum = hora.Adasum
-
-_SUM = int(hora.Sum)
-_AVERAGE = int(hora.Average)
-_HORA_ERROR = re.compile(r"hora\.(\w+Error): ")
-_TF_SUFFIX = re.compile(r"\s*\[Op:\w+\]( name: .*)?$", re.S)
+_SUM = int(reduce_ops.Sum)
+_AVERAGE = int(reduce_ops.Average)
 
 
 # The collectives whose order inside a tf.function does not matter (they are matched across
@@ -55,12 +54,23 @@ _TF_SUFFIX = re.compile(r"\s*\[Op:\w+\]( name: .*)?$", re.S)
 # adapters/tensorflow/ops.cc); TensorFlow chains stateful ops without resource inputs in
 # program order, so each op here gets a private pseudo-resource (its own first output), which
 # leaves it ordered only by its data: independent collectives are in flight together and fuse.
-_ORDER_INSENSITIVE = frozenset((
-    "HoraAllreduce", "HoraGroupedAllreduce", "HoraAllgather", "HoraBroadcast", "HoraAlltoall",
-    "HoraReducescatter", "HoraReducerGradientReady", "HoraReducerSynchronize"))
+_ORDER_INSENSITIVE = frozenset(
+    (
+        "HoraAllreduce",
+        "HoraGroupedAllreduce",
+        "HoraAllgather",
+        "HoraBroadcast",
+        "HoraAlltoall",
+        "HoraReducescatter",
+        "HoraReducerGradientReady",
+        "HoraReducerSynchronize",
+    )
+)
 
 
-def _hora_collective_resolver(op, resource_reads, resource_writes):
+def _hora_collective_resolver(
+    op: tf.Operation, resource_reads: set[tf.Tensor], resource_writes: set[tf.Tensor]
+) -> bool:
     del resource_reads
     if op.type not in _ORDER_INSENSITIVE or not op.outputs or op.outputs[0] in resource_writes:
         return False
@@ -75,23 +85,23 @@ if hasattr(_acd, "register_acd_resource_resolver"):
         pass
 
 
-def _reduce_op(op, average=None):
-    return int(hora.ops._op(op, average))
+def _reduce_op(op: ReduceOp | None, average: bool | None = None) -> int:
+    return int(args.reduce_op(op, average))
 
 
-def _wire(dtype, compression):
+def _wire(dtype: tf.DType, compression: Compressor | None) -> int:
     """The op's compression attr: float32 tensors only; others travel as they are."""
     if compression is None or tf.as_dtype(dtype) != tf.float32:
         return 0
-    return int(hora.ops._compression(compression))
+    return int(args.wire(compression))
 
 
-def _naming(name, ignore_name_scope=False):
+def _naming(name: str | None, ignore_name_scope: bool = False) -> tuple[str, bool]:
     """(tensor_name, name_from_node) attrs for a collective named `name` (None: unnamed)."""
     eager = tf.executing_eagerly()
     if name is None:
         return "", not eager
-    name = hora.ops._name(name)
+    name = args.tensor_name(name)
     if not eager and not ignore_name_scope:
         scope = tf.compat.v1.get_default_graph().get_name_scope()
         if scope:
@@ -99,31 +109,18 @@ def _naming(name, ignore_name_scope=False):
     return name, False
 
 
-def _translated(error):
-    """The hora.errors exception an op's error message names, or None."""
-    match = _HORA_ERROR.search(error.message)
-    cls = getattr(_errors, match.group(1), None) if match else None
-    if cls is None or not isinstance(cls, type) or not issubclass(cls, _errors.HoraError):
-        return None
-    return cls(_TF_SUFFIX.sub("", error.message[match.end():]))
-
-
-def _run(fn, *args, **kwargs):
-    """Runs an op wrapper; eagerly, a hora error becomes its hora.errors class."""
-    if not tf.executing_eagerly():
-        return fn(*args, **kwargs)
-    try:
-        return fn(*args, **kwargs)
-    except tf.errors.OpError as e:
-        hora_error = _translated(e)
-        if hora_error is None:
-            raise
-        raise hora_error from e
-
-
-def allreduce(tensor, average=None, device_dense="", device_sparse="",
-              compression=Compression.none, op=None, prescale_factor=1.0,
-              postscale_factor=1.0, name=None, ignore_name_scope=False):
+def allreduce(
+    tensor: TensorLike | tf.IndexedSlices,
+    average: bool | None = None,
+    device_dense: str = "",
+    device_sparse: str = "",
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    name: str | None = None,
+    ignore_name_scope: bool = False,
+) -> tf.Tensor | tf.IndexedSlices:
     """``postscale * op(prescale * tensor)`` over every rank (op: Average by default).
 
     A ``tf.IndexedSlices`` is gathered instead (values and indices from every rank, values
@@ -133,13 +130,21 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
         return _sparse_allreduce(tensor, reduce_op, name, ignore_name_scope)
     tensor = tf.convert_to_tensor(tensor)
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    return _run(_ops.hora_allreduce, tensor, reduce_op=reduce_op,
-                prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
-                compression=_wire(tensor.dtype, compression), tensor_name=tensor_name,
-                name_from_node=from_node)
+    return run(
+        _ops.hora_allreduce,
+        tensor,
+        reduce_op=reduce_op,
+        prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor),
+        compression=_wire(tensor.dtype, compression),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
-def _sparse_allreduce(slices, reduce_op, name, ignore_name_scope):
+def _sparse_allreduce(
+    slices: tf.IndexedSlices, reduce_op: int, name: str | None, ignore_name_scope: bool
+) -> tf.IndexedSlices:
     if reduce_op not in (_SUM, _AVERAGE):
         raise ValueError("allreduce of a tf.IndexedSlices supports op Average or Sum only")
     values_name = None if name is None else f"{name}.values"
@@ -151,9 +156,18 @@ def _sparse_allreduce(slices, reduce_op, name, ignore_name_scope):
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
 
 
-def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
-                      compression=Compression.none, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0, name=None, ignore_name_scope=False):
+def grouped_allreduce(
+    tensors: Sequence[TensorLike | tf.IndexedSlices],
+    average: bool | None = None,
+    device_dense: str = "",
+    device_sparse: str = "",
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    name: str | None = None,
+    ignore_name_scope: bool = False,
+) -> list[tf.Tensor | tf.IndexedSlices]:
     """Allreduces a list of tensors as one unit (fused together); returns the list.
 
     Members are named ``<name>.<i>``. Members of one dtype form one fused unit (with several
@@ -173,37 +187,60 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
         return results
     # One fused unit per dtype: the engine fuses a group of mixed dtypes wrongly today (a
     # member of the second dtype can come back unreduced), so hora.tensorflow never asks it to.
-    parts = {}
+    parts: dict[tf.DType, list[tuple[int, tf.Tensor]]] = {}
     for i, t in dense:
         parts.setdefault(t.dtype, []).append((i, t))
     for part, (dtype, members) in enumerate(parts.items()):
         part_name = name if name is None or part == 0 else f"{name}.{dtype.name}"
         tensor_name, from_node = _naming(part_name, ignore_name_scope)
-        reduced = _run(_ops.hora_grouped_allreduce, [t for _, t in members],
-                       reduce_op=reduce_op, prescale_factor=float(prescale_factor),
-                       postscale_factor=float(postscale_factor),
-                       compression=_wire(dtype, compression), tensor_name=tensor_name,
-                       name_from_node=from_node)
-        for (i, _), r in zip(members, reduced):
+        reduced = run(
+            _ops.hora_grouped_allreduce,
+            [t for _, t in members],
+            reduce_op=reduce_op,
+            prescale_factor=float(prescale_factor),
+            postscale_factor=float(postscale_factor),
+            compression=_wire(dtype, compression),
+            tensor_name=tensor_name,
+            name_from_node=from_node,
+        )
+        for (i, _), r in zip(members, reduced, strict=True):
             results[i] = r
     return results
 
 
-def allgather(tensor, name=None, ignore_name_scope=False):
+def allgather(
+    tensor: TensorLike, name: str | None = None, ignore_name_scope: bool = False
+) -> tf.Tensor:
     """Every rank's tensor concatenated along the first dimension (which may differ)."""
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    return _run(_ops.hora_allgather, tf.convert_to_tensor(tensor), tensor_name=tensor_name,
-                name_from_node=from_node)
+    return run(
+        _ops.hora_allgather,
+        tf.convert_to_tensor(tensor),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
-def broadcast(tensor, root_rank, name=None, ignore_name_scope=False):
+def broadcast(
+    tensor: TensorLike, root_rank: int, name: str | None = None, ignore_name_scope: bool = False
+) -> tf.Tensor:
     """root_rank's tensor, on every rank."""
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    return _run(_ops.hora_broadcast, tf.convert_to_tensor(tensor), root_rank=int(root_rank),
-                tensor_name=tensor_name, name_from_node=from_node)
+    return run(
+        _ops.hora_broadcast,
+        tf.convert_to_tensor(tensor),
+        root_rank=int(root_rank),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
-def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
+def alltoall(
+    tensor: TensorLike,
+    splits: TensorLike | None = None,
+    name: str | None = None,
+    ignore_name_scope: bool = False,
+) -> tuple[tf.Tensor, tf.Tensor]:
     """Sends ``splits[p]`` first-dimension rows to rank p (None: an even split) and returns
     ``(received, received_splits)``: the rows from every rank in rank order, and how many
     came from each."""
@@ -211,38 +248,54 @@ def alltoall(tensor, splits=None, name=None, ignore_name_scope=False):
         splits = tf.zeros([0], dtype=tf.int64)
     splits = tf.cast(tf.convert_to_tensor(splits), tf.int64)
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    received, received_splits = _run(_ops.hora_alltoall, tf.convert_to_tensor(tensor), splits,
-                                     tensor_name=tensor_name, name_from_node=from_node)
+    received, received_splits = run(
+        _ops.hora_alltoall,
+        tf.convert_to_tensor(tensor),
+        splits,
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
     return received, received_splits
 
 
-def reducescatter(tensor, device_dense="", compression=Compression.none, op=None, name=None,
-                  ignore_name_scope=False):
+def reducescatter(
+    tensor: TensorLike,
+    device_dense: str = "",
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+    name: str | None = None,
+    ignore_name_scope: bool = False,
+) -> tf.Tensor:
     """This rank's block of the reduction along the first dimension (the first rows % size
     ranks get one row more). op: Average (default) or Sum, Min, Max, Product. compression is
     accepted for Horovod's signature; reducescatter travels uncompressed."""
     tensor_name, from_node = _naming(name, ignore_name_scope)
-    return _run(_ops.hora_reducescatter, tf.convert_to_tensor(tensor),
-                reduce_op=_reduce_op(op), tensor_name=tensor_name, name_from_node=from_node)
+    return run(
+        _ops.hora_reducescatter,
+        tf.convert_to_tensor(tensor),
+        reduce_op=_reduce_op(op),
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
 
 
-def join():
+def join() -> int | tf.Tensor:
     """This rank has no more data. Until every rank joined, it contributes zeros to the
     others' allreduces. Returns the last rank to join (eagerly an int, else a tensor)."""
-    last = _run(_ops.hora_join)
+    last = run(_ops.hora_join)
     return int(last) if tf.executing_eagerly() else last
 
 
-def barrier():
+def barrier() -> tf.Operation | None:
     """Returns once every rank called barrier (eagerly; inside a tf.function it is an op)."""
-    return _run(_ops.hora_barrier)
+    return run(_ops.hora_barrier)
 
 
 # Gradients, as in Horovod. The global loss is the sum of the ranks' losses, each rank
 # holding its own copy of every collective's output.
 
 
-def _grad_naming(op):
+def _grad_naming(op: tf.Operation) -> tuple[str, bool]:
     """A gradient op's naming: eagerly '<forward name>.grad' (or numbered), else its node."""
     if tf.executing_eagerly():
         forward = op.get_attr("tensor_name")
@@ -250,76 +303,95 @@ def _grad_naming(op):
     return "", True
 
 
-def _check_differentiable(reduce_op, what):
+def _check_differentiable(reduce_op: int, what: str) -> None:
     if reduce_op not in (_SUM, _AVERAGE):
-        raise ValueError(f"{what} with op {hora.ops._core.ReduceOp(reduce_op).name} has no "
-                         "gradient (only Average and Sum do)")
+        raise ValueError(
+            f"{what} with op {_core.ReduceOp(reduce_op).name} has no "
+            "gradient (only Average and Sum do)"
+        )
+
+
+def _reduction_grad_attrs(op: tf.Operation, what: str) -> dict[str, Any]:
+    """The attrs of an (grouped) allreduce's gradient op: the forward op's reduction, applied
+    to the output gradients (only Average and Sum have a gradient)."""
+    reduce_op = op.get_attr("reduce_op")
+    _check_differentiable(reduce_op, what)
+    tensor_name, from_node = _grad_naming(op)
+    return {
+        "reduce_op": reduce_op,
+        "prescale_factor": op.get_attr("prescale_factor"),
+        "postscale_factor": op.get_attr("postscale_factor"),
+        "tensor_name": tensor_name,
+        "name_from_node": from_node,
+    }
 
 
 @tf.RegisterGradient("HoraAllreduce")
-def _allreduce_grad(op, grad):
-    reduce_op = op.get_attr("reduce_op")
-    _check_differentiable(reduce_op, "allreduce")
-    tensor_name, from_node = _grad_naming(op)
-    return _ops.hora_allreduce(grad, reduce_op=reduce_op,
-                               prescale_factor=op.get_attr("prescale_factor"),
-                               postscale_factor=op.get_attr("postscale_factor"),
-                               tensor_name=tensor_name, name_from_node=from_node)
+def _allreduce_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
+    return _ops.hora_allreduce(grad, **_reduction_grad_attrs(op, "allreduce"))
 
 
 @tf.RegisterGradient("HoraGroupedAllreduce")
-def _grouped_allreduce_grad(op, *grads):
-    reduce_op = op.get_attr("reduce_op")
-    _check_differentiable(reduce_op, "grouped_allreduce")
-    grads = [tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
-             for x, g in zip(op.inputs, grads)]
-    tensor_name, from_node = _grad_naming(op)
-    return _ops.hora_grouped_allreduce(grads, reduce_op=reduce_op,
-                                       prescale_factor=op.get_attr("prescale_factor"),
-                                       postscale_factor=op.get_attr("postscale_factor"),
-                                       tensor_name=tensor_name, name_from_node=from_node)
+def _grouped_allreduce_grad(op: tf.Operation, *grads: tf.Tensor | None) -> list[tf.Tensor]:
+    dense = [
+        tf.zeros_like(x) if g is None else tf.convert_to_tensor(g)
+        for x, g in zip(op.inputs, grads, strict=True)
+    ]
+    return _ops.hora_grouped_allreduce(dense, **_reduction_grad_attrs(op, "grouped_allreduce"))
 
 
 @tf.RegisterGradient("HoraAllgather")
-def _allgather_grad(op, grad):
+def _allgather_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     # Sum every rank's gradient of the gathered tensor, then keep this rank's rows.
     tensor_name, from_node = _grad_naming(op)
-    grad = _ops.hora_allreduce(tf.convert_to_tensor(grad), reduce_op=_SUM,
-                               tensor_name=tensor_name, name_from_node=from_node)
+    grad = _ops.hora_allreduce(
+        tf.convert_to_tensor(grad),
+        reduce_op=_SUM,
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
     rows = tf.shape(op.inputs[0], out_type=tf.int64)[0:1]
     rows_name = f"{tensor_name}.rows" if tensor_name else ""
     all_rows = _ops.hora_allgather(rows, tensor_name=rows_name, name_from_node=from_node)
-    begin = tf.reduce_sum(all_rows[:hora.rank()])
-    return grad[begin:begin + rows[0]]
+    begin = tf.reduce_sum(all_rows[: hora.rank()])
+    return grad[begin : begin + rows[0]]
 
 
 @tf.RegisterGradient("HoraBroadcast")
-def _broadcast_grad(op, grad):
+def _broadcast_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     # Only the root's input reaches the outputs: it gets every rank's gradient, summed.
     tensor_name, from_node = _grad_naming(op)
-    summed = _ops.hora_allreduce(tf.convert_to_tensor(grad), reduce_op=_SUM,
-                                 tensor_name=tensor_name, name_from_node=from_node)
+    summed = _ops.hora_allreduce(
+        tf.convert_to_tensor(grad),
+        reduce_op=_SUM,
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
     if hora.rank() != op.get_attr("root_rank"):
         return tf.zeros_like(summed)
     return summed
 
 
 @tf.RegisterGradient("HoraAlltoall")
-def _alltoall_grad(op, grad, _grad_splits):
+def _alltoall_grad(
+    op: tf.Operation, grad: tf.Tensor, _grad_splits: tf.Tensor
+) -> tuple[tf.Tensor, None]:
     # The rows go back where they came from.
     tensor_name, from_node = _grad_naming(op)
-    back, _ = _ops.hora_alltoall(tf.convert_to_tensor(grad), op.outputs[1],
-                                 tensor_name=tensor_name, name_from_node=from_node)
+    back, _ = _ops.hora_alltoall(
+        tf.convert_to_tensor(grad), op.outputs[1], tensor_name=tensor_name, name_from_node=from_node
+    )
     return back, None
 
 
 @tf.RegisterGradient("HoraReducescatter")
-def _reducescatter_grad(op, grad):
+def _reducescatter_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     reduce_op = op.get_attr("reduce_op")
     _check_differentiable(reduce_op, "reducescatter")
     tensor_name, from_node = _grad_naming(op)
-    gathered = _ops.hora_allgather(tf.convert_to_tensor(grad), tensor_name=tensor_name,
-                                   name_from_node=from_node)
+    gathered = _ops.hora_allgather(
+        tf.convert_to_tensor(grad), tensor_name=tensor_name, name_from_node=from_node
+    )
     if reduce_op == _AVERAGE:
         gathered = gathered / tf.cast(hora.size(), gathered.dtype)
     return gathered
@@ -329,3 +401,16 @@ tf.no_gradient("HoraBarrier")
 tf.no_gradient("HoraJoin")
 tf.no_gradient("HoraReducerGradientReady")
 tf.no_gradient("HoraReducerSynchronize")
+
+
+__all__ = [
+    "allgather",
+    "allreduce",
+    "alltoall",
+    "barrier",
+    "broadcast",
+    "grouped_allreduce",
+    "join",
+    "reducescatter",
+]
+__all__ += reduce_ops.__all__

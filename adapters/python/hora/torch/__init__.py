@@ -12,71 +12,15 @@ departs from Horovod, the function's docstring says so; in short: no process set
 Adasum, compression inside the engine for float32 tensors.
 """
 
+from __future__ import annotations
+
 import torch as _torch
 
 if not hasattr(_torch.Tensor, "register_post_accumulate_grad_hook"):  # pragma: no cover
     raise ImportError(f"hora.torch needs torch >= 2.1, found {_torch.__version__}")
 
-from hora.compression import Compression  # noqa: E402
-from hora.errors import (  # noqa: E402
-    FailedPreconditionError,
-    HoraError,
-    HoraTimeoutError,
-    HorovodInternalError,
-    InvalidArgumentError,
-    MismatchError,
-    RemoteError,
-)
-from hora.runtime import (  # noqa: E402
-    cross_rank,
-    cross_size,
-    gloo_built,
-    init,
-    is_initialized,
-    local_rank,
-    local_size,
-    mpi_built,
-    mpi_threads_supported,
-    nccl_built,
-    rank,
-    shutdown,
-    size,
-)
-from hora.torch.functions import (  # noqa: E402
-    allgather_object,
-    broadcast_object,
-    broadcast_optimizer_state,
-    broadcast_parameters,
-)
-from hora.torch.mpi_ops import (  # noqa: E402
-    Adasum,
-    Average,
-    Max,
-    Min,
-    Product,
-    Sum,
-    allgather,
-    allgather_async,
-    allreduce,
-    allreduce_,
-    allreduce_async,
-    allreduce_async_,
-    alltoall,
-    alltoall_async,
-    barrier,
-    broadcast,
-    broadcast_,
-    broadcast_async,
-    broadcast_async_,
-    grouped_allreduce,
-    grouped_allreduce_,
-    grouped_allreduce_async,
-    grouped_allreduce_async_,
-    join,
-    poll,
-    reducescatter,
-    reducescatter_async,
-    synchronize,
-)
-from hora.torch.optimizer import DistributedOptimizer  # noqa: E402
-from hora.torch.sync_batch_norm import SyncBatchNorm  # noqa: E402
+from hora._internal.api import *
+from hora.torch.functions import *
+from hora.torch.mpi_ops import *
+from hora.torch.optimizer import *
+from hora.torch.sync_batch_norm import *

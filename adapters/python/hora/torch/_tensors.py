@@ -1,5 +1,9 @@
 """torch tensors as hora sees them: dtypes, allocators, and the detach that DLPack needs."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+
 import torch
 
 from hora import _core
@@ -28,17 +32,17 @@ DLPACK_EXPORTER = getattr(torch._C, "_to_dlpack_versioned", None) or torch._C._t
 _core.register_exporter(torch.Tensor, DLPACK_EXPORTER)
 
 
-def allocator_like(tensor):
+def allocator_like(tensor: torch.Tensor) -> Callable[[str, tuple[int, ...]], torch.Tensor]:
     """An OutputAllocator making torch tensors on ``tensor``'s device."""
     device = tensor.device
 
-    def allocate(dtype_name, shape):
+    def allocate(dtype_name: str, shape: tuple[int, ...]) -> torch.Tensor:
         return torch.empty(shape, dtype=DTYPES[dtype_name], device=device)
 
     return allocate
 
 
-def stream_of(tensor):
+def stream_of(tensor: torch.Tensor) -> int:
     """The integer hora's binding takes as a CUDA tensor's stream: the current stream of its
     device, whose work produced it (the engine waits for that work on the GPU before reading
     the tensor; synchronize makes the current stream wait for the result on the GPU, and a
@@ -48,26 +52,27 @@ def stream_of(tensor):
     return torch.cuda.current_stream(tensor.device).cuda_stream
 
 
-def plain(tensor, what="tensor"):
+def plain(tensor: object, what: str = "tensor") -> torch.Tensor:
     """``tensor`` detached from autograd (same memory), for DLPack; refuses non-tensors."""
     if not isinstance(tensor, torch.Tensor):
         raise InvalidArgumentError(f"{what}: expected a torch.Tensor, got {type(tensor).__name__}")
     return tensor.detach()
 
 
-def contiguous(tensor):
+def contiguous(tensor: torch.Tensor) -> torch.Tensor:
     """A contiguous, detached tensor: ``tensor`` itself when it already is one (out-of-place
     collectives may copy; in-place ones must not, see in_place)."""
     t = tensor.detach()
     return t if t.is_contiguous() else t.contiguous()
 
 
-def in_place(tensor, name):
+def in_place(tensor: torch.Tensor, name: str | None) -> torch.Tensor:
     """The tensor an in-place collective writes: it must be contiguous (a copy would take the
     result away from the caller's tensor)."""
     t = plain(tensor)
     if not t.is_contiguous():
         raise InvalidArgumentError(
             f"tensor '{name or '<unnamed>'}': an in-place collective needs a contiguous tensor "
-            f"(strides {tuple(t.stride())}); call .contiguous() or use the out-of-place form")
+            f"(strides {tuple(t.stride())}); call .contiguous() or use the out-of-place form"
+        )
     return t

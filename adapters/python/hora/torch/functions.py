@@ -1,29 +1,39 @@
 """Starting every rank from the same state: parameters, optimizer state, any object
 (horovod.torch.functions)."""
 
+from __future__ import annotations
+
 import io
 import pickle
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-import numpy as np
 import torch
 
-import hora
+from hora import runtime
+from hora._internal import objects
 from hora.torch import mpi_ops
 
 
-def _named_tensors(params):
-    if isinstance(params, dict):
+def _named_tensors(
+    params: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
+) -> list[tuple[str, torch.Tensor]]:
+    if isinstance(params, Mapping):
         items = sorted(params.items())
     else:
         items = list(params)
     for item in items:
         if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
-            raise ValueError("params: expected a state_dict or a list of (name, tensor) pairs "
-                             "such as model.named_parameters()")
+            raise ValueError(
+                "params: expected a state_dict or a list of (name, tensor) pairs "
+                "such as model.named_parameters()"
+            )
     return items
 
 
-def broadcast_parameters(params, root_rank):
+def broadcast_parameters(
+    params: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]], root_rank: int
+) -> None:
     """Overwrites every rank's parameters with root's, in place. ``params``: a state_dict
     (``model.state_dict()``) or ``model.named_parameters()``. Sorted by name, so every rank
     broadcasts in the same order."""
@@ -39,43 +49,32 @@ def broadcast_parameters(params, root_rank):
         mpi_ops.synchronize(h)
 
 
-def _to_bytes(obj):
+def _torch_dumps(obj: Any) -> bytes:
     buf = io.BytesIO()
     torch.save(obj, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
-    return np.frombuffer(buf.getbuffer(), dtype=np.uint8).copy()
+    return buf.getvalue()
 
 
-def _from_bytes(data):
-    return torch.load(io.BytesIO(data.tobytes()), weights_only=False)
+def _torch_loads(data: bytes) -> Any:
+    return torch.load(io.BytesIO(data), weights_only=False)
 
 
-def broadcast_object(obj, root_rank=0, name=None):
+# torch.save's format, so that tensors inside an object travel too (to the same device).
+_SERIALIZER = objects.Serializer(_torch_dumps, _torch_loads)
+
+
+def broadcast_object(obj: Any, root_rank: int = 0, name: str | None = None) -> Any:
     """Root's ``obj`` on every rank (serialised with torch.save, so tensors inside travel
     too). Every rank must call it; only root's ``obj`` matters."""
-    name = name or "broadcast_object"
-    payload = _to_bytes(obj) if hora.rank() == root_rank else np.zeros(0, np.uint8)
-    length = np.array([payload.size], np.int64)
-    hora.broadcast_(length, root_rank, name=f"{name}.length")
-    if hora.rank() != root_rank:
-        payload = np.zeros(int(length[0]), np.uint8)
-    hora.broadcast_(payload, root_rank, name=f"{name}.payload")
-    return obj if hora.rank() == root_rank else _from_bytes(payload)
+    return objects.broadcast_object(obj, root_rank, name, _SERIALIZER)
 
 
-def allgather_object(obj, name=None):
+def allgather_object(obj: Any, name: str | None = None) -> list[Any]:
     """The list of every rank's ``obj``, in rank order."""
-    name = name or "allgather_object"
-    payload = _to_bytes(obj)
-    lengths = hora.allgather(np.array([payload.size], np.int64), name=f"{name}.lengths")
-    data = hora.allgather(payload, name=f"{name}.payload")
-    out, offset = [], 0
-    for n in lengths.tolist():
-        out.append(_from_bytes(data[offset:offset + n]))
-        offset += n
-    return out
+    return objects.allgather_object(obj, name, _SERIALIZER)
 
 
-def broadcast_optimizer_state(optimizer, root_rank):
+def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int) -> None:
     """Makes every rank's optimizer state root's: every torch.optim optimizer, with state
     created lazily (none before the first step), scalars, step counters and hyperparameters
     of each param group. Root's state_dict travels as one serialised object and is loaded on
@@ -83,9 +82,12 @@ def broadcast_optimizer_state(optimizer, root_rank):
     handles state that only root has."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("broadcast_optimizer_state does not support LBFGS (nor does Horovod)")
-    state = broadcast_object(optimizer.state_dict() if hora.rank() == root_rank else None,
-                             root_rank, name="broadcast.optimizer_state")
-    if hora.rank() != root_rank:
+    state = broadcast_object(
+        optimizer.state_dict() if runtime.rank() == root_rank else None,
+        root_rank,
+        name="broadcast.optimizer_state",
+    )
+    if runtime.rank() != root_rank:
         optimizer.load_state_dict(state)
         # load_state_dict casts floating state to its parameter's dtype (NAdam's float32
         # mu_product becomes float64 beside float64 parameters); keep root's tensors as they
@@ -96,3 +98,11 @@ def broadcast_optimizer_state(optimizer, root_rank):
             for key, value in entries.items():
                 if torch.is_tensor(value):
                     optimizer.state[p][key] = value.to(p.device).clone()
+
+
+__all__ = [
+    "allgather_object",
+    "broadcast_object",
+    "broadcast_optimizer_state",
+    "broadcast_parameters",
+]

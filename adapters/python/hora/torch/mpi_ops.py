@@ -12,38 +12,35 @@ Where hora departs from Horovod:
 - process sets are not supported: every collective spans the whole job.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import torch
 
-import hora
-from hora import _core
-from hora.compression import Compression
+from hora import _core, ops, runtime
+from hora._internal import reduce_ops
+from hora._internal.args import group_names, reduce_op, reduction, tensor_name, wire
+from hora._internal.reduce_ops import *  # noqa: F403 - Horovod's mpi_ops exports the reduce ops
+from hora._internal.reduce_ops import ReduceOp
+from hora.compression import Compression, Compressor
+from hora.errors import UnimplementedError
+from hora.ops import Handle, poll
 from hora.torch import _tensors
 
-Average = hora.Average
-Sum = hora.Sum
-Min = hora.Min
-Max = hora.Max
-Product = hora.Product
-Adasum = hora.Adasum
-
-_op = hora.ops._op
-_name = hora.ops._name
-_compression = hora.ops._compression
+Average = reduce_ops.Average
+Sum = reduce_ops.Sum
 
 
-def _wire(tensor, compression):
+def _wire(tensor: torch.Tensor, compression: Compressor | None) -> _core.Compression:
     """Compression applies to float32 tensors; others travel as they are."""
     if compression is None or tensor.dtype != torch.float32:
         return _core.Compression.none
-    return _compression(compression)
+    return wire(compression)
 
 
-def poll(handle):
-    """True when the collective completed (never blocks)."""
-    return handle.poll()
-
-
-def synchronize(handle):
+def synchronize(handle: Handle) -> Any:
     """Waits for ``handle`` (Ctrl-C interrupts; at most HORA_TIMEOUT_S) and returns its
     result: the output tensor, or (output, received_splits) for alltoall. For CUDA tensors the
     host waits only until hora enqueued the result's last kernel; the current stream of their
@@ -61,124 +58,239 @@ def synchronize(handle):
 
 # ---- allreduce ---------------------------------------------------------------------------
 
-def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0, compression=Compression.none):
+
+def _start_allreduce(
+    t: torch.Tensor,
+    output: torch.Tensor | None,
+    name: str | None,
+    op: ReduceOp | None,
+    average: bool | None,
+    prescale_factor: float,
+    postscale_factor: float,
+    compression: Compressor | None,
+) -> Handle:
+    """The binding's allreduce of the contiguous, detached ``t`` into ``output`` (None: in
+    place) on ``t``'s current stream."""
+    return _core.allreduce_async(
+        t,
+        output,
+        tensor_name(name),
+        *reduction(op, average, prescale_factor, postscale_factor, _wire(t, compression)),
+        stream=_tensors.stream_of(t),
+    )
+
+
+def _start_grouped_allreduce(
+    ts: list[torch.Tensor],
+    outputs: Sequence[torch.Tensor | None],
+    name: str | None,
+    op: ReduceOp | None,
+    average: bool | None,
+    prescale_factor: float,
+    postscale_factor: float,
+    compression: Compressor | None,
+) -> Handle:
+    """The binding's grouped allreduce of the contiguous, detached ``ts`` into ``outputs``
+    (None each: in place). Compressed only when every member is float32."""
+    same_dtype = bool(ts) and all(t.dtype == ts[0].dtype for t in ts)
+    wire_format = _wire(ts[0], compression) if same_dtype else _core.Compression.none
+    return _core.grouped_allreduce_async(
+        ts,
+        outputs,
+        group_names(len(ts), None, name),
+        *reduction(op, average, prescale_factor, postscale_factor, wire_format),
+        stream=_tensors.stream_of(ts[0]) if ts else 0,
+    )
+
+
+def allreduce_async(
+    tensor: torch.Tensor,
+    average: bool | None = None,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    compression: Compressor | None = Compression.none,
+) -> Handle:
     """Starts an allreduce of ``tensor`` into a new tensor; returns a handle."""
     t = _tensors.contiguous(tensor)
     output = torch.empty_like(t, memory_format=torch.contiguous_format)
-    return _core.allreduce_async(t, output, _name(name), _op(op, average),
-                                 float(prescale_factor), float(postscale_factor),
-                                 _wire(t, compression), stream=_tensors.stream_of(t))
+    return _start_allreduce(
+        t, output, name, op, average, prescale_factor, postscale_factor, compression
+    )
 
 
-def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, compression=Compression.none):
+def allreduce_async_(
+    tensor: torch.Tensor,
+    average: bool | None = None,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    compression: Compressor | None = Compression.none,
+) -> Handle:
     """Starts an in-place allreduce of ``tensor``; returns a handle."""
     t = _tensors.in_place(tensor, name)
-    return _core.allreduce_async(t, None, _name(name), _op(op, average), float(prescale_factor),
-                                 float(postscale_factor), _wire(t, compression),
-                                 stream=_tensors.stream_of(t))
+    return _start_allreduce(
+        t, None, name, op, average, prescale_factor, postscale_factor, compression
+    )
 
 
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0, compression=Compression.none):
+def allreduce_(
+    tensor: torch.Tensor,
+    average: bool | None = None,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    compression: Compressor | None = Compression.none,
+) -> torch.Tensor:
     """Reduces ``tensor`` over every rank in place; returns it."""
-    synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
-                                 compression))
+    synchronize(
+        allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, compression)
+    )
     return tensor
 
 
 class _Allreduce(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, compression):
+    def forward(
+        ctx: Any,
+        tensor: torch.Tensor,
+        name: str | None,
+        op: ReduceOp | None,
+        prescale_factor: float,
+        postscale_factor: float,
+        compression: Compressor | None,
+    ) -> torch.Tensor:
         ctx.op, ctx.pre, ctx.post = op, prescale_factor, postscale_factor
-        return synchronize(allreduce_async(tensor, None, name, op, prescale_factor,
-                                           postscale_factor, compression))
+        return synchronize(
+            allreduce_async(tensor, None, name, op, prescale_factor, postscale_factor, compression)
+        )
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         if ctx.op not in (Average, Sum):
-            raise hora.UnimplementedError(
+            raise UnimplementedError(
                 f"the gradient of allreduce with op {ctx.op.name} is not defined in hora "
-                "(Average and Sum only, as in Horovod)")
+                "(Average and Sum only, as in Horovod)"
+            )
         grad = synchronize(allreduce_async(grad_output, None, None, ctx.op, ctx.pre, ctx.post))
         return grad, None, None, None, None, None
 
 
-def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
-              prescale_factor=1.0, postscale_factor=1.0):
+def allreduce(
+    tensor: torch.Tensor,
+    average: bool | None = None,
+    name: str | None = None,
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+) -> torch.Tensor:
     """The reduction of ``tensor`` over every rank (average by default), a new tensor.
     Differentiable: the gradient is the same reduction of the output's gradient."""
-    return _Allreduce.apply(tensor, name, _op(op, average), prescale_factor, postscale_factor,
-                            compression)
+    return _Allreduce.apply(
+        tensor, name, reduce_op(op, average), prescale_factor, postscale_factor, compression
+    )
 
 
-def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0, compression=Compression.none):
+def grouped_allreduce_async(
+    tensors: Sequence[torch.Tensor],
+    average: bool | None = None,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    compression: Compressor | None = Compression.none,
+) -> Handle:
     """Starts one fused allreduce of a list of tensors into new tensors."""
     ts = [_tensors.contiguous(t) for t in tensors]
     outs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in ts]
-    names = hora.ops._group_names(ts, None, name)
-    wire = _wire(ts[0], compression) if ts and all(t.dtype == ts[0].dtype for t in ts) else \
-        _core.Compression.none
-    return _core.grouped_allreduce_async(ts, outs, names, _op(op, average),
-                                         float(prescale_factor), float(postscale_factor), wire,
-                                         stream=_tensors.stream_of(ts[0]) if ts else 0)
+    return _start_grouped_allreduce(
+        ts, outs, name, op, average, prescale_factor, postscale_factor, compression
+    )
 
 
-def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
-                      prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce(
+    tensors: Sequence[torch.Tensor],
+    average: bool | None = None,
+    name: str | None = None,
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+) -> list[torch.Tensor]:
     """The reductions of a list of tensors, fused as one unit, as a list of new tensors."""
-    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor,
-                                               postscale_factor, compression))
+    return synchronize(
+        grouped_allreduce_async(
+            tensors, average, name, op, prescale_factor, postscale_factor, compression
+        )
+    )
 
 
-def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0, compression=Compression.none):
+def grouped_allreduce_async_(
+    tensors: Sequence[torch.Tensor],
+    average: bool | None = None,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+    compression: Compressor | None = Compression.none,
+) -> Handle:
     """Starts one fused in-place allreduce of a list of tensors."""
     ts = [_tensors.in_place(t, name) for t in tensors]
-    names = hora.ops._group_names(ts, None, name)
-    wire = _wire(ts[0], compression) if ts and all(t.dtype == ts[0].dtype for t in ts) else \
-        _core.Compression.none
-    return _core.grouped_allreduce_async(ts, [None] * len(ts), names, _op(op, average),
-                                         float(prescale_factor), float(postscale_factor), wire,
-                                         stream=_tensors.stream_of(ts[0]) if ts else 0)
+    return _start_grouped_allreduce(
+        ts, [None] * len(ts), name, op, average, prescale_factor, postscale_factor, compression
+    )
 
 
-def grouped_allreduce_(tensors, average=None, name=None, compression=Compression.none, op=None,
-                       prescale_factor=1.0, postscale_factor=1.0):
+def grouped_allreduce_(
+    tensors: Sequence[torch.Tensor],
+    average: bool | None = None,
+    name: str | None = None,
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+) -> list[torch.Tensor]:
     """Reduces a list of tensors in place, fused as one unit; returns the list."""
-    synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
-                                         postscale_factor, compression))
+    synchronize(
+        grouped_allreduce_async_(
+            tensors, average, name, op, prescale_factor, postscale_factor, compression
+        )
+    )
     return list(tensors)
 
 
 # ---- allgather ---------------------------------------------------------------------------
 
-def allgather_async(tensor, name=None):
+
+def allgather_async(tensor: torch.Tensor, name: str | None = None) -> Handle:
     """Starts an allgather of ``tensor`` along the first dimension; returns a handle."""
     t = _tensors.contiguous(tensor)
-    return _core.allgather_async(t, _tensors.allocator_like(t), _name(name),
-                                 stream=_tensors.stream_of(t))
+    return _core.allgather_async(
+        t, _tensors.allocator_like(t), tensor_name(name), stream=_tensors.stream_of(t)
+    )
 
 
 class _Allgather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, name):
+    def forward(ctx: Any, tensor: torch.Tensor, name: str | None) -> torch.Tensor:
         ctx.rows = tensor.shape[0]
         return synchronize(allgather_async(tensor, name))
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         # Every rank's output depends on every rank's input: sum the gradients over ranks,
         # then keep this rank's rows.
         grad = synchronize(allreduce_async(grad_output, None, None, Sum))
         rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
-        start = int(rows[:hora.rank()].sum())
-        return grad[start:start + ctx.rows], None
+        start = int(rows[: runtime.rank()].sum())
+        return grad[start : start + ctx.rows], None
 
 
-def allgather(tensor, name=None):
+def allgather(tensor: torch.Tensor, name: str | None = None) -> torch.Tensor:
     """Every rank's ``tensor`` concatenated along the first dimension (which may differ per
     rank). Differentiable."""
     return _Allgather.apply(tensor, name)
@@ -186,20 +298,22 @@ def allgather(tensor, name=None):
 
 # ---- broadcast ---------------------------------------------------------------------------
 
-def broadcast_async(tensor, root_rank, name=None):
+
+def broadcast_async(tensor: torch.Tensor, root_rank: int, name: str | None = None) -> Handle:
     """Starts a broadcast of root's ``tensor`` into a new tensor; returns a handle."""
     output = _tensors.contiguous(tensor).clone(memory_format=torch.contiguous_format)
-    return _core.broadcast_async(output, int(root_rank), _name(name),
-                                 stream=_tensors.stream_of(output))
+    return _core.broadcast_async(
+        output, int(root_rank), tensor_name(name), stream=_tensors.stream_of(output)
+    )
 
 
-def broadcast_async_(tensor, root_rank, name=None):
+def broadcast_async_(tensor: torch.Tensor, root_rank: int, name: str | None = None) -> Handle:
     """Starts an in-place broadcast; returns a handle."""
     t = _tensors.in_place(tensor, name)
-    return _core.broadcast_async(t, int(root_rank), _name(name), stream=_tensors.stream_of(t))
+    return _core.broadcast_async(t, int(root_rank), tensor_name(name), stream=_tensors.stream_of(t))
 
 
-def broadcast_(tensor, root_rank, name=None):
+def broadcast_(tensor: torch.Tensor, root_rank: int, name: str | None = None) -> torch.Tensor:
     """Overwrites ``tensor`` with root's, in place; returns it."""
     synchronize(broadcast_async_(tensor, root_rank, name))
     return tensor
@@ -207,19 +321,19 @@ def broadcast_(tensor, root_rank, name=None):
 
 class _Broadcast(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, root_rank, name):
+    def forward(ctx: Any, tensor: torch.Tensor, root_rank: int, name: str | None) -> torch.Tensor:
         ctx.root = root_rank
         return synchronize(broadcast_async(tensor, root_rank, name))
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         grad = synchronize(allreduce_async(grad_output, None, None, Sum))
-        if hora.rank() != ctx.root:
+        if runtime.rank() != ctx.root:
             grad = torch.zeros_like(grad)
         return grad, None, None
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor: torch.Tensor, root_rank: int, name: str | None = None) -> torch.Tensor:
     """Root's ``tensor`` on every rank, a new tensor. Differentiable (the root's input gets the
     sum of every rank's output gradient, the others zero)."""
     return _Broadcast.apply(tensor, root_rank, name)
@@ -227,31 +341,51 @@ def broadcast(tensor, root_rank, name=None):
 
 # ---- alltoall ----------------------------------------------------------------------------
 
-def alltoall_async(tensor, splits=None, name=None):
+
+def alltoall_async(
+    tensor: torch.Tensor,
+    splits: Sequence[int] | torch.Tensor | None = None,
+    name: str | None = None,
+) -> Handle:
     """Starts an alltoall: ``splits[p]`` first-dimension rows go to rank p (None: even)."""
     t = _tensors.contiguous(tensor)
-    s = [] if splits is None else [int(v) for v in (splits.tolist() if torch.is_tensor(splits)
-                                                    else splits)]
-    return _core.alltoall_async(t, s, _tensors.allocator_like(t), _name(name),
-                                stream=_tensors.stream_of(t))
+    s = (
+        []
+        if splits is None
+        else [int(v) for v in (splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
+    )
+    return _core.alltoall_async(
+        t, s, _tensors.allocator_like(t), tensor_name(name), stream=_tensors.stream_of(t)
+    )
 
 
 class _Alltoall(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, splits, name):
+    def forward(
+        ctx: Any,
+        tensor: torch.Tensor,
+        splits: Sequence[int] | torch.Tensor | None,
+        name: str | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         output, received = synchronize(alltoall_async(tensor, splits, name))
         ctx.received = received
         ctx.mark_non_differentiable(received)
         return output, received
 
     @staticmethod
-    def backward(ctx, grad_output, grad_received):
+    def backward(
+        ctx: Any, grad_output: torch.Tensor, grad_received: torch.Tensor
+    ) -> tuple[torch.Tensor | None, ...]:
         # The gradient goes back the way the rows came.
         grad, _ = synchronize(alltoall_async(grad_output, ctx.received))
         return grad, None, None
 
 
-def alltoall(tensor, splits=None, name=None):
+def alltoall(
+    tensor: torch.Tensor,
+    splits: Sequence[int] | torch.Tensor | None = None,
+    name: str | None = None,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """The rows every rank sent here, in rank order. With ``splits`` returns
     ``(output, received_splits)``, as Horovod does. Differentiable."""
     output, received = _Alltoall.apply(tensor, splits, name)
@@ -260,45 +394,89 @@ def alltoall(tensor, splits=None, name=None):
 
 # ---- reducescatter -----------------------------------------------------------------------
 
-def reducescatter_async(tensor, name=None, op=None):
+
+def reducescatter_async(
+    tensor: torch.Tensor, name: str | None = None, op: ReduceOp | None = None
+) -> Handle:
     """Starts a reducescatter along the first dimension; returns a handle."""
     t = _tensors.contiguous(tensor)
-    return _core.reducescatter_async(t, _tensors.allocator_like(t), _name(name), _op(op),
-                                     stream=_tensors.stream_of(t))
+    return _core.reducescatter_async(
+        t,
+        _tensors.allocator_like(t),
+        tensor_name(name),
+        reduce_op(op),
+        stream=_tensors.stream_of(t),
+    )
 
 
 class _Reducescatter(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, tensor, name, op):
+    def forward(
+        ctx: Any, tensor: torch.Tensor, name: str | None, op: ReduceOp | None
+    ) -> torch.Tensor:
         ctx.op = op
         return synchronize(reducescatter_async(tensor, name, op))
 
     @staticmethod
-    def backward(ctx, grad_output):
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         if ctx.op not in (Average, Sum):
-            raise hora.UnimplementedError(
-                f"the gradient of reducescatter with op {ctx.op.name} is not defined in hora")
+            raise UnimplementedError(
+                f"the gradient of reducescatter with op {ctx.op.name} is not defined in hora"
+            )
         grad = synchronize(allgather_async(grad_output))
         if ctx.op == Average:
-            grad = grad / hora.size()
+            grad = grad / runtime.size()
         return grad, None, None
 
 
-def reducescatter(tensor, name=None, compression=Compression.none, op=None):
+def reducescatter(
+    tensor: torch.Tensor,
+    name: str | None = None,
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+) -> torch.Tensor:
     """This rank's block of the reduction along the first dimension (the first rows % size
     ranks get a row more). Differentiable for Average and Sum."""
-    return _Reducescatter.apply(tensor, name, _op(op))
+    return _Reducescatter.apply(tensor, name, reduce_op(op))
 
 
 # ---- control -----------------------------------------------------------------------------
 
-def barrier():
+
+def barrier() -> None:
     """Returns once every rank called barrier."""
-    hora.barrier()
+    ops.barrier()
 
 
-def join(device=-1):
+def join(device: int = -1) -> int:
     """This rank has no more data: until every rank joined it contributes zeros to the
     others' allreduces. Returns the last rank to join (the same on every rank). ``device`` is
     accepted for Horovod's signature; hora's join does not need it."""
-    return hora.join()
+    return ops.join()
+
+
+__all__ = [
+    "allgather",
+    "allgather_async",
+    "allreduce",
+    "allreduce_",
+    "allreduce_async",
+    "allreduce_async_",
+    "alltoall",
+    "alltoall_async",
+    "barrier",
+    "broadcast",
+    "broadcast_",
+    "broadcast_async",
+    "broadcast_async_",
+    "grouped_allreduce",
+    "grouped_allreduce_",
+    "grouped_allreduce_async",
+    "grouped_allreduce_async_",
+    "join",
+    "poll",
+    "reducescatter",
+    "reducescatter_async",
+    "synchronize",
+]
+__all__ += reduce_ops.__all__

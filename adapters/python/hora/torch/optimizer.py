@@ -14,16 +14,23 @@ Python code running per host gradient (a CUDA gradient's stream comes from
 ``fallback``, the Python hook (``_hora_hook``).
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import torch
 
 import hora
 from hora import _core
-from hora.compression import Compression
+from hora._internal.args import reduce_op, wire
+from hora._internal.reduce_ops import ReduceOp
+from hora.compression import Compression, Compressor
 from hora.errors import FailedPreconditionError
+from hora.ops import Handle
 from hora.torch import _tensors, mpi_ops
 
 
@@ -31,56 +38,74 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     """Mixed into the wrapped optimizer's class (as Horovod does), so isinstance checks,
     param_groups, state and schedulers keep working."""
 
-    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, groups, sparse_as_dense):
-        super(self.__class__, self).__init__(params)
-        self._hora_setup(named_parameters, compression, backward_passes_per_step, op,
-                         gradient_predivide_factor, groups, sparse_as_dense)
-
     # ---- construction --------------------------------------------------------------------
 
-    def _hora_setup(self, named_parameters, compression, backward_passes_per_step, op,
-                    gradient_predivide_factor, groups, sparse_as_dense):
+    def __init__(
+        self,
+        param_groups: list[dict[str, Any]],
+        named_parameters: Iterable[tuple[str, torch.nn.Parameter]] | None,
+        compression: Compressor | None,
+        backward_passes_per_step: int,
+        op: ReduceOp | None,
+        gradient_predivide_factor: float,
+        groups: int | Sequence[Sequence[torch.nn.Parameter]] | None,
+        sparse_as_dense: bool,
+    ) -> None:
+        # The wrapped optimizer's __init__ (SGD's, Adam's, ...: defaults from param_groups).
+        super(self.__class__, self).__init__(param_groups)  # type: ignore[call-arg]
         params = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
         names = self._hora_names(params, named_parameters)
-        op = mpi_ops._op(op)
+        op = reduce_op(op)
         if op not in (hora.Average, hora.Sum):
             raise ValueError(f"DistributedOptimizer: op {op.name}, expected Average or Sum")
-        wire = mpi_ops._compression(compression)
-        if wire != _core.Compression.none:
-            for p, n in zip(params, names):
+        wire_format = wire(compression)
+        if wire_format != _core.Compression.none:
+            for p, n in zip(params, names, strict=True):
                 if p.dtype != torch.float32:
                     raise ValueError(
                         f"DistributedOptimizer: compression {compression} applies to float32 "
-                        f"gradients, but parameter '{n}' is {p.dtype}")
+                        f"gradients, but parameter '{n}' is {p.dtype}"
+                    )
         self._hora_params = params
         self._hora_param_names = names
         self._hora_sparse_as_dense = bool(sparse_as_dense)
         self._hora_op = op
         self._hora_reducer = _core.GradientReducer(
-            names, op=op, compression=wire,
+            names,
+            op=op,
+            compression=wire_format,
             backward_passes_per_step=int(backward_passes_per_step),
             gradient_predivide_factor=float(gradient_predivide_factor),
-            name_prefix="grad/", groups=self._hora_groups(params, groups),
-            param_exporter=_tensors.DLPACK_EXPORTER, param_stream=_tensors.stream_of)
+            name_prefix="grad/",
+            groups=self._hora_groups(params, groups),
+            param_exporter=_tensors.DLPACK_EXPORTER,
+            param_stream=_tensors.stream_of,
+        )
         self._hora_should_synchronize = True
         self._hora_synchronized = False
-        self._hora_sparse = {}  # index -> (indices handle, values handle) of this step
+        # index -> (indices handle, values handle, shape) of this step's sparse gradients
+        self._hora_sparse: dict[int, tuple[Handle, Handle, torch.Size]] = {}
         ready = self._hora_reducer.ready_param
         self._hora_hooks = [
             p.register_post_accumulate_grad_hook(functools.partial(ready, i, self._hora_hook(i)))
-            for i, p in enumerate(params)]
+            for i, p in enumerate(params)
+        ]
 
     @staticmethod
-    def _hora_names(params, named_parameters):
+    def _hora_names(
+        params: list[torch.nn.Parameter],
+        named_parameters: Iterable[tuple[str, torch.nn.Parameter]] | None,
+    ) -> list[str]:
         if named_parameters is None:
             return [f"noname.{i}" for i in range(len(params))]
         named = list(named_parameters)
         by_param, seen = {}, set()
         for name, p in named:
             if name in seen:
-                raise ValueError(f"DistributedOptimizer: parameter name '{name}' appears twice "
-                                 "in named_parameters; names must be unique")
+                raise ValueError(
+                    f"DistributedOptimizer: parameter name '{name}' appears twice "
+                    "in named_parameters; names must be unique"
+                )
             seen.add(name)
             by_param[p] = name
         missing = [i for i, p in enumerate(params) if p not in by_param]
@@ -88,11 +113,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError(
                 f"DistributedOptimizer: {len(missing)} of the optimizer's parameters are not in "
                 "named_parameters (every parameter needs a name, the same on every rank); pass "
-                "model.named_parameters() of the model the optimizer trains")
+                "model.named_parameters() of the model the optimizer trains"
+            )
         return [by_param[p] for p in params]
 
     @staticmethod
-    def _hora_groups(params, groups):
+    def _hora_groups(
+        params: list[torch.nn.Parameter],
+        groups: int | Sequence[Sequence[torch.nn.Parameter]] | None,
+    ) -> list[list[int]]:
         """Horovod's num_groups (an int) or groups (lists of parameters) as index lists."""
         if groups is None or groups == 0:
             return []
@@ -102,25 +131,29 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             n = len(params)
             k = min(groups, n) or 1
             bounds = [n * j // k for j in range(k + 1)]
-            return [list(range(bounds[j], bounds[j + 1])) for j in range(k)
-                    if bounds[j + 1] > bounds[j]]
+            return [
+                list(range(bounds[j], bounds[j + 1])) for j in range(k) if bounds[j + 1] > bounds[j]
+            ]
         index = {p: i for i, p in enumerate(params)}
         out = []
         for g in groups:
             ids = []
             for p in g:
                 if p not in index:
-                    raise ValueError("DistributedOptimizer: a parameter in groups is not one the "
-                                     "optimizer trains (or does not require grad)")
+                    raise ValueError(
+                        "DistributedOptimizer: a parameter in groups is not one the "
+                        "optimizer trains (or does not require grad)"
+                    )
                 ids.append(index[p])
             out.append(ids)
         return out
 
     # ---- backward ------------------------------------------------------------------------
 
-    def _hora_hook(self, index):
+    def _hora_hook(self, index: int) -> Callable[[torch.nn.Parameter], None]:
         """The general hook, for the gradients ready_param does not take itself."""
-        def hook(p):
+
+        def hook(p: torch.nn.Parameter) -> None:
             g = p.grad
             if g is None:
                 return
@@ -133,9 +166,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if not g.is_contiguous():
                 p.grad = g = g.contiguous()
             self._hora_reducer.gradient_ready(index, g, stream=_tensors.stream_of(g))
+
         return hook
 
-    def _hora_sparse_start(self, index, grad):
+    def _hora_sparse_start(self, index: int, grad: torch.Tensor) -> None:
         """A sparse gradient (an Embedding with sparse=True) travels as an allgather of its
         indices and values; the sum of the gathered sparse tensors is the reduced gradient."""
         g = grad.coalesce()
@@ -143,9 +177,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._hora_sparse[index] = (
             mpi_ops.allgather_async(g.indices().t().contiguous(), name=f"grad/{name}.indices"),
             mpi_ops.allgather_async(g.values().contiguous(), name=f"grad/{name}.values"),
-            g.shape)
+            g.shape,
+        )
 
-    def _hora_sparse_finish(self):
+    def _hora_sparse_finish(self) -> None:
         for index, (hi, hv, shape) in self._hora_sparse.items():
             indices = mpi_ops.synchronize(hi).t()
             values = mpi_ops.synchronize(hv)
@@ -157,7 +192,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     # ---- step ----------------------------------------------------------------------------
 
-    def synchronize(self):
+    def synchronize(self) -> None:
         """Waits for every gradient's allreduce (starting those of parameters whose gradient
         was not computed on this rank: they reduce a zero gradient, as in Horovod). After it
         the gradients hold the reduced values: clip or unscale them here, then call step()
@@ -178,7 +213,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._hora_synchronized = True
 
     @contextlib.contextmanager
-    def skip_synchronize(self):
+    def skip_synchronize(self) -> Iterator[None]:
         """step() inside this block does not synchronize (synchronize() was called already)."""
         self._hora_should_synchronize = False
         try:
@@ -186,37 +221,51 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         finally:
             self._hora_should_synchronize = True
 
-    def step(self, closure=None):
+    def step(  # type: ignore[override]  # Optimizer.step's two overloads in one signature
+        self, closure: Callable[[], float] | None = None
+    ) -> float | None:
         if self._hora_should_synchronize:
             if self._hora_synchronized:
-                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
-                              "after optimizer.synchronize(); the gradients were reduced once, "
-                              "by synchronize()")
+                warnings.warn(
+                    "optimizer.step() called without optimizer.skip_synchronize() "
+                    "after optimizer.synchronize(); the gradients were reduced once, "
+                    "by synchronize()",
+                    stacklevel=2,
+                )
             elif not self._hora_reducer.backward_seen:
                 raise FailedPreconditionError(
                     "DistributedOptimizer: step() called without a backward pass since the "
                     "last step; call loss.backward() before each step (reducing the same "
-                    "gradients twice would be wrong)")
+                    "gradients twice would be wrong)"
+                )
             else:
                 self.synchronize()
         self._hora_synchronized = False
         self._hora_reducer.backward_seen = False
         return super(self.__class__, self).step(closure)
 
-    def zero_grad(self, set_to_none=True):
+    def zero_grad(self, set_to_none: bool = True) -> None:
         if self._hora_reducer.has_pending():
             raise FailedPreconditionError(
                 "DistributedOptimizer: zero_grad() was called after loss.backward() but before "
                 "step() or synchronize(); the engine is reducing those gradients. Call "
                 "zero_grad() before backward (with backward_passes_per_step > 1, after the "
-                "k-th pass's step)")
+                "k-th pass's step)"
+            )
         return super(self.__class__, self).zero_grad(set_to_none=set_to_none)
 
 
-def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=hora.Average,
-                         gradient_predivide_factor=1.0, num_groups=0, groups=None,
-                         sparse_as_dense=False):
+def DistributedOptimizer(
+    optimizer: torch.optim.Optimizer,
+    named_parameters: Iterable[tuple[str, torch.nn.Parameter]] | None = None,
+    compression: Compressor | None = Compression.none,
+    backward_passes_per_step: int = 1,
+    op: ReduceOp | None = hora.Average,
+    gradient_predivide_factor: float = 1.0,
+    num_groups: int = 0,
+    groups: Sequence[Sequence[torch.nn.Parameter]] | None = None,
+    sparse_as_dense: bool = False,
+) -> torch.optim.Optimizer:
     """Wraps ``optimizer`` so that step() applies the gradients averaged over every rank.
 
     ``named_parameters``: ``model.named_parameters()``, so that tensors are named by the model
@@ -229,11 +278,22 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     allgather of indices and values). Process sets are not supported (hora has one group)."""
     if groups is not None and num_groups:
         raise ValueError("DistributedOptimizer: pass num_groups or groups, not both")
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedOptimizer.__dict__))
-    wrapped = cls(optimizer.param_groups, named_parameters, compression,
-                  backward_passes_per_step, op, gradient_predivide_factor,
-                  groups if groups is not None else num_groups, sparse_as_dense)
+    cls = type(
+        optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__)
+    )
+    wrapped = cls(
+        optimizer.param_groups,
+        named_parameters,
+        compression,
+        backward_passes_per_step,
+        op,
+        gradient_predivide_factor,
+        groups if groups is not None else num_groups,
+        sparse_as_dense,
+    )
     if optimizer.state:
         wrapped.load_state_dict(optimizer.state_dict())
     return wrapped
+
+
+__all__ = ["DistributedOptimizer"]

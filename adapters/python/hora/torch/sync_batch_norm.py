@@ -7,6 +7,8 @@ the backward pass, including the cross-rank terms, from the allreduce's own grad
 mode, or in a job of one rank, it is torch's BatchNorm.
 """
 
+from __future__ import annotations
+
 import itertools
 
 import torch
@@ -21,54 +23,77 @@ _ids = itertools.count()
 class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
     """Drop-in for BatchNorm1d/2d/3d: the same arguments and state_dict."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
         self._hora_id = next(_ids)
 
-    def _check_input_dim(self, input):
+    def _check_input_dim(self, input: torch.Tensor) -> None:
         if input.dim() < 2:
-            raise ValueError(f"SyncBatchNorm: expected at least 2D input (N, C, ...), got "
-                             f"{input.dim()}D")
+            raise ValueError(
+                f"SyncBatchNorm: expected at least 2D input (N, C, ...), got {input.dim()}D"
+            )
 
-    def _average_factor(self):
+    def _average_factor(self) -> float:
         if not (self.training and self.track_running_stats):
             return 0.0
+        assert self.num_batches_tracked is not None  # kept with track_running_stats
         self.num_batches_tracked.add_(1)
         if self.momentum is None:
             return 1.0 / float(self.num_batches_tracked)
         return self.momentum
 
-    def forward(self, input):
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
         self._check_input_dim(input)
         use_batch = self.training or not self.track_running_stats
         if not use_batch or not hora.is_initialized() or hora.size() == 1:
-            return F.batch_norm(input, self.running_mean, self.running_var, self.weight,
-                                self.bias, use_batch, self._average_factor() if use_batch
-                                else 0.0, self.eps)
+            return F.batch_norm(
+                input,
+                self.running_mean,
+                self.running_var,
+                self.weight,
+                self.bias,
+                use_batch,
+                self._average_factor() if use_batch else 0.0,
+                self.eps,
+            )
         factor = self._average_factor()
         channels = input.size(1)
-        dims = [0] + list(range(2, input.dim()))
+        dims = [0, *list(range(2, input.dim()))]
         shape = [1, channels] + [1] * (input.dim() - 2)
         local_count = input.numel() // channels
         prefix = f"sync_batch_norm.{self._hora_id}"
-        head = torch.cat([input.sum(dims),
-                          torch.tensor([float(local_count)], dtype=input.dtype,
-                                       device=input.device)])
+        head = torch.cat(
+            [
+                input.sum(dims),
+                torch.tensor([float(local_count)], dtype=input.dtype, device=input.device),
+            ]
+        )
         head = mpi_ops.allreduce(head, op=hora.Sum, name=f"{prefix}.sum")
         count = head[channels].detach()
         mean = head[:channels] / count
         centered = input - mean.view(shape)
-        sq = mpi_ops.allreduce((centered * centered).sum(dims), op=hora.Sum,
-                               name=f"{prefix}.sq")
+        sq = mpi_ops.allreduce((centered * centered).sum(dims), op=hora.Sum, name=f"{prefix}.sq")
         var = sq / count
-        if factor > 0.0 and self.running_mean is not None:
+        if factor > 0.0 and self.running_mean is not None and self.running_var is not None:
             with torch.no_grad():
                 n = float(count)
                 self.running_mean.mul_(1 - factor).add_(factor * mean.detach())
                 self.running_var.mul_(1 - factor).add_(
-                    factor * var.detach() * (n / max(n - 1.0, 1.0)))
+                    factor * var.detach() * (n / max(n - 1.0, 1.0))
+                )
         out = centered * torch.rsqrt(var.view(shape) + self.eps)
         if self.affine:
             out = out * self.weight.view(shape) + self.bias.view(shape)
         return out
+
+
+__all__ = ["SyncBatchNorm"]

@@ -1,0 +1,76 @@
+"""The names every hora API exports alike: hora, hora.torch and hora.tensorflow each take them
+with ``from hora._internal.api import *`` (hora.keras picks its own from hora.tensorflow).
+
+They are the same objects everywhere: the runtime (init, shutdown, rank, size, ...), the
+errors, Compression and the reduce ops. A name added here, to the imports and to __all__ (a
+literal list, which type checkers read), is exported by every API.
+"""
+
+from __future__ import annotations
+
+from hora._internal.reduce_ops import Adasum, Average, Max, Min, Product, Sum
+from hora.compression import Compression
+from hora.errors import (
+    FailedPreconditionError,
+    HoraError,
+    HoraIOError,
+    HoraTimeoutError,
+    HorovodInternalError,
+    InternalError,
+    InvalidArgumentError,
+    MismatchError,
+    RemoteError,
+    UnimplementedError,
+)
+from hora.runtime import (
+    backend,
+    cross_rank,
+    cross_size,
+    engine_stats,
+    gloo_built,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    mpi_built,
+    mpi_threads_supported,
+    nccl_built,
+    rank,
+    shutdown,
+    size,
+)
+
+__all__ = [
+    "Adasum",
+    "Average",
+    "Compression",
+    "FailedPreconditionError",
+    "HoraError",
+    "HoraIOError",
+    "HoraTimeoutError",
+    "HorovodInternalError",
+    "InternalError",
+    "InvalidArgumentError",
+    "Max",
+    "Min",
+    "MismatchError",
+    "Product",
+    "RemoteError",
+    "Sum",
+    "UnimplementedError",
+    "backend",
+    "cross_rank",
+    "cross_size",
+    "engine_stats",
+    "gloo_built",
+    "init",
+    "is_initialized",
+    "local_rank",
+    "local_size",
+    "mpi_built",
+    "mpi_threads_supported",
+    "nccl_built",
+    "rank",
+    "shutdown",
+    "size",
+]
