@@ -54,6 +54,21 @@ std::string where(const char* phase, int step, int peer) {
          std::to_string(peer) + "]";
 }
 
+// Step 0 of both phases: sends the block of `count` elements at `block` to next, every
+// segment at once (async), appending the requests to sends.
+Status send_block(Communicator& comm, int next, const uint8_t* block, size_t count, size_t elem,
+                  size_t seg_elems, const char* phase, uint32_t tag,
+                  std::vector<std::unique_ptr<Request>>& sends) {
+  for (size_t j = 0; j < segment_count(count, seg_elems); ++j) {
+    const size_t off = j * seg_elems;
+    const size_t elems = std::min(seg_elems, count - off);
+    auto sent = comm.isend(next, block + off * elem, elems * elem, tag);
+    if (!sent.ok()) return sent.status().with_context(where(phase, 0, next));
+    sends.push_back(std::move(sent).value());
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {
@@ -94,14 +109,9 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
 
   // Step 0: send the own input of block S_0 = r - 1, every segment at once (async).
   const int first_block = mod(r - 1, n);
-  for (size_t j = 0; j < segment_count(counts[first_block], phase.seg_elems); ++j) {
-    size_t off = j * phase.seg_elems;
-    size_t elems = std::min(phase.seg_elems, counts[first_block] - off);
-    auto sent =
-        comm.isend(next, phase.in + (offsets[first_block] + off) * elem, elems * elem, options.tag);
-    if (!sent.ok()) return sent.status().with_context(where("reduce-scatter", 0, next));
-    sends.push_back(std::move(sent).value());
-  }
+  HORA_RETURN_IF_ERROR(send_block(comm, next, phase.in + offsets[first_block] * elem,
+                                  counts[first_block], elem, phase.seg_elems, "reduce-scatter",
+                                  options.tag, sends));
 
   UnitCursor posted(recv_block, counts, phase.seg_elems);
   UnitCursor current(recv_block, counts, phase.seg_elems);
@@ -171,14 +181,8 @@ Status ring_allgather_phase(Communicator& comm, uint8_t* out, const std::vector<
   for (int s = 0; s < n - 1; ++s) recv_block[s] = mod(r - s - 1, n);
 
   // Step 0: send the own block.
-  for (size_t j = 0; j < segment_count(counts[r], seg_elems); ++j) {
-    size_t off = j * seg_elems;
-    size_t elems = std::min(seg_elems, counts[r] - off);
-    auto sent =
-        comm.isend(next, out + (offsets[r] + off) * elem_bytes, elems * elem_bytes, options.tag);
-    if (!sent.ok()) return sent.status().with_context(where("allgather", 0, next));
-    sends.push_back(std::move(sent).value());
-  }
+  HORA_RETURN_IF_ERROR(send_block(comm, next, out + offsets[r] * elem_bytes, counts[r], elem_bytes,
+                                  seg_elems, "allgather", options.tag, sends));
 
   UnitCursor posted(recv_block, counts, seg_elems);
   UnitCursor current(recv_block, counts, seg_elems);
