@@ -75,25 +75,38 @@ def check(entry, build, cache, salt):
     return path, clean, text, False
 
 
+def build_and_jobs():
+    """The build folder (argv[1], absolute) and -j N (default: the CPU count)."""
+    build = os.path.abspath(sys.argv[1])
+    jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else os.cpu_count() or 2
+    return build, jobs
+
+
+def translation_units(build, keep):
+    """The compile database's .cc entries, each file once, whose path relative to ROOT
+    passes keep(rel)."""
+    with open(os.path.join(build, "compile_commands.json")) as f:
+        db = json.load(f)
+    seen, entries = set(), []
+    for e in db:
+        rel = os.path.relpath(e["file"], ROOT)
+        if rel.endswith(".cc") and rel not in seen and keep(rel):
+            seen.add(rel)
+            entries.append(e)
+    return entries
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    build = os.path.abspath(sys.argv[1])
-    jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else os.cpu_count() or 2
+    build, jobs = build_and_jobs()
     cache = os.environ.get("HORA_TIDY_CACHE", os.path.expanduser("~/.cache/hora/clang-tidy"))
     os.makedirs(cache, exist_ok=True)
-    with open(os.path.join(build, "compile_commands.json")) as f:
-        db = json.load(f)
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True).stdout
     with open(os.path.join(ROOT, ".clang-tidy"), "rb") as f:
         salt = version + f.read()
-    seen, entries = set(), []
-    for e in db:
-        rel = os.path.relpath(e["file"], ROOT)
-        if rel.startswith(SCOPE) and rel.endswith(".cc") and rel not in seen:
-            seen.add(rel)
-            entries.append(e)
+    entries = translation_units(build, lambda rel: rel.startswith(SCOPE))
     failed, cached = [], 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for path, clean, text, hit in pool.map(lambda e: check(e, build, cache, salt), entries):

@@ -12,14 +12,14 @@ skipped too: clang-tidy compiles them with the same flags and fails on any compi
 the file.
 """
 import concurrent.futures
-import json
 import os
 import shlex
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clang_tidy import ROOT, SCOPE, compile_args  # noqa: E402  (the files clang-tidy covers)
+from clang_tidy import (  # noqa: E402  (SCOPE: the files clang-tidy covers)
+    ROOT, SCOPE, build_and_jobs, compile_args, translation_units)
 
 
 def object_of(entry):
@@ -55,17 +55,10 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    build = os.path.abspath(sys.argv[1])
-    jobs = int(sys.argv[sys.argv.index("-j") + 1]) if "-j" in sys.argv else os.cpu_count() or 2
-    with open(os.path.join(build, "compile_commands.json")) as f:
-        db = json.load(f)
-    seen, entries = set(), []
-    for e in db:
-        if e["file"].endswith(".cc") and e["file"] not in seen:
-            seen.add(e["file"])
-            entries.append(e)
-    if "--after-tidy" in sys.argv:
-        entries = [e for e in entries if not os.path.relpath(e["file"], ROOT).startswith(SCOPE)]
+    build, jobs = build_and_jobs()
+    after_tidy = "--after-tidy" in sys.argv
+    # --after-tidy: only the files clang-tidy does not cover (it compiled those).
+    entries = translation_units(build, lambda rel: not (after_tidy and rel.startswith(SCOPE)))
     built = up_to_date(build, entries)
     todo = [e for e in entries if e["file"] not in built]
     failed = []
