@@ -52,13 +52,7 @@ void PeerEngine::post_recv(const std::shared_ptr<Op>& op) {
       ++waiters_;
       return;
     }
-    if (it->data.size() != op->bytes) {
-      complete(op, mismatch(it->tag, it->data.size(), op->bytes));
-    } else {
-      if (op->bytes > 0) std::memcpy(op->dst, it->data.data(), op->bytes);
-      op->done = op->bytes;
-      complete(op, Status::OK());
-    }
+    deliver(*it, op);
     unexpected_.erase(it);
     return;
   }
@@ -70,14 +64,18 @@ void PeerEngine::finish_unexpected(std::list<Unexpected>::iterator it) {
   if (!it->waiter) return;  // stays until a recv claims it
   std::shared_ptr<Op> op = std::move(it->waiter);
   --waiters_;
-  if (it->data.size() != op->bytes) {
-    complete(op, mismatch(it->tag, it->data.size(), op->bytes));
-  } else {
-    if (op->bytes > 0) std::memcpy(op->dst, it->data.data(), op->bytes);
-    op->done = op->bytes;
-    complete(op, Status::OK());
-  }
+  deliver(*it, op);
   unexpected_.erase(it);
+}
+
+void PeerEngine::deliver(const Unexpected& message, const std::shared_ptr<Op>& op) {
+  if (message.data.size() != op->bytes) {
+    complete(op, mismatch(message.tag, message.data.size(), op->bytes));
+    return;
+  }
+  if (op->bytes > 0) std::memcpy(op->dst, message.data.data(), op->bytes);
+  op->done = op->bytes;
+  complete(op, Status::OK());
 }
 
 void PeerEngine::fail(const Status& status) {

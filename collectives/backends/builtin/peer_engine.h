@@ -83,6 +83,9 @@ class PeerEngine {
   RxStep discard_payload(size_t* budget, bool* moved);
   void complete(const std::shared_ptr<Op>& op, Status status);
   void finish_unexpected(std::list<Unexpected>::iterator it);
+  // Completes recv `op` with a whole unexpected message: its bytes, or kMismatch on a size
+  // other than the recv's.
+  void deliver(const Unexpected& message, const std::shared_ptr<Op>& op);
   Status mismatch(uint32_t tag, uint64_t sent, size_t posted) const;
 
   int rank_;
