@@ -150,6 +150,24 @@ Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadli
   return first;
 }
 
+Status send_recv(Communicator& comm, int to, const void* send_buf, size_t send_bytes, int from,
+                 void* recv_buf, size_t recv_bytes, const AlgorithmOptions& options,
+                 const char* collective, const char* step_word, int step) {
+  auto peer = [&](const char* direction, int rank) {
+    return std::string(" [") + collective + " " + step_word + " " + std::to_string(step) + ", " +
+           direction + " rank " + std::to_string(rank) + "]";
+  };
+  auto recv = comm.irecv(from, recv_buf, recv_bytes, options.tag);
+  if (!recv.ok()) return recv.status().with_context(peer("from", from));
+  auto send = comm.isend(to, send_buf, send_bytes, options.tag);
+  if (!send.ok()) return send.status().with_context(peer("to", to));
+  Status status = recv.value()->wait(options.deadline);
+  if (!status.ok()) return status.with_context(peer("from", from));
+  status = send.value()->wait(options.deadline);
+  if (!status.ok()) return status.with_context(peer("to", to));
+  return Status::OK();
+}
+
 Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& phase,
                                  ScratchPool& pool, const AlgorithmOptions& options) {
   const int n = comm.size();
