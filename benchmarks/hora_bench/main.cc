@@ -111,22 +111,22 @@ RunInfo run_info(const Options& options, const ImplementationEnv& env, const Con
   return info;
 }
 
-// Rank 0's files: --json, --csv and --plot, in that order, up to the first failure.
+// Rank 0's files: --json, --csv and --plot, in that order, up to the first failure (its
+// Status as write_file gave it).
 Status write_outputs(const Options& options, const RunInfo& info,
                      const std::vector<Measurement>& results) {
-  if (!options.json_path.empty())
-    HORA_RETURN_IF_ERROR(write_file(options.json_path, to_json(info, results)));
-  if (!options.csv_path.empty())
-    HORA_RETURN_IF_ERROR(write_file(options.csv_path, to_csv(info, results)));
-  if (!options.plot_path.empty()) {
+  Status written = Status::OK();
+  if (!options.json_path.empty()) written = write_file(options.json_path, to_json(info, results));
+  if (written.ok() && !options.csv_path.empty())
+    written = write_file(options.csv_path, to_csv(info, results));
+  if (written.ok() && !options.plot_path.empty()) {
     PlotText text;
     text.title = std::string(collective_name(options.collective)) + ", " +
                  std::to_string(info.ranks) + " ranks, " + data_type_name(options.dtype) + ", " +
                  info.backend + " (" + info.machine.hostname + ", " + info.timestamp + ")";
-    HORA_RETURN_IF_ERROR(
-        write_file(options.plot_path, render_svg(text, plot_series(info.impls, results))));
+    written = write_file(options.plot_path, render_svg(text, plot_series(info.impls, results)));
   }
-  return Status::OK();
+  return written;
 }
 
 // The sweep and its report, once hora and the implementations are up; returns the exit code.
