@@ -196,111 +196,145 @@ struct Round {
   StepTimes fused, overhead;
 };
 
+// The command line: [tensors] [bytes_each] [steps] [rounds|fused].
+struct Args {
+  int tensors = 200;
+  size_t bytes_each = 16ULL * 1024;
+  int steps = 20;
+  bool fused_only = false;
+  int rounds = 5;
+  size_t elems() const { return bytes_each / 4; }
+};
+
+bool parse_args(int argc, char** argv, Args* args) {
+  args->tensors = argc > 1 ? std::atoi(argv[1]) : 200;
+  args->bytes_each = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 16ULL * 1024;
+  args->steps = argc > 3 ? std::atoi(argv[3]) : 20;
+  args->fused_only = argc > 4 && std::string(argv[4]) == "fused";
+  args->rounds = argc > 4 && !args->fused_only ? std::atoi(argv[4]) : 5;
+  return args->tensors > 0 && args->bytes_each >= 4 && args->steps > 0 && args->rounds > 0;
+}
+
+// `fused`: one fused engine step and the engine's counters.
+int run_fused_only(const Args& a) {
+  const StepTimes fused = engine_step_us(a.tensors, a.elems(), a.steps);
+  const hora::EngineStats stats = hora::engine_stats();
+  if (hora::rank() == 0)
+    std::printf(
+        "engine step, fused: %d ranks, %d x %zu B: %.1f us (%lld of %lld rounds "
+        "repeated the step before)\n",
+        hora::size(), a.tensors, a.bytes_each, fused.step_us,
+        static_cast<long long>(stats.repeated_steps), static_cast<long long>(stats.rounds));
+  return check(hora::shutdown(), "shutdown") ? 0 : 1;
+}
+
+// The rounds: raw allreduce and spans with the engine parked, then the engine's fused and
+// 4-byte steps. False when the engine could not be parked.
+bool measure_rounds(const Args& a, std::vector<Round>* measured) {
+  for (int r = 0; r < a.rounds; ++r) {
+    Round round;
+    // The raw communicator with the engine parked (it answers rounds from init on).
+    if (!check(hora::detail::pause_engine(std::chrono::seconds(60)), "pausing the engine"))
+      return false;
+    round.raw_us = raw_allreduce_us(a.elems() * a.tensors, a.steps);
+    round.spans_us = raw_spans_us(a.tensors, a.elems(), a.steps);
+    hora::detail::resume_engine();
+    round.fused = engine_step_us(a.tensors, a.elems(), a.steps);
+    round.overhead = engine_step_us(a.tensors, 1, a.steps);
+    measured->push_back(round);
+  }
+  return true;
+}
+
+// What is measured once, after the rounds.
+struct AfterRounds {
+  double idle_pct = 0;  // the idle engine's CPU, % of one core
+  hora::EngineStats stats;
+  double unfused_us = 0;  // an engine step with fusion off
+};
+
+// Rank 0's report: the medians over the rounds [range].
+void print_report(const Args& a, int ranks, const std::vector<Round>& measured,
+                  const AfterRounds& after) {
+  std::vector<double> raw, spans, fused, ratio, overhead, enqueue, wakeups, preempted;
+  for (const Round& r : measured) {
+    raw.push_back(r.raw_us);
+    spans.push_back(r.spans_us);
+    fused.push_back(r.fused.step_us);
+    ratio.push_back(r.fused.step_us / r.raw_us);
+    overhead.push_back(r.overhead.step_us);
+    enqueue.push_back(r.overhead.enqueue_us);
+    wakeups.push_back(r.fused.engine_wakeups);
+    preempted.push_back(r.fused.preempted);
+  }
+  const Spread sr = spread(raw), ss = spread(spans), sf = spread(fused), sx = spread(ratio),
+               so = spread(overhead), se = spread(enqueue);
+  std::printf(
+      "engine_fusion_bench: %d ranks, %d float32 tensors x %zu B per step, %d rounds of %d "
+      "steps each; medians over the rounds [range]\n",
+      ranks, a.tensors, a.bytes_each, a.rounds, a.steps);
+  std::printf("  raw allreduce of %zu B      %10.1f us  [%.1f - %.1f]\n", a.elems() * a.tensors * 4,
+              sr.median, sr.lo, sr.hi);
+  if (ss.median > 0)
+    std::printf(
+        "  raw, the %d tensors in place  %9.1f us  [%.1f - %.1f] (allreduce_spans: the "
+        "fused data path without the engine)\n",
+        a.tensors, ss.median, ss.lo, ss.hi);
+  std::printf("  engine step, fused           %10.1f us  [%.1f - %.1f]\n", sf.median, sf.lo, sf.hi);
+  std::printf("    fused over raw, per round  %10.2fx    [%.2f - %.2f]\n", sx.median, sx.lo, sx.hi);
+  const Spread sw = spread(wakeups), sp = spread(preempted);
+  std::printf(
+      "    per fused step: background thread woken %.2f [%.2f - %.2f], threads "
+      "preempted %.2f [%.2f - %.2f] times\n",
+      sw.median, sw.lo, sw.hi, sp.median, sp.lo, sp.hi);
+  std::printf(
+      "  engine step, 4 B tensors     %10.1f us  [%.1f - %.1f] (per-step engine overhead)\n",
+      so.median, so.lo, so.hi);
+  std::printf(
+      "    of which enqueueing        %10.1f us  [%.1f - %.1f] (%d allreduce_async calls)\n",
+      se.median, se.lo, se.hi, a.tensors);
+  std::printf(
+      "  engine step, fusion off      %10.1f us  (after the rounds, re-initialised; "
+      "fusion gains %.2fx over the median fused step)\n",
+      after.unfused_us, after.unfused_us / sf.median);
+  std::printf("  idle engine CPU              %10.2f %% of one core\n", after.idle_pct);
+  const hora::EngineStats& stats = after.stats;
+  std::printf(
+      "  counters: rounds %lld, cache hits %lld, repeated steps %lld, buckets %lld, fused "
+      "tensors %lld\n",
+      static_cast<long long>(stats.rounds), static_cast<long long>(stats.cache_hits),
+      static_cast<long long>(stats.repeated_steps), static_cast<long long>(stats.buckets),
+      static_cast<long long>(stats.fused_tensors));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int tensors = argc > 1 ? std::atoi(argv[1]) : 200;
-  const size_t bytes_each = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 16ULL * 1024;
-  const int steps = argc > 3 ? std::atoi(argv[3]) : 20;
-  const bool fused_only = argc > 4 && std::string(argv[4]) == "fused";
-  const int rounds = argc > 4 && !fused_only ? std::atoi(argv[4]) : 5;
-  if (tensors <= 0 || bytes_each < 4 || steps <= 0 || rounds <= 0) {
+  Args a;
+  if (!parse_args(argc, argv, &a)) {
     std::fprintf(stderr,
                  "usage: engine_fusion_bench [tensors>0] [bytes_each>=4] [steps>0] "
                  "[rounds>0|fused]\n");
     return 2;
   }
-  const size_t elems = bytes_each / 4;
   if (!check(hora::init(), "init")) return 1;
   const bool root = hora::rank() == 0;
   const int ranks = hora::size();
-  if (fused_only) {
-    const StepTimes fused = engine_step_us(tensors, elems, steps);
-    const hora::EngineStats stats = hora::engine_stats();
-    if (root)
-      std::printf(
-          "engine step, fused: %d ranks, %d x %zu B: %.1f us (%lld of %lld rounds "
-          "repeated the step before)\n",
-          ranks, tensors, bytes_each, fused.step_us, static_cast<long long>(stats.repeated_steps),
-          static_cast<long long>(stats.rounds));
-    return check(hora::shutdown(), "shutdown") ? 0 : 1;
-  }
+  if (a.fused_only) return run_fused_only(a);
   std::vector<Round> measured;
-  for (int r = 0; r < rounds; ++r) {
-    Round round;
-    // The raw communicator with the engine parked (it answers rounds from init on).
-    if (!check(hora::detail::pause_engine(std::chrono::seconds(60)), "pausing the engine"))
-      return 1;
-    round.raw_us = raw_allreduce_us(elems * tensors, steps);
-    round.spans_us = raw_spans_us(tensors, elems, steps);
-    hora::detail::resume_engine();
-    round.fused = engine_step_us(tensors, elems, steps);
-    round.overhead = engine_step_us(tensors, 1, steps);
-    measured.push_back(round);
-  }
+  if (!measure_rounds(a, &measured)) return 1;
+  AfterRounds after;
   const double cpu0 = cpu_seconds();
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  const double idle_pct = (cpu_seconds() - cpu0) / 3.0 * 100.0;
-  const hora::EngineStats stats = hora::engine_stats();
+  after.idle_pct = (cpu_seconds() - cpu0) / 3.0 * 100.0;
+  after.stats = hora::engine_stats();
   check(hora::shutdown(), "shutdown");
 
   hora::InitOptions unfused_options;
   unfused_options.settings = {{"HORA_FUSION_THRESHOLD", "0"}};
   if (!check(hora::init(unfused_options), "init (fusion off)")) return 1;
-  const double unfused = engine_step_us(tensors, elems, steps).step_us;
+  after.unfused_us = engine_step_us(a.tensors, a.elems(), a.steps).step_us;
   check(hora::shutdown(), "shutdown");
-
-  if (root) {
-    std::vector<double> raw, spans, fused, ratio, overhead, enqueue, wakeups, preempted;
-    for (const Round& r : measured) {
-      raw.push_back(r.raw_us);
-      spans.push_back(r.spans_us);
-      fused.push_back(r.fused.step_us);
-      ratio.push_back(r.fused.step_us / r.raw_us);
-      overhead.push_back(r.overhead.step_us);
-      enqueue.push_back(r.overhead.enqueue_us);
-      wakeups.push_back(r.fused.engine_wakeups);
-      preempted.push_back(r.fused.preempted);
-    }
-    const Spread sr = spread(raw), ss = spread(spans), sf = spread(fused), sx = spread(ratio),
-                 so = spread(overhead), se = spread(enqueue);
-    std::printf(
-        "engine_fusion_bench: %d ranks, %d float32 tensors x %zu B per step, %d rounds of %d "
-        "steps each; medians over the rounds [range]\n",
-        ranks, tensors, bytes_each, rounds, steps);
-    std::printf("  raw allreduce of %zu B      %10.1f us  [%.1f - %.1f]\n", elems * tensors * 4,
-                sr.median, sr.lo, sr.hi);
-    if (ss.median > 0)
-      std::printf(
-          "  raw, the %d tensors in place  %9.1f us  [%.1f - %.1f] (allreduce_spans: the "
-          "fused data path without the engine)\n",
-          tensors, ss.median, ss.lo, ss.hi);
-    std::printf("  engine step, fused           %10.1f us  [%.1f - %.1f]\n", sf.median, sf.lo,
-                sf.hi);
-    std::printf("    fused over raw, per round  %10.2fx    [%.2f - %.2f]\n", sx.median, sx.lo,
-                sx.hi);
-    const Spread sw = spread(wakeups), sp = spread(preempted);
-    std::printf(
-        "    per fused step: background thread woken %.2f [%.2f - %.2f], threads "
-        "preempted %.2f [%.2f - %.2f] times\n",
-        sw.median, sw.lo, sw.hi, sp.median, sp.lo, sp.hi);
-    std::printf(
-        "  engine step, 4 B tensors     %10.1f us  [%.1f - %.1f] (per-step engine overhead)\n",
-        so.median, so.lo, so.hi);
-    std::printf(
-        "    of which enqueueing        %10.1f us  [%.1f - %.1f] (%d allreduce_async calls)\n",
-        se.median, se.lo, se.hi, tensors);
-    std::printf(
-        "  engine step, fusion off      %10.1f us  (after the rounds, re-initialised; "
-        "fusion gains %.2fx over the median fused step)\n",
-        unfused, unfused / sf.median);
-    std::printf("  idle engine CPU              %10.2f %% of one core\n", idle_pct);
-    std::printf(
-        "  counters: rounds %lld, cache hits %lld, repeated steps %lld, buckets %lld, fused "
-        "tensors %lld\n",
-        static_cast<long long>(stats.rounds), static_cast<long long>(stats.cache_hits),
-        static_cast<long long>(stats.repeated_steps), static_cast<long long>(stats.buckets),
-        static_cast<long long>(stats.fused_tensors));
-  }
+  if (root) print_report(a, ranks, measured, after);
   return 0;
 }

@@ -84,6 +84,110 @@ size_t count_wrong(const float* out, size_t count, int n) {
   return wrong;
 }
 
+// One rank's communicator and what every size's row uses.
+struct RankBench {
+  const Args& args;
+  int rank;
+  hc::Communicator& comm;
+  float* shared;  // the shared buffer of the largest size (null at one rank)
+  hc::AlgorithmOptions ring_options;
+};
+
+void print_header(int n, size_t slot_bytes) {
+  std::printf(
+      "# %d ranks, float32 sum, slot %zu B (0: the default, 1 MiB); time in us, busbw "
+      "in GB/s\n",
+      n, slot_bytes);
+  std::printf("%12s %7s | %10s %7s | %10s %7s | %10s %7s | %12s %12s | %6s\n", "size(B)", "iters",
+              "native", "busbw", "shared", "busbw", "ring", "busbw", "native/ring", "shared/ring",
+              "#wrong");
+}
+
+// One size's row: native (out of place), shared (in place in the shared buffer) and hora's
+// ring, each checked; rank 0 prints it.
+Status measure_size(RankBench& b, size_t bytes) {
+  const int n = b.args.np;
+  hc::Communicator& comm = b.comm;
+  const Deadline deadline = b.ring_options.deadline;
+  const size_t count = std::max<size_t>(1, bytes / 4);
+  std::vector<float> in(count), out(count);
+  for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((b.rank + 1) + (i % 5));
+  if (b.shared != nullptr) std::memcpy(b.shared, in.data(), count * 4);
+  const int iters = iterations(bytes);
+  Result native, direct, ring;
+  size_t wrong = 0;
+  auto wanted = [&](const char* v) { return b.args.only.empty() || b.args.only == v; };
+  if (wanted("native")) {
+    HORA_RETURN_IF_ERROR(timed(
+        comm,
+        [&] {
+          return comm.allreduce(in.data(), out.data(), count, DataType::kFloat32, ReduceOp::kSum,
+                                deadline);
+        },
+        iters, &native.us));
+    wrong += count_wrong(out.data(), count, n);
+    std::fill(out.begin(), out.end(), 0.0f);
+  }
+  if (b.shared != nullptr && wanted("shared")) {
+    float* shared = b.shared;
+    HORA_RETURN_IF_ERROR(timed(
+        comm,
+        [&] {
+          return comm.allreduce(shared, shared, count, DataType::kFloat32, ReduceOp::kSum,
+                                deadline);
+        },
+        iters, &direct.us));
+    std::memcpy(shared, in.data(), count * 4);
+    HORA_RETURN_IF_ERROR(
+        comm.allreduce(shared, shared, count, DataType::kFloat32, ReduceOp::kSum, deadline));
+    wrong += count_wrong(shared, count, n);
+  }
+  if (wanted("ring")) {
+    HORA_RETURN_IF_ERROR(timed(
+        comm,
+        [&] {
+          return hc::run_allreduce(hc::Algorithm::kRing, comm, in.data(), out.data(), count,
+                                   DataType::kFloat32, ReduceOp::kSum, b.ring_options);
+        },
+        std::max(2, iters / 4), &ring.us));
+    wrong += count_wrong(out.data(), count, n);
+  }
+  if (b.rank == 0) {
+    const double factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+    auto bw = [&](double us) { return us > 0 ? count * 4.0 / us / 1000.0 * factor : 0.0; };
+    std::printf("%12zu %7d | %10.2f %7.2f | %10.2f %7.2f | %10.2f %7.2f | %12.2f %12.2f | %6zu\n",
+                count * 4, iters, native.us, bw(native.us), direct.us, bw(direct.us), ring.us,
+                bw(ring.us), native.us > 0 ? ring.us / native.us : 0.0,
+                direct.us > 0 ? ring.us / direct.us : 0.0, wrong);
+    std::fflush(stdout);
+  }
+  return Status::OK();
+}
+
+// --phases: single-core memcpy and reduce3 bounds on rank 0.
+void print_phases(const Args& args) {
+  std::printf("# single-core bounds on rank 0 (the others idle): GB/s of the bytes named\n");
+  for (size_t bytes : args.sizes) {
+    if (bytes < 4096) continue;
+    const size_t count = bytes / 4;
+    std::vector<float> a(count, 1.0f), b(count, 2.0f), c(count);
+    const int iters = iterations(bytes);
+    auto t = [&](const std::function<void()>& f) {
+      f();
+      auto t0 = Clock::now();
+      for (int i = 0; i < iters; ++i) f();
+      return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
+    };
+    double copy_us = t([&] { std::memcpy(c.data(), a.data(), bytes); });
+    double reduce_us = t([&] {
+      hora::kernels::reduce3(c.data(), a.data(), b.data(), count, DataType::kFloat32,
+                             ReduceOp::kSum);
+    });
+    std::printf("# %12zu B: memcpy %6.2f GB/s, reduce3 %6.2f GB/s (of output bytes)\n", bytes,
+                bytes / copy_us / 1000.0, bytes / reduce_us / 1000.0);
+  }
+}
+
 Status run_rank(int rank, const Args& args, const std::string& dir) {
   HORA_ASSIGN_OR_RETURN(auto store, hc::FileStore::open(dir));
   hc::BuiltinOptions o;
@@ -94,98 +198,15 @@ Status run_rank(int rank, const Args& args, const std::string& dir) {
   for (size_t s : args.sizes) largest = std::max(largest, s);
   o.shm_shared_bytes = largest;
   HORA_ASSIGN_OR_RETURN(auto comm, hc::make_builtin_communicator(rank, args.np, *store, o));
-  const int n = args.np;
   auto* shared = static_cast<float*>(comm->shared_buffer(largest));
-  if (shared == nullptr && n > 1) return Status::internal("no shared buffer");
+  if (shared == nullptr && args.np > 1) return Status::internal("no shared buffer");
   hc::ScratchPool scratch;
-  hc::AlgorithmOptions ring_options;
-  ring_options.scratch = &scratch;
-  ring_options.deadline = Deadline::after(std::chrono::seconds(3600));
-  const Deadline deadline = ring_options.deadline;
-  if (rank == 0) {
-    std::printf(
-        "# %d ranks, float32 sum, slot %zu B (0: the default, 1 MiB); time in us, busbw "
-        "in GB/s\n",
-        n, args.slot_bytes);
-    std::printf("%12s %7s | %10s %7s | %10s %7s | %10s %7s | %12s %12s | %6s\n", "size(B)", "iters",
-                "native", "busbw", "shared", "busbw", "ring", "busbw", "native/ring", "shared/ring",
-                "#wrong");
-  }
-  for (size_t bytes : args.sizes) {
-    const size_t count = std::max<size_t>(1, bytes / 4);
-    std::vector<float> in(count), out(count);
-    for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((rank + 1) + (i % 5));
-    if (shared != nullptr) std::memcpy(shared, in.data(), count * 4);
-    const int iters = iterations(bytes);
-    Result native, direct, ring;
-    size_t wrong = 0;
-    auto wanted = [&](const char* v) { return args.only.empty() || args.only == v; };
-    if (wanted("native")) {
-      HORA_RETURN_IF_ERROR(timed(
-          *comm,
-          [&] {
-            return comm->allreduce(in.data(), out.data(), count, DataType::kFloat32, ReduceOp::kSum,
-                                   deadline);
-          },
-          iters, &native.us));
-      wrong += count_wrong(out.data(), count, n);
-      std::fill(out.begin(), out.end(), 0.0f);
-    }
-    if (shared != nullptr && wanted("shared")) {
-      HORA_RETURN_IF_ERROR(timed(
-          *comm,
-          [&] {
-            return comm->allreduce(shared, shared, count, DataType::kFloat32, ReduceOp::kSum,
-                                   deadline);
-          },
-          iters, &direct.us));
-      std::memcpy(shared, in.data(), count * 4);
-      HORA_RETURN_IF_ERROR(
-          comm->allreduce(shared, shared, count, DataType::kFloat32, ReduceOp::kSum, deadline));
-      wrong += count_wrong(shared, count, n);
-    }
-    if (wanted("ring")) {
-      HORA_RETURN_IF_ERROR(timed(
-          *comm,
-          [&] {
-            return hc::run_allreduce(hc::Algorithm::kRing, *comm, in.data(), out.data(), count,
-                                     DataType::kFloat32, ReduceOp::kSum, ring_options);
-          },
-          std::max(2, iters / 4), &ring.us));
-      wrong += count_wrong(out.data(), count, n);
-    }
-    if (rank == 0) {
-      const double factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
-      auto bw = [&](double us) { return us > 0 ? count * 4.0 / us / 1000.0 * factor : 0.0; };
-      std::printf("%12zu %7d | %10.2f %7.2f | %10.2f %7.2f | %10.2f %7.2f | %12.2f %12.2f | %6zu\n",
-                  count * 4, iters, native.us, bw(native.us), direct.us, bw(direct.us), ring.us,
-                  bw(ring.us), native.us > 0 ? ring.us / native.us : 0.0,
-                  direct.us > 0 ? ring.us / direct.us : 0.0, wrong);
-      std::fflush(stdout);
-    }
-  }
-  if (rank == 0 && args.phases) {
-    std::printf("# single-core bounds on rank 0 (the others idle): GB/s of the bytes named\n");
-    for (size_t bytes : args.sizes) {
-      if (bytes < 4096) continue;
-      const size_t count = bytes / 4;
-      std::vector<float> a(count, 1.0f), b(count, 2.0f), c(count);
-      const int iters = iterations(bytes);
-      auto t = [&](const std::function<void()>& f) {
-        f();
-        auto t0 = Clock::now();
-        for (int i = 0; i < iters; ++i) f();
-        return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
-      };
-      double copy_us = t([&] { std::memcpy(c.data(), a.data(), bytes); });
-      double reduce_us = t([&] {
-        hora::kernels::reduce3(c.data(), a.data(), b.data(), count, DataType::kFloat32,
-                               ReduceOp::kSum);
-      });
-      std::printf("# %12zu B: memcpy %6.2f GB/s, reduce3 %6.2f GB/s (of output bytes)\n", bytes,
-                  bytes / copy_us / 1000.0, bytes / reduce_us / 1000.0);
-    }
-  }
+  RankBench bench{args, rank, *comm, shared, {}};
+  bench.ring_options.scratch = &scratch;
+  bench.ring_options.deadline = Deadline::after(std::chrono::seconds(3600));
+  if (rank == 0) print_header(args.np, args.slot_bytes);
+  for (size_t bytes : args.sizes) HORA_RETURN_IF_ERROR(measure_size(bench, bytes));
+  if (rank == 0 && args.phases) print_phases(args);
   return Status::OK();
 }
 

@@ -69,6 +69,142 @@ class AlignedFloats {
   std::unique_ptr<float, Free> data_;
 };
 
+// One calibration's probes (steps 2-5 of the schedule above) over its candidates
+// cal.algorithms, into cal. Steps 2-5 each run on every rank alike.
+class Prober {
+ public:
+  Prober(Communicator& comm, const Topology* topology, const CalibrationOptions& options,
+         Deadline deadline, AllreduceCalibration& cal, size_t max_count)
+      : comm_(comm),
+        topology_(topology),
+        options_(options),
+        deadline_(deadline),
+        cal_(cal),
+        m_(cal.algorithms.size()),
+        in_(max_count, 1.0f),
+        out_(max_count, 0.0f) {
+    ao_.deadline = deadline;
+    ao_.scratch = &scratch_;
+    ao_.topology = topology;
+    agree_ = ao_;
+    agree_.tag = kAgreeTag;
+  }
+
+  // Steps 2-5 at `bytes`: the agreed row, m figures and then the time spent on the size.
+  StatusOr<std::vector<double>> probe(size_t bytes) {
+    bytes_ = bytes;
+    count_ = std::max<size_t>(bytes / sizeof(float), 1);
+    const auto size_start = Clock::now();
+    std::vector<double> row(m_ + 1, std::numeric_limits<double>::infinity());
+    HORA_RETURN_IF_ERROR(warm_up());
+    repeats_ = std::max(bytes <= (128u << 10) ? options_.repeats_small : options_.repeats_large, 1);
+    burst_ = bytes <= (512u << 10) ? 3 : 2;
+    samples_.assign(m_, {});
+    std::vector<size_t> every(m_);
+    for (size_t a = 0; a < m_; ++a) every[a] = a;
+    HORA_RETURN_IF_ERROR(time_rounds(every));
+    for (size_t a = 0; a < m_; ++a) row[a] = figure(a);
+    row[m_] = micros_since(size_start);
+    HORA_RETURN_IF_ERROR(recursive_doubling_allreduce(comm_, row.data(), row.data(), row.size(),
+                                                      DataType::kFloat64, ReduceOp::kMax,
+                                                      starting_now(agree_)));
+    HORA_RETURN_IF_ERROR(confirm_overturn(row));
+    return row;
+  }
+
+ private:
+  // `base` with the deadline of a call starting now (options.call_timeout).
+  AlgorithmOptions starting_now(AlgorithmOptions base) const {
+    if (options_.call_timeout.count() > 0) {
+      const Deadline call(Clock::now() + options_.call_timeout);
+      if (call.at() < deadline_.at()) base.deadline = call;
+    }
+    return base;
+  }
+
+  Status run(size_t a, const AlgorithmOptions& call) {
+    return run_allreduce(cal_.algorithms[a], comm_, in_.data(), out_.data(), count_,
+                         DataType::kFloat32, ReduceOp::kSum, call);
+  }
+
+  // 2. The untimed warm-up of every candidate.
+  Status warm_up() {
+    const size_t warmup_calls =
+        bytes_ < kWarmupFrom
+            ? 1
+            : std::clamp<size_t>(options_.warmup_bytes / bytes_, 1, kMaxWarmupCalls);
+    for (size_t a = 0; a < m_; ++a) {
+      for (size_t w = 0; w < warmup_calls; ++w) HORA_RETURN_IF_ERROR(run(a, starting_now(ao_)));
+    }
+    return Status::OK();
+  }
+
+  // 3. `repeats` rounds over the candidates `which`, each sample appended to samples[a].
+  Status time_rounds(const std::vector<size_t>& which) {
+    for (int r = 0; r < repeats_; ++r) {
+      for (size_t a : which) {
+        Clock::time_point t0;
+        const AlgorithmOptions call = starting_now(ao_);  // once a burst: no clock per call
+        for (int b = 0; b <= burst_; ++b) {
+          if (b == 1) t0 = Clock::now();  // after one untimed call: this candidate's data warm
+          HORA_RETURN_IF_ERROR(run(a, call));
+        }
+        samples_[a].push_back(micros_since(t0) / burst_);
+      }
+    }
+    return Status::OK();
+  }
+
+  // This rank's figure for candidate a: the median of its samples (skewed, in tests).
+  double figure(size_t a) const {
+    std::vector<double> v = samples_[a];
+    std::sort(v.begin(), v.end());
+    const double median = v[(v.size() - 1) / 2];
+    return options_.skew ? options_.skew(cal_.algorithms[a], bytes_, median) : median;
+  }
+
+  // 5. A probe that would overturn the table's choice is confirmed (the agreed row decides,
+  //    so every rank confirms alike): the two run `repeats` more rounds, and their figures
+  //    become the medians over all their rounds, agreed again.
+  Status confirm_overturn(std::vector<double>& row) {
+    const size_t table = static_cast<size_t>(
+        std::find(cal_.algorithms.begin(), cal_.algorithms.end(),
+                  table_allreduce_choice(bytes_, comm_.size(), cal_.cost_model, topology_)) -
+        cal_.algorithms.begin());
+    const size_t best =
+        static_cast<size_t>(std::min_element(row.begin(), row.begin() + m_) - row.begin());
+    if (table >= m_ || best == table || row[table] <= row[best] * kCalibratedMargin)
+      return Status::OK();
+    const auto confirm_start = Clock::now();
+    HORA_RETURN_IF_ERROR(time_rounds({table, best}));
+    double again[3] = {figure(table), figure(best), micros_since(confirm_start)};
+    HORA_RETURN_IF_ERROR(recursive_doubling_allreduce(comm_, again, again, 3, DataType::kFloat64,
+                                                      ReduceOp::kMax, starting_now(agree_)));
+    row[table] = again[0];
+    row[best] = again[1];
+    row[m_] += again[2];
+    cal_.confirmed.push_back(bytes_);
+    return Status::OK();
+  }
+
+  Communicator& comm_;
+  const Topology* topology_;
+  const CalibrationOptions& options_;
+  const Deadline deadline_;
+  AllreduceCalibration& cal_;
+  const size_t m_;  // candidates
+  AlignedFloats in_, out_;
+  ScratchPool scratch_;
+  AlgorithmOptions ao_;     // the probes'
+  AlgorithmOptions agree_;  // the agreement allreduce's
+  // The size being probed.
+  size_t bytes_ = 0;
+  size_t count_ = 0;
+  int repeats_ = 1;
+  int burst_ = 2;
+  std::vector<std::vector<double>> samples_;
+};
+
 }  // namespace
 
 double AllreduceCalibration::estimate_us(Algorithm algorithm, size_t bytes) const {
@@ -132,111 +268,26 @@ StatusOr<AllreduceCalibration> calibrate_allreduce(Communicator& comm, const Top
   const size_t m = cal.algorithms.size();
   cal.us.assign(m, {});
   const size_t largest = *std::max_element(options.sizes.begin(), options.sizes.end());
-  const size_t max_count = std::max<size_t>(largest / sizeof(float), 1);
-  AlignedFloats in(max_count, 1.0f), out(max_count, 0.0f);
-  ScratchPool scratch;
-  AlgorithmOptions ao;
-  ao.deadline = deadline;
-  ao.scratch = &scratch;
-  ao.topology = topology;
-  auto context = [](const Status& st) { return st.with_context(" (allreduce calibration)"); };
-  // `base` with the deadline of a call starting now (options.call_timeout).
-  auto starting_now = [&](AlgorithmOptions base) {
-    if (options.call_timeout.count() > 0) {
-      const Deadline call(Clock::now() + options.call_timeout);
-      if (call.at() < deadline.at()) base.deadline = call;
-    }
-    return base;
-  };
+  Prober prober(comm, topology, options, deadline, cal,
+                std::max<size_t>(largest / sizeof(float), 1));
 
   const double budget_us = 1000.0 * static_cast<double>(options.budget.count());
   double spent_us = 0;      // agreed, over every size so far
   double last_size_us = 0;  // agreed, on the previous size
   for (size_t k = 0; k < options.sizes.size(); ++k) {
     const size_t bytes = options.sizes[k];
-    // The next size costs about the last one's time scaled by the size ratio.
+    // 1. The next size costs about the last one's time scaled by the size ratio.
     const double projected =
         k == 0 ? 0
                : last_size_us * static_cast<double>(bytes) /
                      static_cast<double>(std::max<size_t>(options.sizes[k - 1], 1));
     if (k >= 2 && spent_us + projected > budget_us) break;
-    const size_t count = std::max<size_t>(bytes / sizeof(float), 1);
-    const auto size_start = Clock::now();
-    std::vector<double> row(m + 1, std::numeric_limits<double>::infinity());
-    const size_t warmup_calls =
-        bytes < kWarmupFrom ? 1
-                            : std::clamp<size_t>(options.warmup_bytes / bytes, 1, kMaxWarmupCalls);
-    for (size_t a = 0; a < m; ++a) {
-      for (size_t w = 0; w < warmup_calls; ++w) {
-        Status st = run_allreduce(cal.algorithms[a], comm, in.data(), out.data(), count,
-                                  DataType::kFloat32, ReduceOp::kSum, starting_now(ao));
-        if (!st.ok()) return context(st);
-      }
-    }
-    const int repeats =
-        std::max(bytes <= (128u << 10) ? options.repeats_small : options.repeats_large, 1);
-    const int burst = bytes <= (512u << 10) ? 3 : 2;
-    std::vector<std::vector<double>> samples(m);
-    // `repeats` rounds over the candidates `which`, each sample appended to samples[a].
-    auto time_rounds = [&](const std::vector<size_t>& which) -> Status {
-      for (int r = 0; r < repeats; ++r) {
-        for (size_t a : which) {
-          Clock::time_point t0;
-          const AlgorithmOptions call = starting_now(ao);  // once a burst: no clock per call
-          for (int b = 0; b <= burst; ++b) {
-            if (b == 1) t0 = Clock::now();  // after one untimed call: this candidate's data warm
-            HORA_RETURN_IF_ERROR(run_allreduce(cal.algorithms[a], comm, in.data(), out.data(),
-                                               count, DataType::kFloat32, ReduceOp::kSum, call));
-          }
-          samples[a].push_back(micros_since(t0) / burst);
-        }
-      }
-      return Status::OK();
-    };
-    // This rank's figure for candidate a: the median of its samples (skewed, in tests).
-    auto figure = [&](size_t a) {
-      std::vector<double> v = samples[a];
-      std::sort(v.begin(), v.end());
-      const double median = v[(v.size() - 1) / 2];
-      return options.skew ? options.skew(cal.algorithms[a], bytes, median) : median;
-    };
-    AlgorithmOptions agree = ao;
-    agree.tag = kAgreeTag;
-    std::vector<size_t> every(m);
-    for (size_t a = 0; a < m; ++a) every[a] = a;
-    Status st = time_rounds(every);
-    if (!st.ok()) return context(st);
-    for (size_t a = 0; a < m; ++a) row[a] = figure(a);
-    row[m] = micros_since(size_start);
-    st = recursive_doubling_allreduce(comm, row.data(), row.data(), row.size(), DataType::kFloat64,
-                                      ReduceOp::kMax, starting_now(agree));
-    if (!st.ok()) return context(st);
-    // 5. A probe that would overturn the table's choice is confirmed (the agreed row decides,
-    //    so every rank confirms alike): the two run `repeats` more rounds, and their figures
-    //    become the medians over all their rounds, agreed again.
-    const size_t table = static_cast<size_t>(
-        std::find(cal.algorithms.begin(), cal.algorithms.end(),
-                  table_allreduce_choice(bytes, comm.size(), cal.cost_model, topology)) -
-        cal.algorithms.begin());
-    const size_t best =
-        static_cast<size_t>(std::min_element(row.begin(), row.begin() + m) - row.begin());
-    if (table < m && best != table && row[table] > row[best] * kCalibratedMargin) {
-      const auto confirm_start = Clock::now();
-      st = time_rounds({table, best});
-      if (!st.ok()) return context(st);
-      double again[3] = {figure(table), figure(best), micros_since(confirm_start)};
-      st = recursive_doubling_allreduce(comm, again, again, 3, DataType::kFloat64, ReduceOp::kMax,
-                                        starting_now(agree));
-      if (!st.ok()) return context(st);
-      row[table] = again[0];
-      row[best] = again[1];
-      row[m] += again[2];
-      cal.confirmed.push_back(bytes);
-    }
+    StatusOr<std::vector<double>> row = prober.probe(bytes);
+    if (!row.ok()) return row.status().with_context(" (allreduce calibration)");
     cal.sizes.push_back(bytes);
-    for (size_t a = 0; a < m; ++a) cal.us[a].push_back(row[a]);
-    spent_us += row[m];
-    last_size_us = row[m];
+    for (size_t a = 0; a < m; ++a) cal.us[a].push_back((*row)[a]);
+    spent_us += (*row)[m];
+    last_size_us = (*row)[m];
   }
   cal.took_ms = micros_since(started) / 1000.0;
   return cal;

@@ -8,6 +8,7 @@
 // --rendezvous-addr overrides it). The working directory is the same as here when it exists.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -110,6 +111,118 @@ void repair_local_timeline(const std::string& option, const std::vector<RankPlac
   }
 }
 
+// The hosts of the job: -H, else --hostfile, else np slots on this machine.
+StatusOr<std::vector<HostSlots>> job_hosts(const LauncherOptions& o) {
+  if (!o.hosts.empty()) return parse_host_list(o.hosts);
+  if (!o.hostfile.empty()) return read_hostfile(o.hostfile);
+  return std::vector<HostSlots>{{"localhost", o.np}};
+}
+
+// The hosts other than this one that run ranks, in rank order, each once.
+std::vector<std::string> remote_hosts_of(const std::vector<RankPlacement>& ranks) {
+  std::vector<std::string> remote_hosts;
+  for (const RankPlacement& p : ranks) {
+    if (!p.is_local && (remote_hosts.empty() || remote_hosts.back() != p.host))
+      remote_hosts.push_back(p.host);
+  }
+  return remote_hosts;
+}
+
+// The programs that start the ranks: the job's own for local ranks, the remote shell (--rsh)
+// for the others.
+struct Programs {
+  std::string exe;
+  std::vector<std::string> rsh_words;
+  std::string rsh_exe;
+};
+
+// The rendezvous store, its secret and what the ranks are told to reach it.
+struct Rendezvous {
+  std::unique_ptr<collectives::TcpStoreServer> store;
+  JobEnvironment job;
+};
+
+StatusOr<Rendezvous> start_rendezvous(const LauncherOptions& o,
+                                      const std::vector<std::string>& remote_hosts) {
+  auto generated = generate_secret();
+  if (!generated.ok()) return generated.status();
+  const std::string secret = generated.value();
+  collectives::TcpStoreServer::Options store_options;
+  store_options.bind_address = remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0";
+  store_options.port = 0;
+  store_options.secret = secret;
+  auto store = collectives::TcpStoreServer::start(store_options);
+  if (!store.ok())
+    return Status::internal("cannot start the rendezvous store: " + store.status().to_string());
+  Rendezvous rv;
+  rv.store = std::move(store).value();
+  JobEnvironment& job = rv.job;
+  job.rendezvous_addr = remote_hosts.empty()         ? "127.0.0.1"
+                        : !o.rendezvous_addr.empty() ? o.rendezvous_addr
+                                                     : advertise_address(remote_hosts);
+  job.rendezvous_port = rv.store->port();
+  job.secret = secret;
+  job.backend = o.backend;
+  job.timeline = o.timeline;
+  job.start_timeout_s = o.start_timeout_s;
+  if (o.verbose)
+    std::fprintf(stderr, "horarun: rendezvous store on %s:%d, ranks reach it at %s:%d\n",
+                 store_options.bind_address.c_str(), job.rendezvous_port,
+                 job.rendezvous_addr.c_str(), job.rendezvous_port);
+  return rv;
+}
+
+// Starts every rank and hands it to the supervisor. On a failure the message names the rank.
+Status spawn_ranks(const LauncherOptions& o, const std::vector<RankPlacement>& ranks,
+                   const Programs& programs, const JobEnvironment& job, Supervisor& supervisor) {
+  char cwd_buf[4096];
+  const std::string cwd = ::getcwd(cwd_buf, sizeof(cwd_buf)) ? cwd_buf : ".";
+  const std::vector<std::string> env = current_environment();
+  for (const RankPlacement& p : ranks) {
+    const EnvVars vars = rank_environment(p, job);
+    const RankLaunch launch = p.is_local ? local_launch(programs.exe, o.command, env, vars)
+                                         : remote_launch(programs.rsh_exe, programs.rsh_words,
+                                                         p.host, cwd, o.command, env, vars);
+    if (o.verbose)
+      std::fprintf(stderr, "horarun: rank %d on %s: %s\n", p.rank, p.host.c_str(),
+                   launch.display.c_str());
+    std::fflush(stderr);
+    auto proc = spawn_rank(launch);
+    Status added =
+        proc.ok() ? supervisor.add_rank(p.rank, p.host, !p.is_local, proc.value()) : proc.status();
+    if (!added.ok()) {
+      return Status(added.code(), "rank " + std::to_string(p.rank) + " (host " + p.host +
+                                      "): " + added.message());
+    }
+  }
+  return Status::OK();
+}
+
+// Starts the store and the ranks, supervises them to the end; returns the job's exit status.
+int launch_job(const LauncherOptions& o, const std::vector<RankPlacement>& ranks,
+               const std::vector<std::string>& remote_hosts, const Programs& programs) {
+  Supervisor::Options sup_options;
+  sup_options.grace_s = o.grace_s;
+  sup_options.output_dir = o.output_dir;
+  sup_options.verbose = o.verbose;
+  auto supervisor = Supervisor::create(sup_options);  // before the store's thread starts
+  if (!supervisor.ok()) return fail(kExitLauncherFailure, supervisor.status().message());
+  auto rendezvous = start_rendezvous(o, remote_hosts);
+  if (!rendezvous.ok()) return fail(kExitLauncherFailure, rendezvous.status().message());
+  collectives::TcpStoreServer& store = *rendezvous.value().store;
+  Status spawned = spawn_ranks(o, ranks, programs, rendezvous.value().job, *supervisor.value());
+  if (!spawned.ok()) {
+    fail(kExitLauncherFailure, spawned.message());
+    supervisor.value()->abort_start();
+    store.stop();
+    return kExitLauncherFailure;
+  }
+  const int code = supervisor.value()->run();
+  store.stop();
+  if (code != 0) repair_local_timeline(o.timeline, ranks);
+  return code;
+}
+
 int run_horarun(const std::vector<std::string>& args) {
   auto parsed = parse_options(args);
   if (!parsed.ok()) return fail(kExitBadInvocation, parsed.status().message());
@@ -118,112 +231,35 @@ int run_horarun(const std::vector<std::string>& args) {
     std::fputs(usage_text().c_str(), stdout);
     return 0;
   }
-  std::vector<HostSlots> hosts;
+  auto hosts = job_hosts(o);
+  if (!hosts.ok()) return fail(kExitBadInvocation, hosts.status().message());
   const bool hosts_given = !o.hosts.empty() || !o.hostfile.empty();
-  if (!o.hosts.empty()) {
-    auto h = parse_host_list(o.hosts);
-    if (!h.ok()) return fail(kExitBadInvocation, h.status().message());
-    hosts = h.value();
-  } else if (!o.hostfile.empty()) {
-    auto h = read_hostfile(o.hostfile);
-    if (!h.ok()) return fail(kExitBadInvocation, h.status().message());
-    hosts = h.value();
-  } else {
-    hosts = {{"localhost", o.np}};
-  }
-  const std::string me = this_hostname();
-  auto layout = layout_ranks(hosts, o.np, me);
+  auto layout = layout_ranks(hosts.value(), o.np, this_hostname());
   if (!layout.ok()) return fail(kExitBadInvocation, layout.status().message());
   const std::vector<RankPlacement>& ranks = layout.value();
-  bool any_local = false;
-  std::vector<std::string> remote_hosts;
-  for (const RankPlacement& p : ranks) {
-    if (p.is_local)
-      any_local = true;
-    else if (remote_hosts.empty() || remote_hosts.back() != p.host)
-      remote_hosts.push_back(p.host);
-  }
+  const bool any_local =
+      std::any_of(ranks.begin(), ranks.end(), [](const RankPlacement& p) { return p.is_local; });
+  const std::vector<std::string> remote_hosts = remote_hosts_of(ranks);
   const char* path_c = std::getenv("PATH");
   const std::string path_env = path_c ? path_c : "/usr/local/bin:/usr/bin:/bin";
   // The program must exist here for local ranks (remote-only jobs can't be checked from here).
-  std::string exe;
+  Programs programs;
   if (any_local || o.use_mpirun) {
     auto found = find_executable(o.command[0], path_env);
     if (!found.ok()) return fail(kExitBadInvocation, found.status().message());
-    exe = found.value();
+    programs.exe = found.value();
   }
   if (o.use_mpirun)
-    return hand_off_to_mpirun(o, hosts, hosts_given, remote_hosts.empty(), path_env);
-  std::vector<std::string> rsh_words;
-  std::string rsh_exe;
+    return hand_off_to_mpirun(o, hosts.value(), hosts_given, remote_hosts.empty(), path_env);
   if (!remote_hosts.empty()) {
     auto words = split_words(o.rsh);
     if (!words.ok()) return fail(kExitBadInvocation, "--rsh: " + words.status().message());
-    rsh_words = words.value();
-    auto found = find_executable(rsh_words[0], path_env);
+    programs.rsh_words = words.value();
+    auto found = find_executable(programs.rsh_words[0], path_env);
     if (!found.ok()) return fail(kExitBadInvocation, "--rsh: " + found.status().message());
-    rsh_exe = found.value();
+    programs.rsh_exe = found.value();
   }
-
-  Supervisor::Options sup_options;
-  sup_options.grace_s = o.grace_s;
-  sup_options.output_dir = o.output_dir;
-  sup_options.verbose = o.verbose;
-  auto supervisor = Supervisor::create(sup_options);  // before the store's thread starts
-  if (!supervisor.ok()) return fail(kExitLauncherFailure, supervisor.status().message());
-
-  auto secret = generate_secret();
-  if (!secret.ok()) return fail(kExitLauncherFailure, secret.status().message());
-  collectives::TcpStoreServer::Options store_options;
-  store_options.bind_address = remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0";
-  store_options.port = 0;
-  store_options.secret = secret.value();
-  auto store = collectives::TcpStoreServer::start(store_options);
-  if (!store.ok())
-    return fail(kExitLauncherFailure,
-                "cannot start the rendezvous store: " + store.status().to_string());
-  JobEnvironment job;
-  job.rendezvous_addr = remote_hosts.empty()         ? "127.0.0.1"
-                        : !o.rendezvous_addr.empty() ? o.rendezvous_addr
-                                                     : advertise_address(remote_hosts);
-  job.rendezvous_port = store.value()->port();
-  job.secret = secret.value();
-  job.backend = o.backend;
-  job.timeline = o.timeline;
-  job.start_timeout_s = o.start_timeout_s;
-  if (o.verbose)
-    std::fprintf(stderr, "horarun: rendezvous store on %s:%d, ranks reach it at %s:%d\n",
-                 store_options.bind_address.c_str(), job.rendezvous_port,
-                 job.rendezvous_addr.c_str(), job.rendezvous_port);
-
-  char cwd_buf[4096];
-  const std::string cwd = ::getcwd(cwd_buf, sizeof(cwd_buf)) ? cwd_buf : ".";
-  const std::vector<std::string> env = current_environment();
-  for (const RankPlacement& p : ranks) {
-    const EnvVars vars = rank_environment(p, job);
-    const RankLaunch launch =
-        p.is_local ? local_launch(exe, o.command, env, vars)
-                   : remote_launch(rsh_exe, rsh_words, p.host, cwd, o.command, env, vars);
-    if (o.verbose)
-      std::fprintf(stderr, "horarun: rank %d on %s: %s\n", p.rank, p.host.c_str(),
-                   launch.display.c_str());
-    std::fflush(stderr);
-    auto proc = spawn_rank(launch);
-    Status added = proc.ok()
-                       ? supervisor.value()->add_rank(p.rank, p.host, !p.is_local, proc.value())
-                       : proc.status();
-    if (!added.ok()) {
-      fail(kExitLauncherFailure,
-           "rank " + std::to_string(p.rank) + " (host " + p.host + "): " + added.message());
-      supervisor.value()->abort_start();
-      store.value()->stop();
-      return kExitLauncherFailure;
-    }
-  }
-  const int code = supervisor.value()->run();
-  store.value()->stop();
-  if (code != 0) repair_local_timeline(o.timeline, ranks);
-  return code;
+  return launch_job(o, ranks, remote_hosts, programs);
 }
 
 }  // namespace

@@ -33,6 +33,118 @@ StatusOr<double> parse_seconds(const std::string& flag, const std::string& v, bo
   return s;
 }
 
+// One flag of the command line: its name (arg) and its value, inline (--flag=value) or the
+// next argument.
+struct Flag {
+  const std::vector<std::string>& args;
+  size_t& i;  // the flag's index; value() moves it past a separate value
+  std::string arg;
+  std::optional<std::string> inline_value;
+
+  StatusOr<std::string> value() {
+    if (inline_value) return *inline_value;
+    if (i + 1 >= args.size()) return Status::invalid_argument(arg + " needs a value");
+    return args[++i];
+  }
+  Status no_value() const {
+    if (inline_value) return Status::invalid_argument(arg + " takes no value");
+    return Status::OK();
+  }
+};
+
+// What parsing the flags gathers besides the options themselves.
+struct FlagsSeen {
+  bool have_np = false;
+  std::vector<std::string> own_supervision;  // flags only horarun's own supervisor honours
+};
+
+// The flags that place and start the ranks (-np, -H, --hostfile, --rsh, --backend, --mpi,
+// --oversubscribe). Returns false for a flag not of this group.
+StatusOr<bool> parse_placement_flag(Flag& f, LauncherOptions& o, FlagsSeen& seen) {
+  const std::string& arg = f.arg;
+  if (arg == "-np" || arg == "-n" || arg == "--num-proc" || arg == "--np") {
+    HORARUN_ASSIGN_OR_RETURN(std::string v, f.value());
+    HORARUN_ASSIGN_OR_RETURN(o.np, parse_np(arg, v));
+    seen.have_np = true;
+  } else if (arg == "-H" || arg == "--hosts") {
+    HORARUN_ASSIGN_OR_RETURN(o.hosts, f.value());
+    if (o.hosts.empty()) return Status::invalid_argument(arg + ": empty host list");
+  } else if (arg == "--hostfile" || arg == "-hostfile") {
+    HORARUN_ASSIGN_OR_RETURN(o.hostfile, f.value());
+  } else if (arg == "--rsh") {
+    seen.own_supervision.push_back(arg);
+    HORARUN_ASSIGN_OR_RETURN(o.rsh, f.value());
+    if (o.rsh.find_first_not_of(" \t") == std::string::npos)
+      return Status::invalid_argument("--rsh: empty command");
+  } else if (arg == "--backend") {
+    HORARUN_ASSIGN_OR_RETURN(o.backend, f.value());
+    if (o.backend != "gloo" && o.backend != "mpi" && o.backend != "builtin" &&
+        o.backend != "nccl" && o.backend != "auto")
+      return Status::invalid_argument("--backend '" + o.backend +
+                                      "': expected gloo, mpi, builtin, nccl or auto");
+    if (o.backend == "mpi") o.use_mpirun = true;
+  } else if (arg == "--mpi") {
+    HORARUN_RETURN_IF_ERROR(f.no_value());
+    o.use_mpirun = true;
+  } else if (arg == "--oversubscribe") {
+    HORARUN_RETURN_IF_ERROR(f.no_value());
+    o.oversubscribe = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The flags of the job's output and supervision (--timeline, --output-dir, --start-timeout,
+// --grace, --rendezvous-addr, -v). Returns false for a flag not of this group.
+StatusOr<bool> parse_supervision_flag(Flag& f, LauncherOptions& o, FlagsSeen& seen) {
+  const std::string& arg = f.arg;
+  if (arg == "--timeline" || arg == "--timeline-filename") {
+    HORARUN_ASSIGN_OR_RETURN(o.timeline, f.value());
+    if (o.timeline.empty()) return Status::invalid_argument(arg + ": empty path");
+  } else if (arg == "--output-dir" || arg == "--output-filename") {
+    seen.own_supervision.push_back(arg);
+    HORARUN_ASSIGN_OR_RETURN(o.output_dir, f.value());
+    if (o.output_dir.empty()) return Status::invalid_argument(arg + ": empty path");
+  } else if (arg == "--start-timeout") {
+    HORARUN_ASSIGN_OR_RETURN(std::string v, f.value());
+    HORARUN_ASSIGN_OR_RETURN(o.start_timeout_s, parse_seconds(arg, v, false));
+  } else if (arg == "--grace") {
+    seen.own_supervision.push_back(arg);
+    HORARUN_ASSIGN_OR_RETURN(std::string v, f.value());
+    HORARUN_ASSIGN_OR_RETURN(o.grace_s, parse_seconds(arg, v, true));
+  } else if (arg == "--rendezvous-addr") {
+    seen.own_supervision.push_back(arg);
+    HORARUN_ASSIGN_OR_RETURN(o.rendezvous_addr, f.value());
+  } else if (arg == "-v" || arg == "--verbose") {
+    HORARUN_RETURN_IF_ERROR(f.no_value());
+    o.verbose = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The checks across flags, once all are read.
+Status check_options(const LauncherOptions& o, const FlagsSeen& seen) {
+  if (!seen.have_np) return Status::invalid_argument("missing -np N (the number of ranks)");
+  if (o.command.empty()) return Status::invalid_argument("missing the program to run");
+  if (!o.hosts.empty() && !o.hostfile.empty())
+    return Status::invalid_argument("give -H or --hostfile, not both");
+  if (o.use_mpirun) {
+    // mpirun starts, tags and tears down the ranks, and hosts no store of horarun's.
+    if (!seen.own_supervision.empty())
+      return Status::invalid_argument(seen.own_supervision.front() +
+                                      " cannot be used with --mpi: mpirun supervises that job");
+    if (!o.backend.empty() && o.backend != "mpi" && o.backend != "auto")
+      return Status::invalid_argument("--backend " + o.backend +
+                                      " cannot be used with --mpi: under mpirun hora runs on "
+                                      "the mpi backend (drop --mpi to run " +
+                                      o.backend + " under horarun)");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -61,100 +173,31 @@ std::string usage_text() {
 
 StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
   LauncherOptions o;
-  bool have_np = false;
-  std::vector<std::string> own_supervision;  // flags only horarun's own supervisor honours
+  FlagsSeen seen;
   size_t i = 0;
   for (; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "--") {
+    Flag f{args, i, args[i], std::nullopt};
+    if (f.arg == "--") {
       ++i;
       break;
     }
-    if (arg.empty() || arg[0] != '-' || arg == "-") break;  // the program
-    std::optional<std::string> inline_value;
-    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
-      inline_value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
+    if (f.arg.empty() || f.arg[0] != '-' || f.arg == "-") break;  // the program
+    if (f.arg.rfind("--", 0) == 0 && f.arg.find('=') != std::string::npos) {
+      f.inline_value = f.arg.substr(f.arg.find('=') + 1);
+      f.arg = f.arg.substr(0, f.arg.find('='));
     }
-    auto value = [&]() -> StatusOr<std::string> {
-      if (inline_value) return *inline_value;
-      if (i + 1 >= args.size()) return Status::invalid_argument(arg + " needs a value");
-      return args[++i];
-    };
-    auto no_value = [&]() -> Status {
-      if (inline_value) return Status::invalid_argument(arg + " takes no value");
-      return Status::OK();
-    };
-    if (arg == "-np" || arg == "-n" || arg == "--num-proc" || arg == "--np") {
-      HORARUN_ASSIGN_OR_RETURN(std::string v, value());
-      HORARUN_ASSIGN_OR_RETURN(o.np, parse_np(arg, v));
-      have_np = true;
-    } else if (arg == "-H" || arg == "--hosts") {
-      HORARUN_ASSIGN_OR_RETURN(o.hosts, value());
-      if (o.hosts.empty()) return Status::invalid_argument(arg + ": empty host list");
-    } else if (arg == "--hostfile" || arg == "-hostfile") {
-      HORARUN_ASSIGN_OR_RETURN(o.hostfile, value());
-    } else if (arg == "--rsh") {
-      own_supervision.push_back(arg);
-      HORARUN_ASSIGN_OR_RETURN(o.rsh, value());
-      if (o.rsh.find_first_not_of(" \t") == std::string::npos)
-        return Status::invalid_argument("--rsh: empty command");
-    } else if (arg == "--backend") {
-      HORARUN_ASSIGN_OR_RETURN(o.backend, value());
-      if (o.backend != "gloo" && o.backend != "mpi" && o.backend != "builtin" &&
-          o.backend != "nccl" && o.backend != "auto")
-        return Status::invalid_argument("--backend '" + o.backend +
-                                        "': expected gloo, mpi, builtin, nccl or auto");
-      if (o.backend == "mpi") o.use_mpirun = true;
-    } else if (arg == "--mpi") {
-      HORARUN_RETURN_IF_ERROR(no_value());
-      o.use_mpirun = true;
-    } else if (arg == "--oversubscribe") {
-      HORARUN_RETURN_IF_ERROR(no_value());
-      o.oversubscribe = true;
-    } else if (arg == "--timeline" || arg == "--timeline-filename") {
-      HORARUN_ASSIGN_OR_RETURN(o.timeline, value());
-      if (o.timeline.empty()) return Status::invalid_argument(arg + ": empty path");
-    } else if (arg == "--output-dir" || arg == "--output-filename") {
-      own_supervision.push_back(arg);
-      HORARUN_ASSIGN_OR_RETURN(o.output_dir, value());
-      if (o.output_dir.empty()) return Status::invalid_argument(arg + ": empty path");
-    } else if (arg == "--start-timeout") {
-      HORARUN_ASSIGN_OR_RETURN(std::string v, value());
-      HORARUN_ASSIGN_OR_RETURN(o.start_timeout_s, parse_seconds(arg, v, false));
-    } else if (arg == "--grace") {
-      own_supervision.push_back(arg);
-      HORARUN_ASSIGN_OR_RETURN(std::string v, value());
-      HORARUN_ASSIGN_OR_RETURN(o.grace_s, parse_seconds(arg, v, true));
-    } else if (arg == "--rendezvous-addr") {
-      own_supervision.push_back(arg);
-      HORARUN_ASSIGN_OR_RETURN(o.rendezvous_addr, value());
-    } else if (arg == "-v" || arg == "--verbose") {
-      HORARUN_RETURN_IF_ERROR(no_value());
-      o.verbose = true;
-    } else if (arg == "-h" || arg == "--help") {
+    if (f.arg == "-h" || f.arg == "--help") {
       o.help = true;
       return o;
-    } else {
-      return Status::invalid_argument("unknown option '" + arg + "' (see horarun --help)");
     }
+    HORARUN_ASSIGN_OR_RETURN(bool known, parse_placement_flag(f, o, seen));
+    if (known) continue;
+    HORARUN_ASSIGN_OR_RETURN(known, parse_supervision_flag(f, o, seen));
+    if (!known)
+      return Status::invalid_argument("unknown option '" + f.arg + "' (see horarun --help)");
   }
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (!have_np) return Status::invalid_argument("missing -np N (the number of ranks)");
-  if (o.command.empty()) return Status::invalid_argument("missing the program to run");
-  if (!o.hosts.empty() && !o.hostfile.empty())
-    return Status::invalid_argument("give -H or --hostfile, not both");
-  if (o.use_mpirun) {
-    // mpirun starts, tags and tears down the ranks, and hosts no store of horarun's.
-    if (!own_supervision.empty())
-      return Status::invalid_argument(own_supervision.front() +
-                                      " cannot be used with --mpi: mpirun supervises that job");
-    if (!o.backend.empty() && o.backend != "mpi" && o.backend != "auto")
-      return Status::invalid_argument("--backend " + o.backend +
-                                      " cannot be used with --mpi: under mpirun hora runs on "
-                                      "the mpi backend (drop --mpi to run " +
-                                      o.backend + " under horarun)");
-  }
+  HORARUN_RETURN_IF_ERROR(check_options(o, seen));
   return o;
 }
 

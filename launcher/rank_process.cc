@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "launcher/user_error.h"
+
 namespace hora {
 namespace launcher {
 namespace {
@@ -28,6 +30,87 @@ std::string env_key(const std::string& entry) { return entry.substr(0, entry.fin
 void close_fd(int* fd) {
   if (*fd >= 0) ::close(*fd);
   *fd = -1;
+}
+
+// The descriptors spawn_rank opens for one rank, closed when it goes out of scope (those
+// handed to the RankProcess are set to -1 first). [0] reads, [1] writes.
+struct RankPipes {
+  int out_pipe[2] = {-1, -1};   // the rank's stdout
+  int err_pipe[2] = {-1, -1};   // the rank's stderr
+  int exec_pipe[2] = {-1, -1};  // the child's errno when execve fails (closed on exec)
+  int in_pipe[2] = {-1, -1};    // the rank's stdin when launch.stdin_data is set
+  int stdin_fd = -1;            // the child's stdin: /dev/null or in_pipe[0]
+
+  RankPipes() = default;
+  RankPipes(const RankPipes&) = delete;
+  RankPipes& operator=(const RankPipes&) = delete;
+  ~RankPipes() {
+    for (int* fd : {&out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1], &exec_pipe[0],
+                    &exec_pipe[1], &in_pipe[0], &in_pipe[1], &stdin_fd})
+      close_fd(fd);
+  }
+};
+
+Status open_pipes(const RankLaunch& launch, RankPipes& p) {
+  if (::pipe2(p.out_pipe, O_CLOEXEC) != 0 || ::pipe2(p.err_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(p.exec_pipe, O_CLOEXEC) != 0) {
+    return Status::io(std::string("pipe2: ") + std::strerror(errno));
+  }
+  if (launch.stdin_data.empty()) {
+    p.stdin_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  } else if (::pipe2(p.in_pipe, O_CLOEXEC) == 0) {
+    p.stdin_fd = p.in_pipe[0];
+    p.in_pipe[0] = -1;
+  }
+  if (p.stdin_fd < 0) return Status::io(std::string("stdin for the rank: ") + std::strerror(errno));
+  return Status::OK();
+}
+
+// The child after fork: only async-signal-safe calls. Its own process group, killed with
+// horarun, default signal dispositions, the pipes as fds 0-2, then execve; a failed execve
+// writes its errno to exec_pipe.
+[[noreturn]] void exec_rank(const RankLaunch& launch, const RankPipes& p, char* const* argv,
+                            char* const* envp, pid_t parent) {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);  // horarun died before prctl took effect
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT})
+    ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::dup2(p.stdin_fd, 0);
+  ::dup2(p.out_pipe[1], 1);
+  ::dup2(p.err_pipe[1], 2);
+  // Whatever else horarun has open (the store's sockets) must not leak into the rank.
+  ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
+  ::execve(launch.exe_path.c_str(), argv, envp);
+  const int e = errno;
+  ssize_t ignored = ::write(p.exec_pipe[1], &e, sizeof(e));
+  (void)ignored;
+  ::_exit(127);
+}
+
+// The parent after fork: waits until the child has exec'd (exec_pipe closes) or failed to
+// (its errno arrives; the child is reaped).
+Status await_exec(const RankLaunch& launch, RankPipes& p, pid_t pid) {
+  close_fd(&p.out_pipe[1]);
+  close_fd(&p.err_pipe[1]);
+  close_fd(&p.exec_pipe[1]);
+  close_fd(&p.stdin_fd);
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(p.exec_pipe[0], &child_errno, sizeof(child_errno));
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return Status::OK();
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return Status::io("cannot execute '" + launch.exe_path + "': " + std::strerror(child_errno));
 }
 
 }  // namespace
@@ -186,31 +269,8 @@ RankLaunch remote_launch(const std::string& rsh_exe, const std::vector<std::stri
 }
 
 StatusOr<RankProcess> spawn_rank(const RankLaunch& launch) {
-  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
-  int in_pipe[2] = {-1, -1};
-  int stdin_fd = -1;
-  auto cleanup = [&]() {
-    for (int* fd : {&out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1], &exec_pipe[0],
-                    &exec_pipe[1], &in_pipe[0], &in_pipe[1], &stdin_fd})
-      close_fd(fd);
-  };
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    const int e = errno;
-    cleanup();
-    return Status::io(std::string("pipe2: ") + std::strerror(e));
-  }
-  if (launch.stdin_data.empty()) {
-    stdin_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  } else if (::pipe2(in_pipe, O_CLOEXEC) == 0) {
-    stdin_fd = in_pipe[0];
-    in_pipe[0] = -1;
-  }
-  if (stdin_fd < 0) {
-    const int e = errno;
-    cleanup();
-    return Status::io(std::string("stdin for the rank: ") + std::strerror(e));
-  }
+  RankPipes pipes;
+  HORARUN_RETURN_IF_ERROR(open_pipes(launch, pipes));
   // Everything the child touches is prepared here: after fork only async-signal-safe calls.
   std::vector<char*> argv, envp;
   for (const std::string& a : launch.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -220,64 +280,22 @@ StatusOr<RankProcess> spawn_rank(const RankLaunch& launch) {
   const pid_t parent = ::getpid();
 
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    cleanup();
-    return Status::io(std::string("fork: ") + std::strerror(e));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // horarun died before prctl took effect
-    struct sigaction dfl;
-    std::memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGQUIT})
-      ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::dup2(stdin_fd, 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
-    // Whatever else horarun has open (the store's sockets) must not leak into the rank.
-    ::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
-    ::execve(launch.exe_path.c_str(), argv.data(), envp.data());
-    const int e = errno;
-    ssize_t ignored = ::write(exec_pipe[1], &e, sizeof(e));
-    (void)ignored;
-    ::_exit(127);
-  }
+  if (pid < 0) return Status::io(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) exec_rank(launch, pipes, argv.data(), envp.data(), parent);
   // Parent. The group is set on both sides so killpg works even before the child runs.
   ::setpgid(pid, pid);
-  close_fd(&out_pipe[1]);
-  close_fd(&err_pipe[1]);
-  close_fd(&exec_pipe[1]);
-  close_fd(&stdin_fd);
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(exec_pipe[0], &child_errno, sizeof(child_errno));
-  } while (n < 0 && errno == EINTR);
-  if (n > 0) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    cleanup();
-    return Status::io("cannot execute '" + launch.exe_path + "': " + std::strerror(child_errno));
-  }
-  if (in_pipe[1] >= 0) {
+  HORARUN_RETURN_IF_ERROR(await_exec(launch, pipes, pid));
+  if (pipes.in_pipe[1] >= 0) {
     // A few dozen bytes: fits the pipe buffer, so this never blocks. A rank that exited
     // already gives EPIPE (SIGPIPE is ignored in horarun), which is reported as its exit.
-    ssize_t w = ::write(in_pipe[1], launch.stdin_data.data(), launch.stdin_data.size());
+    ssize_t w = ::write(pipes.in_pipe[1], launch.stdin_data.data(), launch.stdin_data.size());
     (void)w;
   }
   RankProcess proc;
   proc.pid = pid;
-  proc.stdout_fd = out_pipe[0];
-  proc.stderr_fd = err_pipe[0];
-  out_pipe[0] = err_pipe[0] = -1;
-  cleanup();
+  proc.stdout_fd = pipes.out_pipe[0];
+  proc.stderr_fd = pipes.err_pipe[0];
+  pipes.out_pipe[0] = pipes.err_pipe[0] = -1;
   return proc;
 }
 

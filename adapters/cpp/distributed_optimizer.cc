@@ -15,16 +15,8 @@ StatusOr<std::unique_ptr<DistributedOptimizer>> DistributedOptimizer::create(
     HORA_ASSIGN_OR_RETURN(TensorView grad, TensorView::flat(p.grad, DataType::kFloat32, p.count));
     grads.push_back(grad);
   }
-  GradientReducerOptions ro;
-  ro.op = options.op;
-  ro.compression = options.compression;
-  ro.backward_passes_per_step = options.backward_passes_per_step;
-  ro.average_aggregated_gradients = options.average_aggregated_gradients;
-  ro.gradient_predivide_factor = options.gradient_predivide_factor;
-  ro.overlap_backward = options.overlap_backward;
-  ro.name_prefix = options.name_prefix;
-  StatusOr<std::unique_ptr<GradientReducer>> reducer =
-      GradientReducer::create(std::move(names), std::move(ro));
+  StatusOr<std::unique_ptr<GradientReducer>> reducer = GradientReducer::create(
+      std::move(names), static_cast<const GradientReducerOptions&>(options));
   if (!reducer.ok()) return reducer.status().with_context("DistributedOptimizer::create");
   return std::unique_ptr<DistributedOptimizer>(new DistributedOptimizer(
       inner, std::move(options), std::move(reducer).value(), std::move(grads)));

@@ -10,6 +10,18 @@ namespace {
 
 constexpr const char* kWho = "GradsAndVarsOptimizer: ";
 
+// The options of a reducer of a set of variables: the user's op, compression, predivide
+// factor and name prefix. Passes are counted and averaged here, so the reducer sees one pass
+// per applied step; it reduces after backward; groups are the caller's to set.
+GradientReducerOptions reducer_options(const DistributedOptions& options) {
+  GradientReducerOptions o = options;
+  o.backward_passes_per_step = 1;
+  o.average_aggregated_gradients = false;
+  o.overlap_backward = true;
+  o.groups.clear();
+  return o;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<GradsAndVarsOptimizer>> GradsAndVarsOptimizer::create(
@@ -25,10 +37,8 @@ StatusOr<std::unique_ptr<GradsAndVarsOptimizer>> GradsAndVarsOptimizer::create(
                                       params[i].name + "'");
   }
   // The reducer validates the remaining options; check them now rather than at first use.
-  GradientReducerOptions probe;
-  probe.op = options.op;
+  GradientReducerOptions probe = reducer_options(options);
   probe.backward_passes_per_step = options.backward_passes_per_step;
-  probe.gradient_predivide_factor = options.gradient_predivide_factor;
   StatusOr<std::unique_ptr<GradientReducer>> check =
       GradientReducer::create({"probe"}, std::move(probe));
   if (!check.ok()) return check.status().with_context("GradsAndVarsOptimizer::create");
@@ -59,13 +69,7 @@ StatusOr<GradientReducer*> GradsAndVarsOptimizer::reducer_for(const std::vector<
   std::vector<std::string> names;
   names.reserve(members.size());
   for (size_t m : members) names.push_back(params[m].name);
-  GradientReducerOptions o;
-  o.op = options_.op;
-  o.compression = options_.compression;
-  // Passes are counted here: the reducer sees one pass per applied step.
-  o.backward_passes_per_step = 1;
-  o.gradient_predivide_factor = options_.gradient_predivide_factor;
-  o.name_prefix = options_.name_prefix;
+  GradientReducerOptions o = reducer_options(options_);
   std::vector<size_t> all(members.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   o.groups = {all};

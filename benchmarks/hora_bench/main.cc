@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -68,6 +69,113 @@ std::vector<PlotSeries> plot_series(const std::vector<std::string>& impls,
   return series;
 }
 
+// Turns hora's engine on (while the engine column is timed) or parks it (otherwise).
+using SetEngine = std::function<Status(bool engine_needed)>;
+
+// Nothing of hora runs beside a baseline: the engine (it answers a negotiation round every
+// heartbeat from init on) stays parked except while the engine column is timed. Parking is
+// agreed by every rank, and every rank runs the same sweep. It also keeps MPI_Allreduce on
+// this thread apart from the engine's own MPI calls (MPI_THREAD_SERIALIZED).
+SetEngine engine_switch(const Context& context) {
+  const auto engine_wait =
+      std::chrono::milliseconds(static_cast<int64_t>(context.config().timeout_s * 1000.0));
+  return [engine_wait](bool engine_needed) -> Status {
+    if (engine_needed) {
+      detail::resume_engine();
+      return Status::OK();
+    }
+    return detail::pause_engine(engine_wait);
+  };
+}
+
+// The control communicator (builtin) for the sweep's barriers and reductions.
+StatusOr<std::unique_ptr<collectives::Communicator>> make_control(const ImplementationEnv& env,
+                                                                  const Context& context) {
+  auto control_store = implementation_store(env, "control");
+  if (!control_store.ok()) return control_store.status();
+  return collectives::make_communicator("builtin", env.rank, env.size, *control_store.value(),
+                                        backend_options_for(env),
+                                        Deadline::after_seconds(context.config().start_timeout_s));
+}
+
+RunInfo run_info(const Options& options, const ImplementationEnv& env, const Context& context,
+                 const std::vector<std::unique_ptr<Implementation>>& impls) {
+  RunInfo info;
+  info.options = options;
+  info.ranks = env.size;
+  info.backend = options.backend.empty() ? env.job_backend : options.backend;
+  info.launcher = layout_source_name(context.layout().source);
+  for (const auto& impl : impls) info.impls.push_back(impl->name());
+  info.machine = machine_info();
+  info.timestamp = utc_timestamp();
+  return info;
+}
+
+// Rank 0's files: --json, --csv and --plot, in that order, up to the first failure (its
+// Status as write_file gave it).
+Status write_outputs(const Options& options, const RunInfo& info,
+                     const std::vector<Measurement>& results) {
+  Status written = Status::OK();
+  if (!options.json_path.empty()) written = write_file(options.json_path, to_json(info, results));
+  if (written.ok() && !options.csv_path.empty())
+    written = write_file(options.csv_path, to_csv(info, results));
+  if (written.ok() && !options.plot_path.empty()) {
+    PlotText text;
+    text.title = std::string(collective_name(options.collective)) + ", " +
+                 std::to_string(info.ranks) + " ranks, " + data_type_name(options.dtype) + ", " +
+                 info.backend + " (" + info.machine.hostname + ", " + info.timestamp + ")";
+    written = write_file(options.plot_path, render_svg(text, plot_series(info.impls, results)));
+  }
+  return written;
+}
+
+// The sweep and its report, once hora and the implementations are up; returns the exit code.
+int sweep_and_report(const Options& options, const RunInfo& info, const SetEngine& set_engine,
+                     double timeout_s, std::vector<std::unique_ptr<Implementation>>& impls,
+                     collectives::Communicator& control) {
+  const int rank = hora::rank();
+  Reporter reporter(info);
+  if (rank == 0) std::cout << reporter.header() << std::flush;
+  SweepSettings settings;
+  settings.options = options;
+  settings.rank = rank;
+  settings.ranks = info.ranks;
+  settings.run_in_place = !reporter.is_compare();
+  settings.timeout_s = timeout_s;
+  settings.set_engine = set_engine;
+  // --load: busy threads beside the sweep only (hora's init and calibration ran before).
+  auto load = std::make_unique<BusyLoad>(options.load_threads);
+  auto results = run_sweep(settings, impls, control, [&](const std::vector<Measurement>& row) {
+    const std::string line = reporter.add_row(row);
+    if (rank == 0 && !line.empty()) std::cout << line << std::flush;
+  });
+  load.reset();
+  if (!results.ok()) {
+    // Every rank reports its own failure: they may differ (which peer failed).
+    std::fprintf(stderr, "hora-bench: rank %d: %s\n", rank, results.status().to_string().c_str());
+    control.abort();
+    for (auto& impl : impls) impl.reset();
+    return kExitRunError;
+  }
+  int code = reporter.total_wrong() > 0 ? kExitWrong : kExitOk;
+  if (rank == 0) {
+    std::cout << reporter.footer() << std::flush;
+    Status written = write_outputs(options, info, results.value());
+    if (!written.ok()) {
+      print_error(written.to_string(), false);
+      if (code == kExitOk) code = kExitRunError;
+    }
+  }
+  return code;
+}
+
+// Prints the error, shuts hora down and returns `code` (the exit paths before the sweep).
+int give_up(int code, const std::string& line, bool with_usage) {
+  print_error(line, with_usage);
+  hora::shutdown().IgnoreError();  // the run already failed: its error is the one to report
+  return code;
+}
+
 int run(int argc, char** argv) {
   if (is_help(argc, argv)) {
     std::cout << help_text();
@@ -84,39 +192,16 @@ int run(int argc, char** argv) {
     Status valid = validate_for_job(parsed.value(), ranks);
     if (!valid.ok()) parsed = valid;
   }
-  if (!parsed.ok()) {
-    print_error(parsed.status().message(), true);
-    hora::shutdown();
-    return kExitBadArguments;
-  }
+  if (!parsed.ok()) return give_up(kExitBadArguments, parsed.status().message(), true);
   Options options = parsed.value();
   Context* context = detail::context();
-  // Nothing of hora runs beside a baseline: the engine (it answers a negotiation round every
-  // heartbeat from init on) stays parked except while the engine column is timed. Parking is
-  // agreed by every rank, and every rank runs the same sweep. It also keeps MPI_Allreduce on
-  // this thread apart from the engine's own MPI calls (MPI_THREAD_SERIALIZED).
-  const auto engine_wait =
-      std::chrono::milliseconds(static_cast<int64_t>(context->config().timeout_s * 1000.0));
-  auto set_engine = [engine_wait](bool engine_needed) -> Status {
-    if (engine_needed) {
-      detail::resume_engine();
-      return Status::OK();
-    }
-    return detail::pause_engine(engine_wait);
-  };
+  const SetEngine set_engine = engine_switch(*context);
   Status parked = set_engine(false);
-  if (!parked.ok()) {
-    print_error("parking hora's engine: " + parked.to_string(), false);
-    hora::shutdown();
-    return kExitRunError;
-  }
+  if (!parked.ok())
+    return give_up(kExitRunError, "parking hora's engine: " + parked.to_string(), false);
   // --device cuda without an index: this rank's GPU, from its local rank.
   auto device = resolve_device(options.device, context->layout().local_rank);
-  if (!device.ok()) {
-    print_error(device.status().to_string(), false);
-    hora::shutdown();
-    return kExitRunError;
-  }
+  if (!device.ok()) return give_up(kExitRunError, device.status().to_string(), false);
   options.device = device.value();
   ImplementationEnv env;
   env.context = context;
@@ -129,79 +214,16 @@ int run(int argc, char** argv) {
   auto impls = make_implementations(options, env);
   if (!impls.ok()) {
     const bool is_usage = impls.status().code() == StatusCode::kInvalidArgument;
-    print_error(impls.status().to_string(), is_usage);
-    hora::shutdown();
-    return is_usage ? kExitBadArguments : kExitRunError;
+    return give_up(is_usage ? kExitBadArguments : kExitRunError, impls.status().to_string(),
+                   is_usage);
   }
-  auto control_store = implementation_store(env, "control");
-  StatusOr<std::unique_ptr<collectives::Communicator>> control =
-      control_store.ok()
-          ? collectives::make_communicator(
-                "builtin", rank, ranks, *control_store.value(), backend_options_for(env),
-                Deadline::after_seconds(context->config().start_timeout_s))
-          : StatusOr<std::unique_ptr<collectives::Communicator>>(control_store.status());
-  if (!control.ok()) {
-    print_error("control communicator: " + control.status().to_string(), false);
-    hora::shutdown();
-    return kExitRunError;
-  }
+  auto control = make_control(env, *context);
+  if (!control.ok())
+    return give_up(kExitRunError, "control communicator: " + control.status().to_string(), false);
 
-  RunInfo info;
-  info.options = options;
-  info.ranks = ranks;
-  info.backend = options.backend.empty() ? env.job_backend : options.backend;
-  info.launcher = layout_source_name(context->layout().source);
-  for (const auto& impl : impls.value()) info.impls.push_back(impl->name());
-  info.machine = machine_info();
-  info.timestamp = utc_timestamp();
-  Reporter reporter(info);
-  if (rank == 0) std::cout << reporter.header() << std::flush;
-
-  SweepSettings settings;
-  settings.options = options;
-  settings.rank = rank;
-  settings.ranks = ranks;
-  settings.run_in_place = !reporter.is_compare();
-  settings.timeout_s = context->config().timeout_s;
-  settings.set_engine = set_engine;
-  // --load: busy threads beside the sweep only (hora's init and calibration ran before).
-  auto load = std::make_unique<BusyLoad>(options.load_threads);
-  auto results = run_sweep(settings, impls.value(), *control.value(),
-                           [&](const std::vector<Measurement>& row) {
-                             const std::string line = reporter.add_row(row);
-                             if (rank == 0 && !line.empty()) std::cout << line << std::flush;
-                           });
-  load.reset();
-  if (!results.ok()) {
-    // Every rank reports its own failure: they may differ (which peer failed).
-    std::fprintf(stderr, "hora-bench: rank %d: %s\n", rank, results.status().to_string().c_str());
-    control.value()->abort();
-    for (auto& impl : impls.value()) impl.reset();
-    hora::shutdown();
-    return kExitRunError;
-  }
-  int code = reporter.total_wrong() > 0 ? kExitWrong : kExitOk;
-  if (rank == 0) {
-    std::cout << reporter.footer() << std::flush;
-    Status written = Status::OK();
-    if (!options.json_path.empty())
-      written = write_file(options.json_path, to_json(info, results.value()));
-    if (written.ok() && !options.csv_path.empty()) {
-      written = write_file(options.csv_path, to_csv(info, results.value()));
-    }
-    if (written.ok() && !options.plot_path.empty()) {
-      PlotText text;
-      text.title = std::string(collective_name(options.collective)) + ", " + std::to_string(ranks) +
-                   " ranks, " + data_type_name(options.dtype) + ", " + info.backend + " (" +
-                   info.machine.hostname + ", " + info.timestamp + ")";
-      written =
-          write_file(options.plot_path, render_svg(text, plot_series(info.impls, results.value())));
-    }
-    if (!written.ok()) {
-      print_error(written.to_string(), false);
-      if (code == kExitOk) code = kExitRunError;
-    }
-  }
+  const RunInfo info = run_info(options, env, *context, impls.value());
+  int code = sweep_and_report(options, info, set_engine, context->config().timeout_s, impls.value(),
+                              *control.value());
   // Implementations (and MPI, when one of them initialised it) go before hora shuts down.
   impls.value().clear();
   control.value().reset();

@@ -89,9 +89,8 @@ StatusOr<Device> parse_bench_device(const std::string& text) {
   return device.value();
 }
 
-StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
-  Options o;
-  HORA_ASSIGN_OR_RETURN(o.collective, parse_collective(f.collective));
+// -b, -e, -i, -f: the sizes swept.
+Status convert_sizes(const RawFlags& f, bool factor_given, Options& o) {
   HORA_ASSIGN_OR_RETURN(o.min_bytes, parse_size(f.min_bytes, "-b"));
   HORA_ASSIGN_OR_RETURN(o.max_bytes, parse_size(f.max_bytes, "-e"));
   if (o.min_bytes > o.max_bytes) {
@@ -110,6 +109,11 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
     }
     o.step_factor = f.step_factor;
   }
+  return Status::OK();
+}
+
+// -d and -o, and whether the collective takes them.
+Status convert_reduction(const RawFlags& f, bool op_given, Options& o) {
   std::string dtype = f.dtype;
   auto dt = parse_data_type(dtype);
   if (!dt.ok()) return Status::invalid_argument("-d: " + dt.status().message());
@@ -134,6 +138,11 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
     return Status::invalid_argument(std::string("-o avg needs a floating dtype, not -d ") +
                                     data_type_name(o.dtype));
   }
+  return Status::OK();
+}
+
+// -r, -n, -w, --rounds, --min-ms, -c.
+Status convert_repetition(const RawFlags& f, Options& o) {
   if (f.root < 0) {
     return Status::invalid_argument("-r " + std::to_string(f.root) + ": the root must be >= 0");
   }
@@ -163,6 +172,12 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
   o.iters = f.iters;
   o.warmup = f.warmup;
   o.check = f.check == 1;
+  return Status::OK();
+}
+
+// --algo, --device, --backend, --through-engine, --load: what runs the collective and
+// beside what.
+Status convert_placement(const RawFlags& f, Options& o) {
   auto algo = collectives::parse_algorithm(f.algo);
   if (!algo.ok()) {
     return Status::invalid_argument("--algo '" + f.algo +
@@ -198,6 +213,12 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
         std::string("--through-engine applies to allreduce only, not ") +
         collective_name(o.collective));
   }
+  return Status::OK();
+}
+
+// --compare: the baselines beside hora.
+Status convert_compare(const RawFlags& f, Options& o) {
+  const bool gpu = o.device.is_cuda();
   for (const std::string& name : split_commas(f.compare)) {
     if (name != "hora" && name != "gloo" && name != "mpi" && name != "wire" && name != "nccl") {
       return Status::invalid_argument("--compare '" + name +
@@ -217,12 +238,32 @@ StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
     }
     o.compare.push_back(name);
   }
+  return Status::OK();
+}
+
+// --json, --csv, --plot.
+Status convert_outputs(const RawFlags& f, Options& o) {
   o.json_path = f.json;
   o.csv_path = f.csv;
   o.plot_path = f.plot;
   if (!o.plot_path.empty() && !ends_with(o.plot_path, ".svg")) {
     return Status::invalid_argument("--plot '" + o.plot_path + "': the file name must end in .svg");
   }
+  return Status::OK();
+}
+
+// The flags, checked, as Options. The groups check in this order, and each in its flags'
+// order, so the first error is the same as flag by flag.
+StatusOr<Options> convert(const RawFlags& f, bool op_given, bool factor_given) {
+  Options o;
+  HORA_ASSIGN_OR_RETURN(o.collective, parse_collective(f.collective));
+  Status s = convert_sizes(f, factor_given, o);
+  if (s.ok()) s = convert_reduction(f, op_given, o);
+  if (s.ok()) s = convert_repetition(f, o);
+  if (s.ok()) s = convert_placement(f, o);
+  if (s.ok()) s = convert_compare(f, o);
+  if (s.ok()) s = convert_outputs(f, o);
+  if (!s.ok()) return s;
   return o;
 }
 

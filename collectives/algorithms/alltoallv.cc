@@ -46,24 +46,10 @@ Status pairwise_alltoallv(Communicator& comm, const void* in,
   for (int s = 1; s < n; ++s) {
     const int to = (r + s) % n;
     const int from = (r - s + n) % n;
-    auto recv = comm.irecv(from, out_bytes + recv_offsets[from] * elem, recv_counts[from] * elem,
-                           options.tag);
-    if (!recv.ok())
-      return recv.status().with_context(" [alltoallv from rank " + std::to_string(from) + "]");
-    auto send =
-        comm.isend(to, in_bytes + send_offsets[to] * elem, send_counts[to] * elem, options.tag);
-    if (!send.ok())
-      return send.status().with_context(" [alltoallv to rank " + std::to_string(to) + "]");
-    Status status = recv.value()->wait(options.deadline);
-    if (!status.ok()) {
-      return status.with_context(" [alltoallv step " + std::to_string(s) + ", from rank " +
-                                 std::to_string(from) + "]");
-    }
-    status = send.value()->wait(options.deadline);
-    if (!status.ok()) {
-      return status.with_context(" [alltoallv step " + std::to_string(s) + ", to rank " +
-                                 std::to_string(to) + "]");
-    }
+    HORA_RETURN_IF_ERROR(
+        detail::send_recv(comm, to, in_bytes + send_offsets[to] * elem, send_counts[to] * elem,
+                          from, out_bytes + recv_offsets[from] * elem, recv_counts[from] * elem,
+                          options, "alltoallv", "step", s));
   }
   return detail::finish(comm, options.deadline);
 }

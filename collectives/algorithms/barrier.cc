@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collectives/algorithms/algorithms.h"
+#include "collectives/algorithms/ring_common.h"
 
 namespace hora {
 namespace collectives {
@@ -21,20 +22,8 @@ Status dissemination_barrier(Communicator& comm, const AlgorithmOptions& options
     const int from = (r - distance + n) % n;
     const uint8_t token = static_cast<uint8_t>(round);
     uint8_t received = 0;
-    auto recv = comm.irecv(from, &received, 1, options.tag);
-    if (!recv.ok()) return recv.status();
-    auto send = comm.isend(to, &token, 1, options.tag);
-    if (!send.ok()) return send.status();
-    Status status = recv.value()->wait(options.deadline);
-    if (!status.ok()) {
-      return status.with_context(" [barrier round " + std::to_string(round) + ", from rank " +
-                                 std::to_string(from) + "]");
-    }
-    status = send.value()->wait(options.deadline);
-    if (!status.ok()) {
-      return status.with_context(" [barrier round " + std::to_string(round) + ", to rank " +
-                                 std::to_string(to) + "]");
-    }
+    HORA_RETURN_IF_ERROR(detail::send_recv(comm, to, &token, 1, from, &received, 1, options,
+                                           "barrier", "round", round));
     if (received != token) {
       return Status::mismatch("barrier on rank " + std::to_string(r) + ": rank " +
                               std::to_string(from) + " sent token " + std::to_string(received) +

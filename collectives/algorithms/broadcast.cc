@@ -41,7 +41,7 @@ Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t
   if (r == root) HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
   if (n == 1) return detail::finish(comm, options.deadline);
   ScratchPool local_pool;
-  ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
+  ScratchPool& pool = detail::scratch_pool(options, local_pool);
 
   const int v = (r - root + n) % n;
   const int prev = (r - 1 + n) % n;

@@ -48,6 +48,20 @@ size_t segment_elems(Communicator& comm, const AlgorithmOptions& options, DataTy
   return elems == 0 ? 1 : elems;
 }
 
+Status allreduce_trivial_cases(Communicator& comm, const void* in, void* out, size_t count,
+                               DataType dtype, ReduceOp op, const AlgorithmOptions& options,
+                               const char* algorithm, bool* done) {
+  *done = true;
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, algorithm));
+  if (count == 0) return Status::OK();
+  if (comm.size() == 1) {
+    HORA_RETURN_IF_ERROR(copy_if_distinct(comm, in, out, count, dtype));
+    return finish(comm, options.deadline);
+  }
+  *done = false;
+  return Status::OK();
+}
+
 }  // namespace detail
 }  // namespace collectives
 }  // namespace hora

@@ -34,6 +34,17 @@ Status finish(Communicator& comm, Deadline deadline);
 // `largest_block` (at least 1) when the backend needs whole blocks (BufferOps).
 size_t segment_elems(Communicator& comm, const AlgorithmOptions& options, DataType dtype,
                      size_t largest_block);
+// The opening every allreduce algorithm shares: checks that `op` applies to `dtype` (the
+// error names `algorithm`), then completes the calls with nothing to exchange: count == 0, and
+// one rank (out = in, then finish). Sets *done when the call is complete, and the algorithm
+// returns OK; otherwise it runs its schedule.
+Status allreduce_trivial_cases(Communicator& comm, const void* in, void* out, size_t count,
+                               DataType dtype, ReduceOp op, const AlgorithmOptions& options,
+                               const char* algorithm, bool* done);
+// The call's scratch: options.scratch, or `local` when the caller gave none.
+inline ScratchPool& scratch_pool(const AlgorithmOptions& options, ScratchPool& local) {
+  return options.scratch != nullptr ? *options.scratch : local;
+}
 
 }  // namespace detail
 }  // namespace collectives

@@ -70,7 +70,7 @@ Status hierarchical_allgatherv(Communicator& comm, const Topology& topology, con
     return ring_allgatherv(comm, in, out, counts, dtype, options);
 
   ScratchPool local_pool;
-  ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
+  ScratchPool& pool = detail::scratch_pool(options, local_pool);
   const size_t elem = data_type_bytes(dtype);
   auto* out_bytes = static_cast<uint8_t*>(out);
   const int hosts = topology.hosts();

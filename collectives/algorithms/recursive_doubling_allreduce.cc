@@ -47,15 +47,13 @@ Status exchange(Communicator& comm, int peer, const void* send_buf, void* recv_b
 
 Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* out, size_t count,
                                     DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
-  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "recursive doubling allreduce"));
-  if (count == 0) return Status::OK();
-  const int n = comm.size();
-  if (n == 1) {
-    HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
-    return detail::finish(comm, options.deadline);
-  }
+  bool done = false;
+  HORA_RETURN_IF_ERROR(detail::allreduce_trivial_cases(comm, in, out, count, dtype, op, options,
+                                                       "recursive doubling allreduce", &done));
+  if (done) return Status::OK();
   ScratchPool local_pool;
-  ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
+  ScratchPool& pool = detail::scratch_pool(options, local_pool);
+  const int n = comm.size();
   const int r = comm.rank();
   const size_t bytes = count * data_type_bytes(dtype);
   HORA_ASSIGN_OR_RETURN(uint8_t * other, detail::acquire(comm, pool, 0, bytes));

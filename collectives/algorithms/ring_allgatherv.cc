@@ -35,7 +35,7 @@ Status ring_allgatherv(Communicator& comm, const void* in, void* out,
       detail::copy_if_distinct(comm, in, out_bytes + offsets[r] * elem, counts[r], dtype));
   if (n == 1) return detail::finish(comm, options.deadline);
   ScratchPool local_pool;
-  ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
+  ScratchPool& pool = detail::scratch_pool(options, local_pool);
   HORA_RETURN_IF_ERROR(detail::ring_allgather_phase(
       comm, out_bytes, offsets, counts, elem,
       detail::segment_elems(comm, options, dtype, *std::max_element(counts.begin(), counts.end())),

@@ -34,15 +34,13 @@ namespace collectives {
 
 Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
                       ReduceOp op, const AlgorithmOptions& options) {
-  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "ring allreduce"));
-  if (count == 0) return Status::OK();
-  const int n = comm.size();
-  if (n == 1) {
-    HORA_RETURN_IF_ERROR(detail::copy_if_distinct(comm, in, out, count, dtype));
-    return detail::finish(comm, options.deadline);
-  }
+  bool done = false;
+  HORA_RETURN_IF_ERROR(detail::allreduce_trivial_cases(comm, in, out, count, dtype, op, options,
+                                                       "ring allreduce", &done));
+  if (done) return Status::OK();
   ScratchPool local_pool;
-  ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
+  ScratchPool& pool = detail::scratch_pool(options, local_pool);
+  const int n = comm.size();
 
   const std::vector<size_t> counts = even_split(count, n);
   const std::vector<size_t> offsets = detail::prefix_offsets(counts);

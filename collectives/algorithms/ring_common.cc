@@ -54,6 +54,84 @@ std::string where(const char* phase, int step, int peer) {
          std::to_string(peer) + "]";
 }
 
+// The receives of a phase from prev: its units in order, at most kWindow in flight; unit u's
+// request is recvs[u % kWindow]. DstOf(const UnitCursor& unit, size_t u) says where unit u
+// lands (a scratch slot, or its place in out).
+template <size_t kWindow, typename DstOf>
+class RecvWindow {
+ public:
+  RecvWindow(Communicator& comm, int prev, size_t elem, const char* phase, uint32_t tag,
+             const UnitCursor& units, DstOf dst_of)
+      : comm_(comm),
+        prev_(prev),
+        elem_(elem),
+        phase_(phase),
+        tag_(tag),
+        posted_(units),
+        dst_of_(dst_of) {}
+
+  // Posts units until kWindow are in flight or every unit is posted.
+  Status fill() {
+    while (!posted_.done() && posted_units_ < kWindow) HORA_RETURN_IF_ERROR(post_next());
+    return Status::OK();
+  }
+  // Waits for the next unit not yet waited for, then posts the next unit into the window
+  // position it freed (after the caller has read it: see release()).
+  Status wait_next(Deadline deadline, int step) {
+    Status status = recvs_[done_units_ % kWindow]->wait(deadline);
+    if (!status.ok()) return status.with_context(where(phase_, step, prev_));
+    ++done_units_;
+    return Status::OK();
+  }
+  // The slot of the unit last waited for is free again: keep the window full.
+  Status release() { return posted_.done() ? Status::OK() : post_next(); }
+  // Index of the unit last waited for.
+  size_t last_done() const { return done_units_ - 1; }
+
+ private:
+  Status post_next() {
+    auto request =
+        comm_.irecv(prev_, dst_of_(posted_, posted_units_), posted_.elems() * elem_, tag_);
+    if (!request.ok()) return request.status().with_context(where(phase_, posted_.step(), prev_));
+    recvs_[posted_units_ % kWindow] = std::move(request).value();
+    ++posted_units_;
+    posted_.advance();
+    return Status::OK();
+  }
+
+  Communicator& comm_;
+  const int prev_;
+  const size_t elem_;
+  const char* const phase_;
+  const uint32_t tag_;
+  UnitCursor posted_;  // the next unit to post
+  DstOf dst_of_;
+  size_t posted_units_ = 0;
+  size_t done_units_ = 0;
+  std::array<std::unique_ptr<Request>, kWindow> recvs_;
+};
+
+template <size_t kWindow, typename DstOf>
+RecvWindow<kWindow, DstOf> recv_window(Communicator& comm, int prev, size_t elem, const char* phase,
+                                       uint32_t tag, const UnitCursor& units, DstOf dst_of) {
+  return RecvWindow<kWindow, DstOf>(comm, prev, elem, phase, tag, units, dst_of);
+}
+
+// Step 0 of both phases: sends the block of `count` elements at `block` to next, every
+// segment at once (async), appending the requests to sends.
+Status send_block(Communicator& comm, int next, const uint8_t* block, size_t count, size_t elem,
+                  size_t seg_elems, const char* phase, uint32_t tag,
+                  std::vector<std::unique_ptr<Request>>& sends) {
+  for (size_t j = 0; j < segment_count(count, seg_elems); ++j) {
+    const size_t off = j * seg_elems;
+    const size_t elems = std::min(seg_elems, count - off);
+    auto sent = comm.isend(next, block + off * elem, elems * elem, tag);
+    if (!sent.ok()) return sent.status().with_context(where(phase, 0, next));
+    sends.push_back(std::move(sent).value());
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {
@@ -72,6 +150,24 @@ Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadli
   return first;
 }
 
+Status send_recv(Communicator& comm, int to, const void* send_buf, size_t send_bytes, int from,
+                 void* recv_buf, size_t recv_bytes, const AlgorithmOptions& options,
+                 const char* collective, const char* step_word, int step) {
+  auto peer = [&](const char* direction, int rank) {
+    return std::string(" [") + collective + " " + step_word + " " + std::to_string(step) + ", " +
+           direction + " rank " + std::to_string(rank) + "]";
+  };
+  auto recv = comm.irecv(from, recv_buf, recv_bytes, options.tag);
+  if (!recv.ok()) return recv.status().with_context(peer("from", from));
+  auto send = comm.isend(to, send_buf, send_bytes, options.tag);
+  if (!send.ok()) return send.status().with_context(peer("to", to));
+  Status status = recv.value()->wait(options.deadline);
+  if (!status.ok()) return status.with_context(peer("from", from));
+  status = send.value()->wait(options.deadline);
+  if (!status.ok()) return status.with_context(peer("to", to));
+  return Status::OK();
+}
+
 Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& phase,
                                  ScratchPool& pool, const AlgorithmOptions& options) {
   const int n = comm.size();
@@ -86,7 +182,6 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
   // Receive window: kWindow segments in flight, each into its own scratch slot.
   constexpr size_t kWindow = 4;
   HORA_ASSIGN_OR_RETURN(uint8_t * slots, acquire(comm, pool, 0, kWindow * seg_bytes));
-  std::array<std::unique_ptr<Request>, kWindow> recvs;
   auto& sends = pool.requests(0);
 
   std::vector<int> recv_block(n - 1);
@@ -94,55 +189,32 @@ Status ring_reduce_scatter_phase(Communicator& comm, const ReduceScatterPhase& p
 
   // Step 0: send the own input of block S_0 = r - 1, every segment at once (async).
   const int first_block = mod(r - 1, n);
-  for (size_t j = 0; j < segment_count(counts[first_block], phase.seg_elems); ++j) {
-    size_t off = j * phase.seg_elems;
-    size_t elems = std::min(phase.seg_elems, counts[first_block] - off);
-    auto sent =
-        comm.isend(next, phase.in + (offsets[first_block] + off) * elem, elems * elem, options.tag);
-    if (!sent.ok()) return sent.status().with_context(where("reduce-scatter", 0, next));
-    sends.push_back(std::move(sent).value());
-  }
+  HORA_RETURN_IF_ERROR(send_block(comm, next, phase.in + offsets[first_block] * elem,
+                                  counts[first_block], elem, phase.seg_elems, "reduce-scatter",
+                                  options.tag, sends));
 
-  UnitCursor posted(recv_block, counts, phase.seg_elems);
   UnitCursor current(recv_block, counts, phase.seg_elems);
-  size_t posted_units = 0;
-  size_t done_units = 0;
-  auto post_one = [&]() -> Status {
-    uint8_t* slot = slots + (posted_units % kWindow) * seg_bytes;
-    auto request = comm.irecv(prev, slot, posted.elems() * elem, options.tag);
-    if (!request.ok()) return request.status();
-    recvs[posted_units % kWindow] = std::move(request).value();
-    ++posted_units;
-    posted.advance();
-    return Status::OK();
-  };
-  while (!posted.done() && posted_units < kWindow) {
-    Status status = post_one();
-    if (!status.ok()) return status.with_context(where("reduce-scatter", posted.step(), prev));
-  }
-
+  auto window = recv_window<kWindow>(
+      comm, prev, elem, "reduce-scatter", options.tag, current,
+      [&](const UnitCursor&, size_t u) { return slots + (u % kWindow) * seg_bytes; });
+  HORA_RETURN_IF_ERROR(window.fill());
   while (!current.done()) {
     const int s = current.step();
     const int k = current.block();
-    const size_t slot_index = done_units % kWindow;
-    Status status = recvs[slot_index]->wait(options.deadline);
-    if (!status.ok()) return status.with_context(where("reduce-scatter", s, prev));
+    HORA_RETURN_IF_ERROR(window.wait_next(options.deadline, s));
     const size_t elem_off = offsets[k] + current.elem_offset();
     const size_t elems = current.elems();
     const bool is_final = (s == n - 2);
     uint8_t* dst = (is_final && phase.final_out != nullptr)
                        ? phase.final_out + current.elem_offset() * elem
                        : phase.work + elem_off * elem;
-    status = reduce3(comm, dst, phase.in + elem_off * elem, slots + slot_index * seg_bytes, elems,
-                     phase.dtype, phase.op);
+    Status status =
+        reduce3(comm, dst, phase.in + elem_off * elem,
+                slots + (window.last_done() % kWindow) * seg_bytes, elems, phase.dtype, phase.op);
     if (!status.ok()) return status.with_context(where("reduce-scatter", s, prev));
-    ++done_units;
     // The slot is free again: keep the window full before sending, so the next segment's
     // transfer overlaps this one's forwarding.
-    if (!posted.done()) {
-      status = post_one();
-      if (!status.ok()) return status.with_context(where("reduce-scatter", posted.step(), prev));
-    }
+    HORA_RETURN_IF_ERROR(window.release());
     if (!is_final) {
       auto sent = comm.isend(next, dst, elems * elem, options.tag);
       if (!sent.ok()) return sent.status().with_context(where("reduce-scatter", s + 1, next));
@@ -164,48 +236,26 @@ Status ring_allgather_phase(Communicator& comm, uint8_t* out, const std::vector<
   const int prev = mod(r - 1, n);
 
   constexpr size_t kWindow = 8;
-  std::array<std::unique_ptr<Request>, kWindow> recvs;
   auto& sends = pool.requests(1);
 
   std::vector<int> recv_block(n - 1);
   for (int s = 0; s < n - 1; ++s) recv_block[s] = mod(r - s - 1, n);
 
   // Step 0: send the own block.
-  for (size_t j = 0; j < segment_count(counts[r], seg_elems); ++j) {
-    size_t off = j * seg_elems;
-    size_t elems = std::min(seg_elems, counts[r] - off);
-    auto sent =
-        comm.isend(next, out + (offsets[r] + off) * elem_bytes, elems * elem_bytes, options.tag);
-    if (!sent.ok()) return sent.status().with_context(where("allgather", 0, next));
-    sends.push_back(std::move(sent).value());
-  }
+  HORA_RETURN_IF_ERROR(send_block(comm, next, out + offsets[r] * elem_bytes, counts[r], elem_bytes,
+                                  seg_elems, "allgather", options.tag, sends));
 
-  UnitCursor posted(recv_block, counts, seg_elems);
   UnitCursor current(recv_block, counts, seg_elems);
-  size_t posted_units = 0;
-  size_t done_units = 0;
-  auto post_one = [&]() -> Status {
-    uint8_t* dst = out + (offsets[posted.block()] + posted.elem_offset()) * elem_bytes;
-    auto request = comm.irecv(prev, dst, posted.elems() * elem_bytes, options.tag);
-    if (!request.ok()) return request.status();
-    recvs[posted_units % kWindow] = std::move(request).value();
-    ++posted_units;
-    posted.advance();
-    return Status::OK();
-  };
-  while (!posted.done() && posted_units < kWindow) {
-    Status status = post_one();
-    if (!status.ok()) return status.with_context(where("allgather", posted.step(), prev));
-  }
+  auto window =
+      recv_window<kWindow>(comm, prev, elem_bytes, "allgather", options.tag, current,
+                           [&](const UnitCursor& unit, size_t) {
+                             return out + (offsets[unit.block()] + unit.elem_offset()) * elem_bytes;
+                           });
+  HORA_RETURN_IF_ERROR(window.fill());
   while (!current.done()) {
     const int s = current.step();
-    Status status = recvs[done_units % kWindow]->wait(options.deadline);
-    if (!status.ok()) return status.with_context(where("allgather", s, prev));
-    ++done_units;
-    if (!posted.done()) {
-      status = post_one();
-      if (!status.ok()) return status.with_context(where("allgather", posted.step(), prev));
-    }
+    HORA_RETURN_IF_ERROR(window.wait_next(options.deadline, s));
+    HORA_RETURN_IF_ERROR(window.release());
     if (s < n - 2) {  // forward what just landed
       uint8_t* src = out + (offsets[current.block()] + current.elem_offset()) * elem_bytes;
       auto sent = comm.isend(next, src, current.elems() * elem_bytes, options.tag);

@@ -28,6 +28,14 @@ std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts);
 // Waits every request of the list (in order), then clears it. Returns the first failure.
 Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadline);
 
+// Receives recv_bytes from `from` into recv_buf while sending send_bytes of send_buf to `to`:
+// the receive is posted first (safe with rendezvous transports), then both are waited for.
+// A failure names the step and the peer: " [<collective> <step_word> <step>, from rank F]"
+// (or ", to rank T"); the message is built only then.
+Status send_recv(Communicator& comm, int to, const void* send_buf, size_t send_bytes, int from,
+                 void* recv_buf, size_t recv_bytes, const AlgorithmOptions& options,
+                 const char* collective, const char* step_word, int step);
+
 // Reduce-scatter phase, n - 1 steps. At step s rank r receives block R_s = (r - s - 2) mod n
 // from prev, one segment at a time into a window of scratch slots, and reduces it with its
 // own input: result = in_block op received. The result of step s is what it sends at step

@@ -49,7 +49,7 @@ Status ring_reducescatter(Communicator& comm, const void* in, void* out,
     return detail::finish(comm, options.deadline);
   }
   ScratchPool local_pool;
-  ScratchPool& pool = options.scratch != nullptr ? *options.scratch : local_pool;
+  ScratchPool& pool = detail::scratch_pool(options, local_pool);
 
   detail::ReduceScatterPhase phase;
   phase.in = static_cast<const uint8_t*>(in);

@@ -108,6 +108,101 @@ StatusOr<double> evaluate(Mlp& model, const Dataset& test, int64_t epoch) {
   return n > 0 ? sums[0] / static_cast<double>(n) : 0.0;
 }
 
+// What the epochs of one job share.
+struct Job {
+  const Flags& flags;
+  const SplitDataset& data;
+  ShardedLoader& loader;
+  Mlp& model;
+  DistributedOptimizer& dist;
+  int64_t global_batch;
+  int64_t steps;  // per epoch
+  bool is_root;
+};
+
+// Rank 0 loads the checkpoint when there is one; then every rank takes rank 0's parameters,
+// optimizer state and starting epoch. Returns the epoch to start from.
+StatusOr<int64_t> resume_and_agree(const Flags& flags, Mlp& model, DistributedOptimizer& dist,
+                                   bool is_root) {
+  float start_epoch = 0.0f;
+  if (is_root && !flags.checkpoint.empty() && access(flags.checkpoint.c_str(), F_OK) == 0) {
+    HORA_ASSIGN_OR_RETURN(int64_t saved_epoch,
+                          load_checkpoint(flags.checkpoint, model.parameters(), dist.state()));
+    start_epoch = static_cast<float>(saved_epoch);
+    std::printf("resumed from %s after epoch %lld\n", flags.checkpoint.c_str(),
+                static_cast<long long>(saved_epoch));
+  }
+  HORA_RETURN_IF_ERROR(broadcast_parameters(model.parameters(), 0));
+  HORA_RETURN_IF_ERROR(broadcast_optimizer_state(dist, 0));
+  HORA_RETURN_IF_ERROR(broadcast_state_tensors({{"start_epoch", &start_epoch, 1}}, "job/", 0));
+  return static_cast<int64_t>(start_epoch);
+}
+
+// Totals over the epochs run, for the final lines.
+struct Totals {
+  double final_accuracy = 0.0;
+  double train_seconds = 0.0;
+  int64_t trained_samples = 0;
+};
+
+// One epoch: its steps (backward_passes passes each), the agreed loss, the held-out accuracy,
+// rank 0's line and checkpoint.
+Status run_epoch(const Job& job, int64_t epoch, StepBuffers& buffers, Totals& totals) {
+  const Flags& flags = job.flags;
+  const int my_rank = rank();
+  const int64_t samples_per_step = job.global_batch * flags.backward_passes;
+  ProgressBar bar(stdout, "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(flags.epochs),
+                  job.steps, isatty(STDOUT_FILENO) != 0);
+  const Clock::time_point epoch_start = Clock::now();
+  double loss_sum = 0.0;
+  for (int64_t step = 0; step < job.steps; ++step) {
+    const int64_t global_step = epoch * job.steps + step;
+    if (global_step == flags.fail_at_step && my_rank == flags.fail_rank)
+      throw std::runtime_error("train_mlp: injected failure on rank " + std::to_string(my_rank) +
+                               " at step " + std::to_string(global_step));
+    HORA_RETURN_IF_ERROR(job.dist.zero_grad());
+    for (int pass = 0; pass < flags.backward_passes; ++pass) {
+      job.loader.load(epoch, step * flags.backward_passes + pass, buffers.x, buffers.labels);
+      HORA_ASSIGN_OR_RETURN(double loss, forward_backward(job.model, buffers, job.dist.hook()));
+      loss_sum += loss / flags.backward_passes;
+    }
+    HORA_RETURN_IF_ERROR(job.dist.step());
+    if (job.is_root) bar.update(step + 1, loss_sum / (step + 1), (step + 1) * samples_per_step);
+  }
+  const double epoch_seconds = seconds_since(epoch_start);
+  totals.train_seconds += epoch_seconds;
+  totals.trained_samples += job.steps * samples_per_step;
+  HORA_ASSIGN_OR_RETURN(double loss,
+                        average_metric("loss." + std::to_string(epoch), loss_sum / job.steps));
+  HORA_ASSIGN_OR_RETURN(totals.final_accuracy, evaluate(job.model, job.data.test, epoch));
+  if (!job.is_root) return Status::OK();
+  bar.finish(loss, job.steps * samples_per_step);
+  std::printf("epoch %lld/%d: loss %.4f, held-out accuracy %.2f%%, %.2f s, %.0f samples/s\n",
+              static_cast<long long>(epoch) + 1, flags.epochs, loss, 100.0 * totals.final_accuracy,
+              epoch_seconds, job.steps * samples_per_step / epoch_seconds);
+  if (!flags.checkpoint.empty())
+    HORA_RETURN_IF_ERROR(
+        save_checkpoint(flags.checkpoint, job.model.parameters(), job.dist.state(), epoch + 1));
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+// Rank 0's last lines: the total time and accuracy, and the scaling against the baseline.
+void print_summary(const Flags& flags, const Totals& totals, double baseline, int ranks,
+                   Clock::time_point job_start) {
+  const double total = seconds_since(job_start);
+  std::printf("done: %.2f s in total, final held-out accuracy %.2f%%\n", total,
+              100.0 * totals.final_accuracy);
+  if (baseline > 0 && totals.train_seconds > 0) {
+    const double throughput = totals.trained_samples / totals.train_seconds;
+    std::printf(
+        "scaling: %.0f samples/s on %d ranks vs %.0f samples/s on 1 rank (%lld-step "
+        "baseline): efficiency %.1f%%\n",
+        throughput, ranks, baseline, static_cast<long long>(flags.baseline_steps),
+        100.0 * throughput / (ranks * baseline));
+  }
+}
+
 Status run(const Flags& flags) {
   HORA_RETURN_IF_ERROR(init());
   const int my_rank = rank(), ranks = size();
@@ -137,18 +232,7 @@ Status run(const Flags& flags) {
   if (is_root && flags.baseline_steps > 0) {
     HORA_ASSIGN_OR_RETURN(baseline, measure_single_process(flags, data.train, sizes));
   }
-  float start_epoch = 0.0f;
-  if (is_root && !flags.checkpoint.empty() && access(flags.checkpoint.c_str(), F_OK) == 0) {
-    HORA_ASSIGN_OR_RETURN(int64_t saved_epoch,
-                          load_checkpoint(flags.checkpoint, model.parameters(), dist->state()));
-    start_epoch = static_cast<float>(saved_epoch);
-    std::printf("resumed from %s after epoch %lld\n", flags.checkpoint.c_str(),
-                static_cast<long long>(saved_epoch));
-  }
-  HORA_RETURN_IF_ERROR(broadcast_parameters(model.parameters(), 0));
-  HORA_RETURN_IF_ERROR(broadcast_optimizer_state(*dist, 0));
-  HORA_RETURN_IF_ERROR(broadcast_state_tensors({{"start_epoch", &start_epoch, 1}}, "job/", 0));
-
+  HORA_ASSIGN_OR_RETURN(const int64_t first_epoch, resume_and_agree(flags, model, *dist, is_root));
   if (is_root)
     std::printf(
         "train_mlp: %d rank%s, MLP %s (%lld parameters), %s, per-rank batch %lld, "
@@ -159,72 +243,28 @@ Status run(const Flags& flags) {
         flags.blas_threads, flags.blas_threads == 1 ? "" : "s");
   std::fflush(stdout);
 
-  const int64_t steps = loader.steps_per_epoch() / flags.backward_passes;
-  const int64_t first_epoch = static_cast<int64_t>(start_epoch);
+  const Job job{flags,
+                data,
+                loader,
+                model,
+                *dist,
+                global_batch,
+                loader.steps_per_epoch() / flags.backward_passes,
+                is_root};
   StepBuffers buffers;
-  double final_accuracy = 0.0, train_seconds = 0.0;
-  int64_t trained_samples = 0;
+  Totals totals;
   const Clock::time_point job_start = Clock::now();
   if (first_epoch >= flags.epochs) {
     // The checkpoint already covers --epochs: nothing to train, but the final line still
     // reports the loaded model's real accuracy (every rank takes part in the evaluation).
-    HORA_ASSIGN_OR_RETURN(final_accuracy, evaluate(model, data.test, first_epoch));
+    HORA_ASSIGN_OR_RETURN(totals.final_accuracy, evaluate(model, data.test, first_epoch));
     if (is_root)
       std::printf("no epochs left to run: the checkpoint is at epoch %lld of %d\n",
                   static_cast<long long>(first_epoch), flags.epochs);
   }
-  for (int64_t epoch = first_epoch; epoch < flags.epochs; ++epoch) {
-    ProgressBar bar(stdout,
-                    "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(flags.epochs),
-                    steps, isatty(STDOUT_FILENO) != 0);
-    const Clock::time_point epoch_start = Clock::now();
-    double loss_sum = 0.0;
-    for (int64_t step = 0; step < steps; ++step) {
-      const int64_t global_step = epoch * steps + step;
-      if (global_step == flags.fail_at_step && my_rank == flags.fail_rank)
-        throw std::runtime_error("train_mlp: injected failure on rank " + std::to_string(my_rank) +
-                                 " at step " + std::to_string(global_step));
-      HORA_RETURN_IF_ERROR(dist->zero_grad());
-      for (int pass = 0; pass < flags.backward_passes; ++pass) {
-        loader.load(epoch, step * flags.backward_passes + pass, buffers.x, buffers.labels);
-        HORA_ASSIGN_OR_RETURN(double loss, forward_backward(model, buffers, dist->hook()));
-        loss_sum += loss / flags.backward_passes;
-      }
-      HORA_RETURN_IF_ERROR(dist->step());
-      if (is_root)
-        bar.update(step + 1, loss_sum / (step + 1),
-                   (step + 1) * global_batch * flags.backward_passes);
-    }
-    const double epoch_seconds = seconds_since(epoch_start);
-    train_seconds += epoch_seconds;
-    trained_samples += steps * global_batch * flags.backward_passes;
-    HORA_ASSIGN_OR_RETURN(double loss,
-                          average_metric("loss." + std::to_string(epoch), loss_sum / steps));
-    HORA_ASSIGN_OR_RETURN(final_accuracy, evaluate(model, data.test, epoch));
-    if (is_root) {
-      bar.finish(loss, steps * global_batch * flags.backward_passes);
-      std::printf("epoch %lld/%d: loss %.4f, held-out accuracy %.2f%%, %.2f s, %.0f samples/s\n",
-                  static_cast<long long>(epoch) + 1, flags.epochs, loss, 100.0 * final_accuracy,
-                  epoch_seconds, steps * global_batch * flags.backward_passes / epoch_seconds);
-      if (!flags.checkpoint.empty())
-        HORA_RETURN_IF_ERROR(
-            save_checkpoint(flags.checkpoint, model.parameters(), dist->state(), epoch + 1));
-      std::fflush(stdout);
-    }
-  }
-  if (is_root) {
-    const double total = seconds_since(job_start);
-    std::printf("done: %.2f s in total, final held-out accuracy %.2f%%\n", total,
-                100.0 * final_accuracy);
-    if (baseline > 0 && train_seconds > 0) {
-      const double throughput = trained_samples / train_seconds;
-      std::printf(
-          "scaling: %.0f samples/s on %d ranks vs %.0f samples/s on 1 rank (%lld-step "
-          "baseline): efficiency %.1f%%\n",
-          throughput, ranks, baseline, static_cast<long long>(flags.baseline_steps),
-          100.0 * throughput / (ranks * baseline));
-    }
-  }
+  for (int64_t epoch = first_epoch; epoch < flags.epochs; ++epoch)
+    HORA_RETURN_IF_ERROR(run_epoch(job, epoch, buffers, totals));
+  if (is_root) print_summary(flags, totals, baseline, ranks, job_start);
   return shutdown();
 }
 

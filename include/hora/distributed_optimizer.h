@@ -41,33 +41,17 @@
 
 namespace hora {
 
-struct DistributedOptions {
-  // kAverage or kSum.
-  ReduceOp op = ReduceOp::kAverage;
-  // Gradients travel as float16 / bfloat16 (the engine casts while packing and back while
-  // unpacking; hora/compression.h).
-  Compression compression = Compression::kNone;
-  // Local accumulation: only every k-th backward pass reduces; the gradients of the k passes
-  // accumulate in the model's buffers in between.
-  int backward_passes_per_step = 1;
-  // Divide the accumulated gradients by backward_passes_per_step (Horovod's TensorFlow
-  // option of the same name; PyTorch's Horovod leaves that to the loss scale).
-  bool average_aggregated_gradients = false;
-  // Average only: prescale by 1/f before the sum, postscale by f/size after (Horovod's split
-  // of the average, which keeps large sums of float16 in range).
-  double gradient_predivide_factor = 1.0;
-  // false: the hook only counts, and every allreduce is enqueued in step() (the "reduce
-  // after backward" variant, for comparison).
-  bool overlap_backward = true;
-  // Prefix of the allreduce names ("grad/fc1.weight").
-  std::string name_prefix = "grad/";
-};
+// The gradient reducer's options (hora/gradient_reducer.h), every one of them honoured:
+// groups index the inner optimizer's parameters(). GradsAndVarsOptimizer takes them too
+// (grads_and_vars_optimizer.h says which it ignores).
+struct DistributedOptions : GradientReducerOptions {};
 
 class DistributedOptimizer : public Optimizer {
  public:
   // Fails with kInvalidArgument on a parameter with an empty or duplicate name, op other than
-  // average/sum, backward_passes_per_step < 1, gradient_predivide_factor <= 0, or a predivide
-  // factor other than 1 with op sum. Does not need hora::init (step does).
+  // average/sum, backward_passes_per_step < 1, gradient_predivide_factor <= 0, a predivide
+  // factor other than 1 with op sum, or a group index out of range or repeated. Does not need
+  // hora::init (step does).
   static StatusOr<std::unique_ptr<DistributedOptimizer>> create(Optimizer& inner,
                                                                 DistributedOptions options = {});
   ~DistributedOptimizer() override;

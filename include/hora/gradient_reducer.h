@@ -55,14 +55,20 @@ namespace hora {
 struct GradientReducerOptions {
   // kAverage or kSum.
   ReduceOp op = ReduceOp::kAverage;
+  // Gradients travel as float16 / bfloat16 (the engine casts while packing and back while
+  // unpacking; hora/compression.h).
   Compression compression = Compression::kNone;
-  // Local accumulation: only every k-th backward pass reduces.
+  // Local accumulation: only every k-th backward pass reduces; the gradients of the k passes
+  // accumulate in the model's buffers in between.
   int backward_passes_per_step = 1;
-  // Divide the accumulated gradients by backward_passes_per_step as well.
+  // Divide the accumulated gradients by backward_passes_per_step as well (Horovod's
+  // TensorFlow option of the same name; PyTorch's Horovod leaves that to the loss scale).
   bool average_aggregated_gradients = false;
-  // Average only: prescale by 1/f, postscale by f/size.
+  // Average only: prescale by 1/f before the sum, postscale by f/size after (Horovod's split
+  // of the average, which keeps large sums of float16 in range).
   double gradient_predivide_factor = 1.0;
-  // false: gradient_ready only counts; every allreduce is enqueued in synchronize().
+  // false: gradient_ready only counts; every allreduce is enqueued in synchronize() (the
+  // "reduce after backward" variant, for comparison).
   bool overlap_backward = true;
   // Prefix of the allreduce names ("grad/fc1.weight").
   std::string name_prefix = "grad/";

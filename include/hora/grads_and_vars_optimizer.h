@@ -48,8 +48,8 @@ struct GradAndVar {
 
 class GradsAndVarsOptimizer : public Optimizer {
  public:
-  // Fails like DistributedOptimizer::create (names, op, factors); overlap_backward is
-  // ignored (the list is reduced after backward by construction).
+  // Fails like DistributedOptimizer::create (names, op, factors); overlap_backward and groups
+  // are ignored (the list is reduced after backward, as one group, by construction).
   static StatusOr<std::unique_ptr<GradsAndVarsOptimizer>> create(Optimizer& inner,
                                                                  DistributedOptions options = {});
   ~GradsAndVarsOptimizer() override;

@@ -202,6 +202,18 @@ class BuiltinCommunicator : public Communicator {
   Status lost_peers_status(const Op& op) const;
   void sleep_until_activity(Deadline deadline);
   Status timeout_status(const Op& op, Clock::time_point started) const;
+  // init's steps, in order, each through the store within `deadline`:
+  // The ranks on this host (same host id as this rank's), ascending.
+  StatusOr<std::vector<int>> local_ranks(Store& store, Deadline deadline);
+  // Sets yield_while_spinning_, max_spin_ and spin_budget_ from the local ranks' CPU masks
+  // (exchanged when use_shm).
+  Status choose_spin(Store& store, const std::vector<int>& local, bool use_shm, Deadline deadline);
+  // Maps this host's shm segment and makes a PeerEngine over shm for every other local rank.
+  Status connect_shm_links(Store& store, const std::vector<int>& local, Deadline deadline);
+  // Establishes exchange_, the shared-memory collectives of a one-host job.
+  Status establish_exchange(Store& store, Deadline deadline);
+  // Makes a PeerEngine over TCP for every peer without one yet.
+  Status connect_tcp_links(Store& store, bool one_host, Deadline deadline);
 
   Status aborted_status() const {
     return Status::remote("communicator of rank " + std::to_string(rank_) + " was aborted");
@@ -229,22 +241,22 @@ Status BuiltinRequest::wait(Deadline deadline) {
   return status;
 }
 
-Status BuiltinCommunicator::init(Store& store) {
-  const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
+StatusOr<std::vector<int>> BuiltinCommunicator::local_ranks(Store& store, Deadline deadline) {
   const std::string& prefix = options_.key_prefix;
   const std::string host = options_.host_id.empty() ? host_identity() : options_.host_id;
   HORA_RETURN_IF_ERROR(
       store.set(prefix + "host/" + std::to_string(rank_), Bytes(host.begin(), host.end())));
-  std::vector<std::string> hosts(size_);
+  std::vector<int> local;
   for (int r = 0; r < size_; ++r) {
     HORA_ASSIGN_OR_RETURN(Bytes v, store.get(prefix + "host/" + std::to_string(r), deadline));
-    hosts[r].assign(v.begin(), v.end());
+    if (std::string(v.begin(), v.end()) == host) local.push_back(r);
   }
-  std::vector<int> local;  // ranks on this host, ascending
-  for (int r = 0; r < size_; ++r)
-    if (hosts[r] == host) local.push_back(r);
-  const bool one_host = local.size() == static_cast<size_t>(size_);
-  const bool use_shm = options_.shm_enabled && local.size() > 1;
+  return local;
+}
+
+Status BuiltinCommunicator::choose_spin(Store& store, const std::vector<int>& local, bool use_shm,
+                                        Deadline deadline) {
+  const std::string& prefix = options_.key_prefix;
   // Whether this host's ranks share cores: fewer CPUs in the union of their affinities than
   // ranks (4 ranks on 2 CPUs; two ranks bound to one core). Each rank bound to a core of its
   // own (mpirun --bind-to core) is not sharing, though each sees one CPU. Over TCP only
@@ -266,58 +278,77 @@ Status BuiltinCommunicator::init(Store& store) {
   // from the peer it waits for.
   max_spin_ = yield_while_spinning_ ? std::min(options_.spin, kSharedCoreSpin) : options_.spin;
   spin_budget_ = SpinBudget(max_spin_);
+  return Status::OK();
+}
 
-  if (use_shm) {
-    const int local_size = static_cast<int>(local.size());
-    if (local_size > kShmMaxLocalRanks)
-      return Status::invalid_argument("shared-memory transport supports at most " +
-                                      std::to_string(kShmMaxLocalRanks) + " ranks per host, got " +
-                                      std::to_string(local_size) + " (set HORA_SHM=0)");
-    const int me = static_cast<int>(std::find(local.begin(), local.end(), rank_) - local.begin());
-    ShmLayout layout =
-        ShmLayout::make(local_size, options_.shm_ring_bytes, options_.shm_chunk_bytes);
-    HORA_ASSIGN_OR_RETURN(
-        segment_,
-        establish_shm_segment(store, prefix + "shm/" + std::to_string(local[0]) + "/", me == 0,
-                              local_size, layout.total_bytes, &init_segment, &layout, deadline));
-    HORA_RETURN_IF_ERROR(attach_shm_segment(segment_->data(), layout, me));
-    bell_ = std::make_unique<ShmDoorbell>(segment_->data(), layout, me);
-    for (int i = 0; i < local_size; ++i) {
-      if (i == me) continue;
-      engines_[local[i]] = std::make_unique<PeerEngine>(
-          rank_, local[i], std::make_unique<ShmLink>(segment_->data(), layout, me, i, local[i]),
-          options_.max_message_bytes);
-    }
+Status BuiltinCommunicator::connect_shm_links(Store& store, const std::vector<int>& local,
+                                              Deadline deadline) {
+  const int local_size = static_cast<int>(local.size());
+  if (local_size > kShmMaxLocalRanks)
+    return Status::invalid_argument("shared-memory transport supports at most " +
+                                    std::to_string(kShmMaxLocalRanks) + " ranks per host, got " +
+                                    std::to_string(local_size) + " (set HORA_SHM=0)");
+  const int me = static_cast<int>(std::find(local.begin(), local.end(), rank_) - local.begin());
+  ShmLayout layout = ShmLayout::make(local_size, options_.shm_ring_bytes, options_.shm_chunk_bytes);
+  HORA_ASSIGN_OR_RETURN(
+      segment_, establish_shm_segment(
+                    store, options_.key_prefix + "shm/" + std::to_string(local[0]) + "/", me == 0,
+                    local_size, layout.total_bytes, &init_segment, &layout, deadline));
+  HORA_RETURN_IF_ERROR(attach_shm_segment(segment_->data(), layout, me));
+  bell_ = std::make_unique<ShmDoorbell>(segment_->data(), layout, me);
+  for (int i = 0; i < local_size; ++i) {
+    if (i == me) continue;
+    engines_[local[i]] = std::make_unique<PeerEngine>(
+        rank_, local[i], std::make_unique<ShmLink>(segment_->data(), layout, me, i, local[i]),
+        options_.max_message_bytes);
   }
-  if (use_shm && one_host && options_.shm_collectives) {
-    ShmExchangeOptions xo;
-    if (options_.shm_exchange_slot_bytes != 0) xo.slot_bytes = options_.shm_exchange_slot_bytes;
-    xo.shared_bytes = options_.shm_shared_bytes;
-    xo.spin = max_spin_;
-    xo.yield_while_spinning = yield_while_spinning_;
-    xo.liveness_interval = options_.liveness_interval;
-    HORA_ASSIGN_OR_RETURN(exchange_, ShmExchange::establish(store, prefix + "xchg/", rank_, size_,
-                                                            xo, &aborted_, deadline));
-    shm_options_.small_bytes = options_.shm_small_bytes;
-  }
+  return Status::OK();
+}
+
+Status BuiltinCommunicator::establish_exchange(Store& store, Deadline deadline) {
+  ShmExchangeOptions xo;
+  if (options_.shm_exchange_slot_bytes != 0) xo.slot_bytes = options_.shm_exchange_slot_bytes;
+  xo.shared_bytes = options_.shm_shared_bytes;
+  xo.spin = max_spin_;
+  xo.yield_while_spinning = yield_while_spinning_;
+  xo.liveness_interval = options_.liveness_interval;
+  HORA_ASSIGN_OR_RETURN(exchange_, ShmExchange::establish(store, options_.key_prefix + "xchg/",
+                                                          rank_, size_, xo, &aborted_, deadline));
+  shm_options_.small_bytes = options_.shm_small_bytes;
+  return Status::OK();
+}
+
+Status BuiltinCommunicator::connect_tcp_links(Store& store, bool one_host, Deadline deadline) {
   std::vector<int> tcp_peers;
   for (int r = 0; r < size_; ++r)
     if (r != rank_ && !engines_[r]) tcp_peers.push_back(r);
-  if (!tcp_peers.empty()) {
-    TcpMeshOptions tcp;
-    tcp.secret = options_.secret;
-    tcp.bind_host = !options_.tcp_bind_host.empty() ? options_.tcp_bind_host
-                                                    : (one_host ? "127.0.0.1" : "0.0.0.0");
-    tcp.advertise_host = !options_.tcp_advertise_host.empty()
-                             ? options_.tcp_advertise_host
-                             : (one_host ? "127.0.0.1" : first_ipv4());
-    tcp.socket_buffer_bytes = options_.tcp_buffer_bytes;
-    HORA_ASSIGN_OR_RETURN(auto links,
-                          connect_tcp_mesh(store, prefix, rank_, size_, tcp_peers, tcp, deadline));
-    for (int r : tcp_peers)
-      engines_[r] =
-          std::make_unique<PeerEngine>(rank_, r, std::move(links[r]), options_.max_message_bytes);
-  }
+  if (tcp_peers.empty()) return Status::OK();
+  TcpMeshOptions tcp;
+  tcp.secret = options_.secret;
+  tcp.bind_host = !options_.tcp_bind_host.empty() ? options_.tcp_bind_host
+                                                  : (one_host ? "127.0.0.1" : "0.0.0.0");
+  tcp.advertise_host = !options_.tcp_advertise_host.empty()
+                           ? options_.tcp_advertise_host
+                           : (one_host ? "127.0.0.1" : first_ipv4());
+  tcp.socket_buffer_bytes = options_.tcp_buffer_bytes;
+  HORA_ASSIGN_OR_RETURN(auto links, connect_tcp_mesh(store, options_.key_prefix, rank_, size_,
+                                                     tcp_peers, tcp, deadline));
+  for (int r : tcp_peers)
+    engines_[r] =
+        std::make_unique<PeerEngine>(rank_, r, std::move(links[r]), options_.max_message_bytes);
+  return Status::OK();
+}
+
+Status BuiltinCommunicator::init(Store& store) {
+  const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
+  HORA_ASSIGN_OR_RETURN(const std::vector<int> local, local_ranks(store, deadline));
+  const bool one_host = local.size() == static_cast<size_t>(size_);
+  const bool use_shm = options_.shm_enabled && local.size() > 1;
+  HORA_RETURN_IF_ERROR(choose_spin(store, local, use_shm, deadline));
+  if (use_shm) HORA_RETURN_IF_ERROR(connect_shm_links(store, local, deadline));
+  if (use_shm && one_host && options_.shm_collectives)
+    HORA_RETURN_IF_ERROR(establish_exchange(store, deadline));
+  HORA_RETURN_IF_ERROR(connect_tcp_links(store, one_host, deadline));
   engines_[rank_] = std::make_unique<PeerEngine>(rank_, rank_, std::make_unique<LoopbackLink>(),
                                                  options_.max_message_bytes);
   return Status::OK();

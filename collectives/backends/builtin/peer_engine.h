@@ -72,8 +72,20 @@ class PeerEngine {
 
   bool progress_send();
   bool progress_recv(bool allow_unexpected);
+  // One step of progress_recv in its current rx_state_: go on, stop for now (nothing more to
+  // read, or an unexpected frame not allowed), or stop with the engine broken (fail called).
+  // Each sets *moved when it moved bytes or state; the payload steps spend *budget.
+  enum class RxStep { kGoOn, kIdle, kBroken };
+  RxStep read_bytes(uint8_t* dst, size_t want, size_t* got);
+  RxStep recv_header(bool* moved);
+  RxStep match_frame(bool allow_unexpected, bool* moved);
+  RxStep recv_payload(size_t* budget, bool* moved);
+  RxStep discard_payload(size_t* budget, bool* moved);
   void complete(const std::shared_ptr<Op>& op, Status status);
   void finish_unexpected(std::list<Unexpected>::iterator it);
+  // Completes recv `op` with a whole unexpected message: its bytes, or kMismatch on a size
+  // other than the recv's.
+  void deliver(const Unexpected& message, const std::shared_ptr<Op>& op);
   Status mismatch(uint32_t tag, uint64_t sent, size_t posted) const;
 
   int rank_;

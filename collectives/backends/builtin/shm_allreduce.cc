@@ -66,35 +66,41 @@ Status small_allreduce(ShmExchange& x, const void* in, void* out, size_t count, 
   return Status::OK();
 }
 
-}  // namespace
+// What every rank published for the call (ShmExchange::publish_source), decoded: offset[p]
+// of rank p's source in its shared region (-1: in the slots) and whether it works in place.
+struct PublishedSources {
+  std::vector<int64_t> offset;
+  std::vector<bool> in_place;
+  bool any_in_place = false;
 
-Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, DataType dtype,
-                     ReduceOp op, Deadline deadline, const ShmCollectiveOptions& options) {
-  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm allreduce"));
-  if (!x.failure().ok()) return x.failure();
-  if (count == 0) return Status::OK();
+  bool read() const { return !offset.empty(); }
+  void decode(const ShmExchange& x) {
+    const int n = x.size();
+    offset.resize(n);
+    in_place.resize(n);
+    for (int p = 0; p < n; ++p) {
+      const int64_t v = x.source_of(p);
+      offset[p] = v < 0 ? -1 : v / 2;
+      in_place[p] = v >= 0 && (v & 1) != 0;
+      any_in_place = any_in_place || in_place[p];
+    }
+  }
+};
+
+// The large path of the schedule above, chunk after chunk: steps 1-5 each, and the final sync
+// point when any rank works in place.
+Status large_allreduce(ShmExchange& x, const void* in, void* out, size_t count, DataType dtype,
+                       ReduceOp kernel_op, double factor, Deadline deadline) {
   const int n = x.size();
   const int r = x.rank();
   const size_t esize = data_type_bytes(dtype);
-  const size_t bytes = count * esize;
-  const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
-  const double factor = op == ReduceOp::kAverage ? 1.0 / n : 1.0;
-  if (n == 1) {
-    if (in != out) std::memmove(out, in, bytes);
-    return Status::OK();
-  }
-  if (bytes <= options.small_bytes && bytes <= x.slot_bytes())
-    return small_allreduce(x, in, out, count, dtype, kernel_op, factor, deadline);
-
   const auto* src = static_cast<const uint8_t*>(in);
   auto* dst = static_cast<uint8_t*>(out);
   // Published source: -1 (in the slots) or offset * 2 + (in place in the shared region).
-  const int64_t my_offset = x.shared_offset_of(in, bytes);
+  const int64_t my_offset = x.shared_offset_of(in, count * esize);
   const bool my_in_place = my_offset >= 0 && in == out;
   x.publish_source(my_offset < 0 ? -1 : my_offset * 2 + (my_in_place ? 1 : 0));
-  std::vector<int64_t> sources;  // decoded offsets, -1: slots
-  std::vector<bool> in_place;
-  bool any_in_place = false;
+  PublishedSources sources;
   std::vector<const uint8_t*> srcs(n);
   const size_t chunk_count = x.slot_bytes() / esize;
   for (size_t first = 0; first < count; first += chunk_count) {
@@ -112,21 +118,13 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
     }
     // 2. sync A
     HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
-    if (sources.empty()) {
-      sources.resize(n);
-      in_place.resize(n);
-      for (int p = 0; p < n; ++p) {
-        const int64_t v = x.source_of(p);
-        sources[p] = v < 0 ? -1 : v / 2;
-        in_place[p] = v >= 0 && (v & 1) != 0;
-        any_in_place = any_in_place || in_place[p];
-      }
-    }
+    if (!sources.read()) sources.decode(x);
     // 3. reduce slice r
     if (hi > lo) {
       for (int p = 0; p < n; ++p) {
-        const uint8_t* base =
-            sources[p] >= 0 ? x.shared(p) + sources[p] + first * esize : x.slot(p, step, used);
+        const uint8_t* base = sources.offset[p] >= 0
+                                  ? x.shared(p) + sources.offset[p] + first * esize
+                                  : x.slot(p, step, used);
         srcs[p] = base + lo * esize;
       }
       if (my_offset < 0) srcs[r] = src + (first + lo) * esize;
@@ -139,15 +137,35 @@ Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, Da
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       const size_t qlo = slices.lo(q), qhi = slices.hi(q);
-      const uint8_t* result =
-          in_place[q] ? x.shared(q) + sources[q] + first * esize : x.slot(q, step, used);
+      const uint8_t* result = sources.in_place[q] ? x.shared(q) + sources.offset[q] + first * esize
+                                                  : x.slot(q, step, used);
       if (qhi > qlo)
         kernels::copy(dst + (first + qlo) * esize, result + qlo * esize, (qhi - qlo) * esize);
     }
   }
   // Peers copy results out of in-place shared regions: keep them until every peer is done.
-  if (any_in_place) HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+  if (sources.any_in_place) HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
   return Status::OK();
+}
+
+}  // namespace
+
+Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, DataType dtype,
+                     ReduceOp op, Deadline deadline, const ShmCollectiveOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm allreduce"));
+  if (!x.failure().ok()) return x.failure();
+  if (count == 0) return Status::OK();
+  const int n = x.size();
+  const size_t bytes = count * data_type_bytes(dtype);
+  const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
+  const double factor = op == ReduceOp::kAverage ? 1.0 / n : 1.0;
+  if (n == 1) {
+    if (in != out) std::memmove(out, in, bytes);
+    return Status::OK();
+  }
+  if (bytes <= options.small_bytes && bytes <= x.slot_bytes())
+    return small_allreduce(x, in, out, count, dtype, kernel_op, factor, deadline);
+  return large_allreduce(x, in, out, count, dtype, kernel_op, factor, deadline);
 }
 
 Status shm_broadcast(ShmExchange& x, void* buf, size_t count, DataType dtype, int root,

@@ -230,13 +230,7 @@ Status ShmExchange::check_peers(uint64_t seq, const char* what, int* culprit) {
   return Status::OK();
 }
 
-Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
-  if (!failure_.ok()) return failure_;
-  const uint64_t seq = ++seq_;
-  Control* me = control(rank_);
-  me->arrive.store(seq, std::memory_order_release);
-  // Wake peers that sleep (the fence pairs with the one after a sleeper sets `waiting`).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+void ShmExchange::wake_sleeping_peers() {
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
     Control* c = control(p);
@@ -244,19 +238,57 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
     c->futex.fetch_add(1, std::memory_order_seq_cst);
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&c->futex), FUTEX_WAKE, 1, nullptr, nullptr, 0);
   }
-  auto all_arrived = [&] {
-    for (int p = 0; p < size_; ++p)
-      if (control(p)->arrive.load(std::memory_order_acquire) < seq) return false;
-    return true;
-  };
-  if (all_arrived()) return Status::OK();
+}
+
+bool ShmExchange::all_arrived(uint64_t seq) const {
+  for (int p = 0; p < size_; ++p)
+    if (control(p)->arrive.load(std::memory_order_acquire) < seq) return false;
+  return true;
+}
+
+Status ShmExchange::time_out(uint64_t seq, const char* what, Clock::duration waited) {
+  std::vector<int> missing;
+  for (int p = 0; p < size_; ++p)
+    if (control(p)->arrive.load(std::memory_order_acquire) < seq) missing.push_back(p);
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.3f", std::chrono::duration<double>(waited).count());
+  return fail(
+      Status::timeout("rank " + std::to_string(rank_) + " timed out after " + secs +
+                      " s in the shared-memory " + what + " (sync point " + std::to_string(seq) +
+                      ")" + rank_list(", waiting for rank(s) ", missing)),
+      rank_);
+}
+
+void ShmExchange::sleep_until_woken(uint64_t seq, int64_t cap_us) {
+  Control* me = control(rank_);
+  uint32_t word = me->futex.load(std::memory_order_relaxed);
+  me->waiting.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!all_arrived(seq) && !(aborted_ != nullptr && aborted_->load())) {
+    struct timespec ts;
+    ts.tv_sec = static_cast<time_t>(cap_us / 1000000);
+    ts.tv_nsec = static_cast<long>((cap_us % 1000000) * 1000);
+    // Not FUTEX_PRIVATE: the word is shared between processes.
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&me->futex), FUTEX_WAIT, word, &ts, nullptr, 0);
+  }
+  me->waiting.store(0, std::memory_order_relaxed);
+}
+
+Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
+  if (!failure_.ok()) return failure_;
+  const uint64_t seq = ++seq_;
+  control(rank_)->arrive.store(seq, std::memory_order_release);
+  // Wake peers that sleep (the fence pairs with the one after a sleeper sets `waiting`).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake_sleeping_peers();
+  if (all_arrived(seq)) return Status::OK();
   const auto started = Clock::now();
   auto last_check = started;
   auto last_poll = started;
   bool slept = false;  // spin, then sleep (spin_budget.h): the budget learns which ended it
   spin_budget_.begin_wait();
   for (uint32_t spins = 0;; ++spins) {
-    if (all_arrived()) {
+    if (all_arrived(seq)) {
       if (!slept) spin_budget_.on_spun();
       return Status::OK();
     }
@@ -288,19 +320,7 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
       Status st = check_peers(seq, what, &culprit);
       if (!st.ok()) return fail(st, culprit);
     }
-    if (now >= deadline.at()) {
-      std::vector<int> missing;
-      for (int p = 0; p < size_; ++p)
-        if (control(p)->arrive.load(std::memory_order_acquire) < seq) missing.push_back(p);
-      char secs[32];
-      std::snprintf(secs, sizeof secs, "%.3f",
-                    std::chrono::duration<double>(now - started).count());
-      return fail(
-          Status::timeout("rank " + std::to_string(rank_) + " timed out after " + secs +
-                          " s in the shared-memory " + what + " (sync point " +
-                          std::to_string(seq) + ")" + rank_list(", waiting for rank(s) ", missing)),
-          rank_);
-    }
+    if (now >= deadline.at()) return time_out(seq, what, now - started);
     if (!lost_core && !slept && now - started < spin_budget_.current()) continue;
     if (!slept) {
       slept = true;
@@ -309,19 +329,7 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
     // Sleep until a peer arrives, the next liveness check or the deadline.
     auto cap = std::min(deadline.at(), last_check + liveness_interval_) - now;
     auto cap_us = std::chrono::duration_cast<std::chrono::microseconds>(cap).count();
-    if (cap_us <= 0) continue;
-    uint32_t word = me->futex.load(std::memory_order_relaxed);
-    me->waiting.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!all_arrived() && !(aborted_ != nullptr && aborted_->load())) {
-      struct timespec ts;
-      ts.tv_sec = static_cast<time_t>(cap_us / 1000000);
-      ts.tv_nsec = static_cast<long>((cap_us % 1000000) * 1000);
-      // Not FUTEX_PRIVATE: the word is shared between processes.
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&me->futex), FUTEX_WAIT, word, &ts, nullptr,
-              0);
-    }
-    me->waiting.store(0, std::memory_order_relaxed);
+    if (cap_us > 0) sleep_until_woken(seq, cap_us);
   }
 }
 

@@ -118,6 +118,14 @@ class ShmExchange {
   // it) to the peers.
   Status fail(Status status, int culprit);
   Status check_peers(uint64_t seq, const char* what, int* culprit);
+  // The steps of arrive_and_wait's wait for sync point `seq`:
+  // Wakes the peers that sleep on their futex (after this rank's arrive store).
+  void wake_sleeping_peers();
+  bool all_arrived(uint64_t seq) const;
+  // Fails the exchange with kTimeout, naming the ranks that have not arrived after `waited`.
+  Status time_out(uint64_t seq, const char* what, std::chrono::steady_clock::duration waited);
+  // Sleeps on this rank's futex for at most `cap_us`, unless all arrived or it was aborted.
+  void sleep_until_woken(uint64_t seq, int64_t cap_us);
   Control* control(int r) const;
 
   int rank_;

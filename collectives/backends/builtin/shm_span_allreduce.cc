@@ -75,56 +75,57 @@ class SpanVector {
 // The short path reduces its vector in pieces of this size through a buffer on the stack.
 constexpr size_t kSmallResultBytes = size_t{16} << 10;
 
-}  // namespace
+// One rank: each span's output is its input, prescaled and scaled (zeros without input).
+void allreduce_spans_alone(const std::vector<ReduceSpan>& spans, DataType dtype, double prescale,
+                           double factor) {
+  const size_t esize = data_type_bytes(dtype);
+  for (const ReduceSpan& s : spans) {
+    if (s.out == nullptr || s.count == 0) continue;
+    if (s.in == nullptr) {
+      std::memset(s.out, 0, s.count * esize);
+      continue;
+    }
+    kernels::scale_copy(s.out, s.in, s.count, dtype, prescale);
+    kernels::scale(s.out, s.count, dtype, factor);
+  }
+}
 
-Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans, DataType dtype,
-                           ReduceOp op, double prescale, double postscale, Deadline deadline,
-                           const ShmCollectiveOptions& options) {
-  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm allreduce"));
-  if (!x.failure().ok()) return x.failure();
+// The short path: one step, one sync point, as shm_allreduce's.
+Status small_allreduce_spans(ShmExchange& x, const SpanVector& v, DataType dtype,
+                             ReduceOp kernel_op, double prescale, double factor,
+                             Deadline deadline) {
+  const int n = x.size();
+  const size_t esize = data_type_bytes(dtype);
+  const size_t count = v.total();
+  std::vector<const uint8_t*> srcs(n);
+  const uint64_t step = x.next_step();
+  v.copy_in(0, count, x.slot(x.rank(), step, count * esize), dtype, prescale, false);
+  HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
+  // The slots hold the whole vector contiguously: it is reduced in pieces of up to
+  // kSmallResultBytes through a buffer on the stack (a few kernel calls a piece, not a few
+  // per span), each piece then copied out to the spans it covers. Elementwise, so the bits
+  // are a per-span reduction's. An engine step of 200 one-element spans at 2 ranks: 538 ->
+  // 176 instructions a span in this function (callgrind).
+  alignas(64) uint8_t result[kSmallResultBytes];
+  const size_t piece = kSmallResultBytes / esize;
+  for (size_t lo = 0; lo < count; lo += piece) {
+    const size_t hi = std::min(count, lo + piece);
+    for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step, count * esize) + lo * esize;
+    reduce_sources(srcs, hi - lo, dtype, kernel_op, factor, result, nullptr);
+    v.copy_out(lo, hi, result);
+  }
+  return Status::OK();
+}
+
+// The large path, chunk after chunk: shm_allreduce's steps 1-5 with every source in the slots.
+Status large_allreduce_spans(ShmExchange& x, const SpanVector& v, DataType dtype,
+                             ReduceOp kernel_op, double prescale, double factor,
+                             Deadline deadline) {
   const int n = x.size();
   const int r = x.rank();
   const size_t esize = data_type_bytes(dtype);
-  const SpanVector v(spans, esize);
   const size_t count = v.total();
-  if (count == 0) return Status::OK();
-  const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
-  const double factor = op == ReduceOp::kAverage ? postscale * (1.0 / n) : postscale;
   std::vector<const uint8_t*> srcs(n);
-
-  if (n == 1) {
-    for (const ReduceSpan& s : spans) {
-      if (s.out == nullptr || s.count == 0) continue;
-      if (s.in == nullptr) {
-        std::memset(s.out, 0, s.count * esize);
-        continue;
-      }
-      kernels::scale_copy(s.out, s.in, s.count, dtype, prescale);
-      kernels::scale(s.out, s.count, dtype, factor);
-    }
-    return Status::OK();
-  }
-
-  if (count * esize <= options.small_bytes && count * esize <= x.slot_bytes()) {
-    const uint64_t step = x.next_step();
-    v.copy_in(0, count, x.slot(r, step, count * esize), dtype, prescale, false);
-    HORA_RETURN_IF_ERROR(x.arrive_and_wait(deadline, "allreduce"));
-    // The slots hold the whole vector contiguously: it is reduced in pieces of up to
-    // kSmallResultBytes through a buffer on the stack (a few kernel calls a piece, not a few
-    // per span), each piece then copied out to the spans it covers. Elementwise, so the bits
-    // are a per-span reduction's. An engine step of 200 one-element spans at 2 ranks: 538 ->
-    // 176 instructions a span in this function (callgrind).
-    alignas(64) uint8_t result[kSmallResultBytes];
-    const size_t piece = kSmallResultBytes / esize;
-    for (size_t lo = 0; lo < count; lo += piece) {
-      const size_t hi = std::min(count, lo + piece);
-      for (int p = 0; p < n; ++p) srcs[p] = x.slot(p, step, count * esize) + lo * esize;
-      reduce_sources(srcs, hi - lo, dtype, kernel_op, factor, result, nullptr);
-      v.copy_out(lo, hi, result);
-    }
-    return Status::OK();
-  }
-
   // Every source of this call is in the slots (what shm_allreduce's peers would read).
   x.publish_source(-1);
   const size_t chunk_count = x.slot_bytes() / esize;
@@ -165,6 +166,29 @@ Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans,
     }
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status shm_allreduce_spans(ShmExchange& x, const std::vector<ReduceSpan>& spans, DataType dtype,
+                           ReduceOp op, double prescale, double postscale, Deadline deadline,
+                           const ShmCollectiveOptions& options) {
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "builtin shm allreduce"));
+  if (!x.failure().ok()) return x.failure();
+  const int n = x.size();
+  const size_t esize = data_type_bytes(dtype);
+  const SpanVector v(spans, esize);
+  const size_t count = v.total();
+  if (count == 0) return Status::OK();
+  const ReduceOp kernel_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
+  const double factor = op == ReduceOp::kAverage ? postscale * (1.0 / n) : postscale;
+  if (n == 1) {
+    allreduce_spans_alone(spans, dtype, prescale, factor);
+    return Status::OK();
+  }
+  if (count * esize <= options.small_bytes && count * esize <= x.slot_bytes())
+    return small_allreduce_spans(x, v, dtype, kernel_op, prescale, factor, deadline);
+  return large_allreduce_spans(x, v, dtype, kernel_op, prescale, factor, deadline);
 }
 
 }  // namespace builtin

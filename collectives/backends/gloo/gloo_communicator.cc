@@ -120,40 +120,35 @@ Status GlooCommunicator::validate_peer(int peer, const char* what) const {
 
 StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void* data, size_t bytes,
                                                            uint32_t tag) {
-  HORA_RETURN_IF_ERROR(validate_peer(peer, "send to"));
-  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
-  void* ptr = bytes == 0 ? empty_buffer() : const_cast<void*>(data);
-  Status status = gloo_call("send", [&] {
-    buffer = context_->createUnboundBuffer(ptr, bytes);
-    buffer->send(peer, p2p_slot(tag), 0, bytes);
-  });
-  if (!status.ok()) {
-    Status named =
-        Status(status.code(), describe() + ": send to rank " + std::to_string(peer) + " (tag " +
-                                  std::to_string(tag) + "): " + status.message());
-    return mark_broken(named);
-  }
-  return std::unique_ptr<Request>(
-      new GlooRequest(*this, std::move(buffer), GlooRequest::Kind::kSend, peer, tag));
+  return post(true, peer, const_cast<void*>(data), bytes, tag);
 }
 
 StatusOr<std::unique_ptr<Request>> GlooCommunicator::irecv(int peer, void* data, size_t bytes,
                                                            uint32_t tag) {
-  HORA_RETURN_IF_ERROR(validate_peer(peer, "recv from"));
+  return post(false, peer, data, bytes, tag);
+}
+
+StatusOr<std::unique_ptr<Request>> GlooCommunicator::post(bool is_send, int peer, void* data,
+                                                          size_t bytes, uint32_t tag) {
+  const char* verb = is_send ? "send" : "recv";
+  HORA_RETURN_IF_ERROR(validate_peer(peer, is_send ? "send to" : "recv from"));
   std::unique_ptr<::gloo::transport::UnboundBuffer> buffer;
   void* ptr = bytes == 0 ? empty_buffer() : data;
-  Status status = gloo_call("recv", [&] {
+  Status status = gloo_call(verb, [&] {
     buffer = context_->createUnboundBuffer(ptr, bytes);
-    buffer->recv(peer, p2p_slot(tag), 0, bytes);
+    if (is_send)
+      buffer->send(peer, p2p_slot(tag), 0, bytes);
+    else
+      buffer->recv(peer, p2p_slot(tag), 0, bytes);
   });
   if (!status.ok()) {
-    Status named =
-        Status(status.code(), describe() + ": recv from rank " + std::to_string(peer) + " (tag " +
-                                  std::to_string(tag) + "): " + status.message());
+    Status named = Status(status.code(), describe() + ": " + verb + (is_send ? " to" : " from") +
+                                             " rank " + std::to_string(peer) + " (tag " +
+                                             std::to_string(tag) + "): " + status.message());
     return mark_broken(named);
   }
-  return std::unique_ptr<Request>(
-      new GlooRequest(*this, std::move(buffer), GlooRequest::Kind::kRecv, peer, tag));
+  const auto kind = is_send ? GlooRequest::Kind::kSend : GlooRequest::Kind::kRecv;
+  return std::unique_ptr<Request>(new GlooRequest(*this, std::move(buffer), kind, peer, tag));
 }
 
 // ---- GlooRequest --------------------------------------------------------------------------

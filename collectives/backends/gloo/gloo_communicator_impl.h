@@ -78,6 +78,9 @@ class GlooCommunicator : public Communicator {
 
  private:
   Status validate_peer(int peer, const char* what) const;
+  // isend (is_send) and irecv: posts `bytes` at data to or from peer on tag's p2p slot.
+  StatusOr<std::unique_ptr<Request>> post(bool is_send, int peer, void* data, size_t bytes,
+                                          uint32_t tag);
 
   const int rank_;
   const int size_;

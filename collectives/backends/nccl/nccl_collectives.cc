@@ -26,6 +26,15 @@ std::string describe_call(const char* name, size_t count, DataType dtype) {
   return std::string(name) + " of " + std::to_string(count) + " " + data_type_name(dtype);
 }
 
+// kInvalidArgument unless `counts` holds one count per rank (`who`: the communicator).
+Status check_counts(const std::string& who, const char* collective,
+                    const std::vector<size_t>& counts, int size) {
+  if (static_cast<int>(counts.size()) == size) return Status::OK();
+  return Status::invalid_argument("nccl: " + who + ": " + collective + " with " +
+                                  std::to_string(counts.size()) + " counts for " +
+                                  std::to_string(size) + " ranks");
+}
+
 }  // namespace
 
 Status NcclCommunicator::run_collective(const std::string& what, Deadline deadline,
@@ -77,10 +86,7 @@ Status NcclCommunicator::broadcast(void* buf, size_t count, DataType dtype, int 
 Status NcclCommunicator::allgatherv(const void* in, void* out, const std::vector<size_t>& counts,
                                     DataType dtype, Deadline deadline) {
   const size_t elem = data_type_bytes(dtype);
-  if (static_cast<int>(counts.size()) != size_)
-    return Status::invalid_argument("nccl: " + describe() + ": allgatherv with " +
-                                    std::to_string(counts.size()) + " counts for " +
-                                    std::to_string(size_) + " ranks");
+  HORA_RETURN_IF_ERROR(check_counts(describe(), "allgatherv", counts, size_));
   const std::vector<size_t> offsets = offsets_of(counts);
   const std::string what = describe_call("allgatherv", offsets[size_], dtype);
   if (offsets[size_] == 0) return check_usable(what);
@@ -108,10 +114,7 @@ Status NcclCommunicator::reducescatter(const void* in, void* out,
                                        const std::vector<size_t>& recv_counts, DataType dtype,
                                        ReduceOp op, Deadline deadline) {
   const size_t elem = data_type_bytes(dtype);
-  if (static_cast<int>(recv_counts.size()) != size_)
-    return Status::invalid_argument("nccl: " + describe() + ": reducescatter with " +
-                                    std::to_string(recv_counts.size()) + " counts for " +
-                                    std::to_string(size_) + " ranks");
+  HORA_RETURN_IF_ERROR(check_counts(describe(), "reducescatter", recv_counts, size_));
   const std::vector<size_t> offsets = offsets_of(recv_counts);
   const std::string what = describe_call("reducescatter", offsets[size_], dtype);
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "nccl: " + describe() + ": " + what));
