@@ -89,7 +89,7 @@ def check_file(path: str, files: set[str]) -> list[str]:
         if not match:
             continue
         target = resolve(match.group(1), path, files)
-        where = f"{path}:{number}: #include \"{match.group(1)}\""
+        where = f'{path}:{number}: #include "{match.group(1)}"'
         if target is None:
             # A generated header or one of another project's: not hora's to place.
             continue
@@ -97,7 +97,7 @@ def check_file(path: str, files: set[str]) -> list[str]:
         if path.startswith("include/hora/") and not target.startswith("include/hora/"):
             errors.append(f"{where}: a public header includes {target}, which is not installed")
         elif any(path.startswith(p) for p in PUBLIC_ONLY) and not (
-            target.startswith("include/hora/") or target.startswith(path.split("/")[0] + "/")
+            target.startswith(("include/hora/", path.split("/")[0] + "/"))
         ):
             errors.append(f"{where}: adapters use the public API only (include/hora/)")
         elif ORDER.index(theirs) > ORDER.index(mine):
@@ -120,7 +120,9 @@ def main() -> int:
         for f in listed:
             print(f"{layer_of(f) or '?':12} {f}")
         return 0
-    errors = [f"{f}: no layer (add its folder to LAYER_OF in .ci/check_layers.py)" for f in unplaced]
+    errors = [
+        f"{f}: no layer (add its folder to LAYER_OF in .ci/check_layers.py)" for f in unplaced
+    ]
     for f in listed:
         if f not in unplaced:
             errors.extend(check_file(f, files))

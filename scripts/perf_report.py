@@ -13,6 +13,7 @@ JSON file each (docs/bench/<section>.json, see scripts/perf/common.py), which `i
 from the benchmark's output. scripts/perf_bench.sh runs the benchmarks, ingests and renders.
 --check writes nothing and fails when either file differs from what it would write.
 """
+
 import argparse
 import difflib
 import os
@@ -24,10 +25,19 @@ from perf import collectives, common, engine, frameworks, hosts, kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = [
-    collectives.AllreduceSweep(), collectives.AutoChoice(), collectives.BusyCores(),
-    engine.EngineFusion(), engine.EngineLatency(), engine.TrainerScaling(),
-    frameworks.TorchScaling(), frameworks.KerasScaling(), frameworks.BindingOverhead(),
-    kernels.CpuKernels(), kernels.Gpu(), hosts.Multihost(), hosts.ScaleModel(),
+    collectives.AllreduceSweep(),
+    collectives.AutoChoice(),
+    collectives.BusyCores(),
+    engine.EngineFusion(),
+    engine.EngineLatency(),
+    engine.TrainerScaling(),
+    frameworks.TorchScaling(),
+    frameworks.KerasScaling(),
+    frameworks.BindingOverhead(),
+    kernels.CpuKernels(),
+    kernels.Gpu(),
+    hosts.Multihost(),
+    hosts.ScaleModel(),
 ]
 SUMMARY_BEGIN = "<!-- perf-summary:begin (scripts/perf_report.py writes this table) -->"
 SUMMARY_END = "<!-- perf-summary:end -->"
@@ -80,9 +90,10 @@ def with_summary(readme, summary):
     """The README's text with the summary between the markers replaced."""
     begin, end = readme.find(SUMMARY_BEGIN), readme.find(SUMMARY_END)
     if begin < 0 or end < begin:
-        raise SystemExit("perf_report: README.md has no summary markers ("
-                         f"{SUMMARY_BEGIN} ... {SUMMARY_END})")
-    return readme[:begin] + summary + readme[end + len(SUMMARY_END):]
+        raise SystemExit(
+            f"perf_report: README.md has no summary markers ({SUMMARY_BEGIN} ... {SUMMARY_END})"
+        )
+    return readme[:begin] + summary + readme[end + len(SUMMARY_END) :]
 
 
 def write_or_check(path, text, check):
@@ -90,11 +101,14 @@ def write_or_check(path, text, check):
     if old == text:
         return True
     if check:
-        diff = difflib.unified_diff(old.splitlines(), text.splitlines(), path, "generated",
-                                    lineterm="", n=1)
+        diff = difflib.unified_diff(
+            old.splitlines(), text.splitlines(), path, "generated", lineterm="", n=1
+        )
         print("\n".join(list(diff)[:40]))
-        print(f"perf_report: {os.path.relpath(path, ROOT)} is not what scripts/perf_report.py "
-              "writes from docs/bench/ (run it)")
+        print(
+            f"perf_report: {os.path.relpath(path, ROOT)} is not what scripts/perf_report.py "
+            "writes from docs/bench/ (run it)"
+        )
         return False
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)

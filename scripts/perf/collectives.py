@@ -1,5 +1,6 @@
 """hora-bench's sections: the allreduce sweeps against Gloo and MPI, auto's choice, and
 allreduce beside busy cores."""
+
 import csv
 import os
 import re
@@ -16,22 +17,29 @@ def csv_rows(path):
     if not os.path.exists(path):
         return []
     with open(path, newline="", encoding="utf-8") as f:
-        return [r for r in csv.DictReader(f)
-                if r["placement"] == "out-of-place" and r["available"] == "1"]
+        return [
+            r
+            for r in csv.DictReader(f)
+            if r["placement"] == "out-of-place" and r["available"] == "1"
+        ]
 
 
 def best(rows, impl, size, field):
     """One figure of one implementation at one size: the lowest time_us or the highest
     busbw_gbs; impl "gloo" is the better of Gloo's algorithms. None when absent."""
-    values = [float(r[field]) for r in rows if int(r["size_bytes"]) == size and
-              (r["impl"] == impl or (impl == "gloo" and r["impl"].startswith("gloo-")))]
+    values = [
+        float(r[field])
+        for r in rows
+        if int(r["size_bytes"]) == size
+        and (r["impl"] == impl or (impl == "gloo" and r["impl"].startswith("gloo-")))
+    ]
     if not values:
         return None
     return min(values) if field == "time_us" else max(values)
 
 
 def hora_bench_machine(txt_path):
-    """"AMD EPYC, 2 cpus" from the "# machine: host, N cpus, MODEL; time" line of a run."""
+    """ "AMD EPYC, 2 cpus" from the "# machine: host, N cpus, MODEL; time" line of a run."""
     if os.path.exists(txt_path):
         for line in common.rank0_lines(common.read_text(txt_path)):
             m = re.match(r"# machine: [^,]*, (\d+) cpus, (.*?);", line)
@@ -58,7 +66,8 @@ class AllreduceSweep(common.Section):
         "allreduce moves over the same pairs, with no reduction (`--compare wire`); hora / wire "
         "near 1x means the transport is the limit. MPI stock / reuse: Open MPI as installed, and "
         "with glibc keeping freed memory (`MALLOC_MMAP_MAX_=0`), which spares Open MPI first "
-        "touches of fresh scratch from 64 MiB; hora / MPI is against the better of the two.")
+        "touches of fresh scratch from 64 MiB; hora / MPI is against the better of the two."
+    )
 
     def __init__(self, rank_counts=(2, 4)):
         self.rank_counts = rank_counts
@@ -100,28 +109,56 @@ class AllreduceSweep(common.Section):
         hg, gg, wg = get("_gloo", "hora"), get("_gloo", "gloo"), get("_gloo", "wire")
         algos = " / ".join(fmt(get("", a), digits) for a in ("hora-ring", "hora-tree", "hora-rd"))
         label = "8 B (latency)" if size == 8 else common.size_label(size)
-        return [label, fmt(h, digits, " us" if kind == "time" else ""), algos,
-                fmt(get("", "gloo"), digits), speedup(h, get("", "gloo"), kind),
-                f"{fmt(mm, digits)} / {fmt(mr, digits)}", vs_mpi, speedup(hs, gs, kind),
-                f"{fmt(ws, digits)} ({speedup(hs, ws, kind)})", speedup(hg, gg, kind),
-                f"{fmt(wg, digits)} ({speedup(hg, wg, kind)})"]
+        return [
+            label,
+            fmt(h, digits, " us" if kind == "time" else ""),
+            algos,
+            fmt(get("", "gloo"), digits),
+            speedup(h, get("", "gloo"), kind),
+            f"{fmt(mm, digits)} / {fmt(mr, digits)}",
+            vs_mpi,
+            speedup(hs, gs, kind),
+            f"{fmt(ws, digits)} ({speedup(hs, ws, kind)})",
+            speedup(hg, gg, kind),
+            f"{fmt(wg, digits)} ({speedup(hg, wg, kind)})",
+        ]
 
     def render(self, data):
         lines = self.intro(data)[:-1]
-        header = ["size", "hora (auto)", "ring / tree / rd", "Gloo best", "hora / Gloo",
-                  "MPI stock / reuse", "hora / MPI (better)", "HORA_SHM=0 hora / Gloo",
-                  "HORA_SHM=0 wire (hora / wire)", "hora over Gloo pairs / Gloo",
-                  "Gloo pairs wire (hora / wire)"]
+        header = [
+            "size",
+            "hora (auto)",
+            "ring / tree / rd",
+            "Gloo best",
+            "hora / Gloo",
+            "MPI stock / reuse",
+            "hora / MPI (better)",
+            "HORA_SHM=0 hora / Gloo",
+            "HORA_SHM=0 wire (hora / wire)",
+            "hora over Gloo pairs / Gloo",
+            "Gloo pairs wire (hora / wire)",
+        ]
         for np, runs in sorted(data["runs"].items()):
-            plots = [f"[{label}](bench/allreduce_np{np}{run}.svg)"
-                     for label, run in (("with MPI", "_mpi_reuse"), ("HORA_SHM=0", "_shm0"))
-                     if run in runs]
-            lines += ["", f"**{np} ranks** ({', '.join(plots)}):" if plots else f"**{np} ranks**:",
-                      ""]
+            plots = [
+                f"[{label}](bench/allreduce_np{np}{run}.svg)"
+                for label, run in (("with MPI", "_mpi_reuse"), ("HORA_SHM=0", "_shm0"))
+                if run in runs
+            ]
+            lines += [
+                "",
+                f"**{np} ranks** ({', '.join(plots)}):" if plots else f"**{np} ranks**:",
+                "",
+            ]
             lines += table(header, [self.row(runs, size) for size in SWEEP_SIZES])
             lines += ["", f"![allreduce busbw at {np} ranks](bench/allreduce_np{np}.svg)"]
-        lines += ["", ("Commands (the full tables rank 0 printed are beside the plots, "
-                       "docs/bench/allreduce_np*.txt):"), ""]
+        lines += [
+            "",
+            (
+                "Commands (the full tables rank 0 printed are beside the plots, "
+                "docs/bench/allreduce_np*.txt):"
+            ),
+            "",
+        ]
         lines += common.commands_block(data["commands"])
         return lines
 
@@ -130,9 +167,10 @@ class AllreduceSweep(common.Section):
         if not runs:
             return []
         r8, r64 = self.row(runs, 8), self.row(runs, 64 << 20)
-        return [("allreduce latency, 8 B, 2 ranks", f"{r8[1]} ({r8[4]} Gloo, {r8[6]} MPI)"),
-                ("allreduce busbw, 64 MiB, 2 ranks",
-                 f"{r64[1]} GB/s ({r64[4]} Gloo, {r64[6]} MPI)")]
+        return [
+            ("allreduce latency, 8 B, 2 ranks", f"{r8[1]} ({r8[4]} Gloo, {r8[6]} MPI)"),
+            ("allreduce busbw, 64 MiB, 2 ranks", f"{r64[1]} GB/s ({r64[4]} Gloo, {r64[6]} MPI)"),
+        ]
 
 
 class AutoChoice(common.Section):
@@ -143,23 +181,35 @@ class AutoChoice(common.Section):
         "from figures measured at init on the job's own communicator (`HORA_CALIBRATE_MS`). "
         "hora-bench's `--compare hora` times auto beside each of hora's algorithms and reports "
         "`auto/algo`: the fastest fixed algorithm's time over auto's, per size (the median over "
-        "rounds of the ratio within each round). The target is >= 0.90x at every size.")
+        "rounds of the ratio within each round). The target is >= 0.90x at every size."
+    )
 
     def add_arguments(self, parser):
-        common.add_runs_argument(parser, "LAUNCHER", "OUTPUT",
-                                 "a launcher's run: its command and rank 0's output")
+        common.add_runs_argument(
+            parser, "LAUNCHER", "OUTPUT", "a launcher's run: its command and rank 0's output"
+        )
 
     def ingest(self, args):
         launchers, machine = [], None
         for launcher, command, output in args.run:
             text = common.read_text(output)
-            m = re.search(r"# auto/algo\s*: >= 0\.90x at (\d+) of (\d+) sizes; worst "
-                          r"([0-9.]+)x at (\d+) B", text)
+            m = re.search(
+                r"# auto/algo\s*: >= 0\.90x at (\d+) of (\d+) sizes; worst "
+                r"([0-9.]+)x at (\d+) B",
+                text,
+            )
             if m is None:
                 raise SystemExit(f"{output}: no '# auto/algo' line (run with --compare hora)")
-            launchers.append({"launcher": launcher, "command": command,
-                              "within": int(m.group(1)), "sizes": int(m.group(2)),
-                              "worst": float(m.group(3)), "worst_size": int(m.group(4))})
+            launchers.append(
+                {
+                    "launcher": launcher,
+                    "command": command,
+                    "within": int(m.group(1)),
+                    "sizes": int(m.group(2)),
+                    "worst": float(m.group(3)),
+                    "worst_size": int(m.group(4)),
+                }
+            )
             machine = machine or hora_bench_machine(output)
         return [r["command"] for r in launchers], {"launchers": launchers}, machine
 
@@ -170,13 +220,18 @@ class AutoChoice(common.Section):
             if r.get("worst_size") is not None:
                 worst += f" at {common.size_label(r['worst_size'])}"
             rows.append([r["launcher"], f"{r['within']} of {r['sizes']}", worst])
-        return (self.intro(data) +
-                table(["launcher", "sizes with auto/algo >= 0.90x", "worst"], rows) + [""] +
-                common.commands_block(data["commands"]))
+        return (
+            self.intro(data)
+            + table(["launcher", "sizes with auto/algo >= 0.90x", "worst"], rows)
+            + [""]
+            + common.commands_block(data["commands"])
+        )
 
     def headline(self, data):
-        parts = [f"{r['within']} of {r['sizes']} sizes under {r['launcher']}"
-                 for r in data["results"]["launchers"]]
+        parts = [
+            f"{r['within']} of {r['sizes']} sizes under {r['launcher']}"
+            for r in data["results"]["launchers"]
+        ]
         return [("auto within 10% of hora's fastest algorithm", ", ".join(parts))]
 
 
@@ -186,11 +241,13 @@ class BusyCores(common.Section):
     about = (
         "`--load 1` starts one busy compute thread per rank beside the job, as a training "
         "step's compute would; waits spin only while spinning pays, then sleep. The time of "
-        "auto's allreduce at 2 ranks, idle and loaded.")
+        "auto's allreduce at 2 ranks, idle and loaded."
+    )
 
     def add_arguments(self, parser):
-        common.add_runs_argument(parser, "idle|loaded", "CSV",
-                                 "hora-bench --csv output without and with --load 1")
+        common.add_runs_argument(
+            parser, "idle|loaded", "CSV", "hora-bench --csv output without and with --load 1"
+        )
 
     def ingest(self, args):
         times = {}
@@ -202,8 +259,17 @@ class BusyCores(common.Section):
         return [command for _, command, _ in args.run], {"rows": rows}, None
 
     def render(self, data):
-        rows = [[common.size_label(r["size"]), common.fmt_time(r.get("idle_us")),
-                 common.fmt_time(r.get("loaded_us"))] for r in data["results"]["rows"]]
-        return (self.intro(data) +
-                table(["size", "idle", "one busy thread per rank"], rows) + [""] +
-                common.commands_block(data["commands"]))
+        rows = [
+            [
+                common.size_label(r["size"]),
+                common.fmt_time(r.get("idle_us")),
+                common.fmt_time(r.get("loaded_us")),
+            ]
+            for r in data["results"]["rows"]
+        ]
+        return (
+            self.intro(data)
+            + table(["size", "idle", "one busy thread per rank"], rows)
+            + [""]
+            + common.commands_block(data["commands"])
+        )

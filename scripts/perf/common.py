@@ -8,6 +8,7 @@ A section's data file is docs/bench/<name>.json:
 repeated runs) or null (not measured). Sections read these files and write Markdown; their
 `ingest` turns a benchmark's own output into one.
 """
+
 import json
 import os
 import re
@@ -31,7 +32,7 @@ def save(bench_dir, name, commands, results, machine=None):
 
 
 def this_machine():
-    """"<CPU model>, <N> cpus" of the machine running this (where the benchmark just ran)."""
+    """ "<CPU model>, <N> cpus" of the machine running this (where the benchmark just ran)."""
     model = "unknown CPU"
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -121,8 +122,11 @@ def size_label(size_bytes):
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if size_bytes >= 1 << shift:
             whole = size_bytes % (1 << shift) == 0
-            return (f"{size_bytes >> shift} {unit}" if whole else
-                    f"{size_bytes / (1 << shift):.1f} {unit}")
+            return (
+                f"{size_bytes >> shift} {unit}"
+                if whole
+                else f"{size_bytes / (1 << shift):.1f} {unit}"
+            )
     return f"{size_bytes} B"
 
 
@@ -134,7 +138,7 @@ def table(header, rows):
 
 
 def commands_block(commands):
-    return ["```sh"] + list(commands) + ["```"]
+    return ["```sh", *list(commands), "```"]
 
 
 def run_output(cmd):
@@ -147,8 +151,14 @@ def run_output(cmd):
 
 def add_runs_argument(parser, kind, output, help_text):
     """--run KIND COMMAND OUTPUT, once per run of a benchmark that ingest combines."""
-    parser.add_argument("--run", nargs=3, action="append", required=True,
-                        metavar=(kind, "COMMAND", output), help=help_text)
+    parser.add_argument(
+        "--run",
+        nargs=3,
+        action="append",
+        required=True,
+        metavar=(kind, "COMMAND", output),
+        help=help_text,
+    )
 
 
 class Section:
@@ -175,7 +185,7 @@ class Section:
     def intro(self, data, machine_note=""):
         """`about` wrapped, then the machine line (none without data), each followed by a
         blank line."""
-        lines = textwrap.wrap(self.about, 96, break_on_hyphens=False) + [""]
+        lines = [*textwrap.wrap(self.about, 96, break_on_hyphens=False), ""]
         if data is not None:
             lines += [f"Machine: {data.get('machine') or 'not recorded'}{machine_note}.", ""]
         return lines
@@ -192,8 +202,9 @@ class Section:
 
     def add_arguments(self, parser):
         if self.output:
-            parser.add_argument("--command", required=True,
-                                help="the command that produced the output, as shown")
+            parser.add_argument(
+                "--command", required=True, help="the command that produced the output, as shown"
+            )
             parser.add_argument(self.output[0], help=self.output[1])
 
     def ingest(self, args):

@@ -1,6 +1,7 @@
 """The engine's sections: fusion and per-step overhead (engine_fusion_bench), a lone call
 through the engine (hora-bench --through-engine), and the reference trainer's scaling
 (benchmarks/trainer_scaling.sh)."""
+
 import re
 
 from perf import common
@@ -27,20 +28,24 @@ class EngineFusion(common.Section):
         "communicator, and against the same tensors reduced where they lie without the engine "
         "(`allreduce_spans`, the fused bucket's data path). The 4-byte step is the engine's own "
         "cost per step. Raw, fused and 4-byte steps alternate in rounds and each ratio is taken "
-        "within its round.")
+        "within its round."
+    )
 
     output = ("output", "engine_fusion_bench's output (rank 0's lines)")
 
     def ingest(self, args):
         lines = common.rank0_lines(common.read_text(args.output))
-        head = next((l for l in lines if l.startswith("engine_fusion_bench:")), "")
+        head = next((line for line in lines if line.startswith("engine_fusion_bench:")), "")
         m = re.search(r"(\d+) ranks, (\d+) float32 tensors x (\d+) B", head)
         if m is None:
             raise SystemExit(f"{args.output}: no 'engine_fusion_bench:' line")
         results = {
-            "ranks": int(m.group(1)), "tensors": int(m.group(2)), "bytes_each": int(m.group(3)),
-            "raw_us": figure(lines, "raw allreduce of " + str(int(m.group(2)) * int(m.group(3)))
-                             + " B"),
+            "ranks": int(m.group(1)),
+            "tensors": int(m.group(2)),
+            "bytes_each": int(m.group(3)),
+            "raw_us": figure(
+                lines, "raw allreduce of " + str(int(m.group(2)) * int(m.group(3))) + " B"
+            ),
             "spans_us": figure(lines, "tensors in place"),
             "fused_us": figure(lines, "engine step, fused"),
             "fused_over_raw": figure(lines, "fused over raw, per round"),
@@ -57,27 +62,42 @@ class EngineFusion(common.Section):
         total = common.size_label(r["tensors"] * r["bytes_each"])
         rows = [
             [f"one raw allreduce of {total}", fmt_time(r["raw_us"]), ""],
-            [f"the {r['tensors']} tensors reduced in place, no engine", fmt_time(r["spans_us"]),
-             ""],
+            [
+                f"the {r['tensors']} tensors reduced in place, no engine",
+                fmt_time(r["spans_us"]),
+                "",
+            ],
             [f"a fused step ({step})", fmt_time(r["fused_us"]), ""],
             ["fused step over one raw allreduce", fmt(r["fused_over_raw"], 2, "x"), "within 1.3x"],
-            [f"the engine's own cost per step ({r['tensors']} x 4 B)",
-             fmt_time(r["overhead_us"]), "under 100 us"],
-            [f"of which the {r['tensors']} `allreduce_async` calls", fmt_time(r["enqueue_us"]),
-             ""],
-            ["the fused step with fusion off (HORA_FUSION_THRESHOLD=0)",
-             fmt_time(r.get("unfused_us")), ""],
+            [
+                f"the engine's own cost per step ({r['tensors']} x 4 B)",
+                fmt_time(r["overhead_us"]),
+                "under 100 us",
+            ],
+            [f"of which the {r['tensors']} `allreduce_async` calls", fmt_time(r["enqueue_us"]), ""],
+            [
+                "the fused step with fusion off (HORA_FUSION_THRESHOLD=0)",
+                fmt_time(r.get("unfused_us")),
+                "",
+            ],
             ["idle engine", fmt(r["idle_cpu_pct"], 2, "% of a core"), "under 1%"],
         ]
-        return (self.intro(data, f"; {r['ranks']} ranks under horarun, builtin backend") +
-                table(["figure", "value", "target"], rows) + [""] +
-                common.commands_block(data["commands"]))
+        return (
+            self.intro(data, f"; {r['ranks']} ranks under horarun, builtin backend")
+            + table(["figure", "value", "target"], rows)
+            + [""]
+            + common.commands_block(data["commands"])
+        )
 
     def headline(self, data):
         r = data["results"]
-        return [("engine: fused 200-tensor step over one raw allreduce",
-                 fmt(r["fused_over_raw"], 2, "x")),
-                ("engine: its own cost per 200-tensor step", fmt_time(r["overhead_us"]))]
+        return [
+            (
+                "engine: fused 200-tensor step over one raw allreduce",
+                fmt(r["fused_over_raw"], 2, "x"),
+            ),
+            ("engine: its own cost per 200-tensor step", fmt_time(r["overhead_us"])),
+        ]
 
 
 class EngineLatency(common.Section):
@@ -87,7 +107,8 @@ class EngineLatency(common.Section):
         "`hora-bench --through-engine` times what a trainer sees: each call's buffer split into up "
         "to 16 named tensors, enqueued and waited (negotiation, fusion, the selector's algorithm "
         "and the handles' completion), beside the same allreduce straight on the communicator. "
-        "The target is 20 us for a small call.")
+        "The target is 20 us for a small call."
+    )
 
     output = ("csv", "hora-bench --through-engine --csv output")
 
@@ -106,22 +127,38 @@ class EngineLatency(common.Section):
         return [args.command], {"rows": rows}, machine
 
     def render(self, data):
-        rows = [[common.size_label(r["size"]), fmt_time(r.get("engine_us"), 2),
-                 fmt_time(r.get("raw_us"), 2)] for r in data["results"]["rows"]]
-        return (self.intro(data, "; 2 ranks under horarun") +
-                table(["size", "through the engine", "raw"], rows) + [""] +
-                common.commands_block(data["commands"]))
+        rows = [
+            [
+                common.size_label(r["size"]),
+                fmt_time(r.get("engine_us"), 2),
+                fmt_time(r.get("raw_us"), 2),
+            ]
+            for r in data["results"]["rows"]
+        ]
+        return (
+            self.intro(data, "; 2 ranks under horarun")
+            + table(["size", "through the engine", "raw"], rows)
+            + [""]
+            + common.commands_block(data["commands"])
+        )
 
     def headline(self, data):
         small = data["results"]["rows"][0]
-        return [(f"a lone {common.size_label(small['size'])} allreduce through the engine",
-                 fmt_time(small.get("engine_us"), 2))]
+        return [
+            (
+                f"a lone {common.size_label(small['size'])} allreduce through the engine",
+                fmt_time(small.get("engine_us"), 2),
+            )
+        ]
 
 
 def run_line(line):
     """samples/s, step ms and the wait after backward of a trainer_scaling_bench line."""
-    m = re.search(r": ([0-9.]+) samples/s, step ([0-9.]+) ms, waiting for allreduce after "
-                  r"backward ([0-9.]+) ms", line)
+    m = re.search(
+        r": ([0-9.]+) samples/s, step ([0-9.]+) ms, waiting for allreduce after "
+        r"backward ([0-9.]+) ms",
+        line,
+    )
     return tuple(float(v) for v in m.groups()) if m else (None, None, None)
 
 
@@ -135,7 +172,8 @@ class TrainerScaling(common.Section):
         "samples/s / (2 x 1-process samples/s), with allreduces overlapped with backward and "
         "with them all after backward; the share hidden = 1 - wait after backward (overlapped) "
         "/ wait after backward (not overlapped). The last rows show what two processes cost "
-        "each other on this machine without any communication.")
+        "each other on this machine without any communication."
+    )
 
     output = ("output", "trainer_scaling.sh's output")
 
@@ -167,35 +205,65 @@ class TrainerScaling(common.Section):
     @staticmethod
     def summary(b):
         (one, _, _), (big, _, _), (two, _, wait), (late, _, wait_late) = b["runs"]
-        return {"backend": b["backend"], "one_process": one, "batch128": big, "two_ranks": two,
-                "efficiency_pct": 100 * two / (2 * one),
-                "efficiency_after_pct": 100 * late / (2 * one), "vs_batch128": two / big,
-                "hidden_pct": 100 * (1 - wait / wait_late) if wait_late else None,
-                "wait_ms": wait, "wait_after_ms": wait_late}
+        return {
+            "backend": b["backend"],
+            "one_process": one,
+            "batch128": big,
+            "two_ranks": two,
+            "efficiency_pct": 100 * two / (2 * one),
+            "efficiency_after_pct": 100 * late / (2 * one),
+            "vs_batch128": two / big,
+            "hidden_pct": 100 * (1 - wait / wait_late) if wait_late else None,
+            "wait_ms": wait,
+            "wait_after_ms": wait_late,
+        }
 
     def render(self, data):
         rows = []
         for b in data["results"]["backends"]:
-            rows.append([b["backend"], fmt(b.get("one_process"), 0, thousands=True),
-                         fmt(b.get("two_ranks"), 0, thousands=True),
-                         (f"{fmt(b['efficiency_pct'], 1, '%')} "
-                          f"({fmt(b.get('efficiency_after_pct'), 1, '%')})"),
-                         fmt(b.get("vs_batch128"), 2, "x"),
-                         (f"{fmt(b.get('hidden_pct'), 0, '%')} ({fmt(b.get('wait_ms'), 1)} of "
-                          f"{fmt(b.get('wait_after_ms'), 1)} ms waited)")])
+            rows.append(
+                [
+                    b["backend"],
+                    fmt(b.get("one_process"), 0, thousands=True),
+                    fmt(b.get("two_ranks"), 0, thousands=True),
+                    (
+                        f"{fmt(b['efficiency_pct'], 1, '%')} "
+                        f"({fmt(b.get('efficiency_after_pct'), 1, '%')})"
+                    ),
+                    fmt(b.get("vs_batch128"), 2, "x"),
+                    (
+                        f"{fmt(b.get('hidden_pct'), 0, '%')} ({fmt(b.get('wait_ms'), 1)} of "
+                        f"{fmt(b.get('wait_after_ms'), 1)} ms waited)"
+                    ),
+                ]
+            )
         lines = self.intro(data)
-        lines += table(["backend", "1 process, samples/s", "2 ranks, samples/s",
-                        "scaling efficiency (reducing after backward)",
-                        "2 ranks / 1 process at batch 128", "hidden behind backward"], rows)
+        lines += table(
+            [
+                "backend",
+                "1 process, samples/s",
+                "2 ranks, samples/s",
+                "scaling efficiency (reducing after backward)",
+                "2 ranks / 1 process at batch 128",
+                "hidden behind backward",
+            ],
+            rows,
+        )
         s = data["results"].get("sharing") or {}
         if s:
-            lines += ["", (f"Two plain processes at once: each step "
-                           f"{fmt(s.get('step_ratio'), 2)}x its time alone; memcpy "
-                           f"{fmt(s.get('memcpy_alone_gbs'), 1)} GB/s alone, "
-                           f"{fmt(s.get('memcpy_each_gbs'), 1)} GB/s each of two at once.")]
-        return lines + [""] + common.commands_block(data["commands"])
+            lines += [
+                "",
+                (
+                    f"Two plain processes at once: each step "
+                    f"{fmt(s.get('step_ratio'), 2)}x its time alone; memcpy "
+                    f"{fmt(s.get('memcpy_alone_gbs'), 1)} GB/s alone, "
+                    f"{fmt(s.get('memcpy_each_gbs'), 1)} GB/s each of two at once."
+                ),
+            ]
+        return [*lines, "", *common.commands_block(data["commands"])]
 
     def headline(self, data):
         b = data["results"]["backends"][0]
-        return [("reference trainer, scaling efficiency at 2 ranks",
-                 fmt(b["efficiency_pct"], 1, "%"))]
+        return [
+            ("reference trainer, scaling efficiency at 2 ranks", fmt(b["efficiency_pct"], 1, "%"))
+        ]

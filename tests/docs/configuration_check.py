@@ -9,6 +9,7 @@ the tree, so moving headers (include/hora/...) needs no change here. No build ne
 
     python3 tests/docs/configuration_check.py [REPO_ROOT]
 """
+
 import os
 import re
 import sys
@@ -50,8 +51,9 @@ def table_rows(doc):
 
 
 def main(argv):
-    root = os.path.abspath(argv[1] if len(argv) > 1 else
-                           os.path.join(os.path.dirname(__file__), "..", ".."))
+    root = os.path.abspath(
+        argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+    )
     doc = os.path.join(root, "docs", "configuration.md")
     code = variables_in_code(root)
     rows = table_rows(doc)
@@ -68,8 +70,10 @@ def main(argv):
         print(f"configuration_check: {p}")
     if problems:
         return 1
-    print(f"configuration_check: the {len(rows)} variables of docs/configuration.md are the "
-          f"ones the code reads")
+    print(
+        f"configuration_check: the {len(rows)} variables of docs/configuration.md are the "
+        f"ones the code reads"
+    )
     return 0
 
 

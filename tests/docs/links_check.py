@@ -10,6 +10,7 @@ No build needed:
 
     python3 tests/docs/links_check.py [REPO_ROOT]
 """
+
 import os
 import re
 import subprocess
@@ -23,8 +24,12 @@ OUTSIDE = re.compile(r"\.\./shared\b")
 
 def tracked_files(root):
     try:
-        out = subprocess.run(["git", "-C", root, "ls-files", "--cached", "--others",
-                              "--exclude-standard"], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return sorted(set(out.stdout.split("\n")) - {""})
     except (OSError, subprocess.CalledProcessError):
         found = []
@@ -81,14 +86,17 @@ def check_links(root, md):
             elif not os.path.exists(full):
                 problems.append(f"{where}: {os.path.relpath(full, root)} does not exist")
             elif anchor and full.endswith(".md") and anchor not in anchors(full):
-                problems.append(f"{where}: no heading with the anchor #{anchor} in "
-                                f"{os.path.relpath(full, root)}")
+                problems.append(
+                    f"{where}: no heading with the anchor #{anchor} in "
+                    f"{os.path.relpath(full, root)}"
+                )
     return problems
 
 
 def main(argv):
-    root = os.path.abspath(argv[1] if len(argv) > 1 else
-                           os.path.join(os.path.dirname(__file__), "..", ".."))
+    root = os.path.abspath(
+        argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+    )
     files = tracked_files(root)
     problems = []
     for md in files:
@@ -109,8 +117,7 @@ def main(argv):
         print(f"links_check: {p}")
     if problems:
         return 1
-    print("links_check: every link outside docs/ resolves; nothing points outside the "
-          "repository")
+    print("links_check: every link outside docs/ resolves; nothing points outside the repository")
     return 0
 
 
