@@ -1,15 +1,14 @@
 #include "core/engine/executor.h"
 
-#include <cctype>
 #include <cstring>
 
 #include "collectives/algorithms/algorithms.h"
-#include "collectives/algorithms/hierarchical.h"
 #include "core/engine/allocated_check.h"
 #include "core/engine/allreduce_plan.h"
 #include "core/engine/compressed_copy.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/fused_in_place.h"
+#include "core/engine/single_plan.h"
 #include "hora/logging.h"
 #include "kernels/kernels.h"
 
@@ -18,19 +17,6 @@ namespace engine {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The collective's name as Horovod's timeline shows it: ALLREDUCE, BROADCAST, ...
-std::string upper(const char* name) {
-  std::string s(name);
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
-size_t row_elements(const std::vector<int64_t>& shape) {
-  size_t n = 1;
-  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
-  return n;
-}
 
 // Where the result of `e` (of `shape`, `bytes` long) goes: the view its allocator returns, or
 // the handle's engine-owned output when it has none. An allocator that fails (or returns an
@@ -309,81 +295,32 @@ Status Executor::run_single(const Response& r) {
                             "': agreed by every rank but not in flight "
                             "on rank " +
                             std::to_string(comm_.rank()));
-  const DataType dtype = r.dtype;
-  const size_t elem = data_type_bytes(dtype);
-  const int size = comm_.size();
-  const int rank = comm_.rank();
-  const size_t row = row_elements(e->in.shape());
-  detail::HandleState& h = *e->handle;
-  Status s;
+  if (r.type != CollectiveType::kBroadcast && r.type != CollectiveType::kAllgather &&
+      r.type != CollectiveType::kAlltoall && r.type != CollectiveType::kReducescatter)
+    return Status::internal("tensor '" + r.name + "': unexpected collective " +
+                            collective_name(r.type));
   Status allocator_error;
   const auto start = Clock::now();
-  switch (r.type) {
-    case CollectiveType::kBroadcast:
-      s = collectives::pipelined_broadcast(comm_, e->out.data(), e->out.data(),
-                                           static_cast<size_t>(r.element_count()), dtype, r.root,
-                                           algorithm_options());
-      break;
-    case CollectiveType::kAllgather: {
-      std::vector<size_t> counts(size);
-      int64_t rows = 0;
-      for (int p = 0; p < size; ++p) {
-        counts[p] = static_cast<size_t>(r.first_dims[p]) * row;
-        rows += r.first_dims[p];
-      }
-      std::vector<int64_t> shape = e->in.shape();
-      shape[0] = rows;
-      void* out = output_of(*e, shape, static_cast<size_t>(rows) * row * elem, &allocator_error);
-      s = options_.allgather_topology != nullptr
-              ? collectives::hierarchical_allgatherv(comm_, *options_.allgather_topology,
-                                                     e->in.data(), out, counts, dtype,
-                                                     algorithm_options())
-              : collectives::ring_allgatherv(comm_, e->in.data(), out, counts, dtype,
-                                             algorithm_options());
-      break;
-    }
-    case CollectiveType::kAlltoall: {
-      std::vector<size_t> send(size), recv(size);
-      int64_t rows = 0;
-      h.received_splits.assign(size, 0);
-      for (int p = 0; p < size; ++p) {
-        send[p] = static_cast<size_t>(r.splits[static_cast<size_t>(rank) * size + p]) * row;
-        const int64_t in_rows = r.splits[static_cast<size_t>(p) * size + rank];
-        recv[p] = static_cast<size_t>(in_rows) * row;
-        h.received_splits[p] = in_rows;
-        rows += in_rows;
-      }
-      std::vector<int64_t> shape = e->in.shape();
-      shape[0] = rows;
-      void* out = output_of(*e, shape, static_cast<size_t>(rows) * row * elem, &allocator_error);
-      s = collectives::pairwise_alltoallv(comm_, e->in.data(), send, out, recv, dtype,
-                                          algorithm_options());
-      break;
-    }
-    case CollectiveType::kReducescatter: {
-      const std::vector<size_t> rows =
-          collectives::even_split(static_cast<size_t>(r.shape.at(0)), size);
-      std::vector<size_t> counts(size);
-      for (int p = 0; p < size; ++p) counts[p] = rows[p] * row;
-      std::vector<int64_t> shape = r.shape;
-      shape[0] = static_cast<int64_t>(rows[rank]);
-      void* out = output_of(*e, shape, counts[rank] * elem, &allocator_error);
-      s = collectives::ring_reducescatter(comm_, e->in.data(), out, counts, dtype, r.op,
-                                          algorithm_options());
-      break;
-    }
-    default:
-      return Status::internal("tensor '" + r.name + "': unexpected collective " +
-                              collective_name(r.type));
-  }
+  Status s = r.type == CollectiveType::kBroadcast
+                 ? collectives::pipelined_broadcast(comm_, e->out.data(), e->out.data(),
+                                                    static_cast<size_t>(r.element_count()), r.dtype,
+                                                    r.root, algorithm_options())
+                 : run_planned(*e, r, &allocator_error);
   if (timeline_.enabled())
-    timeline_.event(r.name, upper(collective_name(r.type)).c_str(), start, Clock::now(),
+    timeline_.event(r.name, timeline_phase(r.type).c_str(), start, Clock::now(),
                     {{"backend", comm_.backend_name()}});
   if (!s.ok())
     return Status(s.code(), std::string(collective_name(r.type)) + " of tensor '" + r.name +
                                 "': " + s.message());
   complete(r.name, allocator_error);
   return Status::OK();
+}
+
+Status Executor::run_planned(Entry& e, const Response& r, Status* allocator_error) {
+  const SinglePlan p = plan_single(r, e, comm_.rank(), comm_.size(), &e.handle->received_splits);
+  void* out = output_of(e, p.shape, p.out_count * data_type_bytes(r.dtype), allocator_error);
+  return run_host_plan(comm_, r, p, e.in.data(), out, algorithm_options(),
+                       options_.allgather_topology);
 }
 
 Status Executor::execute(const ResponseList& list) {

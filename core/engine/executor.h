@@ -86,6 +86,9 @@ class Executor {
  private:
   Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket);
   Status run_single(const Response& r);
+  // run_single's allgather, alltoall or reducescatter of `e` (single_plan.h), its output where
+  // output_of() puts it (an allocator's failure left in *allocator_error).
+  Status run_planned(Entry& e, const Response& r, Status* allocator_error);
   // `pick`: the tuner's pick taken (and recorded) by the caller, who times more than the
   // algorithm (a packed bucket: packing and unpacking too); null: taken and recorded here.
   Status run_algorithm(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
