@@ -1,14 +1,18 @@
 // AllreducePlan: what an allreduce bucket settles before its path diverges, the same on the
 // host (executor.cc) and on the device (device_executor.cc): the type the collective moves and
 // reduces (the half type of a compressed bucket: compressed_copy.h), and the op and postscale it
-// runs with (kAverage runs as kSum with postscale x 1/size). Beside it, the timeline records
-// both paths make of a bucket. Values and pure functions; record_bucket writes to the timeline
-// (background thread, as its callers).
+// runs with (kAverage runs as kSum with postscale x 1/size). Beside it, what else both paths
+// share: their algorithms' options and the timeline records they make of a bucket. Values and pure
+// functions; record_bucket writes to the timeline (background thread, as its callers).
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/scratch_pool.h"
+#include "collectives/topology.h"
+#include "core/base/deadline.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
 #include "core/engine/tensor_queue.h"
@@ -44,6 +48,17 @@ inline AllreducePlan plan_allreduce(const Response& head, int size) {
     plan.postscale *= 1.0 / size;
   }
   return plan;
+}
+
+// The options both executors run hora's algorithms with: a deadline `timeout_s` from now, their
+// scratch pool and the job's topology (may be null).
+inline collectives::AlgorithmOptions executor_algorithm_options(
+    double timeout_s, collectives::ScratchPool* scratch, const collectives::Topology* topology) {
+  collectives::AlgorithmOptions ao;
+  ao.deadline = Deadline::after_seconds(timeout_s);
+  ao.scratch = scratch;
+  ao.topology = topology;
+  return ao;
 }
 
 // record_bucket's events, written to an enabled `timeline`.

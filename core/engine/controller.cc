@@ -19,10 +19,7 @@ using collectives::AlgorithmOptions;
 constexpr uint32_t kControlTag = 0x63746c31;  // "ctl1"
 constexpr int kHeader = round_counts::kHeaderWords;
 
-bool zeros_ok(const Response& r) {
-  return r.type == CollectiveType::kAllreduce &&
-         (r.op == ReduceOp::kSum || r.op == ReduceOp::kAverage);
-}
+bool zeros_ok(const Response& r) { return joined_zeros_ok(r.type, r.op); }
 
 }  // namespace
 

@@ -51,11 +51,7 @@ DeviceExecutor::~DeviceExecutor() {
 }
 
 collectives::AlgorithmOptions DeviceExecutor::algorithm_options() {
-  collectives::AlgorithmOptions ao;
-  ao.deadline = Deadline::after_seconds(options_.timeout_s);
-  ao.scratch = &scratch_;
-  ao.topology = options_.topology;
-  return ao;
+  return executor_algorithm_options(options_.timeout_s, &scratch_, options_.topology);
 }
 
 Status DeviceExecutor::admit(std::vector<Entry>& entries) {

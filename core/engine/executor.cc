@@ -46,6 +46,20 @@ AlgorithmTunerOptions tuner_options(const ExecutorOptions& options) {
   return o;
 }
 
+// fn(response, entry, count, offset) for each member of `bucket` in member order: its entry
+// (null: none on this rank), its element count and its byte offset in the fusion buffer
+// (members back to back, `elem` bytes an element). A template, so the loop inlines.
+template <typename Fn>
+void for_each_member(const std::vector<Response>& responses, const Bucket& bucket,
+                     const std::vector<Entry*>& entries, size_t elem, Fn&& fn) {
+  size_t offset = 0;
+  for (int i : bucket.members) {
+    const size_t count = static_cast<size_t>(responses[i].element_count());
+    fn(responses[i], entries[i], count, offset);
+    offset += count * elem;
+  }
+}
+
 double micros_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
@@ -61,11 +75,7 @@ Executor::Executor(collectives::Communicator& comm, const ExecutorOptions& optio
       tuner_(comm, tuner_options(options)) {}
 
 collectives::AlgorithmOptions Executor::algorithm_options() {
-  collectives::AlgorithmOptions ao;
-  ao.deadline = Deadline::after_seconds(options_.timeout_s);
-  ao.scratch = &scratch_;
-  ao.topology = options_.topology;
-  return ao;
+  return executor_algorithm_options(options_.timeout_s, &scratch_, options_.topology);
 }
 
 void Executor::complete(const std::string& name, const Status& status) {
@@ -236,38 +246,32 @@ Status Executor::run_packed(const std::vector<Response>& responses, const Bucket
 
 void Executor::pack(uint8_t* fusion, const std::vector<Response>& responses, const Bucket& bucket,
                     const AllreducePlan& plan) {
-  size_t offset = 0;
-  for (int i : bucket.members) {
-    const Response& r = responses[i];
-    const size_t count = static_cast<size_t>(r.element_count());
-    Entry* e = entries_[i];
-    if (e != nullptr && plan.compressed) {
-      pack_compressed(fusion + offset, static_cast<const float*>(e->in.data()), count,
-                      plan.compression, r.prescale);
-    } else if (e != nullptr) {
-      kernels::scale_copy(fusion + offset, e->in.data(), count, plan.dtype, r.prescale);
-    } else {
-      std::memset(fusion + offset, 0, count * plan.elem);  // joined: zeros
-    }
-    offset += count * plan.elem;
-  }
+  for_each_member(responses, bucket, entries_, plan.elem,
+                  [&](const Response& r, Entry* e, size_t count, size_t offset) {
+                    if (e != nullptr && plan.compressed) {
+                      pack_compressed(fusion + offset, static_cast<const float*>(e->in.data()),
+                                      count, plan.compression, r.prescale);
+                    } else if (e != nullptr) {
+                      kernels::scale_copy(fusion + offset, e->in.data(), count, plan.dtype,
+                                          r.prescale);
+                    } else {
+                      std::memset(fusion + offset, 0, count * plan.elem);  // joined: zeros
+                    }
+                  });
 }
 
 void Executor::unpack(const uint8_t* fusion, const std::vector<Response>& responses,
                       const Bucket& bucket, const AllreducePlan& plan) {
-  size_t offset = 0;
-  for (int i : bucket.members) {
-    const Response& r = responses[i];
-    const size_t count = static_cast<size_t>(r.element_count());
-    Entry* e = entries_[i];
-    if (e != nullptr && plan.compressed) {
-      unpack_compressed(static_cast<float*>(e->out.data()), fusion + offset, count,
-                        plan.compression, plan.postscale);
-    } else if (e != nullptr) {
-      kernels::scale_copy(e->out.data(), fusion + offset, count, plan.dtype, plan.postscale);
-    }
-    offset += count * plan.elem;
-  }
+  for_each_member(responses, bucket, entries_, plan.elem,
+                  [&](const Response&, Entry* e, size_t count, size_t offset) {
+                    if (e != nullptr && plan.compressed) {
+                      unpack_compressed(static_cast<float*>(e->out.data()), fusion + offset, count,
+                                        plan.compression, plan.postscale);
+                    } else if (e != nullptr) {
+                      kernels::scale_copy(e->out.data(), fusion + offset, count, plan.dtype,
+                                          plan.postscale);
+                    }
+                  });
 }
 
 Status Executor::run_single(const Response& r) {
