@@ -19,10 +19,7 @@ using collectives::AlgorithmOptions;
 constexpr uint32_t kControlTag = 0x63746c31;  // "ctl1"
 constexpr int kHeader = round_counts::kHeaderWords;
 
-bool zeros_ok(const Response& r) {
-  return r.type == CollectiveType::kAllreduce &&
-         (r.op == ReduceOp::kSum || r.op == ReduceOp::kAverage);
-}
+bool zeros_ok(const Response& r) { return joined_zeros_ok(r.type, r.op); }
 
 }  // namespace
 
@@ -118,12 +115,50 @@ void Controller::send_to_coordinator(int p, std::vector<Request>& to) {
   }
 }
 
+// The round, in the steps of controller.h's protocol comment.
 StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Asks asks) {
   const auto now = std::chrono::steady_clock::now();
   const Deadline deadline = Deadline::after_seconds(options_.timeout_s);
   ++stats_.rounds;
+  // 1. Route: the cache path, or the coordinator (with last round's evicted resubmissions).
   std::vector<Request> outgoing;
   outgoing.swap(resubmit_);
+  route_round(fresh, outgoing, now);
+  // Rank 0 forces an exchange when a stall has turned fatal, so every rank hears of it.
+  std::string fatal;
+  if (coordinator_) fatal = inspector_->check(coordinator_->pending(), now);
+
+  // 2. One allreduce of the counts.
+  encode_counts(asks, !outgoing.empty() || !invalidate_.empty() || !fatal.empty());
+  HORA_RETURN_IF_ERROR(reduce_counts(deadline));
+
+  // 3. Decode: invalidated positions erased, agreed ones listed.
+  ResponseList list = decode_header();
+  decode_positions(outgoing);
+  const uint64_t generation = cache_.generation();
+  const bool repeated = list_agreed(generation, &list);
+
+  // 4. The coordinator's exchange, when any rank has uncached requests.
+  const bool cache_only = vector_[round_counts::kHasUncached] == 0;
+  if (!cache_only) {
+    HORA_RETURN_IF_ERROR(exchange(outgoing, fatal, deadline, &list));
+    if (!fatal.empty() && list.fatal.empty()) list.fatal = fatal;
+  }
+  // Only a list of the cache's responses alone can be kept for a later round.
+  if (cache_only && !list.responses.empty()) {
+    out_.positions.swap(listed_);
+    out_.generation = generation;
+    list.cached_id = out_.id;
+    list.repeated = repeated;
+    if (list.repeated) ++stats_.repeats;
+  } else {
+    out_.id = 0;
+  }
+  return list;
+}
+
+void Controller::route_round(const std::vector<Request*>& fresh, std::vector<Request>& outgoing,
+                             std::chrono::steady_clock::time_point now) {
   std::vector<int>& invalidate = invalidate_;
   invalidate.clear();
   // held_ keeps the positions still waiting (route adds the new ones, each once: a position
@@ -132,56 +167,61 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
       std::remove_if(held_.begin(), held_.end(), [this](int p) { return !cached_[p].in_use; }),
       held_.end());
   route(fresh, outgoing, invalidate, now);
-
   // A joined rank is ready for every cached sum/average allreduce; the others it cannot take
   // part in, so it invalidates them and the coordinator answers them with an error.
-  const int positions = cache_.position_count();
   if (joined_) {
-    for (int p = 0; p < positions; ++p)
+    for (int p = 0; p < cache_.position_count(); ++p)
       if (cache_.in_use(p) && !zeros_ok(cache_.at(p))) invalidate.push_back(p);
   }
   std::sort(invalidate.begin(), invalidate.end());
   invalidate.erase(std::unique(invalidate.begin(), invalidate.end()), invalidate.end());
+}
 
-  // Rank 0 forces an exchange when a stall has turned fatal, so every rank hears of it.
-  std::string fatal;
-  if (coordinator_) fatal = inspector_->check(coordinator_->pending(), now);
-
+void Controller::encode_counts(Asks asks, bool has_uncached) {
+  using round_counts::position_word;
   const int size = comm_.size();
-  const int rank = comm_.rank();
+  const int positions = cache_.position_count();
   vector_.assign(kHeader + positions, 0);
-  vector_[round_counts::kHasUncached] =
-      (!outgoing.empty() || !invalidate.empty() || !fatal.empty()) ? 1 : 0;
+  vector_[round_counts::kHasUncached] = has_uncached ? 1 : 0;
   vector_[round_counts::kShutdownCount] = asks.shutdown ? 1 : 0;
-  vector_[round_counts::kShutdownRankSum] = asks.shutdown ? rank : 0;
+  vector_[round_counts::kShutdownRankSum] = asks.shutdown ? comm_.rank() : 0;
   vector_[round_counts::kPauseCount] = asks.pause ? 1 : 0;
   // Whether this rank sets any position word below (joined: perhaps; counted conservatively).
   vector_[round_counts::kPositionRanks] =
-      (waiting_count_ > 0 || joined_ || !invalidate.empty()) ? 1 : 0;
+      (waiting_count_ > 0 || joined_ || !invalidate_.empty()) ? 1 : 0;
+  // Holding a waiting request: ready and holds.
   if (waiting_count_ > 0) {
-    const int64_t holds = round_counts::position_word(true, true, false, size);
+    const int64_t holds =
+        position_word(/*ready=*/true, /*holds=*/true, /*invalidates=*/false, size);
     for (int p : held_)
       if (cached_[p].in_use) vector_[kHeader + p] += holds;
   }
+  // Joined: ready, without holding, for each cached sum/average allreduce it does not hold.
   if (joined_) {
+    const int64_t ready =
+        position_word(/*ready=*/true, /*holds=*/false, /*invalidates=*/false, size);
     for (int p = 0; p < positions; ++p)
       if (cache_.in_use(p) && zeros_ok(cache_.at(p)) && waiting_at(p) == nullptr)
-        vector_[kHeader + p] += round_counts::position_word(true, false, false, size);
+        vector_[kHeader + p] += ready;
   }
-  for (int p : invalidate)
-    vector_[kHeader + p] += round_counts::position_word(false, false, true, size);
+  const int64_t invalidates =
+      position_word(/*ready=*/false, /*holds=*/false, /*invalidates=*/true, size);
+  for (int p : invalidate_) vector_[kHeader + p] += invalidates;
+}
 
+Status Controller::reduce_counts(Deadline deadline) {
+  if (comm_.size() == 1) return Status::OK();  // alone, the sums are this rank's words
   AlgorithmOptions ao;
   ao.deadline = deadline;
   ao.scratch = &scratch_;
   ao.tag = kControlTag;
-  if (size > 1) {
-    Status s = collectives::recursive_doubling_allreduce(comm_, vector_.data(), vector_.data(),
-                                                         vector_.size(), DataType::kInt64,
-                                                         ReduceOp::kSum, ao);
-    if (!s.ok()) return Status(s.code(), "negotiation round: " + s.message());
-  }
+  Status s = collectives::recursive_doubling_allreduce(
+      comm_, vector_.data(), vector_.data(), vector_.size(), DataType::kInt64, ReduceOp::kSum, ao);
+  if (!s.ok()) return Status(s.code(), "negotiation round: " + s.message());
+  return Status::OK();
+}
 
+ResponseList Controller::decode_header() const {
   ResponseList list;
   const int64_t shutdowns = vector_[round_counts::kShutdownCount];
   list.shutdown = shutdowns > 0;
@@ -189,13 +229,16 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
     list.shutdown_by = "rank " + std::to_string(vector_[round_counts::kShutdownRankSum]);
   else if (shutdowns > 1)
     list.shutdown_by = std::to_string(shutdowns) + " ranks";
-  list.pause = vector_[round_counts::kPauseCount] == size;
-  // Invalidations: erased everywhere; a holder here resubmits in this round's exchange.
-  std::vector<int>& agreed = agreed_;
-  agreed.clear();
+  list.pause = vector_[round_counts::kPauseCount] == comm_.size();
+  return list;
+}
+
+void Controller::decode_positions(std::vector<Request>& outgoing) {
+  const int size = comm_.size();
+  agreed_.clear();
   // No rank set a position word: nothing is agreed or invalidated (a round that only waits or
   // coordinates skips the pass over every position).
-  const int scanned = vector_[round_counts::kPositionRanks] > 0 ? positions : 0;
+  const int scanned = vector_[round_counts::kPositionRanks] > 0 ? cache_.position_count() : 0;
   // Alone (not joined), only this rank's words are set: its waiting and invalidated positions
   // are visited, in position order, instead of every position.
   const bool alone = size == 1 && !joined_ && scanned > 0;
@@ -203,7 +246,7 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
   visit.clear();
   if (alone) {
     visit.insert(visit.end(), held_.begin(), held_.end());
-    visit.insert(visit.end(), invalidate.begin(), invalidate.end());
+    visit.insert(visit.end(), invalidate_.begin(), invalidate_.end());
     std::sort(visit.begin(), visit.end());
     visit.erase(std::unique(visit.begin(), visit.end()), visit.end());
   }
@@ -214,72 +257,58 @@ StatusOr<ResponseList> Controller::round(const std::vector<Request*>& fresh, Ask
     if (word == 0) continue;  // nobody holds, is ready for or invalidates it
     const round_counts::PositionCounts c = round_counts::decode_position(word, size);
     if (c.invalidated > 0) {
+      // Erased everywhere; a holder here resubmits in this round's exchange.
       if (waiting_at(p) != nullptr) send_to_coordinator(p, outgoing);
       cache_.erase(p);
     } else if (c.ready == size && c.held > 0 && cache_.in_use(p)) {
-      agreed.push_back(p);
+      agreed_.push_back(p);
     }
   }
+}
+
+Controller::KeptList* Controller::kept_for(uint64_t generation) {
+  for (KeptList& k : kept_)
+    if (k.id != 0 && k.generation == generation && k.positions == agreed_) return &k;
+  return nullptr;
+}
+
+bool Controller::list_agreed(uint64_t generation, ResponseList* list) {
   // A group leaves the cache path only whole.
   std::map<std::string, int> group_agreed;
-  for (int p : agreed)
+  for (int p : agreed_)
     if (cache_.at(p).group_size > 0) ++group_agreed[cache_.at(p).group_key];
   // A list kept from an earlier round again (a training loop's next step): its responses are
   // still the cache's at these positions (no insert or erase since), so they are reused
   // instead of copied.
-  const uint64_t generation = cache_.generation();
-  KeptList* again = nullptr;
-  if (group_agreed.empty() && !agreed.empty()) {
-    for (KeptList& k : kept_)
-      if (k.id != 0 && k.generation == generation && k.positions == agreed) {
-        again = &k;
-        break;
-      }
-  }
+  KeptList* again = group_agreed.empty() && !agreed_.empty() ? kept_for(generation) : nullptr;
   std::vector<int>& listed = listed_;  // the positions of the list's responses, in order
   listed.clear();
   if (again != nullptr) {
-    list.responses.swap(again->responses);
+    list->responses.swap(again->responses);
     listed.swap(again->positions);
     out_.id = again->id;
     again->id = 0;  // lent to this list until recycle() hands it back
-    for (size_t i = 0; i < listed.size(); ++i) take_hit(listed[i], list.responses[i]);
-  } else {
-    list.responses.reserve(agreed.size());
-    for (int p : agreed) {
-      const Response& r = cache_.at(p);
-      if (r.group_size > 0 && group_agreed[r.group_key] < r.group_size) continue;
-      if (spare_names_.empty()) {
-        list.responses.push_back(r);
-      } else {
-        // The name copied into a spare buffer (large enough: names are reused step by step).
-        Response& hit = list.responses.emplace_back();
-        hit.name = std::move(spare_names_.back());
-        spare_names_.pop_back();
-        hit = r;
-      }
-      listed.push_back(p);
-      take_hit(p, list.responses.back());
+    for (size_t i = 0; i < listed.size(); ++i) take_hit(listed[i], list->responses[i]);
+    return true;
+  }
+  list->responses.reserve(agreed_.size());
+  for (int p : agreed_) {
+    const Response& r = cache_.at(p);
+    if (r.group_size > 0 && group_agreed[r.group_key] < r.group_size) continue;
+    if (spare_names_.empty()) {
+      list->responses.push_back(r);
+    } else {
+      // The name copied into a spare buffer (large enough: names are reused step by step).
+      Response& hit = list->responses.emplace_back();
+      hit.name = std::move(spare_names_.back());
+      spare_names_.pop_back();
+      hit = r;
     }
-    out_.id = ++next_list_id_;
+    listed.push_back(p);
+    take_hit(p, list->responses.back());
   }
-
-  const bool cache_only = vector_[round_counts::kHasUncached] == 0;
-  if (!cache_only) {
-    HORA_RETURN_IF_ERROR(exchange(outgoing, fatal, deadline, &list));
-    if (!fatal.empty() && list.fatal.empty()) list.fatal = fatal;
-  }
-  // Only a list of the cache's responses alone can be kept for a later round.
-  if (cache_only && !list.responses.empty()) {
-    out_.positions.swap(listed);
-    out_.generation = generation;
-    list.cached_id = out_.id;
-    list.repeated = again != nullptr;
-    if (list.repeated) ++stats_.repeats;
-  } else {
-    out_.id = 0;
-  }
-  return list;
+  out_.id = ++next_list_id_;
+  return false;
 }
 
 void Controller::take_hit(int p, Response& response) {

@@ -117,6 +117,29 @@ class Controller {
   void keep_names(std::vector<Response>& responses);
   void route(const std::vector<Request*>& fresh, std::vector<Request>& outgoing,
              std::vector<int>& invalidate, std::chrono::steady_clock::time_point now);
+  // Step 1: drops the positions no longer held from held_, routes `fresh` (route()), and
+  // leaves in invalidate_ the positions this rank invalidates, sorted, each once (a joined
+  // rank adds every cached collective it cannot take part in).
+  void route_round(const std::vector<Request*>& fresh, std::vector<Request>& outgoing,
+                   std::chrono::steady_clock::time_point now);
+  // Step 2: this rank's words into vector_ (round_counts.h): the header from `asks` and
+  // `has_uncached`, then per position what it holds (held_), is ready for (joined) or
+  // invalidates (invalidate_).
+  void encode_counts(Asks asks, bool has_uncached);
+  // Step 2: sums vector_ over every rank (in place; nothing to do alone).
+  Status reduce_counts(Deadline deadline);
+  // Step 3: the summed header: shutdown (any rank asked, and who) and pause (every rank).
+  ResponseList decode_header() const;
+  // Step 3: each summed position word: invalidated anywhere -> erased (a request waiting here
+  // goes to `outgoing`); ready on every rank and held by one -> into agreed_, in position order.
+  void decode_positions(std::vector<Request>& outgoing);
+  // Step 3: agreed_ becomes list->responses (a group only when every member is agreed),
+  // reusing the kept list of the same positions at cache `generation` when there is one
+  // (returns true then). Sets listed_ and out_.id.
+  bool list_agreed(uint64_t generation, ResponseList* list);
+  // The kept list whose positions are agreed_ at cache `generation`, or null.
+  struct KeptList;
+  KeptList* kept_for(uint64_t generation);
   // Copies the request waiting at cache position `p` to `to` (for the coordinator), with every
   // other member of its group waiting on the cache path: a group leaves that path only whole,
   // or the members left behind would wait for one that no longer comes.
@@ -147,12 +170,12 @@ class Controller {
   bool joined_ = false;
   std::vector<int64_t> vector_;  // the round's reduction buffer
   std::vector<int> positions_;   // route(): a group's cache positions (reused, no allocation)
-  std::vector<int> invalidate_;  // round(): positions invalidated (reused)
-  std::vector<int> agreed_;      // round(): positions agreed (reused)
+  std::vector<int> invalidate_;  // route_round(): positions this rank invalidates (reused)
+  std::vector<int> agreed_;      // decode_positions(): positions agreed (reused)
   // Positions of cached_ this rank waits at (those that left are dropped at the next round's
   // start): the round adds its words from these, not from every position.
   std::vector<int> held_;
-  std::vector<int> visit_;  // round(), one rank: the positions to decode (reused)
+  std::vector<int> visit_;  // decode_positions(), one rank: the positions to decode (reused)
   // Heap-held names of executed responses (recycle()), for the cache hits' copies to reuse.
   std::vector<std::string> spare_names_;
   // Lists of cache hits alone, kept for a later round that agrees them again (round(),
@@ -170,7 +193,7 @@ class Controller {
   KeptList out_;
   uint64_t next_list_id_ = 0;
   uint64_t kept_count_ = 0;
-  std::vector<int> listed_;  // round(): the list's positions (reused)
+  std::vector<int> listed_;  // list_agreed(): the list's positions (reused)
   ControllerStats stats_;
 };
 

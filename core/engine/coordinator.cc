@@ -79,9 +79,7 @@ Response Coordinator::decide(const Pending& p) const {
 
   std::string error = validate_requests(present, size_);
   if (error.empty() && !absent_joined.empty() && first.type != CollectiveType::kBarrier) {
-    const bool zeros_ok = first.type == CollectiveType::kAllreduce &&
-                          (first.op == ReduceOp::kSum || first.op == ReduceOp::kAverage);
-    if (!zeros_ok) {
+    if (!joined_zeros_ok(first.type, first.op)) {
       std::string ranks;
       for (int r : absent_joined) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
       error = "tensor '" + first.name + "': " + collective_name(first.type) +

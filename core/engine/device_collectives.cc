@@ -9,6 +9,7 @@
 #include "core/engine/allocated_check.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/handle_state.h"
+#include "core/engine/single_plan.h"
 
 namespace hora {
 namespace engine {
@@ -19,84 +20,22 @@ Status with_tensor(const Status& s, const std::string& collective, const std::st
   return Status(s.code(), collective + " of tensor '" + name + "' on the device: " + s.message());
 }
 
-size_t row_elements(const std::vector<int64_t>& shape) {
-  size_t n = 1;
-  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
-  return n;
-}
-
-// What one allgather / alltoall / reducescatter moves, in elements (the host path's layout).
-struct SinglePlan {
-  std::vector<size_t> send;  // alltoall: per peer; allgather/reducescatter: per rank
-  std::vector<size_t> recv;  // alltoall: per peer
-  size_t in_count = 0;
-  size_t out_count = 0;
-  std::vector<int64_t> shape;  // of the output
-};
-
-SinglePlan plan_single(const Response& r, const Entry& e, int rank, int size,
-                       std::vector<int64_t>* received_splits) {
-  SinglePlan p;
-  const size_t row = row_elements(e.in.shape());
-  p.in_count = static_cast<size_t>(e.in.element_count());
-  p.shape = e.in.shape();
-  switch (r.type) {
-    case CollectiveType::kAllgather: {
-      int64_t rows = 0;
-      for (int q = 0; q < size; ++q) {
-        p.send.push_back(static_cast<size_t>(r.first_dims[q]) * row);
-        rows += r.first_dims[q];
-      }
-      p.shape[0] = rows;
-      p.out_count = static_cast<size_t>(rows) * row;
-      break;
-    }
-    case CollectiveType::kAlltoall: {
-      int64_t rows = 0;
-      received_splits->assign(size, 0);
-      for (int q = 0; q < size; ++q) {
-        p.send.push_back(static_cast<size_t>(r.splits[static_cast<size_t>(rank) * size + q]) * row);
-        const int64_t in_rows = r.splits[static_cast<size_t>(q) * size + rank];
-        p.recv.push_back(static_cast<size_t>(in_rows) * row);
-        (*received_splits)[q] = in_rows;
-        rows += in_rows;
-      }
-      p.shape[0] = rows;
-      p.out_count = static_cast<size_t>(rows) * row;
-      break;
-    }
-    default: {  // kReducescatter
-      const std::vector<size_t> rows =
-          collectives::even_split(static_cast<size_t>(r.shape.at(0)), size);
-      for (int q = 0; q < size; ++q) p.send.push_back(rows[q] * row);
-      p.shape = r.shape;
-      p.shape[0] = static_cast<int64_t>(rows[rank]);
-      p.out_count = p.send[rank];
-      break;
-    }
-  }
-  return p;
-}
-
 // The collective of `p` over `comm` from `in` to `out`. `native`: the NCCL communicator's own
 // collectives (hora's ring over it for the reductions NCCL lacks); else the host path's
 // algorithms.
 Status run_plan(collectives::Communicator& comm, bool native, const Response& r,
                 const SinglePlan& p, const void* in, void* out,
                 const collectives::AlgorithmOptions& ao) {
+  if (!native) return run_host_plan(comm, r, p, in, out, ao, nullptr);
   switch (r.type) {
-    case CollectiveType::kAllgather:
-      return native ? comm.allgatherv(in, out, p.send, r.dtype, ao.deadline)
-                    : collectives::ring_allgatherv(comm, in, out, p.send, r.dtype, ao);
+    case CollectiveType::kAllgather: return comm.allgatherv(in, out, p.send, r.dtype, ao.deadline);
     case CollectiveType::kAlltoall:
-      return native ? comm.alltoallv(in, p.send, out, p.recv, r.dtype, ao.deadline)
-                    : collectives::pairwise_alltoallv(comm, in, p.send, out, p.recv, r.dtype, ao);
+      return comm.alltoallv(in, p.send, out, p.recv, r.dtype, ao.deadline);
     default: {
       const bool nccl_reduces =
           r.dtype != DataType::kInt16 && r.dtype != DataType::kUint16 && r.dtype != DataType::kBool;
-      return native && nccl_reduces
-                 ? comm.reducescatter(in, out, p.send, r.dtype, r.op, ao.deadline)
-                 : collectives::ring_reducescatter(comm, in, out, p.send, r.dtype, r.op, ao);
+      return nccl_reduces ? comm.reducescatter(in, out, p.send, r.dtype, r.op, ao.deadline)
+                          : run_host_plan(comm, r, p, in, out, ao, nullptr);
     }
   }
 }
@@ -165,8 +104,7 @@ Status DeviceExecutor::run_single(const Response& r, const CompleteFn& complete)
   if (out != nullptr) HORA_RETURN_IF_ERROR(publish_done(device, *d, {e}));
   HORA_RETURN_IF_ERROR(host_wait(device, *d, what + " (result)"));
   if (timeline_ != nullptr && timeline_->enabled()) {
-    std::string phase = collective_name(r.type);
-    for (char& c : phase) c = static_cast<char>(c - ('a' <= c && c <= 'z' ? 32 : 0));
+    const std::string phase = timeline_phase(r.type);
     timeline_->event(
         r.name, phase.c_str(), start, Clock::now(),
         {{"backend", native ? resources_.device_comm->backend_name() : host_comm_.backend_name()},

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "collectives/algorithms/algorithms.h"
+#include "core/engine/allreduce_plan.h"
 #include "core/engine/handle_state.h"
 #include "hora/compression.h"
 
@@ -31,14 +32,6 @@ DeviceExecutor::DeviceExecutor(const DeviceResources& resources,
       timeline_(timeline),
       ready_(resources.runtime) {}
 
-void DeviceExecutor::record(const std::vector<Response>& responses, const Bucket& bucket,
-                            const char* phase, Clock::time_point start,
-                            const Timeline::Args& args) {
-  if (timeline_ == nullptr || !timeline_->enabled()) return;
-  const auto end = Clock::now();
-  for (int i : bucket.members) timeline_->event(responses[i].name, phase, start, end, args);
-}
-
 DeviceExecutor::~DeviceExecutor() {
   {
     MutexLock lock(&gate_->mu);  // handles that outlive the executor no longer reach `done`
@@ -58,11 +51,7 @@ DeviceExecutor::~DeviceExecutor() {
 }
 
 collectives::AlgorithmOptions DeviceExecutor::algorithm_options() {
-  collectives::AlgorithmOptions ao;
-  ao.deadline = Deadline::after_seconds(options_.timeout_s);
-  ao.scratch = &scratch_;
-  ao.topology = options_.topology;
-  return ao;
+  return executor_algorithm_options(options_.timeout_s, &scratch_, options_.topology);
 }
 
 Status DeviceExecutor::admit(std::vector<Entry>& entries) {
@@ -178,38 +167,41 @@ Status DeviceExecutor::publish_done(int device, PerDevice& d, const std::vector<
   return Status::OK();
 }
 
+// The steps of device_executor.h's file comment (plan_device_allreduce lists them).
 Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, const Bucket& bucket,
                                      const CompleteFn& complete) {
+  DeviceBucket b;
+  HORA_RETURN_IF_ERROR(open_bucket(responses, bucket, &b));
+  const auto start = Clock::now();
+  HORA_RETURN_IF_ERROR(pack(b, responses, bucket));                  // 1-2
+  HORA_RETURN_IF_ERROR(reduce_bucket(b, responses, bucket, start));  // 3
+  HORA_RETURN_IF_ERROR(unpack(b, responses, bucket));                // 4
+  for (int i : bucket.members) complete(responses[i].name, Status::OK());
+  return Status::OK();
+}
+
+Status DeviceExecutor::open_bucket(const std::vector<Response>& responses, const Bucket& bucket,
+                                   DeviceBucket* b) {
   const Response& head = responses[bucket.members.front()];
-  const std::string& first = head.name;
+  b->first = &head.name;
   const DeviceSupport& support = resources_.support;
   if (support.mode == DeviceMode::kNone)  // admit() refused such tensors; a peer's joined zeros
-    return Status::failed_precondition("allreduce of tensor '" + first + "' on " +
+    return Status::failed_precondition("allreduce of tensor '" + head.name + "' on " +
                                        head.device.to_string() +
                                        ": this rank has no GPU path: " + support.why_none);
-  const DevicePath path =
-      support.mode == DeviceMode::kNative ? DevicePath::kNative : DevicePath::kStaged;
+  b->path = support.mode == DeviceMode::kNative ? DevicePath::kNative : DevicePath::kStaged;
+  b->device = support.device;
   // What the collective moves and reduces: the half type of a compressed bucket, whose inputs
   // are packed in float32 behind the wire region of the fusion buffer and cast into it.
-  const Compression compression = head.compression;
-  const bool compressed = compression != Compression::kNone;
-  const DataType dtype = wire_data_type(head.dtype, compression);
-  const size_t elem = data_type_bytes(dtype);
-  ReduceOp op = head.op;
-  double postscale = head.postscale;
-  if (op == ReduceOp::kAverage) {
-    op = ReduceOp::kSum;
-    postscale *= 1.0 / host_comm_.size();
-  }
-  std::vector<size_t> counts;
-  std::vector<Entry*> entries;
+  b->plan = plan_allreduce(head, host_comm_.size());
+  const bool compressed = b->plan.compressed;
+  const size_t elem = b->plan.elem;
   for (int i : bucket.members) {
-    counts.push_back(static_cast<size_t>(responses[i].element_count()));
-    entries.push_back(queue_.find(responses[i].name));
+    b->counts.push_back(static_cast<size_t>(responses[i].element_count()));
+    b->entries.push_back(queue_.find(responses[i].name));
   }
-  const DeviceBucketPlan plan = plan_device_allreduce(path, counts, elem);
-  const size_t total = plan.total_bytes;
-  const int device = support.device;
+  b->layout = plan_device_allreduce(b->path, b->counts, elem);
+  const size_t total = b->layout.total_bytes;
   // The float32 region starts at the next multiple of kStagingAlign behind the wire region:
   // right behind it, an odd count of 16-bit elements would leave it 2 bytes off float32
   // alignment, which the GPU's cast and copy kernels refuse.
@@ -217,105 +209,115 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   const size_t f32_offset =
       compressed ? (total + kStagingAlign - 1) / kStagingAlign * kStagingAlign : 0;
   const size_t f32_bytes = compressed ? total / elem * sizeof(float) : 0;
-  HORA_ASSIGN_OR_RETURN(PerDevice * d,
-                        device_state(device, compressed ? f32_offset + f32_bytes : total));
-  DeviceRuntime* rt = resources_.runtime;
-  uint8_t* fusion = static_cast<uint8_t*>(d->fusion);
-  // Where the members are packed and unpacked: the wire region itself, or the float32 region.
-  uint8_t* staging = compressed ? fusion + f32_offset : fusion;
-  const size_t staging_elem = compressed ? sizeof(float) : elem;
-  const DataType staging_dtype = compressed ? DataType::kFloat32 : dtype;
+  HORA_ASSIGN_OR_RETURN(b->d, device_state(b->device, compressed ? f32_offset + f32_bytes : total));
+  b->fusion = static_cast<uint8_t*>(b->d->fusion);
+  b->staging = compressed ? b->fusion + f32_offset : b->fusion;
+  b->staging_elem = compressed ? sizeof(float) : elem;
+  b->staging_dtype = compressed ? DataType::kFloat32 : b->plan.dtype;
+  return Status::OK();
+}
 
-  // 1-2. Wait for the inputs on the GPU, pack them (zeros for a joined rank's missing ones).
-  const auto start = Clock::now();
+Status DeviceExecutor::pack(const DeviceBucket& b, const std::vector<Response>& responses,
+                            const Bucket& bucket) {
+  DeviceRuntime* rt = resources_.runtime;
+  const Response& head = responses[bucket.members.front()];
   std::vector<DeviceCopyItem> in_items;
   std::vector<ReadyEvents::Ready> ready_events;  // waited for together, before the pack
-  for (size_t m = 0; m < entries.size(); ++m) {
-    Entry* e = entries[m];
-    uint8_t* slot = staging + plan.offsets[m] / elem * staging_elem;
+  for (size_t m = 0; m < b.entries.size(); ++m) {
+    Entry* e = b.entries[m];
     if (e == nullptr) {
       HORA_RETURN_IF_ERROR(
-          rt->memset_zero_async(device, slot, counts[m] * staging_elem, d->stream));
+          rt->memset_zero_async(b.device, b.slot(m), b.counts[m] * b.staging_elem, b.d->stream));
       continue;
     }
     ReadyEvents::Ready ready;
     if (ready_.take(responses[bucket.members[m]].name, &ready))
       ready_events.push_back(std::move(ready));
-    in_items.push_back({slot, e->in.data(), counts[m]});
+    in_items.push_back({b.slot(m), e->in.data(), b.counts[m]});
   }
-  HORA_RETURN_IF_ERROR(ready_.wait(device, d->stream, ready_events).status());
+  HORA_RETURN_IF_ERROR(ready_.wait(b.device, b.d->stream, ready_events).status());
   stats_.ready_waits += static_cast<int64_t>(ready_events.size());
   HORA_RETURN_IF_ERROR(with_tensor(
-      rt->batched_scale_copy_async(device, in_items, staging_dtype, head.prescale, d->stream),
-      "allreduce (pack)", first));
-  if (compressed) {
-    HORA_RETURN_IF_ERROR(with_tensor(
-        rt->cast_async(device, fusion, dtype, staging, DataType::kFloat32, total / elem, d->stream),
-        "allreduce (compress)", first));
+      rt->batched_scale_copy_async(b.device, in_items, b.staging_dtype, head.prescale, b.d->stream),
+      "allreduce (pack)", *b.first));
+  if (b.plan.compressed) {
+    HORA_RETURN_IF_ERROR(with_tensor(rt->cast_async(b.device, b.fusion, b.plan.dtype, b.staging,
+                                                    DataType::kFloat32, b.count(), b.d->stream),
+                                     "allreduce (compress)", *b.first));
     ++stats_.compressed_buckets;
   }
+  return Status::OK();
+}
 
-  // 3. The collective.
-  const size_t count = total / elem;
+Status DeviceExecutor::reduce_bucket(const DeviceBucket& b, const std::vector<Response>& responses,
+                                     const Bucket& bucket, Clock::time_point start) {
+  const std::string& first = *b.first;
+  const size_t total = b.layout.total_bytes;
   Clock::time_point collective_start;
-  if (path == DevicePath::kNative) {
-    HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (pack)"));
-    record(responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
+  if (b.path == DevicePath::kNative) {
+    HORA_RETURN_IF_ERROR(host_wait(b.device, *b.d, "allreduce of '" + first + "' (pack)"));
+    record_bucket(timeline_, responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
     collective_start = Clock::now();
     // NCCL reduces neither 16-bit integers nor bool: hora's ring runs over the NCCL
     // communicator's point-to-point with the CUDA reduction kernels (its buffer_ops) instead.
+    const DataType dtype = b.plan.dtype;
     const bool nccl_reduces =
         dtype != DataType::kInt16 && dtype != DataType::kUint16 && dtype != DataType::kBool;
     collectives::Communicator& comm = *resources_.device_comm;
     HORA_RETURN_IF_ERROR(with_tensor(
-        nccl_reduces ? comm.allreduce(fusion, fusion, count, dtype, op,
-                                      Deadline::after_seconds(options_.timeout_s))
-                     : collectives::run_allreduce(collectives::Algorithm::kRing, comm, fusion,
-                                                  fusion, count, dtype, op, algorithm_options()),
+        nccl_reduces
+            ? comm.allreduce(b.fusion, b.fusion, b.count(), dtype, b.plan.op,
+                             Deadline::after_seconds(options_.timeout_s))
+            : collectives::run_allreduce(collectives::Algorithm::kRing, comm, b.fusion, b.fusion,
+                                         b.count(), dtype, b.plan.op, algorithm_options()),
         "allreduce", first));
     ++stats_.native_buckets;
   } else {
+    DeviceRuntime* rt = resources_.runtime;
     HORA_RETURN_IF_ERROR(ensure_pinned(total));
-    HORA_RETURN_IF_ERROR(rt->memcpy_async(device, pinned_, fusion, total, d->stream));
-    HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (copy to host)"));
-    record(responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
+    HORA_RETURN_IF_ERROR(rt->memcpy_async(b.device, pinned_, b.fusion, total, b.d->stream));
+    HORA_RETURN_IF_ERROR(host_wait(b.device, *b.d, "allreduce of '" + first + "' (copy to host)"));
+    record_bucket(timeline_, responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
     collective_start = Clock::now();
     const collectives::Selection sel = collectives::select_allreduce(
         total, host_comm_.size(), host_comm_.cost_model(), options_.algorithm, options_.topology);
-    HORA_RETURN_IF_ERROR(
-        with_tensor(collectives::run_allreduce(sel.algorithm, host_comm_, pinned_, pinned_, count,
-                                               dtype, op, algorithm_options()),
-                    "allreduce (staged through host memory)", first));
-    HORA_RETURN_IF_ERROR(rt->memcpy_async(device, fusion, pinned_, total, d->stream));
+    HORA_RETURN_IF_ERROR(with_tensor(
+        collectives::run_allreduce(sel.algorithm, host_comm_, pinned_, pinned_, b.count(),
+                                   b.plan.dtype, b.plan.op, algorithm_options()),
+        "allreduce (staged through host memory)", first));
+    HORA_RETURN_IF_ERROR(rt->memcpy_async(b.device, b.fusion, pinned_, total, b.d->stream));
     ++stats_.staged_buckets;
   }
+  if (timeline_ != nullptr && timeline_->enabled())
+    record_bucket(
+        timeline_, responses, bucket, "ALLREDUCE", collective_start,
+        allreduce_args("device_path", device_path_name(b.path),
+                       b.path == DevicePath::kNative ? resources_.device_comm->backend_name()
+                                                     : host_comm_.backend_name(),
+                       total, bucket.members.size()));
+  return Status::OK();
+}
 
-  record(responses, bucket, "ALLREDUCE", collective_start,
-         {{"backend", path == DevicePath::kNative ? resources_.device_comm->backend_name()
-                                                  : host_comm_.backend_name()},
-          {"device_path", device_path_name(path)},
-          {"bytes", std::to_string(total)},
-          {"tensors", std::to_string(bucket.members.size())}});
-
-  // 4. Unpack, wait for it, complete.
-  const auto unpack = Clock::now();
-  if (compressed)
-    HORA_RETURN_IF_ERROR(with_tensor(
-        rt->cast_async(device, staging, DataType::kFloat32, fusion, dtype, total / elem, d->stream),
-        "allreduce (decompress)", first));
+Status DeviceExecutor::unpack(const DeviceBucket& b, const std::vector<Response>& responses,
+                              const Bucket& bucket) {
+  DeviceRuntime* rt = resources_.runtime;
+  const auto start = Clock::now();
+  if (b.plan.compressed)
+    HORA_RETURN_IF_ERROR(with_tensor(rt->cast_async(b.device, b.staging, DataType::kFloat32,
+                                                    b.fusion, b.plan.dtype, b.count(), b.d->stream),
+                                     "allreduce (decompress)", *b.first));
   std::vector<DeviceCopyItem> out_items;
-  for (size_t m = 0; m < entries.size(); ++m) {
-    if (entries[m] != nullptr)
-      out_items.push_back(
-          {entries[m]->out.data(), staging + plan.offsets[m] / elem * staging_elem, counts[m]});
+  for (size_t m = 0; m < b.entries.size(); ++m) {
+    if (b.entries[m] != nullptr)
+      out_items.push_back({b.entries[m]->out.data(), b.slot(m), b.counts[m]});
   }
-  HORA_RETURN_IF_ERROR(with_tensor(
-      rt->batched_scale_copy_async(device, out_items, staging_dtype, postscale, d->stream),
-      "allreduce (unpack)", first));
-  HORA_RETURN_IF_ERROR(publish_done(device, *d, entries));
-  HORA_RETURN_IF_ERROR(host_wait(device, *d, "allreduce of '" + first + "' (unpack)"));
-  record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
-  for (int i : bucket.members) complete(responses[i].name, Status::OK());
+  HORA_RETURN_IF_ERROR(
+      with_tensor(rt->batched_scale_copy_async(b.device, out_items, b.staging_dtype,
+                                               b.plan.postscale, b.d->stream),
+                  "allreduce (unpack)", *b.first));
+  HORA_RETURN_IF_ERROR(publish_done(b.device, *b.d, b.entries));
+  HORA_RETURN_IF_ERROR(host_wait(b.device, *b.d, "allreduce of '" + *b.first + "' (unpack)"));
+  record_bucket(timeline_, responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", start);
   return Status::OK();
 }
 

@@ -50,6 +50,7 @@
 #include "collectives/selector.h"
 #include "collectives/topology.h"
 #include "core/base/device_runtime.h"
+#include "core/engine/allreduce_plan.h"
 #include "core/engine/device_route.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
@@ -144,9 +145,38 @@ class DeviceExecutor {
   // `entries` (null entries skipped), for Handle::wait_on_stream.
   Status publish_done(int device, PerDevice& d, const std::vector<Entry*>& entries);
   collectives::AlgorithmOptions algorithm_options();
-  // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
-  void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
-              Clock::time_point start, const Timeline::Args& args = {});
+  // One allreduce bucket on the device, as open_bucket() laid it out; run_allreduce's steps
+  // share it.
+  struct DeviceBucket {
+    const std::string* first = nullptr;  // the head's name, for messages
+    AllreducePlan plan;
+    DevicePath path = DevicePath::kNative;
+    int device = -1;
+    PerDevice* d = nullptr;
+    std::vector<size_t> counts;   // elements per member
+    std::vector<Entry*> entries;  // per member; null: this rank joined (zeros)
+    DeviceBucketPlan layout;      // the members' offsets in the wire region
+    uint8_t* fusion = nullptr;    // the wire region (what the collective reduces)
+    // Where the members are packed and unpacked: the wire region itself, or (compressed) the
+    // float32 region behind it.
+    uint8_t* staging = nullptr;
+    size_t staging_elem = 0;
+    DataType staging_dtype = DataType::kFloat32;
+    size_t count() const { return layout.total_bytes / plan.elem; }  // elements reduced
+    uint8_t* slot(size_t m) const { return staging + layout.offsets[m] / plan.elem * staging_elem; }
+  };
+  // Refuses a rank without a GPU path, plans the bucket and sizes this device's fusion buffer.
+  Status open_bucket(const std::vector<Response>& responses, const Bucket& bucket, DeviceBucket* b);
+  // Steps 1-2: the engine's stream waits for the inputs' ready events; the batched pack
+  // (zeros for a joined rank's members), prescaled, then the cast to the half type.
+  Status pack(const DeviceBucket& b, const std::vector<Response>& responses, const Bucket& bucket);
+  // Step 3: the collective, native or staged; records the pack (from `start`) and ALLREDUCE.
+  Status reduce_bucket(const DeviceBucket& b, const std::vector<Response>& responses,
+                       const Bucket& bucket, Clock::time_point start);
+  // Step 4: the cast back, the batched unpack with the postscale, the done event published,
+  // and the host's wait for it.
+  Status unpack(const DeviceBucket& b, const std::vector<Response>& responses,
+                const Bucket& bucket);
 
   const DeviceResources resources_;
   collectives::Communicator& host_comm_;

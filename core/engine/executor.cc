@@ -1,14 +1,14 @@
 #include "core/engine/executor.h"
 
-#include <cctype>
 #include <cstring>
 
 #include "collectives/algorithms/algorithms.h"
-#include "collectives/algorithms/hierarchical.h"
 #include "core/engine/allocated_check.h"
+#include "core/engine/allreduce_plan.h"
 #include "core/engine/compressed_copy.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/fused_in_place.h"
+#include "core/engine/single_plan.h"
 #include "hora/logging.h"
 #include "kernels/kernels.h"
 
@@ -17,19 +17,6 @@ namespace engine {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The collective's name as Horovod's timeline shows it: ALLREDUCE, BROADCAST, ...
-std::string upper(const char* name) {
-  std::string s(name);
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
-size_t row_elements(const std::vector<int64_t>& shape) {
-  size_t n = 1;
-  for (size_t i = 1; i < shape.size(); ++i) n *= static_cast<size_t>(shape[i]);
-  return n;
-}
 
 // Where the result of `e` (of `shape`, `bytes` long) goes: the view its allocator returns, or
 // the handle's engine-owned output when it has none. An allocator that fails (or returns an
@@ -59,6 +46,20 @@ AlgorithmTunerOptions tuner_options(const ExecutorOptions& options) {
   return o;
 }
 
+// fn(response, entry, count, offset) for each member of `bucket` in member order: its entry
+// (null: none on this rank), its element count and its byte offset in the fusion buffer
+// (members back to back, `elem` bytes an element). A template, so the loop inlines.
+template <typename Fn>
+void for_each_member(const std::vector<Response>& responses, const Bucket& bucket,
+                     const std::vector<Entry*>& entries, size_t elem, Fn&& fn) {
+  size_t offset = 0;
+  for (int i : bucket.members) {
+    const size_t count = static_cast<size_t>(responses[i].element_count());
+    fn(responses[i], entries[i], count, offset);
+    offset += count * elem;
+  }
+}
+
 double micros_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
@@ -74,11 +75,7 @@ Executor::Executor(collectives::Communicator& comm, const ExecutorOptions& optio
       tuner_(comm, tuner_options(options)) {}
 
 collectives::AlgorithmOptions Executor::algorithm_options() {
-  collectives::AlgorithmOptions ao;
-  ao.deadline = Deadline::after_seconds(options_.timeout_s);
-  ao.scratch = &scratch_;
-  ao.topology = options_.topology;
-  return ao;
+  return executor_algorithm_options(options_.timeout_s, &scratch_, options_.topology);
 }
 
 void Executor::complete(const std::string& name, const Status& status) {
@@ -105,13 +102,6 @@ void Executor::complete_bucket(const Bucket& bucket, const Status& status) {
   done_handles_.clear();
 }
 
-void Executor::record(const std::vector<Response>& responses, const Bucket& bucket,
-                      const char* phase, Clock::time_point start, const Timeline::Args& args) {
-  if (!timeline_.enabled()) return;
-  const auto end = Clock::now();
-  for (int i : bucket.members) timeline_.event(responses[i].name, phase, start, end, args);
-}
-
 Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
                                const std::vector<Response>& responses, const Bucket& bucket,
                                const TunerPick* taken) {
@@ -124,11 +114,9 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
     const auto start = Clock::now();
     kernels::copy(out, in, bytes);
     if (timeline_.enabled())
-      record(responses, bucket, "ALLREDUCE", start,
-             {{"algorithm", "local"},
-              {"backend", comm_.backend_name()},
-              {"bytes", std::to_string(bytes)},
-              {"tensors", std::to_string(bucket.members.size())}});
+      record_bucket(
+          &timeline_, responses, bucket, "ALLREDUCE", start,
+          allreduce_args("algorithm", "local", comm_.backend_name(), bytes, bucket.members.size()));
     return Status::OK();
   }
   const TunerPick pick = taken != nullptr ? *taken : tuner_.take(bytes);
@@ -137,155 +125,153 @@ Status Executor::run_algorithm(const void* in, void* out, size_t count, DataType
                                         algorithm_options());
   if (s.ok() && taken == nullptr) s = tuner_.record(pick, micros_since(start));
   if (timeline_.enabled())
-    record(responses, bucket, "ALLREDUCE", start,
-           {{"algorithm", collectives::algorithm_name(pick.algorithm)},
-            {"backend", comm_.backend_name()},
-            {"bytes", std::to_string(bytes)},
-            {"tensors", std::to_string(bucket.members.size())}});
+    record_bucket(&timeline_, responses, bucket, "ALLREDUCE", start,
+                  allreduce_args("algorithm", collectives::algorithm_name(pick.algorithm),
+                                 comm_.backend_name(), bytes, bucket.members.size()));
   if (!s.ok()) return Status(s.code(), "allreduce of tensor '" + first_name + "': " + s.message());
   return Status::OK();
 }
 
+// The paths of an allreduce bucket, in the order executor.h's file comment gives them.
 Status Executor::run_allreduce(const std::vector<Response>& responses, const Bucket& bucket) {
   const Response& head = responses[bucket.members.front()];
-  const Compression compression = head.compression;
-  const bool compressed = compression != Compression::kNone;
-  // What the algorithm moves and reduces: the half type of a compressed bucket.
-  const DataType dtype = wire_data_type(head.dtype, compression);
-  const size_t elem = data_type_bytes(dtype);
-  ReduceOp op = head.op;
-  double postscale = head.postscale;
-  if (op == ReduceOp::kAverage) {
-    op = ReduceOp::kSum;
-    postscale *= 1.0 / comm_.size();
-  }
+  AllreducePlan plan = plan_allreduce(head, comm_.size());
   ++stats_.buckets;
   if (bucket.members.size() > 1) stats_.fused_tensors += bucket.members.size();
 
   // Every rank must run the algorithm with the same op: `direct` depends on the response only
   // (a joined rank, which has no entry, reduces its zeros with that op too).
-  const bool direct =
-      bucket.members.size() == 1 && head.prescale == 1.0 && head.postscale == 1.0 && !compressed;
+  const bool direct = bucket.members.size() == 1 && head.prescale == 1.0 && head.postscale == 1.0 &&
+                      !plan.compressed;
   if (direct) {
-    op = head.op;
-    postscale = 1.0;
+    plan.op = head.op;
+    plan.postscale = 1.0;
   }
   Entry* lone = bucket.members.size() == 1 ? entries_[bucket.members.front()] : nullptr;
+  const size_t total = static_cast<size_t>(bucket.bytes);
   if (lone != nullptr && direct) {
     // No scale factors of the caller's: the algorithm reads the input, writes the output and
     // applies an average's 1/size in its last pass itself: no copy, no extra pass.
     HORA_RETURN_IF_ERROR(run_algorithm(lone->in.data(), lone->out.data(),
-                                       static_cast<size_t>(head.element_count()), dtype, head.op,
-                                       responses, bucket));
-    complete_bucket(bucket, Status::OK());
-    return Status::OK();
-  }
-  if (lone != nullptr && !compressed) {
-    // Scale factors: prescale while copying into the output, reduce there in place, postscale.
-    void* out = lone->out.data();
-    const size_t count = static_cast<size_t>(head.element_count());
+                                       static_cast<size_t>(head.element_count()), plan.dtype,
+                                       head.op, responses, bucket));
+  } else if (lone != nullptr && !plan.compressed) {
+    HORA_RETURN_IF_ERROR(run_lone_scaled(*lone, responses, bucket, plan));
+  } else if (!plan.compressed && options_.fusion_in_place && comm_.size() == 1) {
+    // A fused bucket without compression, reduced where its tensors lie (fused_in_place.h): at
+    // one rank, or through the communicator's gather-list allreduce where the selector takes
+    // the native allreduce. Every rank must agree, so the condition depends on the bucket and
+    // the communicator only: a bucket of one tensor never goes this way, because a rank that
+    // has joined reaches here with it (no entry) while the others ran it as a lone tensor above.
     const auto start = Clock::now();
-    if (lone->in.data() != out) {
-      kernels::scale_copy(out, lone->in.data(), count, dtype, head.prescale);
-      record(responses, bucket, "PREPARE_OUTPUT", start);
-    } else if (head.prescale != 1.0) {
-      kernels::scale(out, count, dtype, head.prescale);
-      record(responses, bucket, "PREPARE_OUTPUT", start);
-    }
-    HORA_RETURN_IF_ERROR(run_algorithm(out, out, count, dtype, op, responses, bucket));
-    if (postscale != 1.0) {
-      const auto post = Clock::now();
-      kernels::scale(out, count, dtype, postscale);
-      record(responses, bucket, "POSTSCALE", post);
-    }
-    complete_bucket(bucket, Status::OK());
-    return Status::OK();
+    bucket_spans(responses, bucket, entries_, &spans_);
+    local_allreduce_spans(spans_, plan.dtype, head.prescale, plan.postscale);
+    record_bucket(&timeline_, responses, bucket, "ALLREDUCE", start, {{"algorithm", "local"}});
+  } else if (!plan.compressed && bucket.members.size() > 1 && options_.fusion_in_place &&
+             comm_.has_allreduce_spans() && tuner_.peek(total) == collectives::Algorithm::kNative) {
+    // The tuner's peek is what its take() returns next for these bytes, on every rank alike.
+    HORA_RETURN_IF_ERROR(run_native_spans(responses, bucket, plan));
+  } else {
+    HORA_RETURN_IF_ERROR(run_packed(responses, bucket, plan));
   }
+  complete_bucket(bucket, Status::OK());
+  return Status::OK();
+}
 
+Status Executor::run_lone_scaled(Entry& lone, const std::vector<Response>& responses,
+                                 const Bucket& bucket, const AllreducePlan& plan) {
+  const Response& head = responses[bucket.members.front()];
+  void* out = lone.out.data();
+  const size_t count = static_cast<size_t>(head.element_count());
+  const auto start = Clock::now();
+  if (lone.in.data() != out) {
+    kernels::scale_copy(out, lone.in.data(), count, plan.dtype, head.prescale);
+    record_bucket(&timeline_, responses, bucket, "PREPARE_OUTPUT", start);
+  } else if (head.prescale != 1.0) {
+    kernels::scale(out, count, plan.dtype, head.prescale);
+    record_bucket(&timeline_, responses, bucket, "PREPARE_OUTPUT", start);
+  }
+  HORA_RETURN_IF_ERROR(run_algorithm(out, out, count, plan.dtype, plan.op, responses, bucket));
+  if (plan.postscale != 1.0) {
+    const auto post = Clock::now();
+    kernels::scale(out, count, plan.dtype, plan.postscale);
+    record_bucket(&timeline_, responses, bucket, "POSTSCALE", post);
+  }
+  return Status::OK();
+}
+
+Status Executor::run_native_spans(const std::vector<Response>& responses, const Bucket& bucket,
+                                  const AllreducePlan& plan) {
+  const Response& head = responses[bucket.members.front()];
   const size_t total = static_cast<size_t>(bucket.bytes);
-  // A fused bucket without compression, reduced where its tensors lie (fused_in_place.h): at
-  // one rank, or through the communicator's gather-list allreduce where the selector takes
-  // the native allreduce. Every rank must agree, so the condition depends on the bucket and the
-  // communicator only: a bucket of one tensor never goes this way, because a rank that has
-  // joined reaches here with it (no entry) while the others ran it as a lone tensor above.
-  if (!compressed && options_.fusion_in_place && comm_.size() == 1) {
-    const auto start = Clock::now();
-    bucket_spans(responses, bucket, entries_, &spans_);
-    local_allreduce_spans(spans_, dtype, head.prescale, postscale);
-    record(responses, bucket, "ALLREDUCE", start, {{"algorithm", "local"}});
-    complete_bucket(bucket, Status::OK());
-    return Status::OK();
-  }
-  // The tuner's peek is what its take() returns next for these bytes, on every rank alike.
-  if (!compressed && bucket.members.size() > 1 && options_.fusion_in_place &&
-      comm_.has_allreduce_spans() && tuner_.peek(total) == collectives::Algorithm::kNative) {
-    const TunerPick pick = tuner_.take(total);
-    const auto start = Clock::now();
-    bucket_spans(responses, bucket, entries_, &spans_);
-    Status s = comm_.allreduce_spans(spans_, dtype, op, head.prescale, postscale,
-                                     Deadline::after_seconds(options_.timeout_s));
-    if (s.ok()) s = tuner_.record(pick, micros_since(start));
-    if (timeline_.enabled())
-      record(responses, bucket, "ALLREDUCE", start,
-             {{"algorithm", "native-in-place"},
-              {"backend", comm_.backend_name()},
-              {"bytes", std::to_string(total)},
-              {"tensors", std::to_string(bucket.members.size())}});
-    if (!s.ok()) return Status(s.code(), "allreduce of tensor '" + head.name + "': " + s.message());
-    complete_bucket(bucket, Status::OK());
-    return Status::OK();
-  }
+  const TunerPick pick = tuner_.take(total);
+  const auto start = Clock::now();
+  bucket_spans(responses, bucket, entries_, &spans_);
+  Status s = comm_.allreduce_spans(spans_, plan.dtype, plan.op, head.prescale, plan.postscale,
+                                   Deadline::after_seconds(options_.timeout_s));
+  if (s.ok()) s = tuner_.record(pick, micros_since(start));
+  if (timeline_.enabled())
+    record_bucket(&timeline_, responses, bucket, "ALLREDUCE", start,
+                  allreduce_args("algorithm", "native-in-place", comm_.backend_name(), total,
+                                 bucket.members.size()));
+  if (!s.ok()) return Status(s.code(), "allreduce of tensor '" + head.name + "': " + s.message());
+  return Status::OK();
+}
 
-  // A fused bucket, or a compressed tensor (alone too: the fusion buffer holds its half
-  // type while the algorithm runs).
-  // The fusion buffer lives in the backend's shared memory when it offers enough (peers then
-  // reduce straight from it: single copy), else in this process.
+uint8_t* Executor::fusion_buffer(size_t total) {
   uint8_t* fusion = static_cast<uint8_t*>(comm_.shared_buffer(total));
-  if (fusion == nullptr) {
-    if (fusion_.size() < total) fusion_.resize(total);
-    fusion = fusion_.data();
-  }
+  if (fusion != nullptr) return fusion;
+  if (fusion_.size() < total) fusion_.resize(total);
+  return fusion_.data();
+}
+
+Status Executor::run_packed(const std::vector<Response>& responses, const Bucket& bucket,
+                            const AllreducePlan& plan) {
+  const size_t total = static_cast<size_t>(bucket.bytes);
+  uint8_t* fusion = fusion_buffer(total);
   // Tuned over the whole packed path (packing, algorithm, unpacking): the fused in-place
   // native path it competes with has no packing. (One rank selects nothing: run_algorithm's
   // local copy.)
   const TunerPick pick = comm_.size() > 1 ? tuner_.take(total) : TunerPick{};
   const auto start = Clock::now();
-  size_t offset = 0;
-  for (int i : bucket.members) {
-    const Response& r = responses[i];
-    const size_t count = static_cast<size_t>(r.element_count());
-    Entry* e = entries_[i];
-    if (e != nullptr && compressed) {
-      pack_compressed(fusion + offset, static_cast<const float*>(e->in.data()), count, compression,
-                      r.prescale);
-    } else if (e != nullptr) {
-      kernels::scale_copy(fusion + offset, e->in.data(), count, dtype, r.prescale);
-    } else {
-      std::memset(fusion + offset, 0, count * elem);  // joined: zeros
-    }
-    offset += count * elem;
-  }
-  record(responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
-  HORA_RETURN_IF_ERROR(
-      run_algorithm(fusion, fusion, total / elem, dtype, op, responses, bucket, &pick));
-  const auto unpack = Clock::now();
-  offset = 0;
-  for (int i : bucket.members) {
-    const Response& r = responses[i];
-    const size_t count = static_cast<size_t>(r.element_count());
-    Entry* e = entries_[i];
-    if (e != nullptr && compressed) {
-      unpack_compressed(static_cast<float*>(e->out.data()), fusion + offset, count, compression,
-                        postscale);
-    } else if (e != nullptr) {
-      kernels::scale_copy(e->out.data(), fusion + offset, count, dtype, postscale);
-    }
-    offset += count * elem;
-  }
-  record(responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack);
-  HORA_RETURN_IF_ERROR(tuner_.record(pick, micros_since(start)));
-  complete_bucket(bucket, Status::OK());
-  return Status::OK();
+  pack(fusion, responses, bucket, plan);
+  record_bucket(&timeline_, responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
+  HORA_RETURN_IF_ERROR(run_algorithm(fusion, fusion, total / plan.elem, plan.dtype, plan.op,
+                                     responses, bucket, &pick));
+  const auto unpack_start = Clock::now();
+  unpack(fusion, responses, bucket, plan);
+  record_bucket(&timeline_, responses, bucket, "MEMCPY_OUT_FUSION_BUFFER", unpack_start);
+  return tuner_.record(pick, micros_since(start));
+}
+
+void Executor::pack(uint8_t* fusion, const std::vector<Response>& responses, const Bucket& bucket,
+                    const AllreducePlan& plan) {
+  for_each_member(responses, bucket, entries_, plan.elem,
+                  [&](const Response& r, Entry* e, size_t count, size_t offset) {
+                    if (e != nullptr && plan.compressed) {
+                      pack_compressed(fusion + offset, static_cast<const float*>(e->in.data()),
+                                      count, plan.compression, r.prescale);
+                    } else if (e != nullptr) {
+                      kernels::scale_copy(fusion + offset, e->in.data(), count, plan.dtype,
+                                          r.prescale);
+                    } else {
+                      std::memset(fusion + offset, 0, count * plan.elem);  // joined: zeros
+                    }
+                  });
+}
+
+void Executor::unpack(const uint8_t* fusion, const std::vector<Response>& responses,
+                      const Bucket& bucket, const AllreducePlan& plan) {
+  for_each_member(responses, bucket, entries_, plan.elem,
+                  [&](const Response&, Entry* e, size_t count, size_t offset) {
+                    if (e != nullptr && plan.compressed) {
+                      unpack_compressed(static_cast<float*>(e->out.data()), fusion + offset, count,
+                                        plan.compression, plan.postscale);
+                    } else if (e != nullptr) {
+                      kernels::scale_copy(e->out.data(), fusion + offset, count, plan.dtype,
+                                          plan.postscale);
+                    }
+                  });
 }
 
 Status Executor::run_single(const Response& r) {
@@ -313,81 +299,32 @@ Status Executor::run_single(const Response& r) {
                             "': agreed by every rank but not in flight "
                             "on rank " +
                             std::to_string(comm_.rank()));
-  const DataType dtype = r.dtype;
-  const size_t elem = data_type_bytes(dtype);
-  const int size = comm_.size();
-  const int rank = comm_.rank();
-  const size_t row = row_elements(e->in.shape());
-  detail::HandleState& h = *e->handle;
-  Status s;
+  if (r.type != CollectiveType::kBroadcast && r.type != CollectiveType::kAllgather &&
+      r.type != CollectiveType::kAlltoall && r.type != CollectiveType::kReducescatter)
+    return Status::internal("tensor '" + r.name + "': unexpected collective " +
+                            collective_name(r.type));
   Status allocator_error;
   const auto start = Clock::now();
-  switch (r.type) {
-    case CollectiveType::kBroadcast:
-      s = collectives::pipelined_broadcast(comm_, e->out.data(), e->out.data(),
-                                           static_cast<size_t>(r.element_count()), dtype, r.root,
-                                           algorithm_options());
-      break;
-    case CollectiveType::kAllgather: {
-      std::vector<size_t> counts(size);
-      int64_t rows = 0;
-      for (int p = 0; p < size; ++p) {
-        counts[p] = static_cast<size_t>(r.first_dims[p]) * row;
-        rows += r.first_dims[p];
-      }
-      std::vector<int64_t> shape = e->in.shape();
-      shape[0] = rows;
-      void* out = output_of(*e, shape, static_cast<size_t>(rows) * row * elem, &allocator_error);
-      s = options_.allgather_topology != nullptr
-              ? collectives::hierarchical_allgatherv(comm_, *options_.allgather_topology,
-                                                     e->in.data(), out, counts, dtype,
-                                                     algorithm_options())
-              : collectives::ring_allgatherv(comm_, e->in.data(), out, counts, dtype,
-                                             algorithm_options());
-      break;
-    }
-    case CollectiveType::kAlltoall: {
-      std::vector<size_t> send(size), recv(size);
-      int64_t rows = 0;
-      h.received_splits.assign(size, 0);
-      for (int p = 0; p < size; ++p) {
-        send[p] = static_cast<size_t>(r.splits[static_cast<size_t>(rank) * size + p]) * row;
-        const int64_t in_rows = r.splits[static_cast<size_t>(p) * size + rank];
-        recv[p] = static_cast<size_t>(in_rows) * row;
-        h.received_splits[p] = in_rows;
-        rows += in_rows;
-      }
-      std::vector<int64_t> shape = e->in.shape();
-      shape[0] = rows;
-      void* out = output_of(*e, shape, static_cast<size_t>(rows) * row * elem, &allocator_error);
-      s = collectives::pairwise_alltoallv(comm_, e->in.data(), send, out, recv, dtype,
-                                          algorithm_options());
-      break;
-    }
-    case CollectiveType::kReducescatter: {
-      const std::vector<size_t> rows =
-          collectives::even_split(static_cast<size_t>(r.shape.at(0)), size);
-      std::vector<size_t> counts(size);
-      for (int p = 0; p < size; ++p) counts[p] = rows[p] * row;
-      std::vector<int64_t> shape = r.shape;
-      shape[0] = static_cast<int64_t>(rows[rank]);
-      void* out = output_of(*e, shape, counts[rank] * elem, &allocator_error);
-      s = collectives::ring_reducescatter(comm_, e->in.data(), out, counts, dtype, r.op,
-                                          algorithm_options());
-      break;
-    }
-    default:
-      return Status::internal("tensor '" + r.name + "': unexpected collective " +
-                              collective_name(r.type));
-  }
+  Status s = r.type == CollectiveType::kBroadcast
+                 ? collectives::pipelined_broadcast(comm_, e->out.data(), e->out.data(),
+                                                    static_cast<size_t>(r.element_count()), r.dtype,
+                                                    r.root, algorithm_options())
+                 : run_planned(*e, r, &allocator_error);
   if (timeline_.enabled())
-    timeline_.event(r.name, upper(collective_name(r.type)).c_str(), start, Clock::now(),
+    timeline_.event(r.name, timeline_phase(r.type).c_str(), start, Clock::now(),
                     {{"backend", comm_.backend_name()}});
   if (!s.ok())
     return Status(s.code(), std::string(collective_name(r.type)) + " of tensor '" + r.name +
                                 "': " + s.message());
   complete(r.name, allocator_error);
   return Status::OK();
+}
+
+Status Executor::run_planned(Entry& e, const Response& r, Status* allocator_error) {
+  const SinglePlan p = plan_single(r, e, comm_.rank(), comm_.size(), &e.handle->received_splits);
+  void* out = output_of(e, p.shape, p.out_count * data_type_bytes(r.dtype), allocator_error);
+  return run_host_plan(comm_, r, p, e.in.data(), out, algorithm_options(),
+                       options_.allgather_topology);
 }
 
 Status Executor::execute(const ResponseList& list) {
@@ -409,7 +346,7 @@ Status Executor::execute(const ResponseList& list) {
   }
   for (const Bucket& b : planner_.plan(list.responses, options_.fusion_threshold_bytes,
                                        list.cached_id, list.repeated)) {
-    record(list.responses, b, "QUEUE", agreed);
+    record_bucket(&timeline_, list.responses, b, "QUEUE", agreed);
     const Response& head = list.responses[b.members.front()];
     if (head.device.is_cuda() && !head.is_error() && options_.device != nullptr &&
         head.type != CollectiveType::kBarrier && head.type != CollectiveType::kJoin) {

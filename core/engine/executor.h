@@ -36,6 +36,7 @@
 #include "collectives/selector.h"
 #include "collectives/topology.h"
 #include "core/engine/algorithm_tuner.h"
+#include "core/engine/allreduce_plan.h"
 #include "core/engine/fusion_planner.h"
 #include "core/engine/message.h"
 #include "core/engine/tensor_queue.h"
@@ -85,14 +86,34 @@ class Executor {
  private:
   Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket);
   Status run_single(const Response& r);
+  // run_single's allgather, alltoall or reducescatter of `e` (single_plan.h), its output where
+  // output_of() puts it (an allocator's failure left in *allocator_error).
+  Status run_planned(Entry& e, const Response& r, Status* allocator_error);
   // `pick`: the tuner's pick taken (and recorded) by the caller, who times more than the
   // algorithm (a packed bucket: packing and unpacking too); null: taken and recorded here.
   Status run_algorithm(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
                        const std::vector<Response>& responses, const Bucket& bucket,
                        const TunerPick* pick = nullptr);
-  // A timeline phase from `start` to now for every tensor of the bucket (when enabled).
-  void record(const std::vector<Response>& responses, const Bucket& bucket, const char* phase,
-              std::chrono::steady_clock::time_point start, const Timeline::Args& args = {});
+  // run_allreduce's paths (executor.h's file comment), each ending before complete_bucket:
+  // a lone tensor with scale factors, reduced in place in its output;
+  Status run_lone_scaled(Entry& lone, const std::vector<Response>& responses, const Bucket& bucket,
+                         const AllreducePlan& plan);
+  // a fused bucket reduced where its tensors lie by the communicator's gather-list allreduce;
+  Status run_native_spans(const std::vector<Response>& responses, const Bucket& bucket,
+                          const AllreducePlan& plan);
+  // any other bucket: packed into the fusion buffer, reduced there, unpacked (tuned whole).
+  Status run_packed(const std::vector<Response>& responses, const Bucket& bucket,
+                    const AllreducePlan& plan);
+  // The fusion buffer of `total` bytes: the backend's shared memory when it offers enough
+  // (peers then reduce straight from it: single copy), else fusion_ (grown to `total`).
+  uint8_t* fusion_buffer(size_t total);
+  // The bucket's inputs into `fusion`, back to back in member order, prescaled (compressed:
+  // cast to the half type); zeros for a member without an entry (a joined rank).
+  void pack(uint8_t* fusion, const std::vector<Response>& responses, const Bucket& bucket,
+            const AllreducePlan& plan);
+  // pack()'s inverse into the outputs, postscaled; members without an entry are skipped.
+  void unpack(const uint8_t* fusion, const std::vector<Response>& responses, const Bucket& bucket,
+              const AllreducePlan& plan);
   void complete(const std::string& name, const Status& status);
   // Completes the bucket's handles with `status`: removes their entries from the queue (one
   // lock), then completes each handle. Members without an entry (a joined rank) are skipped.

@@ -5,14 +5,14 @@
 namespace hora {
 namespace engine {
 
-void Writer::u32(uint32_t v) {
-  for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+template <typename U>
+void Writer::put_le(U v) {
+  for (size_t i = 0; i < sizeof(U); ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
-void Writer::i64(int64_t v) {
-  const uint64_t u = static_cast<uint64_t>(v);
-  for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<uint8_t>(u >> (8 * i)));
-}
+void Writer::u32(uint32_t v) { put_le(v); }
+
+void Writer::i64(int64_t v) { put_le(static_cast<uint64_t>(v)); }
 
 void Writer::f64(double v) {
   int64_t bits;
@@ -46,20 +46,21 @@ Status Reader::u8(uint8_t* v, const char* what) {
   return Status::OK();
 }
 
-Status Reader::u32(uint32_t* v, const char* what) {
-  HORA_RETURN_IF_ERROR(need(4, what));
-  uint32_t x = 0;
-  for (int i = 0; i < 4; ++i) x |= static_cast<uint32_t>(data_[pos_ + i]) << (8 * i);
-  pos_ += 4;
+template <typename U>
+Status Reader::get_le(U* v, const char* what) {
+  HORA_RETURN_IF_ERROR(need(sizeof(U), what));
+  U x = 0;
+  for (size_t i = 0; i < sizeof(U); ++i) x |= static_cast<U>(data_[pos_ + i]) << (8 * i);
+  pos_ += sizeof(U);
   *v = x;
   return Status::OK();
 }
 
+Status Reader::u32(uint32_t* v, const char* what) { return get_le(v, what); }
+
 Status Reader::i64(int64_t* v, const char* what) {
-  HORA_RETURN_IF_ERROR(need(8, what));
   uint64_t x = 0;
-  for (int i = 0; i < 8; ++i) x |= static_cast<uint64_t>(data_[pos_ + i]) << (8 * i);
-  pos_ += 8;
+  HORA_RETURN_IF_ERROR(get_le(&x, what));
   *v = static_cast<int64_t>(x);
   return Status::OK();
 }

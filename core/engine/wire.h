@@ -32,6 +32,10 @@ class Writer {
   std::vector<uint8_t> take() { return std::move(bytes_); }
 
  private:
+  // `v`'s sizeof(U) bytes, least significant first.
+  template <typename U>
+  void put_le(U v);
+
   std::vector<uint8_t> bytes_;
 };
 
@@ -53,6 +57,9 @@ class Reader {
 
  private:
   Status need(size_t n, const char* what);
+  // sizeof(U) bytes, least significant first, into *v (unsigned U).
+  template <typename U>
+  Status get_le(U* v, const char* what);
 
   const uint8_t* data_;
   size_t size_;
