@@ -53,18 +53,6 @@ Status validate_layout(const RankLayout& l) {
 
 namespace {
 
-// The HORA_* variables read below (horarun's, and the store's for the other launchers).
-const char* const kHoraLayoutVariables[] = {"HORA_RANK",
-                                            "HORA_SIZE",
-                                            "HORA_LOCAL_RANK",
-                                            "HORA_LOCAL_SIZE",
-                                            "HORA_CROSS_RANK",
-                                            "HORA_CROSS_SIZE",
-                                            "HORA_HOSTNAME",
-                                            "HORA_RENDEZVOUS_ADDR",
-                                            "HORA_RENDEZVOUS_PORT",
-                                            "HORA_SECRET"};
-
 // Reads layout variables and remembers which were set, for error messages.
 class LayoutReader {
  public:
@@ -115,6 +103,18 @@ class LayoutReader {
   const EnvLookup& lookup_;
   std::string read_;
 };
+
+// A layout of `source` with rank and size from the pair (rank_name, size_name), required;
+// local rank and size equal them until a reader finds the host's.
+StatusOr<RankLayout> begin_layout(LayoutReader& env, LayoutSource source, const char* rank_name,
+                                  const char* size_name) {
+  RankLayout l;
+  l.source = source;
+  HORA_RETURN_IF_ERROR(env.get_pair(rank_name, size_name, &l.rank, &l.size, true));
+  l.local_rank = l.rank;
+  l.local_size = l.size;
+  return l;
+}
 
 // "2(x3),1" -> the entry for node `node`: Slurm's compressed tasks-per-node list.
 std::optional<int> slurm_tasks_on_node(const std::string& list, int node) {
@@ -175,11 +175,8 @@ Status read_self_hosted_store(LayoutReader& env, RankLayout& l) {
 }
 
 StatusOr<RankLayout> read_horarun(LayoutReader& env) {
-  RankLayout l;
-  l.source = LayoutSource::kHorarun;
-  HORA_RETURN_IF_ERROR(env.get_pair("HORA_RANK", "HORA_SIZE", &l.rank, &l.size, true));
-  l.local_rank = l.rank;
-  l.local_size = l.size;
+  HORA_ASSIGN_OR_RETURN(RankLayout l,
+                        begin_layout(env, LayoutSource::kHorarun, "HORA_RANK", "HORA_SIZE"));
   HORA_RETURN_IF_ERROR(
       env.get_pair("HORA_LOCAL_RANK", "HORA_LOCAL_SIZE", &l.local_rank, &l.local_size, false));
   HORA_RETURN_IF_ERROR(
@@ -213,12 +210,8 @@ StatusOr<RankLayout> read_horarun(LayoutReader& env) {
 }
 
 StatusOr<RankLayout> read_mpirun(LayoutReader& env) {
-  RankLayout l;
-  l.source = LayoutSource::kMpirun;
-  HORA_RETURN_IF_ERROR(
-      env.get_pair("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", &l.rank, &l.size, true));
-  l.local_rank = l.rank;
-  l.local_size = l.size;
+  HORA_ASSIGN_OR_RETURN(RankLayout l, begin_layout(env, LayoutSource::kMpirun,
+                                                   "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"));
   HORA_RETURN_IF_ERROR(env.get_pair("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                     &l.local_rank, &l.local_size, false));
   // Open MPI exports no host index: with its default block mapping (--map-by slot) and the
@@ -232,11 +225,8 @@ StatusOr<RankLayout> read_mpirun(LayoutReader& env) {
 }
 
 StatusOr<RankLayout> read_slurm(LayoutReader& env) {
-  RankLayout l;
-  l.source = LayoutSource::kSlurm;
-  HORA_RETURN_IF_ERROR(env.get_pair("SLURM_PROCID", "SLURM_NTASKS", &l.rank, &l.size, true));
-  l.local_rank = l.rank;
-  l.local_size = l.size;
+  HORA_ASSIGN_OR_RETURN(RankLayout l,
+                        begin_layout(env, LayoutSource::kSlurm, "SLURM_PROCID", "SLURM_NTASKS"));
   HORA_ASSIGN_OR_RETURN(auto local_id, env.get_int("SLURM_LOCALID", 0, 1 << 20));
   HORA_ASSIGN_OR_RETURN(auto node_id, env.get_int("SLURM_NODEID", 0, 1 << 20));
   HORA_ASSIGN_OR_RETURN(auto nnodes, env.get_int("SLURM_NNODES", 1, 1 << 20));
@@ -268,11 +258,8 @@ StatusOr<RankLayout> read_slurm(LayoutReader& env) {
 }
 
 StatusOr<RankLayout> read_torchrun(LayoutReader& env) {
-  RankLayout l;
-  l.source = LayoutSource::kTorchrun;
-  HORA_RETURN_IF_ERROR(env.get_pair("RANK", "WORLD_SIZE", &l.rank, &l.size, true));
-  l.local_rank = l.rank;
-  l.local_size = l.size;
+  HORA_ASSIGN_OR_RETURN(RankLayout l,
+                        begin_layout(env, LayoutSource::kTorchrun, "RANK", "WORLD_SIZE"));
   HORA_RETURN_IF_ERROR(
       env.get_pair("LOCAL_RANK", "LOCAL_WORLD_SIZE", &l.local_rank, &l.local_size, false));
   if (env.has("GROUP_RANK") || env.has("GROUP_WORLD_SIZE")) {
@@ -312,11 +299,5 @@ StatusOr<RankLayout> read_rank_layout(const EnvLookup& lookup) {
 }
 
 StatusOr<RankLayout> read_rank_layout_from_env() { return read_rank_layout(read_env); }
-
-bool layout_reads(const std::string& name) {
-  for (const char* v : kHoraLayoutVariables)
-    if (name == v) return true;
-  return false;
-}
 
 }  // namespace hora

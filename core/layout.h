@@ -74,7 +74,23 @@ StatusOr<RankLayout> read_rank_layout(const EnvLookup& lookup);
 // read_rank_layout(read_env).
 StatusOr<RankLayout> read_rank_layout_from_env();
 
-// Whether read_rank_layout reads the HORA_* variable `name` (horarun's variables, the store's).
-bool layout_reads(const std::string& name);
+// The HORA_* variables read_rank_layout reads: horarun's, and the store's for the other
+// launchers. Inline, so that horarun (which sets them) shares the list without linking core.
+inline constexpr const char* kLayoutVariables[] = {"HORA_RANK",
+                                                   "HORA_SIZE",
+                                                   "HORA_LOCAL_RANK",
+                                                   "HORA_LOCAL_SIZE",
+                                                   "HORA_CROSS_RANK",
+                                                   "HORA_CROSS_SIZE",
+                                                   "HORA_HOSTNAME",
+                                                   "HORA_RENDEZVOUS_ADDR",
+                                                   "HORA_RENDEZVOUS_PORT",
+                                                   "HORA_SECRET"};
+// Whether `name` is one of kLayoutVariables.
+inline bool layout_reads(const std::string& name) {
+  for (const char* v : kLayoutVariables)
+    if (name == v) return true;
+  return false;
+}
 
 }  // namespace hora
