@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/engine/engine.h"
-#include "core/engine/engine_access.h"
 #include "core/engine/handle_pool.h"
 #include "core/engine/handle_state.h"
+#include "core/engine_access.h"
 #include "hora/hora.h"
 #include "hora/mutex.h"
 #include "hora/thread_annotations.h"
@@ -42,7 +42,7 @@ const std::string& label_of(const std::string& given, CollectiveType type, std::
 }
 
 Handle fail(const std::string& name, Status status) {
-  return Handle(detail::HandleState::failed(name, std::move(status)));
+  return detail::HandleAccess::make(detail::HandleState::failed(name, std::move(status)));
 }
 
 Status check_tensor(const std::string& name, const char* what, const TensorView& t,
@@ -91,7 +91,7 @@ Handle submit(engine::Engine& eng, std::vector<Entry>& entries,
   Status s = eng.enqueue(std::move(entries));
   entries.clear();
   if (!s.ok()) return fail(handle->name(), s);
-  return Handle(std::move(handle));
+  return detail::HandleAccess::make(std::move(handle));
 }
 
 Status check_scales(const std::string& name, double prescale, double postscale) {
@@ -208,7 +208,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
     spec.enqueued = eng->enqueue_stamp();
     s = eng->enqueue_allreduce(std::move(spec));
     if (!s.ok()) return fail(name, s);
-    return Handle(std::move(handle));
+    return detail::HandleAccess::make(std::move(handle));
   }
   std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, in, out, handle);
@@ -313,7 +313,7 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
     e.request.prescale = options.prescale;
     e.request.postscale = options.postscale;
     e.request.compression = options.compression;
-    handles.emplace_back(std::move(handle));
+    handles.push_back(detail::HandleAccess::make(std::move(handle)));
   }
   if (n == 0) return handles;
   Status s = eng->enqueue(std::move(entries));

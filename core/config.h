@@ -1,16 +1,18 @@
 // Config: every HORA_* setting, parsed once at init, validated, with defaults.
 //
-// Only config.cc reads the environment. Config::from_env() reads the process environment;
+// Config::from_env() reads the process environment (read_env, core/env_source.h);
 // Config::from_lookup() takes any lookup function, so tests can feed values without setenv.
-// A Config is a plain value, passed by const reference after init; it is never mutated.
+// The launcher's rank layout is core/layout.h's. A Config is a plain value, passed by const
+// reference after init; it is never mutated. The engine gets its part as EngineOptions
+// (engine_options_from), never the Config.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 
-#include "core/layout.h"
+#include "core/engine/engine_options.h"
+#include "core/env_source.h"
 #include "hora/logging.h"
 #include "hora/status.h"
 
@@ -25,9 +27,8 @@ enum class AllreduceAlgo : uint8_t {
   kNative,
   kHierarchical
 };
-// HORA_HIERARCHICAL_ALLREDUCE / _ALLGATHER: 0 never, 1 whenever the job spans hosts, auto
-// (the default) when the cost model (allreduce) or the measured links (allgather) say so.
-enum class HierarchicalMode : uint8_t { kOff = 0, kOn, kAuto };
+// HORA_HIERARCHICAL_ALLREDUCE / _ALLGATHER, as the engine takes them (engine_options.h).
+using engine::HierarchicalMode;
 enum class CpuIsa : uint8_t { kBest = 0, kScalar, kAvx2, kAvx512 };
 
 const char* backend_kind_name(BackendKind kind);
@@ -59,21 +60,21 @@ struct Config {
   LogLevel log_level = LogLevel::kWarning;  // HORA_LOG_LEVEL
 
   // Returns the value of an environment variable, or nullptr when unset.
-  using Lookup = std::function<const char*(const char* name)>;
+  using Lookup = EnvLookup;
 
   // Parses every HORA_* variable through `lookup`. The first invalid value fails with a
-  // message naming the variable, the value and the accepted form.
+  // message naming the variable, the value and the accepted form; then settings that
+  // contradict each other fail (HORA_ALLREDUCE_ALGO against HORA_HIERARCHICAL_ALLREDUCE,
+  // HORA_HEARTBEAT_MS against HORA_TIMEOUT_S).
   static StatusOr<Config> from_lookup(const Lookup& lookup);
-  // from_lookup(getenv).
+  // from_lookup(read_env).
   static StatusOr<Config> from_env();
 };
 
-// Reads the rank layout (see core/layout.h for the sources and their precedence) through
-// `lookup`, validated. Fails (kInvalidArgument) on an incomplete source (HORA_RANK without
-// HORA_SIZE), a malformed or out-of-range value, or HORA_* disagreeing with
-// OMPI_COMM_WORLD_*; every message names the variables read.
-StatusOr<RankLayout> read_rank_layout(const Config::Lookup& lookup);
-// read_rank_layout(getenv).
-StatusOr<RankLayout> read_rank_layout_from_env();
+// Whether Config reads the variable `name` (one of its HORA_* settings).
+bool config_reads(const std::string& name);
+
+// The engine's part of `config`: what its loop, controller and executors read.
+engine::EngineOptions engine_options_from(const Config& config);
 
 }  // namespace hora

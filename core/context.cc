@@ -150,151 +150,168 @@ StatusOr<std::unique_ptr<Context>> Context::create(const Config& config, const R
 
 Status Context::start() {
   const RankLayout& l = layout_;
-  const Deadline start_deadline = Deadline::after_seconds(config_.start_timeout_s);
-  const std::string who = "rank " + std::to_string(l.rank) + " of " + std::to_string(l.size);
   const std::string requested = collectives::resolve_backend_name_for_job(
       backend_name_of(config_), l.source == LayoutSource::kMpirun);
   // NCCL moves GPU memory only: with HORA_BACKEND=nccl the engine negotiates and moves host
   // tensors over auto's host backend, and GPU tensors over NCCL (step 7).
-  const std::string backend = requested == "nccl" ? collectives::resolve_backend_name_for_job(
-                                                        "auto", l.source == LayoutSource::kMpirun)
-                                                  : requested;
-
-  // The communicator (step 4, or step 0 for a backend that needs no store).
-  auto create_communicator = [&](collectives::Store& rendezvous,
-                                 const std::string& store_addr) -> Status {
-    collectives::BackendOptions options;
-    options.gloo_iface = config_.gloo_iface;
-    options.rendezvous_addr = store_addr.empty() ? "127.0.0.1" : store_addr;
-    options.timeout_s = config_.timeout_s;
-    options.shm_enabled = config_.shm_enabled;
-    // The engine's fusion buffer in shared memory (single copy), up to kMaxSharedBuffer.
-    options.shared_buffer_bytes =
-        static_cast<size_t>(std::min<int64_t>(config_.fusion_threshold_bytes, kMaxSharedBuffer));
-    options.secret = l.secret;
-    options.local_rank = l.local_rank;
-    auto communicator = collectives::make_communicator(backend, l.rank, l.size, rendezvous, options,
-                                                       start_deadline);
-    if (!communicator.ok())
-      return communicator.status().with_context(
-          " (hora init: " + who + ", HORA_BACKEND=" + backend_name_of(config_) +
-          (backend != backend_name_of(config_) ? " meaning " + backend : std::string()) + ")");
-    communicator_ = std::move(communicator).value();
-    return Status::OK();
-  };
+  const StartPlan plan{Deadline::after_seconds(config_.start_timeout_s),
+                       "rank " + std::to_string(l.rank) + " of " + std::to_string(l.size),
+                       requested == "nccl" ? collectives::resolve_backend_name_for_job(
+                                                 "auto", l.source == LayoutSource::kMpirun)
+                                           : requested};
 
   // 0. A backend that connects without the store (mpi) comes first; with no store given
   // (plain `mpirun -np N prog`), it carries the address of the store that rank 0 starts.
-  const bool communicator_first = collectives::backend_connects_without_store(backend);
+  const bool communicator_first = collectives::backend_connects_without_store(plan.backend);
   if (communicator_first) {
     collectives::MemoryStore unused;  // the mpi backend rendezvouses through MPI_COMM_WORLD
-    HORA_RETURN_IF_ERROR(create_communicator(unused, l.store_addr));
+    HORA_RETURN_IF_ERROR(create_communicator(unused, plan));
   }
-
   // 1. The store.
   if (!l.has_store() && l.size > 1 && communicator_first) {
-    auto shared = share_store_address(*communicator_, l, start_deadline, &server_);
-    if (!shared.ok())
-      return shared.status().with_context(
-          " (hora init: " + who + " sharing the rendezvous store's address over " + backend + ")");
-    const StoreAddress& a = shared.value();
-    auto client = collectives::TcpStoreClient::connect(a.addr, a.port, a.secret, start_deadline);
-    if (!client.ok())
-      return client.status().with_context(" (hora init: " + who + " connecting the store at " +
-                                          a.addr + ":" + std::to_string(a.port) +
-                                          " that rank 0 started, within HORA_START_TIMEOUT_S)");
-    store_ = std::move(client).value();
+    HORA_RETURN_IF_ERROR(connect_shared_store(plan));
   } else if (!l.has_store()) {
     if (l.size > 1)
       return Status::invalid_argument(
-          "hora init: " + who + " (layout from " + layout_source_name(l.source) +
+          "hora init: " + plan.who + " (layout from " + layout_source_name(l.source) +
           ") has no rendezvous store: set HORA_RENDEZVOUS_ADDR and HORA_RENDEZVOUS_PORT (rank 0 "
           "hosts it), start the job with horarun, or use HORA_BACKEND=mpi under mpirun "
           "(variables read: " +
           l.variables_read + ")");
     store_ = std::make_unique<collectives::MemoryStore>();
   } else {
-    if (l.hosts_store) {
-      collectives::TcpStoreServer::Options options;
-      options.bind_address = is_loopback(l.store_addr) ? "127.0.0.1" : "0.0.0.0";
-      options.port = l.store_port;
-      options.secret = l.secret;
-      auto server = collectives::TcpStoreServer::start(options);
-      if (!server.ok())
-        return server.status().with_context(" (hora init: " + who + " hosts the store on port " +
-                                            std::to_string(l.store_port) +
-                                            "; set HORA_RENDEZVOUS_PORT to a free port)");
-      server_ = std::move(server).value();
-    }
-    if (l.secret_is_fallback) {
-      HORA_LOG(kWarning) << "HORA_SECRET is unset: the store uses a secret derived from the job's "
-                            "address; set HORA_SECRET to keep strangers out";
-    }
-    auto client =
-        collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret, start_deadline);
-    // A self-hosted store of a previous init (same address) may still hold a backlog of
-    // connections it will never serve: a connection closed during the handshake is retried
-    // until the deadline, by when the new host is listening.
-    while (!client.ok() && client.status().code() == StatusCode::kRemote &&
-           !start_deadline.expired()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      client = collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret,
-                                                    start_deadline);
-    }
-    if (!client.ok())
-      return client.status().with_context(" (hora init: " + who + " connecting the store at " +
-                                          l.store_addr + ":" + std::to_string(l.store_port) +
-                                          " within HORA_START_TIMEOUT_S)");
-    store_ = std::move(client).value();
+    HORA_RETURN_IF_ERROR(connect_launcher_store(plan));
   }
-
   // 2-3. Every rank arrives.
+  HORA_RETURN_IF_ERROR(wait_for_ranks(plan));
+  // 4. The communicator.
+  if (!communicator_first) {
+    communicator_store_ = std::make_unique<collectives::PrefixStore>(
+        "hora/comm/" + std::to_string(generation_) + "/" + plan.backend, *store_);
+    HORA_RETURN_IF_ERROR(create_communicator(*communicator_store_, plan));
+  }
+  // 5. Every rank has its communicator.
+  HORA_RETURN_IF_ERROR(wait_for_communicators(plan));
+  HORA_RETURN_IF_ERROR(discover_topology(plan.deadline));
+  // 7. GPU tensors.
+  auto device = DeviceSetup::create(backend_name_of(config_), l.rank, l.size, l.local_rank,
+                                    generation_, config_.timeout_s, *store_, plan.deadline);
+  if (!device.ok()) return device.status().with_context(" (hora init: " + plan.who + ")");
+  device_ = std::move(device).value();
+  HORA_LOG(kDebug) << "hora init: " << plan.who << " ready (" << layout_source_name(l.source)
+                   << ", " << communicator_->backend_name() << ", " << topology_.hosts() << " host"
+                   << (topology_.hosts() > 1 ? "s" : "") << ")";
+  return Status::OK();
+}
+
+Status Context::create_communicator(collectives::Store& rendezvous, const StartPlan& plan) {
+  const RankLayout& l = layout_;
+  collectives::BackendOptions options;
+  options.gloo_iface = config_.gloo_iface;
+  options.rendezvous_addr = l.store_addr.empty() ? "127.0.0.1" : l.store_addr;
+  options.timeout_s = config_.timeout_s;
+  options.shm_enabled = config_.shm_enabled;
+  // The engine's fusion buffer in shared memory (single copy), up to kMaxSharedBuffer.
+  options.shared_buffer_bytes =
+      static_cast<size_t>(std::min<int64_t>(config_.fusion_threshold_bytes, kMaxSharedBuffer));
+  options.secret = l.secret;
+  options.local_rank = l.local_rank;
+  auto communicator = collectives::make_communicator(plan.backend, l.rank, l.size, rendezvous,
+                                                     options, plan.deadline);
+  if (!communicator.ok())
+    return communicator.status().with_context(
+        " (hora init: " + plan.who + ", HORA_BACKEND=" + backend_name_of(config_) +
+        (plan.backend != backend_name_of(config_) ? " meaning " + plan.backend : std::string()) +
+        ")");
+  communicator_ = std::move(communicator).value();
+  return Status::OK();
+}
+
+Status Context::connect_shared_store(const StartPlan& plan) {
+  auto shared = share_store_address(*communicator_, layout_, plan.deadline, &server_);
+  if (!shared.ok())
+    return shared.status().with_context(" (hora init: " + plan.who +
+                                        " sharing the rendezvous store's address over " +
+                                        plan.backend + ")");
+  const StoreAddress& a = shared.value();
+  auto client = collectives::TcpStoreClient::connect(a.addr, a.port, a.secret, plan.deadline);
+  if (!client.ok())
+    return client.status().with_context(" (hora init: " + plan.who + " connecting the store at " +
+                                        a.addr + ":" + std::to_string(a.port) +
+                                        " that rank 0 started, within HORA_START_TIMEOUT_S)");
+  store_ = std::move(client).value();
+  return Status::OK();
+}
+
+Status Context::connect_launcher_store(const StartPlan& plan) {
+  const RankLayout& l = layout_;
+  if (l.hosts_store) {
+    collectives::TcpStoreServer::Options options;
+    options.bind_address = is_loopback(l.store_addr) ? "127.0.0.1" : "0.0.0.0";
+    options.port = l.store_port;
+    options.secret = l.secret;
+    auto server = collectives::TcpStoreServer::start(options);
+    if (!server.ok())
+      return server.status().with_context(" (hora init: " + plan.who + " hosts the store on port " +
+                                          std::to_string(l.store_port) +
+                                          "; set HORA_RENDEZVOUS_PORT to a free port)");
+    server_ = std::move(server).value();
+  }
+  if (l.secret_is_fallback) {
+    HORA_LOG(kWarning) << "HORA_SECRET is unset: the store uses a secret derived from the job's "
+                          "address; set HORA_SECRET to keep strangers out";
+  }
+  auto client =
+      collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret, plan.deadline);
+  // A self-hosted store of a previous init (same address) may still hold a backlog of
+  // connections it will never serve: a connection closed during the handshake is retried
+  // until the deadline, by when the new host is listening.
+  while (!client.ok() && client.status().code() == StatusCode::kRemote &&
+         !plan.deadline.expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    client =
+        collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret, plan.deadline);
+  }
+  if (!client.ok())
+    return client.status().with_context(" (hora init: " + plan.who + " connecting the store at " +
+                                        l.store_addr + ":" + std::to_string(l.store_port) +
+                                        " within HORA_START_TIMEOUT_S)");
+  store_ = std::move(client).value();
+  return Status::OK();
+}
+
+Status Context::wait_for_ranks(const StartPlan& plan) {
+  const RankLayout& l = layout_;
   const std::string init_prefix = "hora/init/" + std::to_string(generation_) + "/";
   std::string me = l.hostname.empty() ? "pid " : l.hostname + " pid ";
   me += std::to_string(::getpid());
   HORA_RETURN_IF_ERROR(store_->set(init_prefix + "arrived/" + std::to_string(l.rank),
                                    collectives::Bytes(me.begin(), me.end())));
   HORA_RETURN_IF_ERROR(store_->add(init_prefix + "start", 1).status());
-  Status arrived = store_->wait(rank_keys(init_prefix + "arrived/", l.size), start_deadline);
-  if (!arrived.ok()) {
-    std::vector<int> missing = missing_ranks(*store_, init_prefix + "arrived/", l.size);
-    if (missing.empty()) return arrived;
-    return Status::timeout("hora init: " + who + " waited HORA_START_TIMEOUT_S=" +
-                           seconds_text(config_.start_timeout_s) + " s for every rank; " +
-                           std::to_string(missing.size()) + " never arrived: rank" +
-                           (missing.size() > 1 ? "s " : " ") + join_ranks(missing) +
-                           " (not started, crashed, or not calling hora init)");
-  }
+  Status arrived = store_->wait(rank_keys(init_prefix + "arrived/", l.size), plan.deadline);
+  if (arrived.ok()) return Status::OK();
+  std::vector<int> missing = missing_ranks(*store_, init_prefix + "arrived/", l.size);
+  if (missing.empty()) return arrived;
+  return Status::timeout("hora init: " + plan.who +
+                         " waited HORA_START_TIMEOUT_S=" + seconds_text(config_.start_timeout_s) +
+                         " s for every rank; " + std::to_string(missing.size()) +
+                         " never arrived: rank" + (missing.size() > 1 ? "s " : " ") +
+                         join_ranks(missing) + " (not started, crashed, or not calling hora init)");
+}
 
-  // 4. The communicator.
-  if (!communicator_first) {
-    communicator_store_ = std::make_unique<collectives::PrefixStore>(
-        "hora/comm/" + std::to_string(generation_) + "/" + backend, *store_);
-    HORA_RETURN_IF_ERROR(create_communicator(*communicator_store_, l.store_addr));
-  }
-
-  // 5. Nobody returns from init until every rank has its communicator: a backend's connect
-  // can finish on one side of a pair before the other (gloo's full mesh does), and a rank
-  // that then exits at once would close the link under a peer still connecting.
+// Nobody returns from init until every rank has its communicator: a backend's connect can
+// finish on one side of a pair before the other (gloo's full mesh does), and a rank that then
+// exits at once would close the link under a peer still connecting.
+Status Context::wait_for_communicators(const StartPlan& plan) {
+  const RankLayout& l = layout_;
   const std::string ready = "hora/ready/" + std::to_string(generation_) + "/";
   HORA_RETURN_IF_ERROR(store_->set(ready + std::to_string(l.rank), collectives::Bytes{1}));
-  Status all_ready = store_->wait(rank_keys(ready, l.size), start_deadline);
-  if (!all_ready.ok()) {
-    std::vector<int> missing = missing_ranks(*store_, ready, l.size);
-    return Status::timeout("hora init: " + who + ": rank" + (missing.size() > 1 ? "s " : " ") +
-                           join_ranks(missing) + " did not finish connecting within " +
-                           seconds_text(config_.start_timeout_s) + " s (HORA_START_TIMEOUT_S)");
-  }
-  HORA_RETURN_IF_ERROR(discover_topology(start_deadline));
-  // 7. GPU tensors.
-  auto device = DeviceSetup::create(backend_name_of(config_), l.rank, l.size, l.local_rank,
-                                    generation_, config_.timeout_s, *store_, start_deadline);
-  if (!device.ok()) return device.status().with_context(" (hora init: " + who + ")");
-  device_ = std::move(device).value();
-  HORA_LOG(kDebug) << "hora init: " << who << " ready (" << layout_source_name(l.source) << ", "
-                   << communicator_->backend_name() << ", " << topology_.hosts() << " host"
-                   << (topology_.hosts() > 1 ? "s" : "") << ")";
-  return Status::OK();
+  Status all_ready = store_->wait(rank_keys(ready, l.size), plan.deadline);
+  if (all_ready.ok()) return Status::OK();
+  std::vector<int> missing = missing_ranks(*store_, ready, l.size);
+  return Status::timeout("hora init: " + plan.who + ": rank" + (missing.size() > 1 ? "s " : " ") +
+                         join_ranks(missing) + " did not finish connecting within " +
+                         seconds_text(config_.start_timeout_s) + " s (HORA_START_TIMEOUT_S)");
 }
 
 // Step 6 (see context.h).

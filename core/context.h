@@ -37,6 +37,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/store.h"
@@ -80,8 +81,29 @@ class Context {
   const engine::DeviceResources& device_resources() const { return device_->resources(); }
 
  private:
+  // What every step of start() shares: its deadline (HORA_START_TIMEOUT_S), "rank r of n" for
+  // messages, and the host backend resolved from HORA_BACKEND.
+  struct StartPlan {
+    Deadline deadline;
+    std::string who;
+    std::string backend;
+  };
+
   Context(const Config& config, const RankLayout& layout, int generation);
+  // The start protocol above, steps 0-7, each step one call.
   Status start();
+  // Steps 0 and 4: the communicator of plan.backend over `rendezvous`.
+  Status create_communicator(collectives::Store& rendezvous, const StartPlan& plan);
+  // Step 1 without a launcher's store (mpi): rank 0 starts one and shares its address over the
+  // communicator; every rank connects.
+  Status connect_shared_store(const StartPlan& plan);
+  // Step 1 with the launcher's store: host it when this rank is to, then connect (retrying a
+  // handshake cut by a previous init's store until the deadline).
+  Status connect_launcher_store(const StartPlan& plan);
+  // Steps 2-3: every rank arrives, or the error names those that did not.
+  Status wait_for_ranks(const StartPlan& plan);
+  // Step 5: every rank has its communicator.
+  Status wait_for_communicators(const StartPlan& plan);
   Status discover_topology(Deadline deadline);
   // Sets topology_.calibration (step 6's last part); a no-op when HORA_CALIBRATE_MS is 0.
   Status calibrate_allreduce(Deadline deadline);

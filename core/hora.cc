@@ -3,14 +3,18 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "collectives/backends/registry.h"
 #include "core/base/thread_leases.h"
 #include "core/config.h"
 #include "core/context.h"
 #include "core/context_access.h"
 #include "core/engine/engine.h"
-#include "core/engine/engine_access.h"
+#include "core/engine_access.h"
 #include "core/init_options.h"
+#include "core/layout.h"
 #include "hora/logging.h"
 #include "hora/mutex.h"
 #include "hora/thread_annotations.h"
@@ -86,10 +90,10 @@ Status init(const InitOptions& options) {
   HORA_RETURN_IF_ERROR(apply_cpu_isa(config.cpu_isa));
   const int generation = r.generation++;
   HORA_ASSIGN_OR_RETURN(r.context, Context::create(config, layout, generation));
-  r.engine =
-      std::make_shared<engine::Engine>(r.context->communicator(), config, &r.context->store(),
-                                       "hora/engine/" + std::to_string(generation) + "/",
-                                       &r.context->topology(), &r.context->device_resources());
+  r.engine = std::make_shared<engine::Engine>(
+      r.context->communicator(), engine_options_from(config), &r.context->store(),
+      "hora/engine/" + std::to_string(generation) + "/", &r.context->topology(),
+      &r.context->device_resources());
   // From now on this rank answers every round: a rank slow to reach its first collective is
   // alive to the others, a dead or stopped one is reported within HORA_TIMEOUT_S.
   r.engine->start();
@@ -133,6 +137,23 @@ int local_rank() { return layout_field(&RankLayout::local_rank); }
 int local_size() { return layout_field(&RankLayout::local_size); }
 int cross_rank() { return layout_field(&RankLayout::cross_rank); }
 int cross_size() { return layout_field(&RankLayout::cross_size); }
+
+StatusOr<std::string> backend_name() {
+  Runtime& r = runtime();
+  MutexLock lock(&r.mu);
+  if (!r.context)
+    return Status::failed_precondition(
+        "hora::backend_name() called before hora::init() or after hora::shutdown()");
+  return std::string(r.context->communicator().backend_name());
+}
+
+double timeout_s() {
+  Runtime& r = runtime();
+  MutexLock lock(&r.mu);
+  return r.context ? r.context->config().timeout_s : Config().timeout_s;
+}
+
+std::vector<std::string> available_backends() { return collectives::available_backends(); }
 
 namespace detail {
 

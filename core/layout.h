@@ -2,8 +2,9 @@
 // the job's ranks find each other (the rendezvous store), as read from the launcher's
 // environment once at init.
 //
-// Reading the environment is core/config.cc's job (read_rank_layout, the only getenv);
-// this file holds the plain value and its validation. The sources, in precedence order:
+// read_rank_layout reads it through an EnvLookup (the process environment: read_env,
+// core/env_source.h); this file holds the plain value, its validation and every launcher's
+// variables (Config, core/config.h, holds the HORA_* settings). The sources, in precedence order:
 //   1. horarun:  HORA_RANK, HORA_SIZE, HORA_LOCAL_*, HORA_CROSS_*, HORA_HOSTNAME,
 //                HORA_RENDEZVOUS_ADDR/PORT, HORA_SECRET (horarun hosts the store).
 //   2. mpirun:   OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE.
@@ -21,13 +22,15 @@
 
 #include <string>
 
+#include "core/engine/round_counts.h"
+#include "core/env_source.h"
 #include "hora/status.h"
 
 namespace hora {
 
 // The largest job hora runs: the negotiation round counts ranks in int64 words that hold up to
 // about 2 million (core/engine/round_counts.h); validate_layout refuses more.
-inline constexpr int kMaxRanks = 1 << 20;
+using engine::kMaxRanks;
 
 enum class LayoutSource { kSingle = 0, kHorarun, kMpirun, kSlurm, kTorchrun };
 
@@ -62,5 +65,32 @@ struct RankLayout {
 // size, 0 <= cross_rank < cross_size <= size, a store port in [1, 65535] when a store address is
 // given. The message names the source and the variables read.
 Status validate_layout(const RankLayout& layout);
+
+// Reads the rank layout (the sources above, in that precedence) through `lookup`, validated.
+// Fails (kInvalidArgument) on an incomplete source (HORA_RANK without HORA_SIZE), a malformed
+// or out-of-range value, or HORA_* disagreeing with OMPI_COMM_WORLD_*; every message names the
+// variables read.
+StatusOr<RankLayout> read_rank_layout(const EnvLookup& lookup);
+// read_rank_layout(read_env).
+StatusOr<RankLayout> read_rank_layout_from_env();
+
+// The HORA_* variables read_rank_layout reads: horarun's, and the store's for the other
+// launchers. Inline, so that horarun (which sets them) shares the list without linking core.
+inline constexpr const char* kLayoutVariables[] = {"HORA_RANK",
+                                                   "HORA_SIZE",
+                                                   "HORA_LOCAL_RANK",
+                                                   "HORA_LOCAL_SIZE",
+                                                   "HORA_CROSS_RANK",
+                                                   "HORA_CROSS_SIZE",
+                                                   "HORA_HOSTNAME",
+                                                   "HORA_RENDEZVOUS_ADDR",
+                                                   "HORA_RENDEZVOUS_PORT",
+                                                   "HORA_SECRET"};
+// Whether `name` is one of kLayoutVariables.
+inline bool layout_reads(const std::string& name) {
+  for (const char* v : kLayoutVariables)
+    if (name == v) return true;
+  return false;
+}
 
 }  // namespace hora

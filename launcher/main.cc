@@ -39,10 +39,16 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
+// horarun's own environment is read here only: the whole of it (to pass on to the ranks), or
+// one variable (`fallback` when unset).
 std::vector<std::string> current_environment() {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   return env;
+}
+std::string environment_value(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : fallback;
 }
 
 std::string format_seconds(double s) {
@@ -95,8 +101,7 @@ int hand_off_to_mpirun(const LauncherOptions& o, const std::vector<HostSlots>& h
 // --timeline or horarun's environment). When it ran on this host, cut its torn tail and close
 // the array (launcher/timeline_repair.h). A rank 0 on another host wrote its file there.
 void repair_local_timeline(const std::string& option, const std::vector<RankPlacement>& ranks) {
-  const char* env = std::getenv("HORA_TIMELINE");
-  const std::string path = !option.empty() ? option : env ? env : "";
+  const std::string path = !option.empty() ? option : environment_value("HORA_TIMELINE", "");
   if (path.empty() || ::access(path.c_str(), F_OK) != 0) return;
   for (const RankPlacement& p : ranks)
     if (p.rank == 0 && !p.is_local) return;
@@ -240,8 +245,7 @@ int run_horarun(const std::vector<std::string>& args) {
   const bool any_local =
       std::any_of(ranks.begin(), ranks.end(), [](const RankPlacement& p) { return p.is_local; });
   const std::vector<std::string> remote_hosts = remote_hosts_of(ranks);
-  const char* path_c = std::getenv("PATH");
-  const std::string path_env = path_c ? path_c : "/usr/local/bin:/usr/bin:/bin";
+  const std::string path_env = environment_value("PATH", "/usr/local/bin:/usr/bin:/bin");
   // The program must exist here for local ranks (remote-only jobs can't be checked from here).
   Programs programs;
   if (any_local || o.use_mpirun) {

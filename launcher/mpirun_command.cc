@@ -1,23 +1,11 @@
 #include "launcher/mpirun_command.h"
 
+#include "core/layout.h"
+
 namespace hora {
 namespace launcher {
 
-bool is_layout_variable(const std::string& name) {
-  static const char* const kNames[] = {"HORA_RANK",
-                                       "HORA_SIZE",
-                                       "HORA_LOCAL_RANK",
-                                       "HORA_LOCAL_SIZE",
-                                       "HORA_CROSS_RANK",
-                                       "HORA_CROSS_SIZE",
-                                       "HORA_HOSTNAME",
-                                       "HORA_RENDEZVOUS_ADDR",
-                                       "HORA_RENDEZVOUS_PORT",
-                                       "HORA_SECRET"};
-  for (const char* n : kNames)
-    if (name == n) return true;
-  return false;
-}
+bool is_layout_variable(const std::string& name) { return layout_reads(name); }
 
 std::vector<std::string> exportable_hora_names(const std::vector<std::string>& env) {
   std::vector<std::string> names;

@@ -12,9 +12,6 @@
 #include "adapters/python/errors.h"
 #include "adapters/python/flight.h"
 #include "adapters/python/tensor_import.h"
-#include "collectives/backends/registry.h"
-#include "core/context.h"
-#include "core/context_access.h"
 #include "hora/hora.h"
 
 namespace py = pybind11;
@@ -98,15 +95,15 @@ void bind_api(py::module_& m) {
   m.def(
       "backend",
       [] {
-        Context* context = detail::context();
-        if (context == nullptr)
+        StatusOr<std::string> name = hora::backend_name();
+        if (!name.ok())
           throw_status(Status::failed_precondition(
               "hora.backend() called before hora.init() or after hora.shutdown()"));
-        return std::string(context->communicator().backend_name());
+        return std::move(name).value();
       },
       "The backend of the running job.");
   m.def("engine_stats", &engine_stats, "Counters of this process's engine.");
-  m.def("available_backends", &collectives::available_backends,
+  m.def("available_backends", &hora::available_backends,
         "The backends built into this hora, in preference order.");
   m.def(
       "describe",

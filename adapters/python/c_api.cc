@@ -15,7 +15,6 @@
 #include "adapters/python/binding.h"
 #include "adapters/python/c_api_reducers.h"
 #include "adapters/python/errors.h"
-#include "core/engine/handle_state.h"
 #include "hora/hora.h"
 
 namespace py = pybind11;
@@ -89,19 +88,13 @@ void finish_on_complete(const Handle& h, HoraDoneFn done, void* ctx) {
   h.on_complete([done, ctx](const Status& s) { finish(done, ctx, s); });
 }
 
-// The callback reads the results from the handle's state: they are written before
-// completion (the join result under the state's mutex). The state itself is alive while its
-// callback runs.
+// The callback reads the results from its own copy of the handle: they are written before
+// completion (Handle::last_joined, received_splits). The copy lives in the callback, which the
+// handle drops once it ran, so it keeps the results alive exactly while they are read.
 void finish_with_results_on_complete(const Handle& h, HoraDoneFn done, void* ctx) {
-  const detail::HandleState* state = h.state().get();
-  h.on_complete([state, done, ctx](const Status& s) {
-    const bool ok = s.ok() && state != nullptr;
-    int joined = -1;
-    if (ok) {
-      MutexLock lock(&state->mu);
-      joined = state->join_result;
-    }
-    finish(done, ctx, s, joined, ok ? &state->received_splits : nullptr);
+  h.on_complete([h, done, ctx](const Status& s) {
+    const bool ok = s.ok() && h.valid();
+    finish(done, ctx, s, ok ? h.last_joined() : -1, ok ? &h.received_splits() : nullptr);
   });
 }
 

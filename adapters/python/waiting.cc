@@ -4,9 +4,6 @@
 
 #include <algorithm>
 
-#include "core/context.h"
-#include "core/context_access.h"
-
 namespace py = pybind11;
 
 namespace hora {
@@ -17,10 +14,7 @@ constexpr std::chrono::milliseconds kSlice(100);
 
 }  // namespace
 
-double job_timeout_s() {
-  Context* context = detail::context();
-  return context ? context->config().timeout_s : 300.0;
-}
+double job_timeout_s() { return hora::timeout_s(); }
 
 Status wait_sliced(const std::function<Status(std::chrono::milliseconds)>& slice,
                    const std::function<bool()>& pending, double timeout_s,

@@ -1,6 +1,7 @@
-// Parsers for the values of HORA_* environment variables. Pure functions of strings: only
-// core/config.cc calls getenv, and it uses these to validate what it read. Every error names
-// the variable, the value and the accepted form.
+// Parsers for the values of HORA_* environment variables. Pure functions of strings:
+// core/config.cc and core/layout.cc read the environment (read_env, core/env_source.h) and
+// use these to validate what they read. Every error names the variable, the value and the
+// accepted form.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// check_allocated: whether the view an OutputAllocator (hora/hora.h) returned can take a
+// check_allocated: whether the view an OutputAllocator (hora/types.h) returned can take a
 // collective's result, for the host executor and the device executor alike.
 #pragma once
 

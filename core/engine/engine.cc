@@ -12,18 +12,6 @@ namespace hora {
 namespace engine {
 namespace {
 
-collectives::Algorithm to_algorithm(AllreduceAlgo a) {
-  switch (a) {
-    case AllreduceAlgo::kAuto: return collectives::Algorithm::kAuto;
-    case AllreduceAlgo::kRing: return collectives::Algorithm::kRing;
-    case AllreduceAlgo::kTree: return collectives::Algorithm::kTree;
-    case AllreduceAlgo::kRecursiveDoubling: return collectives::Algorithm::kRecursiveDoubling;
-    case AllreduceAlgo::kNative: return collectives::Algorithm::kNative;
-    case AllreduceAlgo::kHierarchical: return collectives::Algorithm::kHierarchical;
-  }
-  return collectives::Algorithm::kAuto;
-}
-
 // A burst of enqueues that pauses this long is complete (see loop()).
 constexpr std::chrono::microseconds kQuiet{50};
 // A helped burst of this much work (TensorQueue::waiting) likely outlasts kQuiet
@@ -52,43 +40,43 @@ Clock::duration ms(double v) {
 
 }  // namespace
 
-Engine::Engine(collectives::Communicator& comm, const Config& config, collectives::Store* store,
-               const std::string& store_prefix, const collectives::Topology* topology,
-               const DeviceResources* device)
+Engine::Engine(collectives::Communicator& comm, const EngineOptions& options,
+               collectives::Store* store, const std::string& store_prefix,
+               const collectives::Topology* topology, const DeviceResources* device)
     : comm_(comm),
-      config_(config),
+      options_(options),
       board_(store, store_prefix, comm.rank(), comm.size()),
-      help_enabled_(config.waiters_help),
-      stamp_enqueues_(comm.rank() == 0 && !config.timeline_path.empty()) {
+      help_enabled_(options.waiters_help),
+      stamp_enqueues_(comm.rank() == 0 && !options.timeline_path.empty()) {
   ControllerOptions co;
-  co.timeout_s = config.timeout_s;
-  co.stall_warning_s = config.stall_warning_s;
-  co.stall_shutdown_s = config.stall_shutdown_s;
-  co.cache_capacity = config.cache_capacity;
+  co.timeout_s = options.timeout_s;
+  co.stall_warning_s = options.stall_warning_s;
+  co.stall_shutdown_s = options.stall_shutdown_s;
+  co.cache_capacity = options.cache_capacity;
   co.timeline = &timeline_;
   controller_ = std::make_unique<Controller>(comm_, co);
   ExecutorOptions eo;
-  eo.timeout_s = config.timeout_s;
-  eo.fusion_threshold_bytes = config.fusion_threshold_bytes;
-  eo.fusion_in_place = config.fusion_in_place;
-  eo.algorithm = to_algorithm(config.allreduce_algo);
-  eo.autotune = config.autotune;
-  eo.autotune_samples = config.autotune_samples;
+  eo.timeout_s = options.timeout_s;
+  eo.fusion_threshold_bytes = options.fusion_threshold_bytes;
+  eo.fusion_in_place = options.fusion_in_place;
+  eo.algorithm = options.algorithm;
+  eo.autotune = options.autotune;
+  eo.autotune_samples = options.autotune_samples;
   const bool hosts = topology != nullptr && topology->hosts() > 1;
-  if (hosts && config.hierarchical_allreduce == HierarchicalMode::kOn)
+  if (hosts && options.hierarchical_allreduce == HierarchicalMode::kOn)
     eo.algorithm = collectives::Algorithm::kHierarchical;
   if (!hosts && eo.algorithm == collectives::Algorithm::kHierarchical)
     eo.algorithm = collectives::Algorithm::kAuto;  // one host: nothing to be hierarchical about
-  if (config.hierarchical_allreduce != HierarchicalMode::kOff) eo.topology = topology;
+  if (options.hierarchical_allreduce != HierarchicalMode::kOff) eo.topology = topology;
   // Allgather: on (1), or auto when the link across hosts was measured slower per byte than
   // the one within a host.
   const bool slower_across = hosts && topology->cross.measured && topology->intra.measured &&
                              topology->cross.beta_us_per_byte > topology->intra.beta_us_per_byte;
-  if (hosts && (config.hierarchical_allgather == HierarchicalMode::kOn ||
-                (config.hierarchical_allgather == HierarchicalMode::kAuto && slower_across)))
+  if (hosts && (options.hierarchical_allgather == HierarchicalMode::kOn ||
+                (options.hierarchical_allgather == HierarchicalMode::kAuto && slower_across)))
     eo.allgather_topology = topology;
   DeviceExecutorOptions deo;
-  deo.timeout_s = config.timeout_s;
+  deo.timeout_s = options.timeout_s;
   deo.algorithm = eo.algorithm;
   deo.topology = eo.topology;
   device_executor_ = std::make_unique<DeviceExecutor>(device ? *device : DeviceResources{}, comm_,
@@ -111,7 +99,7 @@ void Engine::start_locked() {
   started_ = true;
   accepting_.store(!stopped_, std::memory_order_release);
   if (comm_.rank() == 0) {
-    Status s = timeline_.open(config_.timeline_path);
+    Status s = timeline_.open(options_.timeline_path);
     if (!s.ok()) {
       HORA_LOG(kWarning) << "timeline off: " << s.to_string();
     }
@@ -207,7 +195,7 @@ void Engine::fail_all(const Status& why) {
 }
 
 bool Engine::wait_for_round() {
-  const Clock::duration cycle = ms(config_.cycle_time_ms);
+  const Clock::duration cycle = ms(options_.cycle_time_ms);
   const Clock::time_point now = Clock::now();
   if (pending_.load(std::memory_order_acquire)) {
     // The last round agreed something: what is left is likely the other ranks' next requests,
@@ -217,7 +205,7 @@ bool Engine::wait_for_round() {
     if (!last_round_progressed_.load(std::memory_order_acquire)) queue_.wait_for_work(now + cycle);
     return false;
   }
-  if (!queue_.wait_for_work(now + ms(config_.heartbeat_ms))) return true;  // the heartbeat
+  if (!queue_.wait_for_work(now + ms(options_.heartbeat_ms))) return true;  // the heartbeat
   while (true) {
     // One rank: nothing to negotiate, so nothing gained by waiting for more. Woken with nothing
     // new (a helping caller left work to this thread): no burst to wait for.
@@ -259,7 +247,7 @@ bool Engine::wait_for_round() {
     // when it leaves work here.
     if (helped_bursts_.load(std::memory_order_relaxed) < kPredictHelpAfter)
       helped_bursts_.fetch_add(1, std::memory_order_relaxed);
-    switch (queue_.wait_after_help(takes, Clock::now() + ms(config_.heartbeat_ms))) {
+    switch (queue_.wait_after_help(takes, Clock::now() + ms(options_.heartbeat_ms))) {
       case TensorQueue::AfterHelp::kWoken: return false;
       case TensorQueue::AfterHelp::kTimeout: return true;  // the heartbeat
       case TensorQueue::AfterHelp::kFresh: break;          // a new burst
@@ -281,7 +269,7 @@ bool Engine::round_due() {
       queue_.shutdown_requested() || pause_asked())
     return true;
   // No round for a heartbeat (by any thread): this rank still answers the others' rounds.
-  return Clock::now() - last_round_ >= ms(config_.heartbeat_ms);
+  return Clock::now() - last_round_ >= ms(options_.heartbeat_ms);
 }
 
 bool Engine::step(bool helping) {

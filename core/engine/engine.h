@@ -50,16 +50,16 @@
 
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/failure_board.h"
-#include "core/config.h"
 #include "core/engine/controller.h"
 #include "core/engine/device_executor.h"
+#include "core/engine/engine_options.h"
 #include "core/engine/executor.h"
 #include "core/engine/tensor_queue.h"
 #include "core/engine/timeline.h"
-#include "hora/hora.h"
 #include "hora/mutex.h"
 #include "hora/status.h"
 #include "hora/thread_annotations.h"
+#include "hora/types.h"
 
 namespace hora {
 namespace engine {
@@ -68,11 +68,11 @@ class Engine final : public detail::WaitSignal {
  public:
   // `store` (may be null) carries the failure board under `store_prefix`. `topology` (may be
   // null: one host assumed; borrowed, must outlive the engine) gives the hierarchical
-  // collectives and the selector the hosts and links, as config's HORA_HIERARCHICAL_* allow.
+  // collectives and the selector the hosts and links, as options' HORA_HIERARCHICAL_* allow.
   // Does not start the thread (start() or the first enqueue does).
   // `device` (may be null: no GPU path; borrowed, must outlive the engine) is what the job has
   // for tensors in GPU memory (DeviceExecutor).
-  Engine(collectives::Communicator& comm, const Config& config, collectives::Store* store,
+  Engine(collectives::Communicator& comm, const EngineOptions& options, collectives::Store* store,
          const std::string& store_prefix, const collectives::Topology* topology = nullptr,
          const DeviceResources* device = nullptr);
   ~Engine();
@@ -107,7 +107,7 @@ class Engine final : public detail::WaitSignal {
   // then helps).
   detail::WaitSignal* wait_signal() { return this; }
   // WaitSignal: ends the burst; true when the thread may help (not stopped, not paused, not
-  // inside a round on this thread, HORA_HELP not 0).
+  // inside a round on this thread, HORA_WAITERS_HELP not 0).
   bool waiting() override;
   // WaitSignal: runs rounds on this thread while the token is free and each agrees something,
   // until `state` is done; wakes the background thread when work is left to it.
@@ -115,7 +115,7 @@ class Engine final : public detail::WaitSignal {
 
   int size() const { return comm_.size(); }
   int rank() const { return comm_.rank(); }
-  double timeout_s() const { return config_.timeout_s; }
+  double timeout_s() const { return options_.timeout_s; }
   // When an allreduce is enqueued, if that time is used: the timeline's NEGOTIATE phase
   // starts there (rank 0, HORA_TIMELINE set). Otherwise a zero time point, so the per-tensor
   // enqueue path reads no clock (about 15 ns a tensor).
@@ -155,7 +155,7 @@ class Engine final : public detail::WaitSignal {
   void finish(const Status& fatal);
 
   collectives::Communicator& comm_;
-  const Config config_;
+  const EngineOptions options_;
   TensorQueue queue_;
   Timeline timeline_;
   collectives::FailureBoard board_;
@@ -180,7 +180,7 @@ class Engine final : public detail::WaitSignal {
   // Bursts in a row whose round a helping caller ran (capped at kPredictHelpAfter): written by
   // the background thread, read by waiting() on any thread.
   std::atomic<int> helped_bursts_{0};
-  const bool help_enabled_;    // HORA_HELP (config), default on
+  const bool help_enabled_;    // HORA_WAITERS_HELP (options), default on
   const bool stamp_enqueues_;  // rank 0 with a timeline path: enqueue_stamp() reads the clock
 
   // mu_ guards the fields below it; never held while the loop runs a round, taken before

@@ -1,11 +1,11 @@
-// Handle (hora/hora.h): waiting on a HandleState, and its completion callback.
+// Handle (hora/types.h): waiting on a HandleState, and its completion callback.
 #include <chrono>
 #include <functional>
 #include <string>
 #include <utility>
 
 #include "core/engine/handle_state.h"
-#include "hora/hora.h"
+#include "hora/types.h"
 
 namespace hora {
 namespace {

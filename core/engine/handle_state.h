@@ -1,4 +1,4 @@
-// HandleState: what a Handle (hora/hora.h) points at. The engine's background thread
+// HandleState: what a Handle (hora/types.h) points at. The engine's background thread
 // completes it; any thread waits on it. A grouped allreduce shares one state among its
 // members: it completes when the last member did, with the first error seen.
 //

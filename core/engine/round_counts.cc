@@ -2,8 +2,6 @@
 
 #include <limits>
 
-#include "core/layout.h"
-
 namespace hora {
 namespace engine {
 namespace round_counts {
@@ -11,7 +9,7 @@ namespace {
 
 constexpr int64_t cube(int64_t b) { return b * b * b; }
 
-// The largest job the layout allows must fit: (kMaxRanks + 1)^3 - 1 <= INT64_MAX, checked
+// The largest job the engine takes must fit: (kMaxRanks + 1)^3 - 1 <= INT64_MAX, checked
 // without overflowing (cube root of INT64_MAX is about 2.09e6).
 static_assert(int64_t{kMaxRanks} + 1 <= 2'000'000 &&
                   cube(int64_t{kMaxRanks} + 1) - 1 <= std::numeric_limits<int64_t>::max(),

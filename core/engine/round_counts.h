@@ -10,14 +10,18 @@
 // ready, holding and invalidating) is size * (1 + B + B^2) = B^3 - 1.
 //
 // Why int64: with int32 words B^3 - 1 overflows from 1,290 ranks. With int64 it fits up to
-// about 2 million ranks; validate_layout (core/layout.h) refuses jobs larger than kMaxRanks
-// (2^20), for which B^3 is about 2^60 (static_assert in round_counts.cc).
+// about 2 million ranks; the engine's limit is kMaxRanks (2^20), for which B^3 is about 2^60
+// (static_assert in round_counts.cc), and validate_layout (core/layout.h) refuses larger jobs.
 #pragma once
 
 #include <cstdint>
 
 namespace hora {
 namespace engine {
+
+// The largest job hora runs: what the round's int64 position words can count.
+inline constexpr int kMaxRanks = 1 << 20;
+
 namespace round_counts {
 
 enum HeaderWord : int {

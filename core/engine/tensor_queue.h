@@ -27,11 +27,11 @@
 #include "core/engine/handle_state.h"
 #include "core/engine/message.h"
 #include "core/engine/name_table.h"
-#include "hora/hora.h"
 #include "hora/mutex.h"
 #include "hora/status.h"
 #include "hora/tensor_view.h"
 #include "hora/thread_annotations.h"
+#include "hora/types.h"
 
 namespace hora {
 namespace engine {
@@ -42,7 +42,7 @@ struct Entry {
   // First: what completion and removal touch once the bucket's data went through (and the
   // entry out of cache), beside the slot's flags (TensorQueue::Slot).
   std::shared_ptr<detail::HandleState> handle;
-  // allgather, alltoall, reducescatter: where the result goes (hora/hora.h); empty: into
+  // allgather, alltoall, reducescatter: where the result goes (hora/types.h); empty: into
   // the handle's output. Called on the thread that runs the round (Engine::step).
   OutputAllocator allocate;
   Clock::time_point enqueued;

@@ -26,10 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "hora/compression.h"
@@ -37,19 +34,9 @@
 #include "hora/reduce_op.h"
 #include "hora/status.h"
 #include "hora/tensor_view.h"
+#include "hora/types.h"
 
 namespace hora {
-
-namespace detail {
-struct HandleState;
-}  // namespace detail
-
-// Settings given in code. Each pair is a HORA_* variable name and its value, validated exactly
-// like the environment variable, and taking precedence over it ({"HORA_FUSION_THRESHOLD",
-// "0"}). An unknown name is an init error.
-struct InitOptions {
-  std::vector<std::pair<std::string, std::string>> settings;
-};
 
 // Initialises hora: parses the configuration (Config::from_env: every HORA_* variable,
 // validated), the rank layout (core/layout.h lists the launchers understood), applies
@@ -77,86 +64,16 @@ int local_size();
 int cross_rank();  // index of this host among the job's hosts
 int cross_size();
 
-// The completion of one enqueued collective. Copyable (copies share the state); a
-// default-constructed Handle is invalid and its wait() fails.
-class Handle {
- public:
-  Handle() = default;
-
-  bool valid() const { return state_ != nullptr; }
-  // The tensor's name (the generated one for unnamed calls).
-  const std::string& name() const;
-
-  // Blocks until the collective completed and returns its Status. Completion is bounded by
-  // the other ranks' liveness, not by a timer: a peer that dies, exits or stops answering
-  // (SIGSTOP) fails the handle within HORA_TIMEOUT_S + 2 s naming that rank; a mismatch or a
-  // shutdown fails it at once; a peer that is alive but has not submitted the tensor yet
-  // (slow to start, loading data) is waited for (rank 0 warns after HORA_STALL_WARNING_S, and
-  // HORA_STALL_SHUTDOWN_S, when set, ends the wait with an error).
-  Status wait();
-  // The same, giving up after `timeout` with kTimeout naming the tensor (the collective stays
-  // pending: wait again or shut down).
-  Status wait(std::chrono::milliseconds timeout);
-  // True once complete (wait() then returns at once).
-  bool poll() const;
-  // For a collective of GPU tensors: makes `stream` (a cudaStream_t; nullptr: the default
-  // stream) wait on the GPU for the result, without the host waiting for the GPU. Returns once
-  // the engine has enqueued the result's last kernel (then `stream`'s later work sees the
-  // outputs) or the handle completed, with the collective's error if it failed by then (an
-  // error found later still completes the handle: check it with wait()). For host tensors it
-  // is wait(). No deadline of its own, as wait().
-  Status wait_on_stream(void* stream);
-  // The same, giving up after `timeout` with kTimeout naming the tensor (it stays pending).
-  Status wait_on_stream(void* stream, std::chrono::milliseconds timeout);
-
-  // Runs `callback` exactly once with the final Status: at once on the calling thread when
-  // the handle is already complete, else right after completion (before wait() returns to
-  // other threads) on the thread that ran the engine's round: the engine thread, or a thread
-  // that was waiting on one of this job's handles and ran the round itself (HORA_WAITERS_HELP).
-  // The callback must be short and must not call into hora at all (it runs on the thread that
-  // completes handles, and during shutdown under the runtime's lock: a call to rank(), an
-  // enqueue or a wait from it would deadlock). One callback per handle:
-  // a second call replaces a callback that has not run yet. An invalid handle's callback runs at
-  // once with kFailedPrecondition.
-  void on_complete(std::function<void(const Status&)> callback) const;
-
-  // Results the engine allocates (allgather, alltoall, reducescatter), valid once wait()
-  // returned OK: the bytes and the shape of the output tensor.
-  const std::vector<uint8_t>& output() const;
-  const std::vector<int64_t>& output_shape() const;
-  // alltoall: how many first-dimension rows came from each rank.
-  const std::vector<int64_t>& received_splits() const;
-  // join: the last rank to join (the same on every rank); -1 until known (it is set before
-  // completion, so on_complete callbacks see it).
-  int last_joined() const;
-
-  // For hora's own layers.
-  explicit Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
-  const std::shared_ptr<detail::HandleState>& state() const { return state_; }
-
- private:
-  std::shared_ptr<detail::HandleState> state_;
-};
-
-// How an allreduce combines and scales. op must be one of ReduceOp; compression applies to
-// float32 tensors only (kInvalidArgument otherwise) and must be the same on every rank.
-struct AllreduceOptions {
-  ReduceOp op = ReduceOp::kAverage;
-  double prescale = 1.0;
-  double postscale = 1.0;
-  Compression compression = Compression::kNone;
-};
-
-// Where allgather, alltoall and reducescatter put a result whose shape is known only after
-// negotiation. Called once per collective on the thread that runs the engine's round (as
-// Handle::on_complete's callbacks), with the input's dtype and
-// the output's shape; returns a view of caller-owned memory of exactly that dtype and shape
-// (contiguous, on the input's device) that stays valid until the handle completed. When it
-// fails (or returns a view of another dtype or shape), this rank still runs the collective
-// into engine-owned memory, so the other ranks are not held up, and its handle completes
-// with the allocator's error. Without an allocator the result is in handle.output().
-using OutputAllocator =
-    std::function<StatusOr<TensorView>(DataType dtype, const std::vector<int64_t>& shape)>;
+// The running job's settings, for adapters that wait or report on their own.
+// The communicator's backend ("builtin", "gloo", "mpi", "nccl"): kFailedPrecondition when not
+// initialised.
+StatusOr<std::string> backend_name();
+// HORA_TIMEOUT_S of the running job, in seconds; before init (or after shutdown) its default,
+// 300. Thread-safe.
+double timeout_s();
+// The backends built into this hora, in preference order ("builtin" first). Any time, any
+// thread.
+std::vector<std::string> available_backends();
 
 // Allreduce: out = postscale * op_over_ranks(prescale * in). kAverage is kSum with postscale
 // multiplied by 1/size. `out` has in's dtype and element count.
@@ -210,13 +127,7 @@ Status grouped_allreduce(const std::vector<std::string>& names, const std::vecto
                          const std::vector<TensorView>& outs, ReduceOp op = ReduceOp::kAverage,
                          double prescale = 1.0, double postscale = 1.0);
 Status broadcast(const std::string& name, const TensorView& tensor, int root);
-// What the blocking allgather, alltoall and reducescatter return: the output tensor (bytes of
-// the input's dtype, and its shape) and, for alltoall, the rows that came from each rank.
-struct CollectiveResult {
-  std::vector<uint8_t> data;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> received_splits;
-};
+// Allgather, alltoall and reducescatter return the output tensor (CollectiveResult, hora/types.h).
 StatusOr<CollectiveResult> allgather(const std::string& name, const TensorView& in);
 StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& in,
                                     const std::vector<int64_t>& splits = {});
@@ -238,20 +149,9 @@ StatusOr<int> join(std::chrono::milliseconds timeout);
 // The join as a handle: handle.last_joined() once complete.
 Handle join_async();
 
-// Counters of this process's engine, for tests and benchmarks.
-struct EngineStats {
-  int64_t rounds = 0;         // negotiation rounds run
-  int64_t cache_hits = 0;     // tensors agreed through the response cache bit vector
-  int64_t coordinated = 0;    // tensors agreed through the coordinator
-  int64_t buckets = 0;        // allreduce buckets executed (a fused group counts once)
-  int64_t fused_tensors = 0;  // allreduce tensors executed in buckets of two or more
-  int64_t cache_evictions = 0;
-  int64_t errors = 0;  // tensors completed with an error response
-  // Rounds that agreed an earlier round's list of cache hits again (a training step like one
-  // before): that list reused, not copied out of the cache, and its fusion plan too.
-  int64_t repeated_steps = 0;
-};
-// REQUIRES: is_initialized(); zeros otherwise.
+// The engine's counters (EngineStats, hora/types.h). Internal, for hora's own tests and
+// benchmarks (and hora.engine_stats() in Python, which exposes it for the same use): no stability
+// promise. REQUIRES: is_initialized(); zeros otherwise.
 EngineStats engine_stats();
 
 }  // namespace hora

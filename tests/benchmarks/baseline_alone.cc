@@ -20,6 +20,7 @@
 #include "collectives/backends/registry.h"
 #include "core/config.h"
 #include "core/context.h"
+#include "core/layout.h"
 
 namespace {
 

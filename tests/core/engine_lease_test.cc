@@ -1,4 +1,4 @@
-// allreduce_async's lease on the engine (core/engine/engine_access.h: EngineLease) against
+// allreduce_async's lease on the engine (core/engine_access.h: EngineLease) against
 // shutdown() and init() from another thread: callers that enqueue while the runtime shuts
 // down either enqueue into the running engine (their handles complete, successfully or with
 // shutdown's error) or are refused as after shutdown; nothing crashes, nothing hangs, and the
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/engine/engine_access.h"
+#include "core/engine_access.h"
 #include "hora/hora.h"
 
 namespace hora {

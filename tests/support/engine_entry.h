@@ -25,7 +25,7 @@ inline Handle enqueue_entry(engine::Engine& eng, engine::Entry e, double timeout
   entries.push_back(std::move(e));
   Status s = eng.enqueue(std::move(entries));
   if (!s.ok()) state->complete(s);
-  return Handle(state);
+  return detail::HandleAccess::make(state);
 }
 
 // OK when `got` equals `want` element for element; else an error naming `what`, the index

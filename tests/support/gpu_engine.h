@@ -40,7 +40,7 @@ inline Status run_gpu_engine(DeviceRuntime* rt, int n, bool nccl, const Config& 
     res.support.mode = nccl ? engine::DeviceMode::kNative : engine::DeviceMode::kStaged;
     res.support.device = 0;
     res.support.why_none.clear();
-    engine::Engine eng(host, config, nullptr, "", nullptr, &res);
+    engine::Engine eng(host, engine_options_from(config), nullptr, "", nullptr, &res);
     Status checks = body(eng, host.rank(), n);
     Status stopped = eng.stop();
     return checks.ok() ? stopped : checks;

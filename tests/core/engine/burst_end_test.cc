@@ -45,7 +45,7 @@ Queued enqueue(TensorQueue& q, const std::string& name) {
   signals.push_back(std::make_unique<QueueSignal>(q));
   Queued out;
   out.state = std::make_shared<detail::HandleState>(name, 1, 1.0, signals.back().get());
-  out.handle = Handle(out.state);
+  out.handle = detail::HandleAccess::make(out.state);
   Entry e;
   e.request.name = name;
   e.handle = out.state;

@@ -65,7 +65,7 @@ struct Job {
       res.support.device = 0;
       res.support.why_none.clear();
       if (native) res.device_comm = nccl[host.rank()].get();
-      Engine eng(host, test_config(), nullptr, "", nullptr, &res);
+      Engine eng(host, engine_options_from(test_config()), nullptr, "", nullptr, &res);
       Status s = body(eng, host.rank());
       Status stopped = eng.stop();
       return s.ok() ? stopped : s;
@@ -417,7 +417,7 @@ TEST(DeviceCollectivesEvents, GroupedAllreducePublishesOnceEveryMemberIsEnqueued
       entries.push_back(std::move(e));
     }
     HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
-    Handle h(state);
+    Handle h = detail::HandleAccess::make(state);
     HORA_RETURN_IF_ERROR(h.wait_on_stream(kConsumerStream));
     HORA_RETURN_IF_ERROR(h.wait());
     for (const TensorView& v : ins)
@@ -448,7 +448,7 @@ TEST(DeviceCollectivesEvents, AHandleWithPartsLeftIsNotPublished) {
     std::vector<Entry> entries;
     entries.push_back(std::move(e));
     HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
-    Handle h(state);
+    Handle h = detail::HandleAccess::make(state);
     Status got = h.wait_on_stream(kConsumerStream, std::chrono::milliseconds(300));
     state->complete(Status::OK());  // the missing part
     if (got.code() != StatusCode::kTimeout)

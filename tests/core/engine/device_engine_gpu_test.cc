@@ -188,7 +188,7 @@ TEST(GpuNative, FusedStepOf200TensorsAgainstOneNcclAllreduce) {
     res.support.why_none.clear();
     Config c = config();
     c.fusion_threshold_bytes = int64_t{64} << 20;
-    Engine eng(host, c, nullptr, "", nullptr, &res);
+    Engine eng(host, engine_options_from(c), nullptr, "", nullptr, &res);
     HORA_ASSIGN_OR_RETURN(void* block, rt->alloc_device(0, kTensors * kCount * 4));
     HORA_ASSIGN_OR_RETURN(DeviceStream fw, rt->create_stream(0));
     auto step = [&]() -> Status {
@@ -213,7 +213,7 @@ TEST(GpuNative, FusedStepOf200TensorsAgainstOneNcclAllreduce) {
         entries.push_back(std::move(e));
         HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
       }
-      for (auto& st : states) HORA_RETURN_IF_ERROR(Handle(st).wait());
+      for (auto& st : states) HORA_RETURN_IF_ERROR(detail::HandleAccess::make(st).wait());
       return Status::OK();
     };
     std::vector<double> engine_ms, raw_ms;
@@ -254,7 +254,7 @@ TEST(GpuInit, HoraBackendNcclMakesANcclCommunicatorBesideTheHostOne) {
   EXPECT_STREQ(res.device_comm->backend_name(), "nccl");
   EXPECT_STRNE(ctx.value()->communicator().backend_name(), "nccl");
   {
-    Engine eng(ctx.value()->communicator(), c, nullptr, "", nullptr, &res);
+    Engine eng(ctx.value()->communicator(), engine_options_from(c), nullptr, "", nullptr, &res);
     Status s = run_step(eng, *res.runtime, 0, 1);
     EXPECT_TRUE(s.ok()) << s.to_string();
     EXPECT_TRUE(eng.stop().ok());

@@ -260,7 +260,7 @@ TEST_P(DeviceEngine, NativeDeviceTensorsGoToNcclHostTensorsStayOnTheHostBackend)
     res.runtime = &runtime;
     res.device_comm = nccl[host.rank()].get();
     res.support = support(DeviceMode::kNative, 0);
-    Engine eng(host, test_config(), nullptr, "", nullptr, &res);
+    Engine eng(host, engine_options_from(test_config()), nullptr, "", nullptr, &res);
     const int rank = host.rank();
     std::vector<Call> calls;
     calls.push_back(
@@ -301,7 +301,7 @@ TEST_P(DeviceEngine, StagedDeviceTensorsTravelThroughPinnedMemory) {
     DeviceResources res;
     res.runtime = &runtime;
     res.support = support(DeviceMode::kStaged, 0);
-    Engine eng(host, test_config(), nullptr, "", nullptr, &res);
+    Engine eng(host, engine_options_from(test_config()), nullptr, "", nullptr, &res);
     const int rank = host.rank();
     std::vector<Call> calls;
     for (int t = 0; t < 5; ++t)
@@ -339,7 +339,7 @@ TEST_P(DeviceEngine, NativeInt16RunsHorasRingOverNccl) {
     res.runtime = &runtime;
     res.device_comm = nccl[host.rank()].get();
     res.support = support(DeviceMode::kNative, 0);
-    Engine eng(host, test_config(), nullptr, "", nullptr, &res);
+    Engine eng(host, engine_options_from(test_config()), nullptr, "", nullptr, &res);
     const size_t count = 37;
     auto* data = static_cast<int16_t*>(runtime.tensor_memory(count * 2));
     for (size_t i = 0; i < count; ++i) data[i] = static_cast<int16_t>(host.rank() + i);
@@ -356,7 +356,7 @@ TEST_P(DeviceEngine, NativeInt16RunsHorasRingOverNccl) {
     std::vector<Entry> entries;
     entries.push_back(std::move(e));
     HORA_RETURN_IF_ERROR(eng.enqueue(std::move(entries)));
-    HORA_RETURN_IF_ERROR(Handle(state).wait());
+    HORA_RETURN_IF_ERROR(detail::HandleAccess::make(state).wait());
     for (size_t i = 0; i < count; ++i)
       if (data[i] != static_cast<int16_t>(n * (n - 1) / 2 + n * static_cast<int>(i)))
         return Status::internal("i16[" + std::to_string(i) + "] = " + std::to_string(data[i]));
@@ -381,7 +381,7 @@ TEST(DeviceEngineTimeline, DeviceBucketPhasesAreRecorded) {
     res.support = support(DeviceMode::kStaged, 0);
     Config c = test_config();
     c.timeline_path = path;
-    Engine eng(host, c, nullptr, "", nullptr, &res);
+    Engine eng(host, engine_options_from(c), nullptr, "", nullptr, &res);
     Call a = submit(eng, "tl.a", CollectiveType::kAllreduce, Device::cuda(0), 8, 0, runtime);
     HORA_RETURN_IF_ERROR(a.handle.wait());
     return eng.stop();
@@ -399,7 +399,7 @@ TEST(DeviceEngineErrors, DeviceTensorWithoutGpuPathFailsNamingTensorAndDevice) {
   Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
     DeviceResources res;  // mode none
     res.support.why_none = "this hora was built without CUDA (HORA_WITH_NCCL=OFF)";
-    Engine eng(host, test_config(), nullptr, "", nullptr, &res);
+    Engine eng(host, engine_options_from(test_config()), nullptr, "", nullptr, &res);
     Call c = submit(eng, "layer3.bias", CollectiveType::kAllreduce, Device::cuda(0), 4, 0, runtime);
     Status got = c.handle.wait();
     if (got.ok()) return Status::internal("a device tensor without a GPU path succeeded");
@@ -420,7 +420,7 @@ TEST(DeviceEngineErrors, CompressionOfANonFloat32DeviceTensorIsRefusedNamingIt) 
     DeviceResources res;
     res.runtime = &runtime;
     res.support = support(DeviceMode::kStaged, 0);
-    Engine eng(host, test_config(), nullptr, "", nullptr, &res);
+    Engine eng(host, engine_options_from(test_config()), nullptr, "", nullptr, &res);
     auto* data = static_cast<int32_t*>(runtime.tensor_memory(16));
     Entry e;
     e.request.name = "steps";

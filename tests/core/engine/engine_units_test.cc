@@ -15,6 +15,7 @@
 #include "core/engine/stall_inspector.h"
 #include "core/engine/tensor_queue.h"
 #include "core/init_options.h"
+#include "core/layout.h"
 
 namespace hora {
 namespace engine {
@@ -624,6 +625,34 @@ TEST(InitOptions, SettingsOverrideTheEnvironmentAndTyposAreErrors) {
   auto bad = make_lookup(o);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("HORA_FUSION_TRESHOLD"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("docs/configuration.md"), std::string::npos);
+}
+
+// Every HORA_* variable Config and the rank layout ask for is one InitOptions accepts: the
+// names are recorded from the lookups themselves, not from a list kept beside them.
+TEST(InitOptions, AcceptsEveryVariableConfigAndTheLayoutRead) {
+  std::vector<std::string> asked;
+  const char* const horarun[][2] = {{"HORA_RANK", "0"}, {"HORA_SIZE", "1"}};
+  auto record = [&](const char* name) -> const char* {
+    asked.push_back(name);
+    for (const auto& kv : horarun)
+      if (std::string(name) == kv[0]) return kv[1];
+    return nullptr;
+  };
+  ASSERT_TRUE(Config::from_lookup(record).ok());
+  ASSERT_TRUE(read_rank_layout(record).ok());
+  int hora_variables = 0;
+  for (const std::string& name : asked) {
+    if (name.rfind("HORA_", 0) != 0) continue;
+    ++hora_variables;
+    InitOptions o;
+    o.settings = {{name, "1"}};
+    EXPECT_TRUE(make_lookup(o).ok()) << name << " is read but InitOptions refuses it";
+  }
+  EXPECT_GE(hora_variables, 30);  // Config's 22 settings and horarun's layout
+  for (const char* name : {"HORA_AUTOTUNE", "HORA_AUTOTUNE_SAMPLES", "HORA_HIERARCHICAL_ALLREDUCE",
+                           "HORA_HIERARCHICAL_ALLGATHER"})
+    EXPECT_NE(std::find(asked.begin(), asked.end(), name), asked.end()) << name;
 }
 
 }  // namespace

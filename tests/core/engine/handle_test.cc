@@ -22,7 +22,7 @@ using detail::HandleState;
 
 TEST(HandleCallback, RunsOnceOnTheCompletingThreadBeforeWaitReturns) {
   auto state = std::make_shared<HandleState>("t", 1, 1.0);
-  Handle h(state);
+  Handle h = detail::HandleAccess::make(state);
   std::atomic<int> calls{0};
   std::thread::id ran_on;
   Status seen;
@@ -51,7 +51,8 @@ TEST(HandleCallback, RunsOnceOnTheCompletingThreadBeforeWaitReturns) {
 }
 
 TEST(HandleCallback, AlreadyCompleteRunsAtOnceOnTheCaller) {
-  Handle h(HandleState::failed("bad", Status::invalid_argument("tensor 'bad': no")));
+  Handle h = detail::HandleAccess::make(
+      HandleState::failed("bad", Status::invalid_argument("tensor 'bad': no")));
   int calls = 0;
   std::thread::id ran_on;
   h.on_complete([&](const Status& s) {
@@ -68,7 +69,7 @@ TEST(HandleCallback, AlreadyCompleteRunsAtOnceOnTheCaller) {
 
 TEST(HandleCallback, SecondRegistrationReplacesAPendingOne) {
   auto state = std::make_shared<HandleState>("t", 1, 1.0);
-  Handle h(state);
+  Handle h = detail::HandleAccess::make(state);
   int first = 0, second = 0;
   h.on_complete([&](const Status&) { ++first; });
   h.on_complete([&](const Status&) { ++second; });
@@ -80,7 +81,7 @@ TEST(HandleCallback, SecondRegistrationReplacesAPendingOne) {
 
 TEST(HandleCallback, GroupRunsOnceAfterTheLastPartWithTheFirstError) {
   auto state = std::make_shared<HandleState>("g#group", 3, 1.0);
-  Handle h(state);
+  Handle h = detail::HandleAccess::make(state);
   int calls = 0;
   Status seen;
   h.on_complete([&](const Status& s) {
@@ -100,7 +101,7 @@ TEST(HandleCallback, GroupRunsOnceAfterTheLastPartWithTheFirstError) {
 TEST(HandleCallback, ConcurrentRegistrationAndCompletionRunExactlyOnce) {
   for (int round = 0; round < 200; ++round) {
     auto state = std::make_shared<HandleState>("race", 1, 1.0);
-    Handle h(state);
+    Handle h = detail::HandleAccess::make(state);
     std::atomic<int> calls{0};
     std::thread a([&] { h.on_complete([&](const Status&) { ++calls; }); });
     std::thread b([&] { state->complete(Status::OK()); });
@@ -121,7 +122,7 @@ TEST(HandleCallback, InvalidHandleRunsAtOnceWithFailedPrecondition) {
 
 TEST(HandleLastJoined, MinusOneUntilKnownAndSeenByTheCompletionCallback) {
   auto state = std::make_shared<HandleState>("hora.join", 1, 1.0);
-  Handle h(state);
+  Handle h = detail::HandleAccess::make(state);
   EXPECT_EQ(h.last_joined(), -1);
   int in_callback = -1;
   h.on_complete([&](const Status&) { in_callback = h.last_joined(); });
@@ -138,7 +139,7 @@ TEST(HandleLastJoined, MinusOneUntilKnownAndSeenByTheCompletionCallback) {
 // answer from the state's done flag, without taking its mutex (here held by another thread).
 TEST(HandleDone, ACompleteHandleAnswersWithoutItsMutex) {
   auto state = std::make_shared<HandleState>("t", 2, 1.0);
-  Handle h(state);
+  Handle h = detail::HandleAccess::make(state);
   state->complete(Status::OK());
   EXPECT_FALSE(h.poll());
   EXPECT_FALSE(state->is_done());  // one part of two
@@ -166,25 +167,25 @@ TEST(HandleDone, AnUnwatchedHandleCompletesWithoutItsMutexAndAWaiterIsWoken) {
   quiet->mu.lock();  // held elsewhere: completion and every look at it must not need it
   auto completed = std::async(std::launch::async, [&] {
     quiet->complete(Status::OK());
-    return Handle(quiet).poll();
+    return detail::HandleAccess::make(quiet).poll();
   });
   const bool finished = completed.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
   quiet->mu.unlock();
   ASSERT_TRUE(finished) << "an unwatched handle's completion waited for its mutex";
   EXPECT_TRUE(completed.get());
-  EXPECT_TRUE(Handle(quiet).wait().ok());
+  EXPECT_TRUE(detail::HandleAccess::make(quiet).wait().ok());
   int calls = 0;
-  Handle(quiet).on_complete([&](const Status& s) {  // complete: runs at once
+  detail::HandleAccess::make(quiet).on_complete([&](const Status& s) {  // complete: runs at once
     EXPECT_TRUE(s.ok());
     ++calls;
   });
   EXPECT_EQ(calls, 1);
   quiet->complete(Status::remote("late"));  // a late completion changes nothing
-  EXPECT_TRUE(Handle(quiet).wait().ok());
+  EXPECT_TRUE(detail::HandleAccess::make(quiet).wait().ok());
 
   for (int round = 0; round < 50; ++round) {
     auto watched = std::make_shared<HandleState>("watched", 1, 1.0);
-    Handle h(watched);
+    Handle h = detail::HandleAccess::make(watched);
     auto waited = std::async(std::launch::async, [&] { return h.wait().code(); });
     // The waiter watches the state before it blocks on the condition variable.
     while (watched->phase.load() != HandleState::kWatched) std::this_thread::yield();
@@ -195,10 +196,11 @@ TEST(HandleDone, AnUnwatchedHandleCompletesWithoutItsMutexAndAWaiterIsWoken) {
   }
   // A timed wait that gave up leaves the state watched: completion still marks it done.
   auto left = std::make_shared<HandleState>("left", 1, 1.0);
-  EXPECT_EQ(Handle(left).wait(std::chrono::milliseconds(1)).code(), StatusCode::kTimeout);
+  EXPECT_EQ(detail::HandleAccess::make(left).wait(std::chrono::milliseconds(1)).code(),
+            StatusCode::kTimeout);
   left->complete(Status::OK());
-  EXPECT_TRUE(Handle(left).poll());
-  EXPECT_TRUE(Handle(left).wait().ok());
+  EXPECT_TRUE(detail::HandleAccess::make(left).poll());
+  EXPECT_TRUE(detail::HandleAccess::make(left).wait().ok());
 }
 
 TEST(HandleName, EveryLengthReadsBackFromEveryThread) {
@@ -213,15 +215,16 @@ TEST(HandleName, EveryLengthReadsBackFromEveryThread) {
     for (int t = 0; t < 8; ++t)
       reads.push_back(std::async(std::launch::async, [&] { return state->name(); }));
     for (auto& r : reads) EXPECT_EQ(r.get(), name) << size;
-    EXPECT_EQ(Handle(state).name(), name) << size;
+    EXPECT_EQ(detail::HandleAccess::make(state).name(), name) << size;
     EXPECT_EQ(&state->name(), &state->name()) << "one string, made once";
   }
   // A failed handle names its tensor too, as does the timeout of a wait on it.
-  EXPECT_EQ(
-      Handle(HandleState::failed("model.layers.17.weight.grad", Status::internal("x"))).name(),
-      "model.layers.17.weight.grad");
+  EXPECT_EQ(detail::HandleAccess::make(
+                HandleState::failed("model.layers.17.weight.grad", Status::internal("x")))
+                .name(),
+            "model.layers.17.weight.grad");
   auto pending = std::make_shared<HandleState>("model.layers.3.bias.grad", 1, 1.0);
-  const Status timed_out = Handle(pending).wait(std::chrono::milliseconds(1));
+  const Status timed_out = detail::HandleAccess::make(pending).wait(std::chrono::milliseconds(1));
   EXPECT_EQ(timed_out.code(), StatusCode::kTimeout);
   EXPECT_NE(timed_out.message().find("'model.layers.3.bias.grad'"), std::string::npos)
       << timed_out.to_string();

@@ -15,7 +15,7 @@
 #include "core/context_access.h"
 #include "core/engine/algorithm_tuner.h"
 #include "core/engine/engine.h"
-#include "core/engine/engine_access.h"
+#include "core/engine_access.h"
 #include "hora/hora.h"
 
 namespace hora {

@@ -19,6 +19,7 @@
 #include "collectives/rendezvous/tcp_store_client.h"
 #include "collectives/rendezvous/tcp_store_server.h"
 #include "core/config.h"
+#include "core/layout.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "tests/mp/nccl/nccl_mp_env.h"
 

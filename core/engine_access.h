@@ -1,4 +1,5 @@
-// The process's engine, for core/api.cc. Defined in core/hora.cc, which owns it.
+// The process's engine, for core/api.cc (and hora's tests). Defined in core/hora.cc, which owns
+// it: both are the api layer, above the engine they hold.
 #pragma once
 
 #include <memory>
