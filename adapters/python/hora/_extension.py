@@ -128,14 +128,39 @@ def build(ext: Extension, timeout_s: float | None = None) -> str:
         raise ImportError(f"hora: cannot create {entry} to build {ext.what} in ({e}); set "
                           "HORA_EXTENSION_CACHE to a writable folder") from None
     lock_path = os.path.join(entry, "lock")
+    failed_path = os.path.join(entry, "failed.txt")
     with open(lock_path, "a") as lock:
+        asked = time.time()
         _lock(lock, lock_path, ext, timeout_s)
         try:
-            if not os.path.isfile(library):  # else another process built it while we waited
+            if os.path.isfile(library):  # another process built it while we waited
+                return library
+            _raise_if_failed_since(failed_path, asked)
+            try:
                 _compile_and_link(ext, cxx, entry, library, key, timeout_s)
+            except ImportError as e:
+                with open(failed_path, "w") as f:
+                    f.write(str(e))
+                raise
+            if os.path.exists(failed_path):
+                os.remove(failed_path)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return library
+
+
+def _raise_if_failed_since(failed_path: str, since: float) -> None:
+    """Raises the error of a build that failed while this process waited for the lock, so
+    that the other ranks of a job report it rather than each compiling in turn to fail again
+    (a later import, after the cause is fixed, builds again)."""
+    try:
+        if os.stat(failed_path).st_mtime < since:
+            return
+        with open(failed_path) as f:
+            message = f.read()
+    except OSError:
+        return
+    raise ImportError(f"{message}\n(built by another process while this one waited)")
 
 
 def _compiler() -> list[str]:

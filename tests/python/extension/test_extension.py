@@ -62,9 +62,10 @@ def test_a_changed_source_builds_a_new_library(tmp_path, cache):
     assert os.path.isfile(first)  # the old entry stays for whoever still uses it
 
 
-def test_two_processes_at_once_build_once(tmp_path, cache):
-    # A compiler that counts its compiles and takes a second, so that both processes ask
-    # while the first builds.
+def build_in_two_processes_at_once(tmp_path, body=SOURCE):
+    """Builds extension(tmp_path, body=body) in two processes started together, through a
+    compiler that counts its compiles and takes a second, so that both ask while the first
+    builds. Returns [(stdout, stderr, exit status)] and the number of compiles."""
     count = tmp_path / "compiles"
     cxx = tmp_path / "counting-c++"
     cxx.write_text(textwrap.dedent(f"""\
@@ -73,7 +74,7 @@ def test_two_processes_at_once_build_once(tmp_path, cache):
         exec {shutil.which("c++") or shutil.which("g++")} "$@"
         """))
     cxx.chmod(0o755)
-    extension(tmp_path)  # writes the source
+    extension(tmp_path, body=body)  # writes the source
     script = textwrap.dedent(f"""\
         from hora import _extension
         ext = _extension.Extension(name="answer", what="the test library",
@@ -85,13 +86,26 @@ def test_two_processes_at_once_build_once(tmp_path, cache):
     procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    return results, len(count.read_text().splitlines())
+
+
+def test_two_processes_at_once_build_once(tmp_path, cache):
+    results, compiles = build_in_two_processes_at_once(tmp_path)
     for out, err, rc in results:
         assert rc == 0, err
     paths = {out.strip() for out, _, _ in results}
     assert len(paths) == 1
     assert answer_of(paths.pop()) == 42
-    assert count.read_text().splitlines() == ["compile"]
+    assert compiles == 1
     assert sum("hora: building" in err for _, err, _ in results) == 1
+
+
+def test_a_build_failing_while_another_process_waits_fails_both_once(tmp_path, cache):
+    results, compiles = build_in_two_processes_at_once(tmp_path, "int broken( {}\n")
+    assert compiles == 1
+    for _, err, rc in results:
+        assert rc != 0 and "ImportError: hora: building the test library failed" in err, err
+    assert sum("built by another process" in err for _, err, _ in results) == 1
 
 
 def test_a_missing_compiler_says_how_to_install_one(tmp_path, cache, monkeypatch):
