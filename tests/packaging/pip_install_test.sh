@@ -106,12 +106,14 @@ step "pip install . (the C++ core compiles: a few minutes without ccache)" \
 smoke "$tmp/venv" pip_smoke.py "$tmp/venv/"
 if ((has_keras)); then
   site=$("$tmp/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
-  [[ ! -e $site/hora/tensorflow/_hora_tf_ops.so && -f $site/hora/_ext_src/adapters/tensorflow/ops.cc ]] \
+  [[ ! -e $site/hora/tensorflow/_hora_tf_ops.so
+     && -f $site/hora/_ext_src/adapters/tensorflow/ops.cc ]] \
     || { echo "pip_install_test: expected no prebuilt op library and the shipped sources" \
               "under $site/hora" >&2; exit 1; }
   smoke "$tmp/venv" pip_keras_smoke.py "$tmp/venv/" "$HORA_EXTENSION_CACHE/"
   builds=$(grep -c "hora: building the TensorFlow op library" <<<"$out" || true)
-  ((builds == 1)) || { echo "pip_install_test: the op library was built $builds times, not once" >&2; exit 1; }
+  ((builds == 1)) \
+    || { echo "pip_install_test: the op library was built $builds times, not once" >&2; exit 1; }
 fi
 
 fresh_venv "$tmp/venv_editable"
@@ -119,7 +121,8 @@ step "pip install -e . (reusing the build directory)" \
   "$tmp/venv_editable/bin/python" "${pip_install[@]}" "${config[@]}" -e "$src"
 smoke "$tmp/venv_editable" pip_smoke.py "$src/adapters/python/hora/"
 if ((has_keras)); then
-  smoke "$tmp/venv_editable" pip_keras_smoke.py "$src/adapters/python/hora/" "$HORA_EXTENSION_CACHE/"
+  smoke "$tmp/venv_editable" pip_keras_smoke.py "$src/adapters/python/hora/" \
+    "$HORA_EXTENSION_CACHE/"
   ! grep "hora: building" <<<"$out" \
     || { echo "pip_install_test: the editable install rebuilt the op library" >&2; exit 1; }
 fi

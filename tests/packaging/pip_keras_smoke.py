@@ -23,9 +23,11 @@ from hora.tensorflow import _library  # noqa: E402
 
 expected_prefix, library_prefix = sys.argv[1:3]
 if not hora.__file__.startswith(expected_prefix):
-    raise SystemExit(f"pip_keras_smoke: hora imported from {hora.__file__}, expected under {expected_prefix}")
+    raise SystemExit(f"pip_keras_smoke: hora imported from {hora.__file__}, "
+                     f"expected under {expected_prefix}")
 if not _library.PATH.startswith(library_prefix):
-    raise SystemExit(f"pip_keras_smoke: op library {_library.PATH}, expected under {library_prefix}")
+    raise SystemExit(f"pip_keras_smoke: op library {_library.PATH}, "
+                     f"expected under {library_prefix}")
 tf.config.threading.set_intra_op_parallelism_threads(1)
 
 hk.init()

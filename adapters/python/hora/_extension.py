@@ -34,9 +34,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
 
 # Raise when this file starts compiling differently (the flags below, the layout of an entry),
 # so that existing cache entries are not reused.
@@ -71,7 +71,7 @@ class Extension:
     include_dirs: Sequence[str] = ()
     cflags: Sequence[str] = ()
     ldflags: Sequence[str] = ()
-    key_parts: Sequence[str] = field(default=())
+    key_parts: Sequence[str] = ()
 
 
 def shipped_root(package_paths: Sequence[str], marker: str) -> str | None:
@@ -180,7 +180,7 @@ def _compiler() -> list[str]:
                       f"is on PATH); {_INSTALL_A_COMPILER}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiler_identity(cxx: tuple[str, ...]) -> str:
     """The compiler's full path and `--version` output, for the cache key."""
     try:
@@ -193,11 +193,11 @@ def _compiler_identity(cxx: tuple[str, ...]) -> str:
 
 
 def _hora_version() -> str:
-    try:
-        from importlib import metadata
+    from importlib import metadata
 
+    try:
         return metadata.version("hora")
-    except Exception:  # a build tree or source tree: no distribution metadata
+    except metadata.PackageNotFoundError:  # a build tree or source tree
         return "source"
 
 
@@ -297,7 +297,8 @@ def _run(command: list[str], deadline: float) -> tuple[list[str], int, str]:
     """Runs `command` until `deadline`: (command, exit status, stdout and stderr)."""
     try:
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=max(1.0, deadline - time.monotonic()))
+                              text=True, timeout=max(1.0, deadline - time.monotonic()),
+                              check=False)
         return command, done.returncode, done.stdout
     except subprocess.TimeoutExpired as e:
         out = e.output.decode(errors="replace") if isinstance(e.output, bytes) else e.output
