@@ -1,6 +1,7 @@
 # TensorFlow for hora.tensorflow's op library (adapters/tensorflow/) and its tests
 # (tests/python/tensorflow/): HORA_WITH_TENSORFLOW = AUTO (on when the Python the binding is
-# built for imports tensorflow), ON (required) or OFF. Sets HORA_HAVE_TENSORFLOW and, from
+# built for imports tensorflow), ON (required) or OFF. Off, hora.tensorflow builds the op
+# library from the package's shipped sources at its first import (hora/_extension.py). Sets HORA_HAVE_TENSORFLOW and, from
 # tf.sysconfig, HORA_TF_VERSION, HORA_TF_COMPILE_FLAGS and HORA_TF_LINK_FLAGS. Included by
 # every CMakeLists that needs the answer (the summary line prints once); importing TensorFlow
 # takes seconds, so it is asked once per interpreter and kept in the cache.
@@ -65,5 +66,6 @@ elseif(_hora_tf_with STREQUAL "ON")
                       "tensorflow (scripts/setup_python.sh installs it)")
 else()
   _hora_tf_say("hora: TENSORFLOW: off, ${Python3_EXECUTABLE} cannot import tensorflow "
-               "(scripts/setup_python.sh installs it)")
+               "(hora.tensorflow builds its op library at first import; "
+               "scripts/setup_python.sh installs TensorFlow for the tests)")
 endif()

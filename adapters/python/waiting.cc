@@ -33,7 +33,12 @@ Status wait_sliced(const std::function<Status(std::chrono::milliseconds)>& slice
       py::gil_scoped_release release;
       s = slice(step);
     }
-    if (!pending()) return s;
+    if (!pending()) {
+      // Complete. A slice that gave up just before completion returned its own timeout, not
+      // the result: ask once more, which returns the result at once.
+      if (s.code() == StatusCode::kTimeout) s = slice(std::chrono::milliseconds(0));
+      return s;
+    }
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     if (timeout_s > 0 && Clock::now() - start >= std::chrono::duration<double>(timeout_s))
       return Status::timeout(what + " did not complete within HORA_TIMEOUT_S (" +

@@ -75,8 +75,9 @@ class TorchScaling(common.Section):
                 len(r["plain"]),
                 [
                     (
-                        f"hora.torch, 1 rank ({common.fmt_added(r['hora_overhead_ms'], 1, ' ms')} a "
-                        "step over one plain process)"
+                        "hora.torch, 1 rank "
+                        f"({common.fmt_added(r['hora_overhead_ms'], 1, ' ms')} a step over one "
+                        "plain process)"
                     ),
                     fmt(rate(one), 0, thousands=True),
                     "",

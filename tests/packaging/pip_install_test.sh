@@ -4,6 +4,13 @@
 # build directory, so it only re-installs), each running a 2-rank allreduce from Python
 # (pip_smoke.py) under the horarun that the install put on PATH.
 #
+# Where hora's environment has TensorFlow and Keras, each install then trains a small model
+# with model.fit through hora.keras on 2 ranks (pip_keras_smoke.py). The build inside pip does
+# not see TensorFlow (HORA_WITH_TENSORFLOW=OFF), as in pip's default isolated build, so the
+# package has no prebuilt op library: the first import builds it from the shipped sources
+# into a fresh extension cache (once: one rank builds, the other waits), and the editable
+# install finds it there.
+#
 # The fresh environments are layered on hora's (HORA_PYTHON, scripts/setup_python.sh) by a
 # .pth file: numpy, scikit-build-core and pybind11 come from there, so pip runs with
 # --no-index --no-build-isolation and never reaches the network. Exits 77 (CTest: skipped)
@@ -39,6 +46,14 @@ done
 if ((!has_launcher)) && command -v ccache >/dev/null; then
   config+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
+has_keras=0
+if TF_CPP_MIN_LOG_LEVEL=3 "$hora_python" -c "import tensorflow, keras" >/dev/null 2>&1; then
+  has_keras=1
+  config+=(--config-settings=cmake.define.HORA_WITH_TENSORFLOW=OFF)
+  export HORA_EXTENSION_CACHE="$tmp/extensions"
+else
+  echo "pip_install_test: $hora_python lacks tensorflow or keras: no hora.keras run"
+fi
 
 # step NAME COMMAND...: runs a step, its output shown only when it fails.
 step() {
@@ -60,23 +75,25 @@ fresh_venv() {
   echo "$hora_site" >"$site/hora_base_env.pth"
 }
 
-# smoke VENV EXPECTED_FILE_PREFIX: horarun from VENV's bin/ (first on PATH) runs pip_smoke.py
-# on 2 ranks; hora must be imported from under EXPECTED_FILE_PREFIX.
+# smoke VENV SCRIPT ARGS...: horarun from VENV's bin/ (first on PATH) runs SCRIPT (beside
+# this file) with ARGS on 2 ranks, each of which must print "<SCRIPT less .py>: rank R of 2 ok".
+# Leaves the output in $out.
 smoke() {
-  local venv=$1 where=$2 out
+  local venv=$1 script=$2
+  shift 2
   local horarun
   horarun=$(PATH="$venv/bin:$PATH" command -v horarun)
   [[ $horarun == "$venv/bin/horarun" ]] \
     || { echo "pip_install_test: horarun on PATH is '$horarun', not $venv/bin's" >&2; exit 1; }
-  echo "pip_install_test: horarun -np 2 python pip_smoke.py (from <tmp>/$(basename "$venv"))"
-  out=$(cd "$tmp" && PATH="$venv/bin:$PATH" horarun -np 2 python "$here/pip_smoke.py" "$where" 2>&1) || {
+  echo "pip_install_test: horarun -np 2 python $script (from <tmp>/$(basename "$venv"))"
+  out=$(cd "$tmp" && PATH="$venv/bin:$PATH" horarun -np 2 python "$here/$script" "$@" 2>&1) || {
     echo "$out"
     echo "pip_install_test: the smoke run failed (output above)" >&2
     exit 1
   }
   echo "$out"
   for r in 0 1; do
-    grep -q "pip_smoke: rank $r of 2 ok" <<<"$out" \
+    grep -q "${script%.py}: rank $r of 2 ok" <<<"$out" \
       || { echo "pip_install_test: rank $r did not report success" >&2; exit 1; }
   done
 }
@@ -86,10 +103,27 @@ pip_install=(-m pip install --no-index --no-build-isolation --disable-pip-versio
 fresh_venv "$tmp/venv"
 step "pip install . (the C++ core compiles: a few minutes without ccache)" \
   "$tmp/venv/bin/python" "${pip_install[@]}" "${config[@]}" "$src"
-smoke "$tmp/venv" "$tmp/venv/"
+smoke "$tmp/venv" pip_smoke.py "$tmp/venv/"
+if ((has_keras)); then
+  site=$("$tmp/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["platlib"])')
+  [[ ! -e $site/hora/tensorflow/_hora_tf_ops.so
+     && -f $site/hora/_ext_src/adapters/tensorflow/ops.cc ]] \
+    || { echo "pip_install_test: expected no prebuilt op library and the shipped sources" \
+              "under $site/hora" >&2; exit 1; }
+  smoke "$tmp/venv" pip_keras_smoke.py "$tmp/venv/" "$HORA_EXTENSION_CACHE/"
+  builds=$(grep -c "hora: building the TensorFlow op library" <<<"$out" || true)
+  ((builds == 1)) \
+    || { echo "pip_install_test: the op library was built $builds times, not once" >&2; exit 1; }
+fi
 
 fresh_venv "$tmp/venv_editable"
 step "pip install -e . (reusing the build directory)" \
   "$tmp/venv_editable/bin/python" "${pip_install[@]}" "${config[@]}" -e "$src"
-smoke "$tmp/venv_editable" "$src/adapters/python/hora/"
+smoke "$tmp/venv_editable" pip_smoke.py "$src/adapters/python/hora/"
+if ((has_keras)); then
+  smoke "$tmp/venv_editable" pip_keras_smoke.py "$src/adapters/python/hora/" \
+    "$HORA_EXTENSION_CACHE/"
+  ! grep "hora: building" <<<"$out" \
+    || { echo "pip_install_test: the editable install rebuilt the op library" >&2; exit 1; }
+fi
 echo "pip_install_test: ok"
