@@ -10,8 +10,11 @@ extra=()
 if [[ "${CI:-}" == "true" ]]; then extra+=(-DHORA_WERROR=ON); fi
 # ccache (scripts/setup.sh installs it) makes rebuilds in fresh build directories, and the
 # C++ compile inside `pip install .` (tests/packaging), cache hits.
+# Paths relative to the checkout (CCACHE_BASEDIR) let a fresh clone at another path hit the
+# cache too.
 if command -v ccache >/dev/null; then
   extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=1
 fi
 python=$(bash scripts/setup_python.sh --print-python)
 [[ -x $python ]] || python=""
