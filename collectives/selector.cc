@@ -5,6 +5,7 @@
 #include "collectives/algorithms/buffer_access.h"
 #include "collectives/algorithms/hierarchical.h"
 #include "collectives/calibration.h"
+#include "core/base/name_table.h"
 #include "hora/logging.h"
 
 namespace hora {
@@ -126,27 +127,18 @@ double hierarchical_us(const BackendCosts& c, const Link& intra, const Link& cro
   return us + flat_us(across, shared, c.gamma_us_per_byte, slice, t.hosts());
 }
 
+// Indexed by the Algorithm value.
+constexpr const char* kAlgorithmNames[] = {"auto", "ring", "tree", "rd", "native", "hierarchical"};
+constexpr NameAlias<Algorithm> kAlgorithmAliases[] = {
+    {"recursive_doubling", Algorithm::kRecursiveDoubling}};
+static_assert(std::size(kAlgorithmNames) == static_cast<size_t>(Algorithm::kHierarchical) + 1);
+
 }  // namespace
 
-const char* algorithm_name(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kAuto: return "auto";
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kTree: return "tree";
-    case Algorithm::kRecursiveDoubling: return "rd";
-    case Algorithm::kNative: return "native";
-    case Algorithm::kHierarchical: return "hierarchical";
-  }
-  return "unknown";
-}
+const char* algorithm_name(Algorithm algorithm) { return name_of(kAlgorithmNames, algorithm); }
 
 StatusOr<Algorithm> parse_algorithm(const std::string& text) {
-  if (text == "auto") return Algorithm::kAuto;
-  if (text == "ring") return Algorithm::kRing;
-  if (text == "tree") return Algorithm::kTree;
-  if (text == "rd" || text == "recursive_doubling") return Algorithm::kRecursiveDoubling;
-  if (text == "native") return Algorithm::kNative;
-  if (text == "hierarchical") return Algorithm::kHierarchical;
+  if (auto algorithm = find_name(kAlgorithmNames, kAlgorithmAliases, text)) return *algorithm;
   return Status::invalid_argument("unknown allreduce algorithm '" + text +
                                   "' (HORA_ALLREDUCE_ALGO): expected auto, ring, tree, rd, "
                                   "native or hierarchical");

@@ -71,6 +71,13 @@ struct StoreAddress {
   std::string secret;
 };
 
+// The context added to a failed connection to the rendezvous store at addr:port.
+std::string store_connect_context(const std::string& who, const std::string& addr, int port,
+                                  const char* whose) {
+  return " (hora init: " + who + " connecting the store at " + addr + ":" + std::to_string(port) +
+         whose + " within HORA_START_TIMEOUT_S)";
+}
+
 // Rendezvous through the communicator, for a backend that connected without a store (mpi):
 //   1. rank 0 starts a TcpStoreServer on a port the OS picks, with a fresh secret, bound to
 //      loopback when every rank is on its host (local size == size), else to all interfaces
@@ -236,9 +243,8 @@ Status Context::connect_shared_store(const StartPlan& plan) {
   const StoreAddress& a = shared.value();
   auto client = collectives::TcpStoreClient::connect(a.addr, a.port, a.secret, plan.deadline);
   if (!client.ok())
-    return client.status().with_context(" (hora init: " + plan.who + " connecting the store at " +
-                                        a.addr + ":" + std::to_string(a.port) +
-                                        " that rank 0 started, within HORA_START_TIMEOUT_S)");
+    return client.status().with_context(
+        store_connect_context(plan.who, a.addr, a.port, " that rank 0 started,"));
   store_ = std::move(client).value();
   return Status::OK();
 }
@@ -273,9 +279,8 @@ Status Context::connect_launcher_store(const StartPlan& plan) {
         collectives::TcpStoreClient::connect(l.store_addr, l.store_port, l.secret, plan.deadline);
   }
   if (!client.ok())
-    return client.status().with_context(" (hora init: " + plan.who + " connecting the store at " +
-                                        l.store_addr + ":" + std::to_string(l.store_port) +
-                                        " within HORA_START_TIMEOUT_S)");
+    return client.status().with_context(
+        store_connect_context(plan.who, l.store_addr, l.store_port, ""));
   store_ = std::move(client).value();
   return Status::OK();
 }

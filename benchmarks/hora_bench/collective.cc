@@ -3,25 +3,24 @@
 
 #include <algorithm>
 
+#include "core/base/name_table.h"
+
 namespace hora {
 namespace bench {
 
-const char* collective_name(Collective collective) {
-  switch (collective) {
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kAllgather: return "allgather";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReducescatter: return "reducescatter";
-    case Collective::kAlltoall: return "alltoall";
-  }
-  return "unknown";
-}
+namespace {
+
+// Indexed by the Collective value.
+constexpr const char* kCollectiveNames[] = {"allreduce", "allgather", "broadcast", "reducescatter",
+                                            "alltoall"};
+static_assert(std::size(kCollectiveNames) == static_cast<size_t>(Collective::kAlltoall) + 1);
+
+}  // namespace
+
+const char* collective_name(Collective collective) { return name_of(kCollectiveNames, collective); }
 
 StatusOr<Collective> parse_collective(const std::string& text) {
-  for (Collective c : {Collective::kAllreduce, Collective::kAllgather, Collective::kBroadcast,
-                       Collective::kReducescatter, Collective::kAlltoall}) {
-    if (text == collective_name(c)) return c;
-  }
+  if (auto collective = find_name<Collective>(kCollectiveNames, text)) return *collective;
   return Status::invalid_argument("unknown collective '" + text +
                                   "': expected allreduce, allgather, broadcast, reducescatter "
                                   "or alltoall");

@@ -1,22 +1,26 @@
 #include "hora/compression.h"
 
+#include "core/base/name_table.h"
+
 namespace hora {
+namespace {
+
+constexpr const char* kCompressionNames[] = {"none", "fp16", "bf16"};
+static_assert(std::size(kCompressionNames) == kNumCompressions);
+constexpr NameAlias<Compression> kCompressionAliases[] = {{"float16", Compression::kFloat16},
+                                                          {"bfloat16", Compression::kBFloat16}};
+
+}  // namespace
 
 StatusOr<Compression> parse_compression(const std::string& text) {
-  if (text == "none") return Compression::kNone;
-  if (text == "fp16" || text == "float16") return Compression::kFloat16;
-  if (text == "bf16" || text == "bfloat16") return Compression::kBFloat16;
+  if (auto compression = find_name(kCompressionNames, kCompressionAliases, text))
+    return *compression;
   return Status::invalid_argument("compression '" + text +
                                   "': expected none, fp16 (float16) or bf16 (bfloat16)");
 }
 
 const char* compression_name(Compression compression) {
-  switch (compression) {
-    case Compression::kNone: return "none";
-    case Compression::kFloat16: return "fp16";
-    case Compression::kBFloat16: return "bf16";
-  }
-  return "unknown";
+  return name_of(kCompressionNames, compression);
 }
 
 StatusOr<Compression> compression_from_int(int value) {

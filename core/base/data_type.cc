@@ -1,5 +1,7 @@
 #include "hora/data_type.h"
 
+#include "core/base/name_table.h"
+
 namespace hora {
 namespace {
 
@@ -33,6 +35,10 @@ constexpr bool table_matches_enum() {
 }
 static_assert(table_matches_enum(), "kTypes must be indexed by the DataType value");
 
+// Names beyond kTypes' three per type.
+constexpr NameAlias<DataType> kExtraAliases[] = {
+    {"fp16", DataType::kFloat16}, {"fp32", DataType::kFloat32}, {"fp64", DataType::kFloat64}};
+
 }  // namespace
 
 size_t data_type_bytes(DataType dtype) { return kTypes[static_cast<int>(dtype)].bytes; }
@@ -42,9 +48,7 @@ StatusOr<DataType> parse_data_type(const std::string& name) {
   for (const TypeInfo& t : kTypes) {
     if (name == t.name || name == t.alias1 || name == t.alias2) return t.dtype;
   }
-  if (name == "fp16") return DataType::kFloat16;
-  if (name == "fp32") return DataType::kFloat32;
-  if (name == "fp64") return DataType::kFloat64;
+  if (auto dtype = find_alias(kExtraAliases, name)) return *dtype;
   return Status::invalid_argument("unknown data type '" + name +
                                   "': expected one of uint8, int8, int16, uint16, int32, "
                                   "int64, float16, bfloat16, float32, float64, bool");

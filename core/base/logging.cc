@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/base/name_table.h"
+
 namespace hora {
 namespace {
 
@@ -13,6 +15,10 @@ std::atomic<int> g_level{static_cast<int>(LogLevel::kWarning)};
 std::atomic<int> g_rank{-1};
 
 const char kLevelLetters[] = "TDIWE";
+
+constexpr const char* kLevelNames[] = {"trace", "debug", "info", "warning", "error"};
+constexpr NameAlias<LogLevel> kLevelAliases[] = {{"warn", LogLevel::kWarning}};
+static_assert(std::size(kLevelNames) == static_cast<size_t>(LogLevel::kError) + 1);
 
 void write_all(const std::string& text) {
   const char* p = text.data();
@@ -28,11 +34,7 @@ void write_all(const std::string& text) {
 }  // namespace
 
 StatusOr<LogLevel> parse_log_level(const std::string& text) {
-  if (text == "trace") return LogLevel::kTrace;
-  if (text == "debug") return LogLevel::kDebug;
-  if (text == "info") return LogLevel::kInfo;
-  if (text == "warning" || text == "warn") return LogLevel::kWarning;
-  if (text == "error") return LogLevel::kError;
+  if (auto level = find_name(kLevelNames, kLevelAliases, text)) return *level;
   return Status::invalid_argument("unknown log level '" + text +
                                   "': expected one of trace, debug, info, warning, error");
 }

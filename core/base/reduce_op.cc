@@ -1,24 +1,21 @@
 #include "hora/reduce_op.h"
 
-namespace hora {
+#include "core/base/name_table.h"
 
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kAverage: return "average";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kProduct: return "product";
-  }
-  return "unknown";
-}
+namespace hora {
+namespace {
+
+constexpr const char* kReduceOpNames[] = {"sum", "average", "min", "max", "product"};
+static_assert(std::size(kReduceOpNames) == kNumReduceOps);
+constexpr NameAlias<ReduceOp> kReduceOpAliases[] = {
+    {"avg", ReduceOp::kAverage}, {"mean", ReduceOp::kAverage}, {"prod", ReduceOp::kProduct}};
+
+}  // namespace
+
+const char* reduce_op_name(ReduceOp op) { return name_of(kReduceOpNames, op); }
 
 StatusOr<ReduceOp> parse_reduce_op(const std::string& name) {
-  if (name == "sum") return ReduceOp::kSum;
-  if (name == "avg" || name == "average" || name == "mean") return ReduceOp::kAverage;
-  if (name == "min") return ReduceOp::kMin;
-  if (name == "max") return ReduceOp::kMax;
-  if (name == "prod" || name == "product") return ReduceOp::kProduct;
+  if (auto op = find_name(kReduceOpNames, kReduceOpAliases, name)) return *op;
   return Status::invalid_argument("unknown reduce op '" + name +
                                   "': expected one of sum, average, min, max, product");
 }

@@ -1,38 +1,25 @@
 #include "core/engine/device_route.h"
 
+#include <iterator>
+
+#include "core/base/name_table.h"
+
 namespace hora {
 namespace engine {
+namespace {
 
-const char* device_mode_name(DeviceMode mode) {
-  switch (mode) {
-    case DeviceMode::kNone: return "none";
-    case DeviceMode::kNative: return "nccl";
-    case DeviceMode::kStaged: return "staged";
-  }
-  return "?";
-}
+// Each indexed by the enum's value.
+constexpr const char* kModeNames[] = {"none", "nccl", "staged"};
+constexpr const char* kPathNames[] = {"host", "nccl", "staged"};
+constexpr const char* kStepNames[] = {"wait_ready", "pack",           "copy_to_host", "host_wait",
+                                      "collective", "copy_to_device", "unpack"};
+static_assert(std::size(kStepNames) == static_cast<size_t>(DeviceStep::kUnpack) + 1);
 
-const char* device_path_name(DevicePath path) {
-  switch (path) {
-    case DevicePath::kHost: return "host";
-    case DevicePath::kNative: return "nccl";
-    case DevicePath::kStaged: return "staged";
-  }
-  return "?";
-}
+}  // namespace
 
-const char* device_step_name(DeviceStep step) {
-  switch (step) {
-    case DeviceStep::kWaitReady: return "wait_ready";
-    case DeviceStep::kPack: return "pack";
-    case DeviceStep::kCopyToHost: return "copy_to_host";
-    case DeviceStep::kHostWait: return "host_wait";
-    case DeviceStep::kCollective: return "collective";
-    case DeviceStep::kCopyToDevice: return "copy_to_device";
-    case DeviceStep::kUnpack: return "unpack";
-  }
-  return "?";
-}
+const char* device_mode_name(DeviceMode mode) { return name_of(kModeNames, mode, "?"); }
+const char* device_path_name(DevicePath path) { return name_of(kPathNames, path, "?"); }
+const char* device_step_name(DeviceStep step) { return name_of(kStepNames, step, "?"); }
 
 StatusOr<DevicePath> route_tensor(const std::string& name, const char* what, const Device& device,
                                   const DeviceSupport& support) {

@@ -5,6 +5,7 @@
 #include <cpuid.h>
 #endif
 
+#include "core/base/name_table.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/kernels.h"
 
@@ -80,14 +81,15 @@ const KernelTable& active_table() {
 
 }  // namespace detail
 
-const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-  }
-  return "unknown";
-}
+namespace {
+
+// Indexed by the Isa value.
+constexpr const char* kIsaNames[] = {"scalar", "avx2", "avx512"};
+static_assert(std::size(kIsaNames) == static_cast<size_t>(Isa::kAvx512) + 1);
+
+}  // namespace
+
+const char* isa_name(Isa isa) { return name_of(kIsaNames, isa); }
 
 Isa best_isa() {
   static const Isa best = detail::cpu_has(Isa::kAvx512) ? Isa::kAvx512
