@@ -30,16 +30,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 def model_and_data(batch):
     import torch
 
+    # The MLP of examples/pytorch/synthetic_benchmark.py (--model mlp), from that file, so the
+    # benchmark and the example time one model.
+    sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
+    from synthetic_benchmark import make_model
+
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(1024, 2048),
-        torch.nn.ReLU(),
-        torch.nn.Linear(2048, 2048),
-        torch.nn.ReLU(),
-        torch.nn.Linear(2048, 1024),
-        torch.nn.ReLU(),
-        torch.nn.Linear(1024, 10),
-    )
+    model, _ = make_model("mlp")
     return model, torch.randn(batch, 1024), torch.randint(0, 10, (batch,))
 
 

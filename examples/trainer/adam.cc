@@ -24,16 +24,11 @@ StatusOr<std::unique_ptr<Adam>> Adam::create(std::vector<Parameter> params, Adam
 }
 
 Adam::Adam(std::vector<Parameter> params, AdamOptions options)
-    : params_(std::move(params)), options_(options) {
+    : ParameterOptimizer(std::move(params)), options_(options) {
   for (const Parameter& p : params_) {
     exp_avg_.emplace_back(p.count, 0.0f);
     exp_avg_sq_.emplace_back(p.count, 0.0f);
   }
-}
-
-Status Adam::zero_grad() {
-  zero_gradients(params_);
-  return Status::OK();
 }
 
 Status Adam::step() {

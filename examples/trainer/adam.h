@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "examples/trainer/parameter_list.h"
 #include "hora/optimizer.h"
 #include "hora/status.h"
 
@@ -23,22 +24,19 @@ struct AdamOptions {
   double eps = 1e-8;
 };
 
-class Adam : public Optimizer {
+class Adam : public ParameterOptimizer {
  public:
   // Fails with kInvalidArgument on lr <= 0, betas outside [0, 1), eps <= 0, or parameters
   // with empty or duplicate names.
   static StatusOr<std::unique_ptr<Adam>> create(std::vector<Parameter> params, AdamOptions options);
 
   const char* name() const override { return "adam"; }
-  const std::vector<Parameter>& parameters() const override { return params_; }
-  Status zero_grad() override;
   Status step() override;
   std::vector<StateTensor> state() override;
 
  private:
   Adam(std::vector<Parameter> params, AdamOptions options);
 
-  std::vector<Parameter> params_;
   AdamOptions options_;
   float step_count_ = 0.0f;
   std::vector<std::vector<float>> exp_avg_, exp_avg_sq_;  // one each per parameter

@@ -22,13 +22,8 @@ StatusOr<std::unique_ptr<Sgd>> Sgd::create(std::vector<Parameter> params, SgdOpt
 }
 
 Sgd::Sgd(std::vector<Parameter> params, SgdOptions options)
-    : params_(std::move(params)), options_(options) {
+    : ParameterOptimizer(std::move(params)), options_(options) {
   for (const Parameter& p : params_) momentum_.emplace_back(p.count, 0.0f);
-}
-
-Status Sgd::zero_grad() {
-  zero_gradients(params_);
-  return Status::OK();
 }
 
 Status Sgd::step() {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "examples/trainer/parameter_list.h"
 #include "hora/optimizer.h"
 #include "hora/status.h"
 
@@ -21,22 +22,19 @@ struct SgdOptions {
   double weight_decay = 0.0;
 };
 
-class Sgd : public Optimizer {
+class Sgd : public ParameterOptimizer {
  public:
   // Fails with kInvalidArgument on lr <= 0, momentum outside [0, 1), weight_decay < 0, or
   // parameters with empty or duplicate names.
   static StatusOr<std::unique_ptr<Sgd>> create(std::vector<Parameter> params, SgdOptions options);
 
   const char* name() const override { return "sgd"; }
-  const std::vector<Parameter>& parameters() const override { return params_; }
-  Status zero_grad() override;
   Status step() override;
   std::vector<StateTensor> state() override;
 
  private:
   Sgd(std::vector<Parameter> params, SgdOptions options);
 
-  std::vector<Parameter> params_;
   SgdOptions options_;
   std::vector<std::vector<float>> momentum_;  // one per parameter
 };

@@ -109,6 +109,26 @@ def _naming(name: str | None, ignore_name_scope: bool = False) -> tuple[str, boo
     return name, False
 
 
+def _reduction_attrs(
+    reduce_op: int,
+    prescale_factor: float,
+    postscale_factor: float,
+    compression: int,
+    name: str | None,
+    ignore_name_scope: bool,
+) -> dict[str, Any]:
+    """The attrs of an (grouped) allreduce op: its reduction, wire format and naming."""
+    tensor_name, from_node = _naming(name, ignore_name_scope)
+    return {
+        "reduce_op": reduce_op,
+        "prescale_factor": float(prescale_factor),
+        "postscale_factor": float(postscale_factor),
+        "compression": compression,
+        "tensor_name": tensor_name,
+        "name_from_node": from_node,
+    }
+
+
 def allreduce(
     tensor: TensorLike | tf.IndexedSlices,
     average: bool | None = None,
@@ -129,16 +149,13 @@ def allreduce(
     if isinstance(tensor, tf.IndexedSlices):
         return _sparse_allreduce(tensor, reduce_op, name, ignore_name_scope)
     tensor = tf.convert_to_tensor(tensor)
-    tensor_name, from_node = _naming(name, ignore_name_scope)
+    wire = _wire(tensor.dtype, compression)
     return run(
         _ops.hora_allreduce,
         tensor,
-        reduce_op=reduce_op,
-        prescale_factor=float(prescale_factor),
-        postscale_factor=float(postscale_factor),
-        compression=_wire(tensor.dtype, compression),
-        tensor_name=tensor_name,
-        name_from_node=from_node,
+        **_reduction_attrs(
+            reduce_op, prescale_factor, postscale_factor, wire, name, ignore_name_scope
+        ),
     )
 
 
@@ -192,16 +209,13 @@ def grouped_allreduce(
         parts.setdefault(t.dtype, []).append((i, t))
     for part, (dtype, members) in enumerate(parts.items()):
         part_name = name if name is None or part == 0 else f"{name}.{dtype.name}"
-        tensor_name, from_node = _naming(part_name, ignore_name_scope)
+        wire = _wire(dtype, compression)
         reduced = run(
             _ops.hora_grouped_allreduce,
             [t for _, t in members],
-            reduce_op=reduce_op,
-            prescale_factor=float(prescale_factor),
-            postscale_factor=float(postscale_factor),
-            compression=_wire(dtype, compression),
-            tensor_name=tensor_name,
-            name_from_node=from_node,
+            **_reduction_attrs(
+                reduce_op, prescale_factor, postscale_factor, wire, part_name, ignore_name_scope
+            ),
         )
         for (i, _), r in zip(members, reduced, strict=True):
             results[i] = r
@@ -326,6 +340,16 @@ def _reduction_grad_attrs(op: tf.Operation, what: str) -> dict[str, Any]:
     }
 
 
+def _sum_over_ranks(grad: tf.Tensor, tensor_name: str, from_node: bool) -> tf.Tensor:
+    """The sum of every rank's ``grad``, by an allreduce named as a gradient op."""
+    return _ops.hora_allreduce(
+        tf.convert_to_tensor(grad),
+        reduce_op=_SUM,
+        tensor_name=tensor_name,
+        name_from_node=from_node,
+    )
+
+
 @tf.RegisterGradient("HoraAllreduce")
 def _allreduce_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     return _ops.hora_allreduce(grad, **_reduction_grad_attrs(op, "allreduce"))
@@ -344,12 +368,7 @@ def _grouped_allreduce_grad(op: tf.Operation, *grads: tf.Tensor | None) -> list[
 def _allgather_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     # Sum every rank's gradient of the gathered tensor, then keep this rank's rows.
     tensor_name, from_node = _grad_naming(op)
-    grad = _ops.hora_allreduce(
-        tf.convert_to_tensor(grad),
-        reduce_op=_SUM,
-        tensor_name=tensor_name,
-        name_from_node=from_node,
-    )
+    grad = _sum_over_ranks(grad, tensor_name, from_node)
     rows = tf.shape(op.inputs[0], out_type=tf.int64)[0:1]
     rows_name = f"{tensor_name}.rows" if tensor_name else ""
     all_rows = _ops.hora_allgather(rows, tensor_name=rows_name, name_from_node=from_node)
@@ -360,13 +379,7 @@ def _allgather_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
 @tf.RegisterGradient("HoraBroadcast")
 def _broadcast_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     # Only the root's input reaches the outputs: it gets every rank's gradient, summed.
-    tensor_name, from_node = _grad_naming(op)
-    summed = _ops.hora_allreduce(
-        tf.convert_to_tensor(grad),
-        reduce_op=_SUM,
-        tensor_name=tensor_name,
-        name_from_node=from_node,
-    )
+    summed = _sum_over_ranks(grad, *_grad_naming(op))
     if hora.rank() != op.get_attr("root_rank"):
         return tf.zeros_like(summed)
     return summed
