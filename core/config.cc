@@ -183,18 +183,6 @@ Status check_heartbeat(const Config& c) {
   return Status::OK();
 }
 
-collectives::Algorithm to_algorithm(AllreduceAlgo a) {
-  switch (a) {
-    case AllreduceAlgo::kAuto: return collectives::Algorithm::kAuto;
-    case AllreduceAlgo::kRing: return collectives::Algorithm::kRing;
-    case AllreduceAlgo::kTree: return collectives::Algorithm::kTree;
-    case AllreduceAlgo::kRecursiveDoubling: return collectives::Algorithm::kRecursiveDoubling;
-    case AllreduceAlgo::kNative: return collectives::Algorithm::kNative;
-    case AllreduceAlgo::kHierarchical: return collectives::Algorithm::kHierarchical;
-  }
-  return collectives::Algorithm::kAuto;
-}
-
 }  // namespace
 
 const char* backend_kind_name(BackendKind kind) {
@@ -246,7 +234,7 @@ engine::EngineOptions engine_options_from(const Config& config) {
   o.cache_capacity = config.cache_capacity;
   o.fusion_threshold_bytes = config.fusion_threshold_bytes;
   o.fusion_in_place = config.fusion_in_place;
-  o.algorithm = to_algorithm(config.allreduce_algo);
+  o.algorithm = config.allreduce_algo;
   o.autotune = config.autotune;
   o.autotune_samples = config.autotune_samples;
   o.hierarchical_allreduce = config.hierarchical_allreduce;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "collectives/selector.h"
 #include "core/engine/engine_options.h"
 #include "core/env_source.h"
 #include "hora/logging.h"
@@ -19,14 +20,9 @@
 namespace hora {
 
 enum class BackendKind : uint8_t { kAuto = 0, kBuiltin, kGloo, kMpi, kNccl };
-enum class AllreduceAlgo : uint8_t {
-  kAuto = 0,
-  kRing,
-  kTree,
-  kRecursiveDoubling,
-  kNative,
-  kHierarchical
-};
+// HORA_ALLREDUCE_ALGO: the selector's algorithms (collectives/selector.h), as the engine takes
+// them.
+using AllreduceAlgo = collectives::Algorithm;
 // HORA_HIERARCHICAL_ALLREDUCE / _ALLGATHER, as the engine takes them (engine_options.h).
 using engine::HierarchicalMode;
 enum class CpuIsa : uint8_t { kBest = 0, kScalar, kAvx2, kAvx512 };
