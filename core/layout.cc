@@ -30,21 +30,29 @@ Status validate_layout(const RankLayout& l) {
   if (l.size > kMaxRanks)
     return bad("size " + std::to_string(l.size) + " exceeds hora's limit of " +
                std::to_string(kMaxRanks) + " ranks");
-  if (l.rank < 0 || l.rank >= l.size)
-    return bad("rank " + std::to_string(l.rank) + " is not in [0, size " + std::to_string(l.size) +
-               ")");
-  if (l.local_size < 1 || l.local_size > l.size)
-    return bad("local size " + std::to_string(l.local_size) + " is not in [1, size " +
-               std::to_string(l.size) + "]");
-  if (l.local_rank < 0 || l.local_rank >= l.local_size)
-    return bad("local rank " + std::to_string(l.local_rank) + " is not in [0, local size " +
-               std::to_string(l.local_size) + ")");
-  if (l.cross_size < 1 || l.cross_size > l.size)
-    return bad("cross size " + std::to_string(l.cross_size) + " is not in [1, size " +
-               std::to_string(l.size) + "]");
-  if (l.cross_rank < 0 || l.cross_rank >= l.cross_size)
-    return bad("cross rank " + std::to_string(l.cross_rank) + " is not in [0, cross size " +
-               std::to_string(l.cross_size) + ")");
+  // Each index and count against its range, in this order: the first one outside fails.
+  struct Range {
+    const char* what;
+    int value;
+    int lo;
+    const char* bound_name;
+    int bound;
+    bool bound_included;  // [lo, bound] rather than [lo, bound)
+  };
+  const Range ranges[] = {
+      {"rank", l.rank, 0, "size", l.size, false},
+      {"local size", l.local_size, 1, "size", l.size, true},
+      {"local rank", l.local_rank, 0, "local size", l.local_size, false},
+      {"cross size", l.cross_size, 1, "size", l.size, true},
+      {"cross rank", l.cross_rank, 0, "cross size", l.cross_size, false},
+  };
+  for (const Range& c : ranges) {
+    const bool above = c.bound_included ? c.value > c.bound : c.value >= c.bound;
+    if (c.value < c.lo || above)
+      return bad(std::string(c.what) + " " + std::to_string(c.value) + " is not in [" +
+                 std::to_string(c.lo) + ", " + c.bound_name + " " + std::to_string(c.bound) +
+                 (c.bound_included ? "]" : ")"));
+  }
   if (l.has_store() && (l.store_port < 1 || l.store_port > 65535))
     return bad("store port " + std::to_string(l.store_port) + " is not in [1, 65535]");
   if (l.has_store() && l.secret.empty()) return bad("a store address is set but no secret");
