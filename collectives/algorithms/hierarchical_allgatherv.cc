@@ -59,11 +59,8 @@ Status hierarchical_allgatherv(Communicator& comm, const Topology& topology, con
                                const AlgorithmOptions& options) {
   HORA_RETURN_IF_ERROR(detail::check_topology(comm, topology, "hierarchical allgatherv"));
   const int n = comm.size();
-  if (static_cast<int>(counts.size()) != n) {
-    return Status::invalid_argument(
-        "hierarchical allgatherv on rank " + std::to_string(comm.rank()) + ": " +
-        std::to_string(counts.size()) + " counts for " + std::to_string(n) + " ranks");
-  }
+  HORA_RETURN_IF_ERROR(
+      detail::check_count_per_rank(comm, n, counts.size(), "hierarchical allgatherv", "counts"));
   const std::vector<size_t> offsets = detail::prefix_offsets(counts);
   if (offsets[n] == 0) return Status::OK();
   if (topology.hosts() == 1 || n == 1)

@@ -22,11 +22,8 @@ Status ring_allgatherv(Communicator& comm, const void* in, void* out,
                        const AlgorithmOptions& options) {
   const int n = comm.size();
   const int r = comm.rank();
-  if (static_cast<int>(counts.size()) != n) {
-    return Status::invalid_argument("allgatherv on rank " + std::to_string(r) + ": " +
-                                    std::to_string(counts.size()) + " counts for " +
-                                    std::to_string(n) + " ranks");
-  }
+  HORA_RETURN_IF_ERROR(
+      detail::check_count_per_rank(comm, n, counts.size(), "allgatherv", "counts"));
   const std::vector<size_t> offsets = detail::prefix_offsets(counts);
   if (offsets[n] == 0) return Status::OK();
   const size_t elem = data_type_bytes(dtype);

@@ -140,6 +140,14 @@ std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts) {
   return offsets;
 }
 
+Status check_count_per_rank(Communicator& comm, int n, size_t counts, const char* collective,
+                            const char* counts_name) {
+  if (static_cast<int>(counts) == n) return Status::OK();
+  return Status::invalid_argument(std::string(collective) + " on rank " +
+                                  std::to_string(comm.rank()) + ": " + std::to_string(counts) +
+                                  " " + counts_name + " for " + std::to_string(n) + " ranks");
+}
+
 Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadline) {
   Status first;
   for (auto& request : requests) {

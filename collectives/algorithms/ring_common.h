@@ -25,6 +25,10 @@ inline size_t segment_count(size_t count, size_t seg_elems) {
 }
 // Prefix sums of counts: offsets[k] = sum of counts[0..k).
 std::vector<size_t> prefix_offsets(const std::vector<size_t>& counts);
+// OK when there is one count per rank (`counts` == n == comm.size()); otherwise kInvalidArgument
+// "<collective> on rank r: <counts> <counts_name> for n ranks".
+Status check_count_per_rank(Communicator& comm, int n, size_t counts, const char* collective,
+                            const char* counts_name);
 // Waits every request of the list (in order), then clears it. Returns the first failure.
 Status wait_all(std::vector<std::unique_ptr<Request>>& requests, Deadline deadline);
 

@@ -35,11 +35,8 @@ Status ring_reducescatter(Communicator& comm, const void* in, void* out,
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "ring reducescatter"));
   const int n = comm.size();
   const int r = comm.rank();
-  if (static_cast<int>(recv_counts.size()) != n) {
-    return Status::invalid_argument("reducescatter on rank " + std::to_string(r) + ": " +
-                                    std::to_string(recv_counts.size()) + " recv_counts for " +
-                                    std::to_string(n) + " ranks");
-  }
+  HORA_RETURN_IF_ERROR(
+      detail::check_count_per_rank(comm, n, recv_counts.size(), "reducescatter", "recv_counts"));
   const std::vector<size_t> offsets = detail::prefix_offsets(recv_counts);
   const size_t total = offsets[n];
   if (total == 0) return Status::OK();
