@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "collectives/backends/builtin/shm_reduce.h"
@@ -148,6 +149,14 @@ Status large_allreduce(ShmExchange& x, const void* in, void* out, size_t count, 
   return Status::OK();
 }
 
+// OK when there is one count per rank; otherwise kInvalidArgument "<collective>: k counts for n
+// ranks".
+Status check_counts(const char* collective, size_t counts, int n) {
+  if (counts == static_cast<size_t>(n)) return Status::OK();
+  return Status::invalid_argument(std::string(collective) + ": " + std::to_string(counts) +
+                                  " counts for " + std::to_string(n) + " ranks");
+}
+
 }  // namespace
 
 Status shm_allreduce(ShmExchange& x, const void* in, void* out, size_t count, DataType dtype,
@@ -196,9 +205,7 @@ Status shm_allgatherv(ShmExchange& x, const void* in, void* out, const std::vect
   if (!x.failure().ok()) return x.failure();
   const int n = x.size();
   const int r = x.rank();
-  if (counts.size() != static_cast<size_t>(n))
-    return Status::invalid_argument("allgatherv: " + std::to_string(counts.size()) +
-                                    " counts for " + std::to_string(n) + " ranks");
+  HORA_RETURN_IF_ERROR(check_counts("allgatherv", counts.size(), n));
   const size_t esize = data_type_bytes(dtype);
   std::vector<size_t> offset(n + 1, 0);  // bytes
   size_t largest = 0;
@@ -238,9 +245,7 @@ Status shm_reducescatter(ShmExchange& x, const void* in, void* out,
   if (!x.failure().ok()) return x.failure();
   const int n = x.size();
   const int r = x.rank();
-  if (recv_counts.size() != static_cast<size_t>(n))
-    return Status::invalid_argument("reducescatter: " + std::to_string(recv_counts.size()) +
-                                    " counts for " + std::to_string(n) + " ranks");
+  HORA_RETURN_IF_ERROR(check_counts("reducescatter", recv_counts.size(), n));
   const size_t esize = data_type_bytes(dtype);
   size_t lo = 0, total = 0;  // elements
   for (int q = 0; q < n; ++q) {
