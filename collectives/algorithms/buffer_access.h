@@ -45,6 +45,25 @@ Status allreduce_trivial_cases(Communicator& comm, const void* in, void* out, si
 inline ScratchPool& scratch_pool(const AlgorithmOptions& options, ScratchPool& local) {
   return options.scratch != nullptr ? *options.scratch : local;
 }
+// An allreduce algorithm's schedule: the exchange itself, once there is one (count > 0, two or
+// more ranks), with the call's scratch.
+using AllreduceSchedule = Status (*)(Communicator& comm, const void* in, void* out, size_t count,
+                                     DataType dtype, ReduceOp op, const AlgorithmOptions& options,
+                                     ScratchPool& pool);
+// An allreduce algorithm: the opening they share (allreduce_trivial_cases, whose errors name
+// `algorithm`), then `Schedule` with the call's scratch (scratch_pool), then finish().
+template <AllreduceSchedule Schedule>
+Status run_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
+                     ReduceOp op, const AlgorithmOptions& options, const char* algorithm) {
+  bool done = false;
+  HORA_RETURN_IF_ERROR(
+      allreduce_trivial_cases(comm, in, out, count, dtype, op, options, algorithm, &done));
+  if (done) return Status::OK();
+  ScratchPool local_pool;
+  HORA_RETURN_IF_ERROR(
+      Schedule(comm, in, out, count, dtype, op, options, scratch_pool(options, local_pool)));
+  return finish(comm, options.deadline);
+}
 
 }  // namespace detail
 }  // namespace collectives

@@ -43,16 +43,8 @@ Status exchange(Communicator& comm, int peer, const void* send_buf, void* recv_b
   return recv_status.ok() ? send_status : recv_status;
 }
 
-}  // namespace
-
-Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* out, size_t count,
-                                    DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
-  bool done = false;
-  HORA_RETURN_IF_ERROR(detail::allreduce_trivial_cases(comm, in, out, count, dtype, op, options,
-                                                       "recursive doubling allreduce", &done));
-  if (done) return Status::OK();
-  ScratchPool local_pool;
-  ScratchPool& pool = detail::scratch_pool(options, local_pool);
+Status rd_schedule(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
+                   ReduceOp op, const AlgorithmOptions& options, ScratchPool& pool) {
   const int n = comm.size();
   const int r = comm.rank();
   const size_t bytes = count * data_type_bytes(dtype);
@@ -110,7 +102,15 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
       if (!status.ok()) return status.with_context(where("fold-out", 0, r + 1));
     }
   }
-  return detail::finish(comm, options.deadline);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* out, size_t count,
+                                    DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
+  return detail::run_allreduce<rd_schedule>(comm, in, out, count, dtype, op, options,
+                                            "recursive doubling allreduce");
 }
 
 }  // namespace collectives

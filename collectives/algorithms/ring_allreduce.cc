@@ -32,14 +32,10 @@
 namespace hora {
 namespace collectives {
 
-Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
-                      ReduceOp op, const AlgorithmOptions& options) {
-  bool done = false;
-  HORA_RETURN_IF_ERROR(detail::allreduce_trivial_cases(comm, in, out, count, dtype, op, options,
-                                                       "ring allreduce", &done));
-  if (done) return Status::OK();
-  ScratchPool local_pool;
-  ScratchPool& pool = detail::scratch_pool(options, local_pool);
+namespace {
+
+Status ring_schedule(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
+                     ReduceOp op, const AlgorithmOptions& options, ScratchPool& pool) {
   const int n = comm.size();
 
   const std::vector<size_t> counts = even_split(count, n);
@@ -63,9 +59,16 @@ Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t coun
     HORA_RETURN_IF_ERROR(
         detail::scale(comm, out_bytes + offsets[r] * elem, counts[r], dtype, 1.0 / n));
   }
-  HORA_RETURN_IF_ERROR(detail::ring_allgather_phase(comm, out_bytes, offsets, counts, elem,
-                                                    seg_elems, pool, options));
-  return detail::finish(comm, options.deadline);
+  return detail::ring_allgather_phase(comm, out_bytes, offsets, counts, elem, seg_elems, pool,
+                                      options);
+}
+
+}  // namespace
+
+Status ring_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
+                      ReduceOp op, const AlgorithmOptions& options) {
+  return detail::run_allreduce<ring_schedule>(comm, in, out, count, dtype, op, options,
+                                              "ring allreduce");
 }
 
 }  // namespace collectives

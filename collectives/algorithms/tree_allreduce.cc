@@ -202,20 +202,20 @@ Status broadcast_down(const Tree& t, ScratchPool& pool) {
   return Status::OK();
 }
 
+Status tree_schedule(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
+                     ReduceOp op, const AlgorithmOptions& options, ScratchPool& pool) {
+  const Tree t = make_tree(comm, in, out, count, dtype, op, options);
+  HORA_RETURN_IF_ERROR(reduce_up(t, pool));
+  if (t.parent >= 0) HORA_RETURN_IF_ERROR(broadcast_down(t, pool));
+  return Status::OK();
+}
+
 }  // namespace
 
 Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
                       ReduceOp op, const AlgorithmOptions& options) {
-  bool done = false;
-  HORA_RETURN_IF_ERROR(detail::allreduce_trivial_cases(comm, in, out, count, dtype, op, options,
-                                                       "tree allreduce", &done));
-  if (done) return Status::OK();
-  ScratchPool local_pool;
-  ScratchPool& pool = detail::scratch_pool(options, local_pool);
-  const Tree t = make_tree(comm, in, out, count, dtype, op, options);
-  HORA_RETURN_IF_ERROR(reduce_up(t, pool));
-  if (t.parent >= 0) HORA_RETURN_IF_ERROR(broadcast_down(t, pool));
-  return detail::finish(comm, options.deadline);
+  return detail::run_allreduce<tree_schedule>(comm, in, out, count, dtype, op, options,
+                                              "tree allreduce");
 }
 
 }  // namespace collectives
