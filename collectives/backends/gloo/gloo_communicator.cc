@@ -11,6 +11,7 @@
 #include "collectives/backends/gloo/gloo_communicator_impl.h"
 #include "collectives/backends/gloo/gloo_errors.h"
 #include "collectives/backends/gloo/gloo_store_adapter.h"
+#include "collectives/backends/unusable_status.h"
 #include "hora/logging.h"
 
 namespace hora {
@@ -57,13 +58,9 @@ std::string GlooCommunicator::describe() const {
 }
 
 Status GlooCommunicator::check_usable(const char* what) const {
-  if (is_aborted())
-    return Status::remote("gloo: " + describe() + ": " + what + " after abort(): aborted");
+  if (is_aborted()) return aborted_status("gloo", describe(), what);
   MutexLock lock(&mu_);
-  if (!broken_.ok())
-    return Status(broken_.code(),
-                  "gloo: " + describe() + ": " + what +
-                      " on a communicator broken by an earlier failure: " + broken_.message());
+  if (!broken_.ok()) return broken_status("gloo", describe(), what, broken_);
   return Status::OK();
 }
 

@@ -8,6 +8,7 @@
 
 #include "collectives/backends/mpi/mpi_request.h"
 #include "collectives/backends/mpi/mpi_status.h"
+#include "collectives/backends/unusable_status.h"
 #include "hora/logging.h"
 #include "hora/mutex.h"
 #include "hora/thread_annotations.h"
@@ -201,12 +202,8 @@ std::string MpiCommunicator::describe() const {
 }
 
 Status MpiCommunicator::check_usable(const char* what) const {
-  if (aborted_.load(std::memory_order_acquire))
-    return Status::remote("mpi: " + describe() + ": " + what + " after abort(): aborted");
-  if (!broken_.ok())
-    return Status(broken_.code(),
-                  "mpi: " + describe() + ": " + what +
-                      " on a communicator broken by an earlier failure: " + broken_.message());
+  if (aborted_.load(std::memory_order_acquire)) return aborted_status("mpi", describe(), what);
+  if (!broken_.ok()) return broken_status("mpi", describe(), what, broken_);
   return Status::OK();
 }
 

@@ -11,6 +11,7 @@
 #include "collectives/backends/nccl/nccl_communicator_impl.h"
 #include "collectives/backends/nccl/nccl_status.h"
 #include "collectives/backends/nccl/nccl_unique_id.h"
+#include "collectives/backends/unusable_status.h"
 #include "hora/logging.h"
 #include "kernels/cuda/cuda_status.h"
 
@@ -193,12 +194,8 @@ PollTarget NcclCommunicator::poll_target() const {
 }
 
 Status NcclCommunicator::check_usable(const std::string& what) const {
-  if (aborted_.load(std::memory_order_acquire))
-    return Status::remote("nccl: " + describe() + ": " + what + " after abort(): aborted");
-  if (!broken_.ok())
-    return Status(broken_.code(),
-                  "nccl: " + describe() + ": " + what +
-                      " on a communicator broken by an earlier failure: " + broken_.message());
+  if (aborted_.load(std::memory_order_acquire)) return aborted_status("nccl", describe(), what);
+  if (!broken_.ok()) return broken_status("nccl", describe(), what, broken_);
   if (comm_ == nullptr)
     return Status::failed_precondition("nccl: " + describe() + ": " + what +
                                        " before the communicator was initialised");
