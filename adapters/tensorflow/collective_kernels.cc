@@ -45,20 +45,31 @@ class CollectiveKernel : public AsyncKernel<Kernel> {
   std::string what_;  // the tensor as errors name it
 };
 
-// The kernel of an allreduce (HoraAllreduce, HoraGroupedAllreduce): a named collective with
-// the reduction's attrs.
+// The kernel of a reducing collective (HoraAllreduce, HoraGroupedAllreduce,
+// HoraReducescatter): a named collective with its reduce_op.
 template <class Kernel>
-class AllreduceKernel : public CollectiveKernel<Kernel> {
+class ReducingKernel : public CollectiveKernel<Kernel> {
  public:
-  explicit AllreduceKernel(OpKernelConstruction* c) : CollectiveKernel<Kernel>(c) {
+  explicit ReducingKernel(OpKernelConstruction* c) : CollectiveKernel<Kernel>(c) {
     OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &op_));
+  }
+
+ protected:
+  int op_ = HORA_C_AVERAGE;
+};
+
+// The kernel of an allreduce (HoraAllreduce, HoraGroupedAllreduce): a reducing collective
+// with the allreduce's scaling and compression.
+template <class Kernel>
+class AllreduceKernel : public ReducingKernel<Kernel> {
+ public:
+  explicit AllreduceKernel(OpKernelConstruction* c) : ReducingKernel<Kernel>(c) {
     OP_REQUIRES_OK(c, c->GetAttr("prescale_factor", &prescale_));
     OP_REQUIRES_OK(c, c->GetAttr("postscale_factor", &postscale_));
     OP_REQUIRES_OK(c, c->GetAttr("compression", &compression_));
   }
 
  protected:
-  int op_ = HORA_C_AVERAGE;
   float prescale_ = 1.0f;
   float postscale_ = 1.0f;
   int compression_ = HORA_C_COMPRESSION_NONE;
@@ -169,11 +180,9 @@ class AlltoallOp : public CollectiveKernel<AlltoallOp> {
   }
 };
 
-class ReducescatterOp : public CollectiveKernel<ReducescatterOp> {
+class ReducescatterOp : public ReducingKernel<ReducescatterOp> {
  public:
-  explicit ReducescatterOp(OpKernelConstruction* c) : CollectiveKernel(c) {
-    OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &op_));
-  }
+  using ReducingKernel::ReducingKernel;
 
   absl::Status enqueue(const HoraCApi& api, OpKernelContext* ctx, Completion* completion) {
     TensorRef ref;
@@ -182,9 +191,6 @@ class ReducescatterOp : public CollectiveKernel<ReducescatterOp> {
                       &Completion::trampoline, completion);
     return absl::OkStatus();
   }
-
- private:
-  int op_ = HORA_C_AVERAGE;
 };
 
 class BarrierOp : public AsyncKernel<BarrierOp> {
