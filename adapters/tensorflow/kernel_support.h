@@ -79,28 +79,37 @@ class Completion {
   ::tensorflow::AsyncOpKernel::DoneCallback done_;
 };
 
-// The base of an asynchronous hora kernel `Kernel` (CRTP: no virtual call beyond TensorFlow's
-// ComputeAsync). ComputeAsync creates the call's Completion and passes it, with the connected
-// C API, to Kernel's
-//   absl::Status enqueue(const HoraCApi& api, OpKernelContext* ctx, Completion* completion);
-// which checks and describes the tensors and, as its last step, passes `completion` to the C
-// call, which owns it from then on, and returns OK. An error it returns before that fails the
-// kernel (as OP_REQUIRES_OK_ASYNC would) and finishes the Completion.
-template <class Kernel>
-class AsyncKernel : public ::tensorflow::AsyncOpKernel {
+// An asynchronous hora kernel: its op's attrs, read once by `Attrs(OpKernelConstruction*)`
+// (which fails the construction with OP_REQUIRES_OK), and its enqueue function. ComputeAsync
+// creates the call's Completion and passes it, with the attrs and the connected C API, to
+// `enqueue`, which checks and describes the tensors and, as its last step, passes
+// `completion` to the C call, which owns it from then on, and returns OK. An error it returns
+// before that fails the kernel (as OP_REQUIRES_OK_ASYNC would) and finishes the Completion.
+// `enqueue` is a template argument: a direct call, no virtual one beyond ComputeAsync.
+template <class Attrs, absl::Status (*enqueue)(const Attrs&, const HoraCApi&,
+                                               ::tensorflow::OpKernelContext*, Completion*)>
+class AsyncKernel final : public ::tensorflow::AsyncOpKernel {
  public:
-  using ::tensorflow::AsyncOpKernel::AsyncOpKernel;
+  explicit AsyncKernel(::tensorflow::OpKernelConstruction* c) : AsyncOpKernel(c), attrs_(c) {}
 
-  void ComputeAsync(::tensorflow::OpKernelContext* ctx, DoneCallback done) final {
+  void ComputeAsync(::tensorflow::OpKernelContext* ctx, DoneCallback done) override {
     auto* completion = new Completion(ctx, std::move(done));
     const HoraCApi* api = nullptr;
     absl::Status s = connected_api(&api);
-    if (s.ok()) s = static_cast<Kernel*>(this)->enqueue(*api, ctx, completion);
+    if (s.ok()) s = enqueue(attrs_, *api, ctx, completion);
     if (!s.ok()) {
       ctx->CtxFailureWithWarning(__FILE__, __LINE__, s);
       Completion::finish(completion);
     }
   }
+
+ private:
+  const Attrs attrs_;
+};
+
+// The Attrs of an op without any.
+struct NoAttrs {
+  explicit NoAttrs(::tensorflow::OpKernelConstruction* /*c*/) {}
 };
 
 }  // namespace tf_ops

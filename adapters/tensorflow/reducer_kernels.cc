@@ -49,22 +49,24 @@ class ReducerGradientReadyOp : public tf::OpKernel {
   int64_t index_ = 0;
 };
 
-class ReducerSynchronizeOp : public AsyncKernel<ReducerSynchronizeOp> {
- public:
-  explicit ReducerSynchronizeOp(tf::OpKernelConstruction* c) : AsyncKernel(c) {
-    OP_REQUIRES_OK(c, c->GetAttr("reducer_id", &reducer_id_));
-  }
+// HoraReducerSynchronize's attrs.
+struct SynchronizeAttrs {
+  int64_t reducer_id = 0;
 
-  absl::Status enqueue(const HoraCApi& api, tf::OpKernelContext* ctx, Completion* completion) {
-    // The outputs are the inputs' buffers; nobody reads them before done runs.
-    for (int i = 0; i < ctx->num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
-    api.reducer_synchronize(reducer_id_, &Completion::trampoline, completion);
-    return absl::OkStatus();
+  explicit SynchronizeAttrs(tf::OpKernelConstruction* c) {
+    OP_REQUIRES_OK(c, c->GetAttr("reducer_id", &reducer_id));
   }
-
- private:
-  int64_t reducer_id_ = 0;
 };
+
+absl::Status enqueue_synchronize(const SynchronizeAttrs& a, const HoraCApi& api,
+                                 tf::OpKernelContext* ctx, Completion* completion) {
+  // The outputs are the inputs' buffers; nobody reads them before done runs.
+  for (int i = 0; i < ctx->num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
+  api.reducer_synchronize(a.reducer_id, &Completion::trampoline, completion);
+  return absl::OkStatus();
+}
+
+using ReducerSynchronizeOp = AsyncKernel<SynchronizeAttrs, enqueue_synchronize>;
 
 }  // namespace
 
