@@ -2,7 +2,7 @@
 // hora results as TensorFlow statuses, and the Completion that ends an asynchronous kernel
 // when hora's engine calls back.
 //
-// Completion: one per ComputeAsync. AsyncKernel creates it; the kernel passes
+// Completion: one per ComputeAsync. AsyncKernel creates it; the kernel's enqueue passes
 // Completion::trampoline and the Completion itself as the C API's done/done_ctx, and never
 // touches it afterwards: the trampoline (on hora's engine thread, or on the kernel's thread
 // for an error found at enqueue) runs on_success when the collective succeeded, sets the
