@@ -6,7 +6,9 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/python/binding.h"
@@ -83,15 +85,32 @@ PyHandle grouped_allreduce_async(const std::vector<py::object>& tensors,
   return make_handle(hora::grouped_allreduce_async(names, ins, outs, options), flight);
 }
 
+// A collective whose output the caller's `allocator` makes once negotiation told its shape
+// (allgather, alltoall, reducescatter): its flight, holding the allocator and the input's
+// owner, its label and its input.
+struct AllocatingCall {
+  std::shared_ptr<Flight> flight;
+  std::string label;
+  TensorView in;
+
+  AllocatingCall(const char* kind, py::handle tensor, py::object allocator, const std::string& name,
+                 uintptr_t stream)
+      : flight(new_flight(kind)),
+        label(label_of(name, kind)),
+        in(import_into(flight, tensor, label, "input", false, stream)) {
+    flight->allocator = std::move(allocator);
+  }
+
+  OutputAllocator output_allocator() const { return python_allocator(flight, label); }
+  // The handle of the enqueued collective. Tracked before this returns to Python: the
+  // allocator, which takes the GIL, may run on the engine thread at once.
+  PyHandle handle(Handle h) const { return make_handle(std::move(h), flight); }
+};
+
 PyHandle allgather_async(py::handle tensor, py::object allocator, const std::string& name,
                          uintptr_t stream) {
-  auto flight = new_flight("allgather");
-  const std::string label = label_of(name, "allgather");
-  TensorView in = import_into(flight, tensor, label, "input", false, stream);
-  flight->allocator = std::move(allocator);
-  // Tracked before enqueueing: the allocator may run on the engine thread at once.
-  Handle h = hora::allgather_async(name, in, python_allocator(flight, label));
-  return make_handle(std::move(h), flight);
+  AllocatingCall call("allgather", tensor, std::move(allocator), name, stream);
+  return call.handle(hora::allgather_async(name, call.in, call.output_allocator()));
 }
 
 PyHandle broadcast_async(py::handle tensor, int root, const std::string& name, uintptr_t stream) {
@@ -104,22 +123,14 @@ PyHandle broadcast_async(py::handle tensor, int root, const std::string& name, u
 
 PyHandle alltoall_async(py::handle tensor, const std::vector<int64_t>& splits, py::object allocator,
                         const std::string& name, uintptr_t stream) {
-  auto flight = new_flight("alltoall");
-  const std::string label = label_of(name, "alltoall");
-  TensorView in = import_into(flight, tensor, label, "input", false, stream);
-  flight->allocator = std::move(allocator);
-  return make_handle(hora::alltoall_async(name, in, splits, python_allocator(flight, label)),
-                     flight);
+  AllocatingCall call("alltoall", tensor, std::move(allocator), name, stream);
+  return call.handle(hora::alltoall_async(name, call.in, splits, call.output_allocator()));
 }
 
 PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std::string& name,
                              ReduceOp op, uintptr_t stream) {
-  auto flight = new_flight("reducescatter");
-  const std::string label = label_of(name, "reducescatter");
-  TensorView in = import_into(flight, tensor, label, "input", false, stream);
-  flight->allocator = std::move(allocator);
-  return make_handle(hora::reducescatter_async(name, in, op, python_allocator(flight, label)),
-                     flight);
+  AllocatingCall call("reducescatter", tensor, std::move(allocator), name, stream);
+  return call.handle(hora::reducescatter_async(name, call.in, op, call.output_allocator()));
 }
 
 }  // namespace

@@ -19,31 +19,41 @@ std::string prefix(const TensorLabel& label, const char* what) {
   return "tensor '" + label.str() + "': " + what + " ";
 }
 
+// The DLPack dtypes hora takes (with one lane), as hora dtypes.
+struct DlpackDtype {
+  uint8_t code;
+  uint8_t bits;
+  DataType dtype;
+};
+constexpr DlpackDtype kDlpackDtypes[] = {
+    {dlpack::kDLInt, 8, DataType::kInt8},       {dlpack::kDLInt, 16, DataType::kInt16},
+    {dlpack::kDLInt, 32, DataType::kInt32},     {dlpack::kDLInt, 64, DataType::kInt64},
+    {dlpack::kDLUInt, 8, DataType::kUint8},     {dlpack::kDLUInt, 16, DataType::kUint16},
+    {dlpack::kDLFloat, 16, DataType::kFloat16}, {dlpack::kDLFloat, 32, DataType::kFloat32},
+    {dlpack::kDLFloat, 64, DataType::kFloat64}, {dlpack::kDLBfloat, 16, DataType::kBFloat16},
+    {dlpack::kDLBool, 8, DataType::kBool},
+};
+
 // The hora dtype of a DLPack dtype; false for one hora does not take.
 bool dtype_from_dlpack(const DLDataType& t, DataType* out) {
   if (t.lanes != 1) return false;
-  switch (t.code) {
-    case dlpack::kDLInt:
-      if (t.bits == 8) return *out = DataType::kInt8, true;
-      if (t.bits == 16) return *out = DataType::kInt16, true;
-      if (t.bits == 32) return *out = DataType::kInt32, true;
-      if (t.bits == 64) return *out = DataType::kInt64, true;
-      return false;
-    case dlpack::kDLUInt:
-      if (t.bits == 8) return *out = DataType::kUint8, true;
-      if (t.bits == 16) return *out = DataType::kUint16, true;
-      return false;
-    case dlpack::kDLFloat:
-      if (t.bits == 16) return *out = DataType::kFloat16, true;
-      if (t.bits == 32) return *out = DataType::kFloat32, true;
-      if (t.bits == 64) return *out = DataType::kFloat64, true;
-      return false;
-    case dlpack::kDLBfloat:
-      if (t.bits == 16) return *out = DataType::kBFloat16, true;
-      return false;
-    case dlpack::kDLBool:
-      if (t.bits == 8) return *out = DataType::kBool, true;
-      return false;
+  for (const DlpackDtype& d : kDlpackDtypes) {
+    if (d.code == t.code && d.bits == t.bits) {
+      *out = d.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The hora device of a DLPack device (pinned host memory is the CPU); false for one hora does
+// not take.
+bool device_from_dlpack(const dlpack::DLDevice& d, Device* out) {
+  switch (d.device_type) {
+    case dlpack::kDLCPU:
+    case dlpack::kDLCUDAHost: *out = Device::cpu(); return true;
+    case dlpack::kDLCUDA:
+    case dlpack::kDLCUDAManaged: *out = Device::cuda(d.device_id); return true;
     default: return false;
   }
 }
@@ -59,16 +69,11 @@ StatusOr<DataType> dtype_of(const DLDataType& t, const TensorLabel& label, const
 }
 
 StatusOr<Device> device_of(const dlpack::DLDevice& d, const TensorLabel& label, const char* what) {
-  switch (d.device_type) {
-    case dlpack::kDLCPU:
-    case dlpack::kDLCUDAHost: return Device::cpu();
-    case dlpack::kDLCUDA:
-    case dlpack::kDLCUDAManaged: return Device::cuda(d.device_id);
-    default:
-      return Status::invalid_argument(prefix(label, what) + "lives on DLPack device type " +
-                                      std::to_string(d.device_type) +
-                                      "; hora takes CPU and CUDA tensors");
-  }
+  Device device;
+  if (device_from_dlpack(d, &device)) return device;
+  return Status::invalid_argument(prefix(label, what) + "lives on DLPack device type " +
+                                  std::to_string(d.device_type) +
+                                  "; hora takes CPU and CUDA tensors");
 }
 
 // Row-major contiguity; dimensions of extent 1 may carry any stride, and a tensor with no
@@ -325,15 +330,9 @@ bool read_plain_capsule(py::handle capsule, TensorView* view) {
     return false;
   }
   Device device;
-  switch (t->device.device_type) {
-    case dlpack::kDLCPU:
-    case dlpack::kDLCUDAHost: device = Device::cpu(); break;
-    case dlpack::kDLCUDA:
-    case dlpack::kDLCUDAManaged: device = Device::cuda(t->device.device_id); break;
-    default: return false;
-  }
   DataType dtype;
-  if (t->ndim < 0 || !dtype_from_dlpack(t->dtype, &dtype) ||
+  if (!device_from_dlpack(t->device, &device) || t->ndim < 0 ||
+      !dtype_from_dlpack(t->dtype, &dtype) ||
       !is_contiguous(t->shape, static_cast<size_t>(t->ndim), t->strides))
     return false;
   StatusOr<TensorView> v = TensorView::make(

@@ -53,6 +53,16 @@ absl::Status describe(const tf::Tensor& t, const std::string& what, TensorRef* r
   return absl::OkStatus();
 }
 
+absl::Status output_like_input(tf::OpKernelContext* ctx, int index, tf::Tensor** out,
+                               bool copy_input) {
+  const tf::Tensor& in = ctx->input(index);
+  TF_RETURN_IF_ERROR(ctx->forward_input_or_allocate_output({index}, index, in.shape(), out));
+  if (copy_input && (*out)->tensor_data().data() != in.tensor_data().data())
+    std::memcpy(const_cast<char*>((*out)->tensor_data().data()), in.tensor_data().data(),
+                in.TotalBytes());
+  return absl::OkStatus();
+}
+
 absl::Status status_of(const HoraResult& r) {
   std::string message = r.message != nullptr ? r.message : "";
   switch (r.code) {
@@ -84,8 +94,12 @@ void Completion::trampoline(void* self, const HoraResult* result) {
                        ? (c->on_success ? c->on_success(*result) : absl::OkStatus())
                        : status_of(*result);
   if (!s.ok()) c->context_->SetStatus(s);
-  tf::AsyncOpKernel::DoneCallback done = std::move(c->done_);
-  c.reset();
+  finish(c.release());
+}
+
+void Completion::finish(Completion* self) {
+  tf::AsyncOpKernel::DoneCallback done = std::move(self->done_);
+  delete self;
   done();
 }
 

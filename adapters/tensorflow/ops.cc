@@ -34,6 +34,12 @@ absl::Status same_shape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// Output i is shaped like input i (the list ops).
+absl::Status same_shapes(InferenceContext* c) {
+  for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
+  return absl::OkStatus();
+}
+
 // The first dimension becomes unknown (it depends on the other ranks).
 absl::Status unknown_first_dim(InferenceContext* c) {
   ShapeHandle in = c->input(0);
@@ -76,10 +82,7 @@ REGISTER_OP("HoraGroupedAllreduce")
     .Attr("name_from_node: bool = true")
     .Input("tensors: T")
     .Output("reduced: T")
-    .SetShapeFn([](InferenceContext* c) {
-      for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(same_shapes)
     .Doc("Allreduces of a list of tensors, fused as one unit (names tensor_name.<i>).");
 
 REGISTER_OP("HoraAllgather")
@@ -161,10 +164,7 @@ REGISTER_OP("HoraReducerSynchronize")
     .Attr("reducer_id: int")
     .Input("pending: T")
     .Output("reduced: T")
-    .SetShapeFn([](InferenceContext* c) {
-      for (int i = 0; i < c->num_inputs(); ++i) c->set_output(i, c->input(i));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(same_shapes)
     .Doc("Waits for every allreduce of the reducer's step; reduced[i] is pending[i], reduced.");
 
 }  // namespace tf_ops

@@ -8,7 +8,6 @@
 // starts its allreduce at once, and returns: the allreduces overlap the rest of the backward
 // pass. Its output is that buffer, still being reduced; only the synchronize op reads it, and
 // that completes once the reducer's step did, forwarding each buffer, now reduced, as output.
-#include <cstring>
 #include <string>
 
 #include "adapters/tensorflow/kernel_support.h"
@@ -30,14 +29,10 @@ class ReducerGradientReadyOp : public tf::OpKernel {
   void Compute(tf::OpKernelContext* ctx) override {
     const HoraCApi* api = nullptr;
     OP_REQUIRES_OK(ctx, connected_api(&api));
-    const tf::Tensor& grad = ctx->input(0);
     tf::Tensor* pending = nullptr;
     // The reducer reduces in place: into the gradient's own buffer when nobody else holds
     // it, else into a copy.
-    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, grad.shape(), &pending));
-    if (pending->tensor_data().data() != grad.tensor_data().data())
-      std::memcpy(const_cast<char*>(pending->tensor_data().data()), grad.tensor_data().data(),
-                  grad.TotalBytes());
+    OP_REQUIRES_OK(ctx, output_like_input(ctx, 0, &pending, true));
     TensorRef ref;
     OP_REQUIRES_OK(ctx, describe(*pending, "gradient " + std::to_string(index_), &ref));
     char message[1024] = {0};
@@ -54,24 +49,24 @@ class ReducerGradientReadyOp : public tf::OpKernel {
   int64_t index_ = 0;
 };
 
-class ReducerSynchronizeOp : public tf::AsyncOpKernel {
- public:
-  explicit ReducerSynchronizeOp(tf::OpKernelConstruction* c) : tf::AsyncOpKernel(c) {
-    OP_REQUIRES_OK(c, c->GetAttr("reducer_id", &reducer_id_));
-  }
+// HoraReducerSynchronize's attrs.
+struct SynchronizeAttrs {
+  int64_t reducer_id = 0;
 
-  void ComputeAsync(tf::OpKernelContext* ctx, DoneCallback done) override {
-    const HoraCApi* api = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, connected_api(&api), done);
-    // The outputs are the inputs' buffers; nobody reads them before done runs.
-    for (int i = 0; i < ctx->num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
-    api->reducer_synchronize(reducer_id_, &Completion::trampoline,
-                             new Completion(ctx, std::move(done)));
+  explicit SynchronizeAttrs(tf::OpKernelConstruction* c) {
+    OP_REQUIRES_OK(c, c->GetAttr("reducer_id", &reducer_id));
   }
-
- private:
-  int64_t reducer_id_ = 0;
 };
+
+absl::Status enqueue_synchronize(const SynchronizeAttrs& a, const HoraCApi& api,
+                                 tf::OpKernelContext* ctx, Completion* completion) {
+  // The outputs are the inputs' buffers; nobody reads them before done runs.
+  for (int i = 0; i < ctx->num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
+  api.reducer_synchronize(a.reducer_id, &Completion::trampoline, completion);
+  return absl::OkStatus();
+}
+
+using ReducerSynchronizeOp = AsyncKernel<SynchronizeAttrs, enqueue_synchronize>;
 
 }  // namespace
 
