@@ -5,7 +5,7 @@ set -euo pipefail
 root=$1; out=$2; seconds=${3:-20}
 command -v clang++ >/dev/null || { echo "clang++ not found: skipping the fuzz run"; exit 77; }
 mkdir -p "$out"
-if ! clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -I"$root" \
+if ! clang++ -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -I"$root" -I"$root/include" \
     "$root/tests/collectives/rendezvous/store_protocol_fuzz.cc" \
     "$root/collectives/rendezvous/store_protocol.cc" "$root/core/base/status.cc" \
     -o "$out/store_protocol_fuzz" 2>"$out/fuzz_build.log"; then
