@@ -114,7 +114,7 @@ binding() {
   for src in adapters/python/*.cc; do
     local obj="$BUILD_DIR/binding/$(basename "$src" .cc).o"
     objs+=("$obj")
-    c++ -std=c++17 -O2 -DNDEBUG -fPIC -fvisibility=hidden -DHORA_HAVE_NCCL=1 -I. \
+    c++ -std=c++17 -O2 -DNDEBUG -fPIC -fvisibility=hidden -DHORA_HAVE_NCCL=1 -I. -Iinclude \
       -isystem "$pyinc" -isystem "$inc" -isystem /usr/local/cuda/include -c "$src" -o "$obj" &
     pids+=($!)
   done
