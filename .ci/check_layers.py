@@ -51,6 +51,8 @@ LAYER_OF: list[tuple[str, str]] = [
     # The engine as hora.h's functions hold it: declared for core/api.cc, defined in core/hora.cc.
     ("core/engine_access.h", "api"),
     ("core/gradient_reducer.cc", "api"),
+    ("core/process_sets.cc", "api"),
+    ("core/process_sets.h", "api"),
     ("core/*", "runtime"),
     ("adapters/*", "top"),
     ("launcher/*", "top"),

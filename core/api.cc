@@ -2,6 +2,7 @@
 // enqueue them to the engine, return the handle. No communication happens here.
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "core/engine/handle_pool.h"
 #include "core/engine/handle_state.h"
 #include "core/engine_access.h"
+#include "core/process_set_table.h"
 #include "hora/hora.h"
 #include "hora/mutex.h"
 #include "hora/thread_annotations.h"
@@ -26,10 +28,15 @@ using engine::Request;
 // rank alone (bad input) must not shift the numbering of the ones after it.
 // Returns `given`, or for an unnamed call a name drawn into *drawn (no copy of a given name:
 // the enqueue path runs per tensor).
-const std::string& resolve_name(const std::string& given, CollectiveType type, std::string* drawn) {
+// A process set's unnamed calls are numbered by the set's own counter (`set`, null for the
+// global set): only its members make them.
+const std::string& resolve_name(const std::string& given, CollectiveType type, std::string* drawn,
+                                const ProcessSetInfo* set = nullptr) {
   if (!given.empty()) return given;
   static std::atomic<int64_t> counter{0};
-  *drawn = std::string(engine::collective_name(type)) + ".noname." + std::to_string(counter++);
+  std::atomic<int64_t>& count = set != nullptr ? set->unnamed_calls : counter;
+  *drawn = std::string(engine::collective_name(type)) + ".noname." + std::to_string(count++);
+  if (set != nullptr) *drawn += ".set" + std::to_string(set->id);
   return *drawn;
 }
 
@@ -170,7 +177,75 @@ Status check_allreduce_call(const std::string& name, const TensorView& in, const
   return s;
 }
 
+// An allreduce's entry, with the options' reduction (add_entry).
+Entry& add_allreduce_entry(std::vector<Entry>& entries, const std::string& name,
+                           const TensorView& in, const TensorView& out,
+                           const std::shared_ptr<detail::HandleState>& handle,
+                           const AllreduceOptions& options) {
+  Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, in, out, handle);
+  e.request.op = options.op;
+  e.request.prescale = options.prescale;
+  e.request.postscale = options.postscale;
+  e.request.compression = options.compression;
+  return e;
+}
+
 const char* kNotInit = " called before hora::init() or after hora::shutdown()";
+
+// The engine a call on one process set enqueues to, held for the call, and the set (null for
+// the global set), whose context its handle carries.
+struct Target {
+  std::shared_ptr<engine::Engine> engine;
+  std::shared_ptr<const ProcessSetInfo> set;
+};
+
+// The target of a call on set `id`, or why this rank cannot make it there: hora not
+// initialised, an id not registered, or this rank not a member. `what`: "allgather of 'x'".
+StatusOr<Target> target_of(int id, const std::string& what) {
+  Target t;
+  if (id == kGlobalProcessSet) {
+    t.engine = detail::engine();
+    if (!t.engine) return Status::failed_precondition(what + kNotInit);
+    return t;
+  }
+  ProcessSetTable* table = detail::process_set_table();
+  if (table == nullptr) return Status::failed_precondition(what + kNotInit);
+  t.set = table->find(id);
+  if (!t.set)
+    return Status::invalid_argument(what + ": process set " + std::to_string(id) +
+                                    " is not registered (never added, or removed already)");
+  if (!t.set->engine)
+    return Status::invalid_argument(what + ": rank " + std::to_string(hora::rank()) +
+                                    " is not a member of " + t.set->name() +
+                                    "; only its members may call collectives on it");
+  t.engine = t.set->engine;
+  return t;
+}
+
+std::shared_ptr<detail::HandleState> new_handle(const Target& t, const std::string& name,
+                                                int parts) {
+  auto handle =
+      engine::make_handle_state(name, parts, t.engine->timeout_s(), t.engine->wait_signal());
+  if (t.set) handle->set_context = t.set->context;
+  return handle;
+}
+
+// allreduce_async on a process set other than the global one: through its engine's queue.
+Handle allreduce_on_set(const std::string& given, const TensorView& in, const TensorView& out,
+                        const AllreduceOptions& options) {
+  std::string unnamed, drawn;
+  const std::string& label = label_of(given, CollectiveType::kAllreduce, &unnamed);
+  auto target = target_of(options.process_set, "allreduce of '" + label + "'");
+  if (!target.ok()) return fail(label, target.status());
+  const Target& t = target.value();
+  Status s = check_allreduce_call(label, in, out, options);
+  if (!s.ok()) return fail(label, s);
+  const std::string& name = resolve_name(given, CollectiveType::kAllreduce, &drawn, t.set.get());
+  auto handle = new_handle(t, name, 1);
+  std::vector<Entry>& entries = one_entry();
+  add_allreduce_entry(entries, name, in, out, handle, options);
+  return submit(*t.engine, entries, std::move(handle));
+}
 
 }  // namespace
 
@@ -182,8 +257,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
 
 Handle allreduce_async(const std::string& given, const TensorView& in, const TensorView& out,
                        const AllreduceOptions& options) {
-  const ReduceOp op = options.op;
-  const double prescale = options.prescale, postscale = options.postscale;
+  if (options.process_set != kGlobalProcessSet) return allreduce_on_set(given, in, out, options);
   std::string unnamed, drawn;
   const std::string& label = label_of(given, CollectiveType::kAllreduce, &unnamed);
   const detail::EngineLease lease;  // held until return: the enqueue does not block
@@ -201,9 +275,9 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
     spec.in = &in;
     spec.out = &out;
     spec.handle = handle;
-    spec.op = op;
-    spec.prescale = prescale;
-    spec.postscale = postscale;
+    spec.op = options.op;
+    spec.prescale = options.prescale;
+    spec.postscale = options.postscale;
     spec.compression = options.compression;
     spec.enqueued = eng->enqueue_stamp();
     s = eng->enqueue_allreduce(std::move(spec));
@@ -211,11 +285,7 @@ Handle allreduce_async(const std::string& given, const TensorView& in, const Ten
     return detail::HandleAccess::make(std::move(handle));
   }
   std::vector<Entry>& entries = one_entry();
-  Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, in, out, handle);
-  e.request.op = op;
-  e.request.prescale = prescale;
-  e.request.postscale = postscale;
-  e.request.compression = options.compression;
+  add_allreduce_entry(entries, name, in, out, handle, options);
   return submit(*eng, entries, std::move(handle));
 }
 
@@ -231,12 +301,10 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
                                const std::vector<TensorView>& ins,
                                const std::vector<TensorView>& outs,
                                const AllreduceOptions& options) {
-  const ReduceOp op = options.op;
-  const double prescale = options.prescale, postscale = options.postscale;
   const std::string label = names.empty() ? "<empty group>" : names[0];
-  auto eng = detail::engine();
-  if (!eng)
-    return fail(label, Status::failed_precondition("grouped allreduce" + std::string(kNotInit)));
+  auto target = target_of(options.process_set, "grouped allreduce of '" + label + "'");
+  if (!target.ok()) return fail(label, target.status());
+  const Target& t = target.value();
   if (names.empty() || names.size() != ins.size() || names.size() != outs.size())
     return fail(label, Status::invalid_argument(
                            "grouped allreduce needs as many names as inputs and outputs, at "
@@ -254,22 +322,17 @@ Handle grouped_allreduce_async(const std::vector<std::string>& names,
   resolved.reserve(names.size());
   std::string drawn;
   for (const std::string& n : names)
-    resolved.push_back(resolve_name(n, CollectiveType::kAllreduce, &drawn));
+    resolved.push_back(resolve_name(n, CollectiveType::kAllreduce, &drawn, t.set.get()));
   const std::string key = resolved[0] + "#group";
-  auto handle = engine::make_handle_state(key, static_cast<int>(names.size()), eng->timeout_s(),
-                                          eng->wait_signal());
+  auto handle = new_handle(t, key, static_cast<int>(names.size()));
   std::vector<Entry> entries;
   entries.reserve(resolved.size());
   for (size_t i = 0; i < resolved.size(); ++i) {
-    Entry& e = add_entry(entries, resolved[i], CollectiveType::kAllreduce, ins[i], outs[i], handle);
-    e.request.op = op;
-    e.request.prescale = prescale;
-    e.request.postscale = postscale;
-    e.request.compression = options.compression;
+    Entry& e = add_allreduce_entry(entries, resolved[i], ins[i], outs[i], handle, options);
     e.request.group_key = key;
     e.request.group_size = static_cast<int32_t>(resolved.size());
   }
-  return submit(*eng, entries, std::move(handle));
+  return submit(*t.engine, entries, std::move(handle));
 }
 
 std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
@@ -286,9 +349,9 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
       out.push_back(fail(label_of(name, CollectiveType::kAllreduce, &unnamed), s));
     return out;
   };
-  auto eng = detail::engine();
-  if (!eng)
-    return fail_all(Status::failed_precondition("batched allreduce" + std::string(kNotInit)));
+  auto target = target_of(options.process_set, "batched allreduce");
+  if (!target.ok()) return fail_all(target.status());
+  const Target& t = target.value();
   if (n != ins.size() || n != outs.size())
     return fail_all(Status::invalid_argument(
         "batched allreduce needs as many names as inputs and outputs; got " + std::to_string(n) +
@@ -306,68 +369,80 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
   entries.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     std::string drawn;
-    const std::string& name = resolve_name(names[i], CollectiveType::kAllreduce, &drawn);
-    auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
-    Entry& e = add_entry(entries, name, CollectiveType::kAllreduce, ins[i], outs[i], handle);
-    e.request.op = options.op;
-    e.request.prescale = options.prescale;
-    e.request.postscale = options.postscale;
-    e.request.compression = options.compression;
+    const std::string& name =
+        resolve_name(names[i], CollectiveType::kAllreduce, &drawn, t.set.get());
+    auto handle = new_handle(t, name, 1);
+    add_allreduce_entry(entries, name, ins[i], outs[i], handle, options);
     handles.push_back(detail::HandleAccess::make(std::move(handle)));
   }
   if (n == 0) return handles;
-  Status s = eng->enqueue(std::move(entries));
+  Status s = t.engine->enqueue(std::move(entries));
   if (!s.ok()) {
     for (Handle& h : handles) h = fail(h.name(), s);
   }
   return handles;
 }
 
-Handle allgather_async(const std::string& given, const TensorView& in, OutputAllocator allocate) {
+Handle allgather_async(const std::string& given, const TensorView& in, OutputAllocator allocate,
+                       int process_set) {
   std::string unnamed, drawn;
   const std::string& label = label_of(given, CollectiveType::kAllgather, &unnamed);
-  auto eng = detail::engine();
-  if (!eng)
-    return fail(label, Status::failed_precondition("allgather of '" + label + "'" + kNotInit));
+  auto target = target_of(process_set, "allgather of '" + label + "'");
+  if (!target.ok()) return fail(label, target.status());
+  const Target& t = target.value();
   Status s = check_tensor(label, "input", in, CollectiveType::kAllgather, true);
   if (!s.ok()) return fail(label, s);
-  const std::string& name = resolve_name(given, CollectiveType::kAllgather, &drawn);
-  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
+  const std::string& name = resolve_name(given, CollectiveType::kAllgather, &drawn, t.set.get());
+  auto handle = new_handle(t, name, 1);
   std::vector<Entry>& entries = one_entry();
   add_entry(entries, name, CollectiveType::kAllgather, in, in, handle).allocate =
       std::move(allocate);
-  return submit(*eng, entries, std::move(handle));
+  return submit(*t.engine, entries, std::move(handle));
 }
 
-Handle broadcast_async(const std::string& given, const TensorView& tensor, int root) {
+// The set's index of the broadcast root `root` (a global rank), or why it cannot be the root.
+StatusOr<int> root_in(const Target& t, const std::string& label, int root) {
+  const int set_root = t.set ? t.set->set_rank_of(root) : root;
+  if (t.set && set_root < 0)
+    return Status::invalid_argument("tensor '" + label + "': broadcast root " +
+                                    std::to_string(root) + " is not a member of " + t.set->name());
+  if (set_root < 0 || set_root >= t.engine->size())
+    return Status::invalid_argument("tensor '" + label + "': broadcast root " +
+                                    std::to_string(root) + " is not a rank of this job (0.." +
+                                    std::to_string(t.engine->size() - 1) + ")");
+  return set_root;
+}
+
+Handle broadcast_async(const std::string& given, const TensorView& tensor, int root,
+                       int process_set) {
   std::string unnamed, drawn;
   const std::string& label = label_of(given, CollectiveType::kBroadcast, &unnamed);
-  auto eng = detail::engine();
-  if (!eng)
-    return fail(label, Status::failed_precondition("broadcast of '" + label + "'" + kNotInit));
+  auto target = target_of(process_set, "broadcast of '" + label + "'");
+  if (!target.ok()) return fail(label, target.status());
+  const Target& t = target.value();
   Status s = check_tensor(label, "tensor", tensor, CollectiveType::kBroadcast, false);
-  if (s.ok() && (root < 0 || root >= eng->size()))
-    s = Status::invalid_argument("tensor '" + label + "': broadcast root " + std::to_string(root) +
-                                 " is not a rank of this job (0.." +
-                                 std::to_string(eng->size() - 1) + ")");
   if (!s.ok()) return fail(label, s);
-  const std::string& name = resolve_name(given, CollectiveType::kBroadcast, &drawn);
-  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
+  StatusOr<int> set_root = root_in(t, label, root);
+  if (!set_root.ok()) return fail(label, set_root.status());
+  const std::string& name = resolve_name(given, CollectiveType::kBroadcast, &drawn, t.set.get());
+  auto handle = new_handle(t, name, 1);
   std::vector<Entry>& entries = one_entry();
-  add_entry(entries, name, CollectiveType::kBroadcast, tensor, tensor, handle).request.root = root;
-  return submit(*eng, entries, std::move(handle));
+  add_entry(entries, name, CollectiveType::kBroadcast, tensor, tensor, handle).request.root =
+      set_root.value();
+  return submit(*t.engine, entries, std::move(handle));
 }
 
 Handle alltoall_async(const std::string& given, const TensorView& in,
-                      const std::vector<int64_t>& splits, OutputAllocator allocate) {
+                      const std::vector<int64_t>& splits, OutputAllocator allocate,
+                      int process_set) {
   std::string unnamed, drawn;
   const std::string& label = label_of(given, CollectiveType::kAlltoall, &unnamed);
-  auto eng = detail::engine();
-  if (!eng)
-    return fail(label, Status::failed_precondition("alltoall of '" + label + "'" + kNotInit));
+  auto target = target_of(process_set, "alltoall of '" + label + "'");
+  if (!target.ok()) return fail(label, target.status());
+  const Target& t = target.value();
   Status s = check_tensor(label, "input", in, CollectiveType::kAlltoall, true);
   if (!s.ok()) return fail(label, s);
-  const int size = eng->size();
+  const int size = t.engine->size();
   const int64_t rows = in.shape()[0];
   std::vector<int64_t> resolved = splits;
   if (resolved.empty()) {
@@ -393,32 +468,33 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
                            std::to_string(size) + ") summing to the first dimension " +
                            std::to_string(rows) + ", got " + std::to_string(resolved.size()) +
                            " splits summing to " + std::to_string(sum)));
-  const std::string& name = resolve_name(given, CollectiveType::kAlltoall, &drawn);
-  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
+  const std::string& name = resolve_name(given, CollectiveType::kAlltoall, &drawn, t.set.get());
+  auto handle = new_handle(t, name, 1);
   std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kAlltoall, in, in, handle);
   e.request.splits = std::move(resolved);
   e.allocate = std::move(allocate);
-  return submit(*eng, entries, std::move(handle));
+  return submit(*t.engine, entries, std::move(handle));
 }
 
 Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
-                           OutputAllocator allocate) {
+                           OutputAllocator allocate, int process_set) {
   std::string unnamed, drawn;
   const std::string& label = label_of(given, CollectiveType::kReducescatter, &unnamed);
-  auto eng = detail::engine();
-  if (!eng)
-    return fail(label, Status::failed_precondition("reducescatter of '" + label + "'" + kNotInit));
+  auto target = target_of(process_set, "reducescatter of '" + label + "'");
+  if (!target.ok()) return fail(label, target.status());
+  const Target& t = target.value();
   Status s = check_tensor(label, "input", in, CollectiveType::kReducescatter, true);
   if (s.ok()) s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
   if (!s.ok()) return fail(label, s);
-  const std::string& name = resolve_name(given, CollectiveType::kReducescatter, &drawn);
-  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
+  const std::string& name =
+      resolve_name(given, CollectiveType::kReducescatter, &drawn, t.set.get());
+  auto handle = new_handle(t, name, 1);
   std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
   e.allocate = std::move(allocate);
-  return submit(*eng, entries, std::move(handle));
+  return submit(*t.engine, entries, std::move(handle));
 }
 
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out, ReduceOp op,
@@ -432,8 +508,13 @@ Status grouped_allreduce(const std::vector<std::string>& names, const std::vecto
   return grouped_allreduce_async(names, ins, outs, op, prescale, postscale).wait();
 }
 
-Status broadcast(const std::string& name, const TensorView& tensor, int root) {
-  return broadcast_async(name, tensor, root).wait();
+Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
+                 const AllreduceOptions& options) {
+  return allreduce_async(name, in, out, options).wait();
+}
+
+Status broadcast(const std::string& name, const TensorView& tensor, int root, int process_set) {
+  return broadcast_async(name, tensor, root, process_set).wait();
 }
 
 namespace {
@@ -449,18 +530,19 @@ StatusOr<CollectiveResult> result_of(Handle h) {
 
 }  // namespace
 
-StatusOr<CollectiveResult> allgather(const std::string& name, const TensorView& in) {
-  return result_of(allgather_async(name, in));
+StatusOr<CollectiveResult> allgather(const std::string& name, const TensorView& in,
+                                     int process_set) {
+  return result_of(allgather_async(name, in, nullptr, process_set));
 }
 
 StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& in,
-                                    const std::vector<int64_t>& splits) {
-  return result_of(alltoall_async(name, in, splits));
+                                    const std::vector<int64_t>& splits, int process_set) {
+  return result_of(alltoall_async(name, in, splits, nullptr, process_set));
 }
 
-StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in,
-                                         ReduceOp op) {
-  return result_of(reducescatter_async(name, in, op));
+StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in, ReduceOp op,
+                                         int process_set) {
+  return result_of(reducescatter_async(name, in, op, nullptr, process_set));
 }
 
 namespace {
@@ -476,12 +558,8 @@ Status wait_while_alive(Handle& h, double timeout_s) {
   }
 }
 
-Handle control_request(CollectiveType type, const std::string& name) {
-  auto eng = detail::engine();
-  if (!eng)
-    return fail(name,
-                Status::failed_precondition(std::string(engine::collective_name(type)) + kNotInit));
-  auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
+Handle control_request(const Target& t, CollectiveType type, const std::string& name) {
+  auto handle = new_handle(t, name, 1);
   std::vector<Entry>& entries = one_entry();
   Entry& e = entries.emplace_back();
   e.request.name = name;
@@ -489,53 +567,64 @@ Handle control_request(CollectiveType type, const std::string& name) {
   e.request.dtype = DataType::kUint8;
   e.handle = handle;
   e.enqueued = engine::Clock::now();
-  return submit(*eng, entries, std::move(handle));
+  return submit(*t.engine, entries, std::move(handle));
 }
 
 // A barrier or join that a blocking call with a timeout gave up on. It is still in flight
-// (the other ranks may yet arrive), so the next call of that kind takes it over rather than
-// enqueueing another one that no other rank would match. It belongs to the engine that runs
-// it: after shutdown and init it is forgotten.
+// (the other ranks may yet arrive), so the next call of that kind on the same set takes it
+// over rather than enqueueing another one that no other rank would match. It belongs to the
+// engine that runs it: after shutdown and init (or a set removed and another added) it is
+// forgotten.
 struct PendingControl {
-  Mutex mu;
-  std::weak_ptr<engine::Engine> engine HORA_GUARDED_BY(mu);
-  Handle handle HORA_GUARDED_BY(mu);  // invalid when none is pending
+  std::weak_ptr<engine::Engine> engine;
+  Handle handle;  // invalid when none is pending
 };
 
-PendingControl& pending_of(CollectiveType type) {
-  // Never destroyed: a handle may be left pending at exit.
-  static PendingControl* barrier = new PendingControl();
-  static PendingControl* join = new PendingControl();
-  return type == CollectiveType::kJoin ? *join : *barrier;
+struct PendingControls {
+  Mutex mu;
+  // By (collective type, process set id).
+  std::map<std::pair<int, int>, PendingControl> pending HORA_GUARDED_BY(mu);
+};
+
+PendingControls& pending_controls() {
+  static PendingControls* p = new PendingControls();  // never destroyed: handles may outlive exit
+  return *p;
 }
 
-// The pending barrier (join) of this engine, or a new one.
-Handle take_or_request(CollectiveType type) {
-  auto eng = detail::engine();
-  PendingControl& p = pending_of(type);
+// The pending barrier (join) of this set's engine, or a new one.
+Handle take_or_request(CollectiveType type, int process_set) {
+  const std::string what = std::string(engine::collective_name(type));
+  auto target = target_of(process_set, what);
+  if (!target.ok()) return fail("hora." + what, target.status());
+  const Target& t = target.value();
+  PendingControls& p = pending_controls();
   {
     MutexLock lock(&p.mu);
-    Handle pending = std::move(p.handle);
-    p.handle = Handle();
-    if (pending.valid() && eng && p.engine.lock() == eng) return pending;
+    auto it = p.pending.find({static_cast<int>(type), process_set});
+    if (it != p.pending.end()) {
+      PendingControl pending = std::move(it->second);
+      p.pending.erase(it);
+      if (pending.handle.valid() && pending.engine.lock() == t.engine) return pending.handle;
+    }
   }
   std::string drawn;
   const std::string name = type == CollectiveType::kJoin
                                ? std::string("hora.join")
-                               : resolve_name("", CollectiveType::kBarrier, &drawn);
-  return control_request(type, name);
+                               : resolve_name("", CollectiveType::kBarrier, &drawn, t.set.get());
+  return control_request(t, type, name);
 }
 
 // Waits up to `timeout`; when the handle is still not complete, leaves it pending for the next
-// call of its kind and returns kTimeout.
-Status wait_or_keep(CollectiveType type, Handle& h, std::chrono::milliseconds timeout) {
+// call of its kind on the set and returns kTimeout.
+Status wait_or_keep(CollectiveType type, int process_set, Handle& h,
+                    std::chrono::milliseconds timeout) {
   (void)h.wait(timeout);
   if (h.poll()) return h.wait(std::chrono::milliseconds(0));
-  PendingControl& p = pending_of(type);
-  {
+  auto target = target_of(process_set, engine::collective_name(type));
+  if (target.ok()) {
+    PendingControls& p = pending_controls();
     MutexLock lock(&p.mu);
-    p.engine = detail::engine();
-    p.handle = h;
+    p.pending[{static_cast<int>(type), process_set}] = PendingControl{target.value().engine, h};
   }
   return Status::timeout(std::string(engine::collective_name(type)) + " ('" + h.name() +
                          "'): not every rank arrived within " + std::to_string(timeout.count()) +
@@ -543,38 +632,43 @@ Status wait_or_keep(CollectiveType type, Handle& h, std::chrono::milliseconds ti
                          " call on this rank waits for it again");
 }
 
-double engine_timeout_s() {
-  auto eng = detail::engine();
-  return eng ? eng->timeout_s() : 1.0;
+double engine_timeout_s(int process_set) {
+  auto target = target_of(process_set, "");
+  return target.ok() ? target.value().engine->timeout_s() : 1.0;
 }
 
 }  // namespace
 
-Status barrier() {
-  Handle h = take_or_request(CollectiveType::kBarrier);
-  return wait_while_alive(h, engine_timeout_s());
+Status barrier() { return barrier(std::chrono::milliseconds::max(), kGlobalProcessSet); }
+
+Status barrier(std::chrono::milliseconds timeout) { return barrier(timeout, kGlobalProcessSet); }
+
+Status barrier(std::chrono::milliseconds timeout, int process_set) {
+  Handle h = take_or_request(CollectiveType::kBarrier, process_set);
+  if (timeout == std::chrono::milliseconds::max())
+    return wait_while_alive(h, engine_timeout_s(process_set));
+  return wait_or_keep(CollectiveType::kBarrier, process_set, h, timeout);
 }
 
-Status barrier(std::chrono::milliseconds timeout) {
-  Handle h = take_or_request(CollectiveType::kBarrier);
-  return wait_or_keep(CollectiveType::kBarrier, h, timeout);
+Handle barrier_async(int process_set) {
+  return take_or_request(CollectiveType::kBarrier, process_set);
 }
 
-Handle barrier_async() { return take_or_request(CollectiveType::kBarrier); }
+StatusOr<int> join() { return join(std::chrono::milliseconds::max(), kGlobalProcessSet); }
 
-StatusOr<int> join() {
-  Handle h = take_or_request(CollectiveType::kJoin);
-  HORA_RETURN_IF_ERROR(wait_while_alive(h, engine_timeout_s()));
+StatusOr<int> join(std::chrono::milliseconds timeout) { return join(timeout, kGlobalProcessSet); }
+
+StatusOr<int> join(std::chrono::milliseconds timeout, int process_set) {
+  Handle h = take_or_request(CollectiveType::kJoin, process_set);
+  if (timeout == std::chrono::milliseconds::max()) {
+    HORA_RETURN_IF_ERROR(wait_while_alive(h, engine_timeout_s(process_set)));
+  } else {
+    HORA_RETURN_IF_ERROR(wait_or_keep(CollectiveType::kJoin, process_set, h, timeout));
+  }
   return h.last_joined();
 }
 
-StatusOr<int> join(std::chrono::milliseconds timeout) {
-  Handle h = take_or_request(CollectiveType::kJoin);
-  HORA_RETURN_IF_ERROR(wait_or_keep(CollectiveType::kJoin, h, timeout));
-  return h.last_joined();
-}
-
-Handle join_async() { return take_or_request(CollectiveType::kJoin); }
+Handle join_async(int process_set) { return take_or_request(CollectiveType::kJoin, process_set); }
 
 EngineStats engine_stats() {
   auto eng = detail::engine();

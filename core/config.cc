@@ -85,6 +85,10 @@ const Setting kSettings[] = {
                         Config& c) { return assign(c.backend, parse_choice(n, v, kBackends)); }},
     {"HORA_SHM", [](const char* n, const std::string& v,
                     Config& c) { return assign(c.shm_enabled, parse_bool(n, v)); }},
+    {"HORA_DYNAMIC_PROCESS_SETS",
+     [](const char* n, const std::string& v, Config& c) {
+       return assign(c.dynamic_process_sets, parse_bool(n, v));
+     }},
     {"HORA_FUSION_THRESHOLD",
      [](const char* n, const std::string& v, Config& c) {
        return assign(c.fusion_threshold_bytes, parse_bytes(n, v));
@@ -221,6 +225,10 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
 }
 
 StatusOr<Config> Config::from_env() { return from_lookup(read_env); }
+
+std::string backend_name_of(const Config& config) {
+  return config.backend == BackendKind::kAuto ? "auto" : backend_kind_name(config.backend);
+}
 
 engine::EngineOptions engine_options_from(const Config& config) {
   engine::EngineOptions o;

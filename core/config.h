@@ -54,6 +54,7 @@ struct Config {
   std::string gloo_iface;                   // HORA_GLOO_IFACE, empty = auto
   CpuIsa cpu_isa = CpuIsa::kBest;           // HORA_CPU_ISA
   LogLevel log_level = LogLevel::kWarning;  // HORA_LOG_LEVEL
+  bool dynamic_process_sets = false;        // HORA_DYNAMIC_PROCESS_SETS
 
   // Returns the value of an environment variable, or nullptr when unset.
   using Lookup = EnvLookup;
@@ -72,5 +73,7 @@ bool config_reads(const std::string& name);
 
 // The engine's part of `config`: what its loop, controller and executors read.
 engine::EngineOptions engine_options_from(const Config& config);
+// HORA_BACKEND as written: "auto", "builtin", "gloo", "mpi" or "nccl".
+std::string backend_name_of(const Config& config);
 
 }  // namespace hora

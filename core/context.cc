@@ -60,10 +60,6 @@ std::string seconds_text(double s) {
   return out.str();
 }
 
-std::string backend_name_of(const Config& config) {
-  return config.backend == BackendKind::kAuto ? "auto" : backend_kind_name(config.backend);
-}
-
 // Where a store that init hosts itself can be reached: "addr port secret".
 struct StoreAddress {
   std::string addr;
@@ -137,8 +133,8 @@ StatusOr<StoreAddress> share_store_address(collectives::Communicator& comm, cons
 
 }  // namespace
 
-Context::Context(const Config& config, const RankLayout& layout, int generation)
-    : config_(config), layout_(layout), generation_(generation) {}
+Context::Context(const Config& config, const RankLayout& layout, int generation, bool process_sets)
+    : config_(config), layout_(layout), generation_(generation), process_sets_(process_sets) {}
 
 Context::~Context() {
   Status status = shutdown();
@@ -148,9 +144,9 @@ Context::~Context() {
 }
 
 StatusOr<std::unique_ptr<Context>> Context::create(const Config& config, const RankLayout& layout,
-                                                   int generation) {
+                                                   int generation, bool process_sets) {
   HORA_RETURN_IF_ERROR(validate_layout(layout));
-  std::unique_ptr<Context> context(new Context(config, layout, generation));
+  std::unique_ptr<Context> context(new Context(config, layout, generation, process_sets));
   HORA_RETURN_IF_ERROR(context->start());
   return context;
 }
@@ -166,6 +162,7 @@ Status Context::start() {
                        requested == "nccl" ? collectives::resolve_backend_name_for_job(
                                                  "auto", l.source == LayoutSource::kMpirun)
                                            : requested};
+  host_backend_ = plan.backend;
 
   // 0. A backend that connects without the store (mpi) comes first; with no store given
   // (plain `mpirun -np N prog`), it carries the address of the store that rank 0 starts.
@@ -211,7 +208,7 @@ Status Context::start() {
   return Status::OK();
 }
 
-Status Context::create_communicator(collectives::Store& rendezvous, const StartPlan& plan) {
+collectives::BackendOptions Context::backend_options() const {
   const RankLayout& l = layout_;
   collectives::BackendOptions options;
   options.gloo_iface = config_.gloo_iface;
@@ -223,8 +220,14 @@ Status Context::create_communicator(collectives::Store& rendezvous, const StartP
       static_cast<size_t>(std::min<int64_t>(config_.fusion_threshold_bytes, kMaxSharedBuffer));
   options.secret = l.secret;
   options.local_rank = l.local_rank;
+  options.thread_multiple = process_sets_;
+  return options;
+}
+
+Status Context::create_communicator(collectives::Store& rendezvous, const StartPlan& plan) {
+  const RankLayout& l = layout_;
   auto communicator = collectives::make_communicator(plan.backend, l.rank, l.size, rendezvous,
-                                                     options, plan.deadline);
+                                                     backend_options(), plan.deadline);
   if (!communicator.ok())
     return communicator.status().with_context(
         " (hora init: " + plan.who + ", HORA_BACKEND=" + backend_name_of(config_) +

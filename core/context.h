@@ -39,6 +39,7 @@
 #include <memory>
 #include <string>
 
+#include "collectives/backends/registry.h"
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/store.h"
 #include "collectives/rendezvous/tcp_store_server.h"
@@ -56,8 +57,10 @@ class Context {
   // config.start_timeout_s (kTimeout naming missing ranks or store keys). `generation`
   // counts inits in this process (every rank inits the same number of times), so a second
   // init after shutdown never sees the first one's keys.
+  // `process_sets`: the job will have process sets (core/process_set_table.h), so the
+  // backend is set up for several communicators at once (mpi: MPI_THREAD_MULTIPLE).
   static StatusOr<std::unique_ptr<Context>> create(const Config& config, const RankLayout& layout,
-                                                   int generation = 0);
+                                                   int generation = 0, bool process_sets = false);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -79,6 +82,11 @@ class Context {
   // What the job has for GPU tensors (step 7), for the engine. REQUIRES: shutdown() not yet
   // called.
   const engine::DeviceResources& device_resources() const { return device_->resources(); }
+  // The host backend the communicator was made with ("builtin", "gloo", "mpi"), and the
+  // options it was given, for communicators of process sets made later the same way.
+  const std::string& host_backend() const { return host_backend_; }
+  collectives::BackendOptions backend_options() const;
+  int generation() const { return generation_; }
 
  private:
   // What every step of start() shares: its deadline (HORA_START_TIMEOUT_S), "rank r of n" for
@@ -89,7 +97,7 @@ class Context {
     std::string backend;
   };
 
-  Context(const Config& config, const RankLayout& layout, int generation);
+  Context(const Config& config, const RankLayout& layout, int generation, bool process_sets);
   // The start protocol above, steps 0-7, each step one call.
   Status start();
   // Steps 0 and 4: the communicator of plan.backend over `rendezvous`.
@@ -111,6 +119,8 @@ class Context {
   const Config config_;
   RankLayout layout_;  // cross_rank/cross_size set by step 6 unless horarun gave them
   const int generation_;
+  const bool process_sets_;
+  std::string host_backend_;                                // set by start()
   std::unique_ptr<collectives::TcpStoreServer> server_;     // when layout_.hosts_store
   std::unique_ptr<collectives::Store> store_;               // the job's store
   std::unique_ptr<collectives::Store> communicator_store_;  // PrefixStore over store_

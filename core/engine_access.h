@@ -5,10 +5,15 @@
 #include <memory>
 
 namespace hora {
+class ProcessSetTable;
 namespace engine {
 class Engine;
 }  // namespace engine
 namespace detail {
+// The process sets of the initialised runtime (core/process_set_table.h); nullptr when not
+// initialised. Valid until hora::shutdown(); not concurrently with init/shutdown.
+ProcessSetTable* process_set_table();
+
 // The engine of the initialised runtime, shared so that a caller keeps it alive while it
 // enqueues; nullptr when not initialised.
 std::shared_ptr<engine::Engine> engine();

@@ -193,13 +193,15 @@ Status GradientReducer::ready_locked(size_t index) {
 }
 
 Status GradientReducer::enqueue_one_locked(size_t index) {
-  const AllreduceOptions ao{options_.op, prescale_, postscale_, options_.compression};
+  const AllreduceOptions ao{options_.op, prescale_, postscale_, options_.compression,
+                            options_.process_set};
   const Slot& slot = slots_[index];
   return track_locked(allreduce_async(wire_names_[index], slot.grad, slot.grad, ao), index, {});
 }
 
 Status GradientReducer::enqueue_group_locked(const std::vector<size_t>& members) {
-  const AllreduceOptions ao{options_.op, prescale_, postscale_, options_.compression};
+  const AllreduceOptions ao{options_.op, prescale_, postscale_, options_.compression,
+                            options_.process_set};
   std::vector<std::string> names;
   std::vector<TensorView> views;
   names.reserve(members.size());

@@ -15,6 +15,8 @@
 #include "core/engine_access.h"
 #include "core/init_options.h"
 #include "core/layout.h"
+#include "core/process_set_table.h"
+#include "core/process_sets.h"
 #include "hora/logging.h"
 #include "hora/mutex.h"
 #include "hora/thread_annotations.h"
@@ -29,6 +31,9 @@ struct Runtime {
   std::unique_ptr<Context> context HORA_GUARDED_BY(mu);
   // Uses context's communicator; released first.
   std::shared_ptr<engine::Engine> engine HORA_GUARDED_BY(mu);
+  // The process sets beyond the global one; their engines stop before the global one. Read
+  // without mu by detail::process_set_table (valid from init until shutdown).
+  std::unique_ptr<ProcessSetTable> sets;
   int generation HORA_GUARDED_BY(mu) = 0;
   // What EngineLease reads without mu: engine.get() from init's start of it until shutdown
   // clears it, first thing. The leases themselves are the threads' (thread_leases.h):
@@ -46,6 +51,23 @@ constexpr std::chrono::seconds kLeaseDrainLimit{30};
 Status drain_leases(Runtime& r) {
   r.leased.store(nullptr, std::memory_order_seq_cst);
   return thread_leases::drain(std::chrono::steady_clock::now() + kLeaseDrainLimit);
+}
+
+// Stops the process sets' engines, then the job's, and releases the context. The engines first:
+// their shutdown rounds still need the communicators. Their own failures (a peer that died
+// earlier) were already reported through the handles; this reports only what it could not
+// release.
+Status release(Runtime& r) HORA_REQUIRES(r.mu) {
+  if (r.sets) r.sets->clear();
+  Status engine_status = r.engine->stop();
+  if (!engine_status.ok()) {
+    HORA_LOG(kDebug) << "engine had stopped with: " << engine_status.to_string();
+  }
+  r.sets.reset();
+  r.engine.reset();
+  Status status = r.context->shutdown();
+  r.context.reset();
+  return status;
 }
 
 Runtime& runtime() {
@@ -89,7 +111,9 @@ Status init(const InitOptions& options) {
   set_log_rank(layout.rank);
   HORA_RETURN_IF_ERROR(apply_cpu_isa(config.cpu_isa));
   const int generation = r.generation++;
-  HORA_ASSIGN_OR_RETURN(r.context, Context::create(config, layout, generation));
+  const bool dynamic_sets = options.dynamic_process_sets || config.dynamic_process_sets;
+  HORA_ASSIGN_OR_RETURN(r.context, Context::create(config, layout, generation,
+                                                   dynamic_sets || !options.process_sets.empty()));
   r.engine = std::make_shared<engine::Engine>(
       r.context->communicator(), engine_options_from(config), &r.context->store(),
       "hora/engine/" + std::to_string(generation) + "/", &r.context->topology(),
@@ -97,6 +121,12 @@ Status init(const InitOptions& options) {
   // From now on this rank answers every round: a rank slow to reach its first collective is
   // alive to the others, a dead or stopped one is reported within HORA_TIMEOUT_S.
   r.engine->start();
+  r.sets = std::make_unique<ProcessSetTable>(dynamic_sets);
+  if (Status s = register_initial_process_sets(*r.context, *r.sets, options.process_sets);
+      !s.ok()) {
+    release(r).IgnoreError();  // the registration's error is the one to report
+    return s;
+  }
   r.leased.store(r.engine.get(), std::memory_order_seq_cst);
   return Status::OK();
 }
@@ -112,17 +142,7 @@ Status shutdown() {
                      << " s); the engine is stopped but kept";
     new std::shared_ptr<engine::Engine>(r.engine);  // NOLINT: deliberately never released
   }
-  // The engine first: its shutdown round still needs the communicator. Its own failure (a
-  // peer that died earlier) was already reported through the handles; shutdown reports only
-  // what it could not release.
-  Status engine_status = r.engine->stop();
-  if (!engine_status.ok()) {
-    HORA_LOG(kDebug) << "engine had stopped with: " << engine_status.to_string();
-  }
-  r.engine.reset();
-  Status status = r.context->shutdown();
-  r.context.reset();
-  return status;
+  return release(r);
 }
 
 bool is_initialized() {
@@ -169,6 +189,8 @@ std::shared_ptr<engine::Engine> engine() {
   MutexLock lock(&r.mu);
   return r.engine;
 }
+
+ProcessSetTable* process_set_table() { return runtime().sets.get(); }
 
 Context* context() {
   Runtime& r = runtime();

@@ -113,7 +113,12 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
     return make_builtin_communicator(rank, size, store, builtin);
   }
 #if HORA_HAVE_MPI
-  if (resolved == "mpi") return make_mpi_communicator(rank, size);
+  if (resolved == "mpi") {
+    MpiOptions mpi;
+    mpi.members = options.members;
+    mpi.thread_multiple = options.thread_multiple;
+    return make_mpi_communicator(rank, size, mpi);
+  }
 #endif
 #if HORA_HAVE_GLOO
   if (resolved == "gloo") {

@@ -33,6 +33,13 @@ struct BackendOptions {
   // (RankLayout::local_rank, or the global rank when that is -1) modulo the GPUs.
   int device = -1;
   int local_rank = -1;
+  // A process set's communicator (hora/process_set.h): the job's ranks of its members, sorted,
+  // whose index is the `rank` given to make_communicator; empty for the job's own. Only mpi
+  // needs them (its communicator is a group of MPI_COMM_WORLD); the others rendezvous through
+  // the store they are given.
+  std::vector<int> members;
+  // mpi: the job will have process sets, so MPI is initialised with MPI_THREAD_MULTIPLE.
+  bool thread_multiple = false;
 };
 
 // The backends compiled into this build, in preference order for "auto".

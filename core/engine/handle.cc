@@ -118,7 +118,10 @@ int Handle::last_joined() const {
   if (!state_) return -1;
   // Written (under the mutex) before completion, so completion callbacks see it too.
   MutexLock lock(&state_->mu);
-  return state_->join_result;
+  const int joined = state_->join_result;
+  const detail::SetContext* set = state_->set_context.get();
+  if (set == nullptr || joined < 0 || joined >= static_cast<int>(set->ranks.size())) return joined;
+  return set->ranks[static_cast<size_t>(joined)];
 }
 
 const std::vector<uint8_t>& Handle::output() const { return state_ ? state_->output : kNoBytes; }

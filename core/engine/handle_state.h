@@ -94,6 +94,14 @@ class HandleName {
   mutable std::string string_;  // the name once str() was called (or at once, when long)
 };
 
+// What the handle of a process set's collective carries (hora/process_set.h): its errors end
+// with the set's label, and the last rank to join is told as a global rank (the set's engine
+// counts set ranks: rank i of the set is ranks[i]).
+struct SetContext {
+  std::string label;  // " (process set 1: ranks 0, 2; its rank i is ranks[i])"
+  std::vector<int> ranks;
+};
+
 struct HandleState {
   using Callback = std::function<void(const Status&)>;
 
@@ -132,7 +140,8 @@ struct HandleState {
     {
       MutexLock lock(&mu);
       if (is_final || is_done()) return;
-      if (!status.ok() && this->status.ok()) this->status = status;
+      if (!status.ok() && this->status.ok())
+        this->status = set_context ? status.with_context(set_context->label) : status;
       if (--remaining > 0) return;
       is_final = true;
       if (!callback) {
@@ -218,6 +227,9 @@ struct HandleState {
   // the engine thread once that kernel was enqueued, before completion (cv is notified); null
   // for host tensors. Handle::wait_on_stream uses it.
   std::function<Status(void* stream)> stream_waiter HORA_GUARDED_BY(mu);
+  // Set before the handle is handed out, for a collective of a process set other than the
+  // global one; null otherwise.
+  std::shared_ptr<const SetContext> set_context;
 };
 
 }  // namespace detail

@@ -75,6 +75,9 @@ struct GradientReducerOptions {
   // Parameter indices reduced together as one grouped allreduce (Horovod's groups); a
   // parameter in no group is reduced alone. Each index at most once.
   std::vector<std::vector<size_t>> groups;
+  // The process set whose ranks average the gradients (hora/process_set.h; 0: every rank):
+  // a data-parallel group of a hybrid job. Only its members may use the reducer.
+  int process_set = 0;
 };
 
 class GradientReducer {

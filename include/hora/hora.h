@@ -31,6 +31,7 @@
 
 #include "hora/compression.h"
 #include "hora/data_type.h"
+#include "hora/process_set.h"
 #include "hora/reduce_op.h"
 #include "hora/status.h"
 #include "hora/tensor_view.h"
@@ -107,18 +108,22 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
 // Allgather along the first dimension (which may differ per rank; the others must match).
 // The result is in handle.output() with shape [sum of first dims, ...].
 Handle allgather_async(const std::string& name, const TensorView& in,
-                       OutputAllocator allocate = nullptr);
-// Broadcast of root's `tensor` into every rank's `tensor`, in place.
-Handle broadcast_async(const std::string& name, const TensorView& tensor, int root);
+                       OutputAllocator allocate = nullptr, int process_set = kGlobalProcessSet);
+// Broadcast of root's `tensor` into every rank's `tensor`, in place. `root` is a global rank
+// (a member of the set, as in Horovod).
+Handle broadcast_async(const std::string& name, const TensorView& tensor, int root,
+                       int process_set = kGlobalProcessSet);
 // Alltoall: splits[p] first-dimension rows of `in` (in rank order) go to rank p; splits sum
 // to in's first dimension (empty splits = an even split, which must then divide it). The
 // result is in handle.output(); handle.received_splits()[p] rows came from p.
 Handle alltoall_async(const std::string& name, const TensorView& in,
-                      const std::vector<int64_t>& splits = {}, OutputAllocator allocate = nullptr);
+                      const std::vector<int64_t>& splits = {}, OutputAllocator allocate = nullptr,
+                      int process_set = kGlobalProcessSet);
 // Reducescatter along the first dimension: rank r gets the reduction of rows block r, the
 // first (rows % size) ranks one row more than the others, in handle.output().
 Handle reducescatter_async(const std::string& name, const TensorView& in,
-                           ReduceOp op = ReduceOp::kAverage, OutputAllocator allocate = nullptr);
+                           ReduceOp op = ReduceOp::kAverage, OutputAllocator allocate = nullptr,
+                           int process_set = kGlobalProcessSet);
 
 // Blocking forms (Handle::wait(): until complete, bounded by the other ranks' liveness).
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
@@ -126,19 +131,27 @@ Status allreduce(const std::string& name, const TensorView& in, const TensorView
 Status grouped_allreduce(const std::vector<std::string>& names, const std::vector<TensorView>& ins,
                          const std::vector<TensorView>& outs, ReduceOp op = ReduceOp::kAverage,
                          double prescale = 1.0, double postscale = 1.0);
-Status broadcast(const std::string& name, const TensorView& tensor, int root);
+Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
+                 const AllreduceOptions& options);
+Status broadcast(const std::string& name, const TensorView& tensor, int root,
+                 int process_set = kGlobalProcessSet);
 // Allgather, alltoall and reducescatter return the output tensor (CollectiveResult, hora/types.h).
-StatusOr<CollectiveResult> allgather(const std::string& name, const TensorView& in);
+StatusOr<CollectiveResult> allgather(const std::string& name, const TensorView& in,
+                                     int process_set = kGlobalProcessSet);
 StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& in,
-                                    const std::vector<int64_t>& splits = {});
+                                    const std::vector<int64_t>& splits = {},
+                                    int process_set = kGlobalProcessSet);
 StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in,
-                                         ReduceOp op = ReduceOp::kAverage);
+                                         ReduceOp op = ReduceOp::kAverage,
+                                         int process_set = kGlobalProcessSet);
 // Returns once every rank called barrier. Without a timeout it waits as long as the engine
 // runs (a dead peer fails it); with one it returns kTimeout when the others have not all
 // arrived in time (the barrier stays pending: a later barrier call waits for it again).
 Status barrier();
 Status barrier(std::chrono::milliseconds timeout);
-Handle barrier_async();
+// The barrier of one process set: its members only.
+Status barrier(std::chrono::milliseconds timeout, int process_set);
+Handle barrier_async(int process_set = kGlobalProcessSet);
 // Uneven data: this rank has no more batches. Until every rank joined, this rank
 // contributes zeros to every allreduce the others run (an allreduce with min, max or
 // product, or any other collective, then fails on every rank: zeros are only the identity
@@ -146,8 +159,38 @@ Handle barrier_async();
 // same on every rank.
 StatusOr<int> join();
 StatusOr<int> join(std::chrono::milliseconds timeout);
-// The join as a handle: handle.last_joined() once complete.
-Handle join_async();
+// The join of one process set: its members only; returns the last member to join (a global
+// rank).
+StatusOr<int> join(std::chrono::milliseconds timeout, int process_set);
+// The join as a handle: handle.last_joined() once complete (a global rank).
+Handle join_async(int process_set = kGlobalProcessSet);
+
+// Process sets (hora/process_set.h). Every collective above takes the id of the set it runs on
+// (AllreduceOptions::process_set for the allreduces); only the set's members may call it (any
+// other rank gets kInvalidArgument naming the set), the other ranks take no part, and sizes,
+// splits and outputs are the set's (rank i of the set is ranks()[i]). A set's errors name it.
+//
+// The global set: every rank of the job, id 0. REQUIRES: is_initialized() (else an empty set).
+ProcessSet global_process_set();
+// Registers a set of `ranks` (any order; distinct ranks of the job; not the ranks of a set that
+// exists already) and returns it with its id. Collective over the whole job: every rank calls
+// it with the same ranks, in the same order as its other add/remove calls (kMismatch naming the
+// ranks that differ otherwise), and the set's members connect its communicator before it
+// returns (bounded by HORA_START_TIMEOUT_S). Needs a job with dynamic process sets
+// (HORA_DYNAMIC_PROCESS_SETS=1 or InitOptions::dynamic_process_sets), as in Horovod; sets
+// known at the start are better given to init (InitOptions::process_sets).
+StatusOr<ProcessSet> add_process_set(const std::vector<int>& ranks);
+// Unregisters set `process_set_id`: its pending collectives fail, its engine stops and its
+// communicator and caches are released. Collective over the whole job, like add_process_set.
+// The global set cannot be removed; an id not registered (or removed before) is
+// kInvalidArgument naming it.
+Status remove_process_set(int process_set_id);
+// The registered set of that id, or kInvalidArgument.
+StatusOr<ProcessSet> get_process_set(int process_set_id);
+// Every registered set, the global one first, then by id.
+std::vector<ProcessSet> process_sets();
+// Whether add_process_set and remove_process_set may be called in this job.
+bool dynamic_process_sets();
 
 // The engine's counters (EngineStats, hora/types.h). Internal, for hora's own tests and
 // benchmarks (and hora.engine_stats() in Python, which exposes it for the same use): no stability

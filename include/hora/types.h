@@ -33,6 +33,12 @@ struct HandleAccess;
 // "0"}). An unknown name is an init error.
 struct InitOptions {
   std::vector<std::pair<std::string, std::string>> settings;
+  // Process sets to register at init (hora/process_set.h), in this order: the first gets id
+  // 1, the next 2, ... Every rank passes the same sets; a set listed twice, an empty set or a
+  // rank outside the job is an init error.
+  std::vector<std::vector<int>> process_sets;
+  // Allows add_process_set / remove_process_set after init (also HORA_DYNAMIC_PROCESS_SETS=1).
+  bool dynamic_process_sets = false;
 };
 
 // The completion of one enqueued collective. Copyable (copies share the state); a
@@ -111,6 +117,8 @@ struct AllreduceOptions {
   double prescale = 1.0;
   double postscale = 1.0;
   Compression compression = Compression::kNone;
+  // The process set to reduce over (hora/process_set.h): 0, the global set, by default.
+  int process_set = 0;
 };
 
 // Where allgather, alltoall and reducescatter put a result whose shape is known only after

@@ -21,7 +21,11 @@ using mpi_backend::mpi_thread_level_name;
 
 namespace {
 
-constexpr int kRequiredLevel = MPI_THREAD_SERIALIZED;
+// The thread level hora needs: its background thread calls MPI (serialized with the caller's
+// MPI calls); with process sets, several engine threads call MPI at once (multiple).
+int required_level(bool thread_multiple) {
+  return thread_multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+}
 
 // Process-wide: whether hora initialised MPI, how many MPI communicators are alive, and
 // whether one ended broken (then MPI_Finalize, which synchronises with the peers, is skipped).
@@ -59,7 +63,7 @@ void finalize_at_exit() {
 
 // Initialises MPI unless the application did (then sets rt.hora_initialised); checks the
 // thread level either way. `rt.mu` serialises MPI's initialisation between threads.
-Status ensure_mpi_initialised(MpiRuntime& rt) HORA_REQUIRES(rt.mu) {
+Status ensure_mpi_initialised(MpiRuntime& rt, int required) HORA_REQUIRES(rt.mu) {
   int initialized = 0;
   int finalized = 0;
   HORA_RETURN_IF_ERROR(mpi_status(MPI_Initialized(&initialized), "MPI_Initialized"));
@@ -70,13 +74,13 @@ Status ensure_mpi_initialised(MpiRuntime& rt) HORA_REQUIRES(rt.mu) {
         "no MPI communicator can be created any more");
   if (!initialized) {
     int provided = MPI_THREAD_SINGLE;
-    HORA_RETURN_IF_ERROR(mpi_status(MPI_Init_thread(nullptr, nullptr, kRequiredLevel, &provided),
-                                    "MPI_Init_thread(MPI_THREAD_SERIALIZED)"));
-    if (provided < kRequiredLevel) {
+    HORA_RETURN_IF_ERROR(mpi_status(MPI_Init_thread(nullptr, nullptr, required, &provided),
+                                    "MPI_Init_thread(" + mpi_thread_level_name(required) + ")"));
+    if (provided < required) {
       MPI_Finalize();
       return Status::failed_precondition(
           "mpi: MPI_Init_thread granted " + mpi_thread_level_name(provided) + " but hora needs " +
-          mpi_thread_level_name(kRequiredLevel) +
+          mpi_thread_level_name(required) +
           " (its background thread calls MPI): use an MPI built with thread support");
     }
     rt.hora_initialised = true;
@@ -85,10 +89,10 @@ Status ensure_mpi_initialised(MpiRuntime& rt) HORA_REQUIRES(rt.mu) {
   }
   int provided = MPI_THREAD_SINGLE;
   HORA_RETURN_IF_ERROR(mpi_status(MPI_Query_thread(&provided), "MPI_Query_thread"));
-  if (provided >= kRequiredLevel) return Status::OK();
+  if (provided >= required) return Status::OK();
   int is_main = 0;
   HORA_RETURN_IF_ERROR(mpi_status(MPI_Is_thread_main(&is_main), "MPI_Is_thread_main"));
-  if (provided == MPI_THREAD_FUNNELED && is_main) {
+  if (provided == MPI_THREAD_FUNNELED && is_main && required == MPI_THREAD_SERIALIZED) {
     HORA_LOG(kWarning) << "mpi: the application initialised MPI with MPI_THREAD_FUNNELED; hora "
                           "accepts it because this thread is MPI's main thread, but every "
                           "hora MPI call must stay on it";
@@ -96,7 +100,7 @@ Status ensure_mpi_initialised(MpiRuntime& rt) HORA_REQUIRES(rt.mu) {
   }
   return Status::failed_precondition(
       "mpi: the application initialised MPI with " + mpi_thread_level_name(provided) +
-      " but hora needs " + mpi_thread_level_name(kRequiredLevel) +
+      " but hora needs " + mpi_thread_level_name(required) +
       " (its background thread calls MPI): initialise with MPI_Init_thread(..., "
       "MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE, ...)");
 }
@@ -129,6 +133,24 @@ Status make_bytes_type(size_t bytes, int64_t block_limit, MPI_Datatype* type) {
   return mpi_status(MPI_Type_commit(type), "MPI_Type_commit (large message)");
 }
 
+// The communicator of a process set: MPI_Comm_create_group over `members` (world ranks),
+// collective over them alone.
+Status create_group_comm(const std::vector<int>& members, MPI_Comm* comm) {
+  MPI_Group world = MPI_GROUP_NULL;
+  MPI_Group group = MPI_GROUP_NULL;
+  Status status = mpi_status(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group(WORLD)");
+  if (status.ok())
+    status =
+        mpi_status(MPI_Group_incl(world, static_cast<int>(members.size()), members.data(), &group),
+                   "MPI_Group_incl (process set)");
+  if (status.ok())
+    status = mpi_status(MPI_Comm_create_group(MPI_COMM_WORLD, group, /*tag=*/0, comm),
+                        "MPI_Comm_create_group (process set)");
+  if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
+  if (world != MPI_GROUP_NULL) MPI_Group_free(&world);
+  return status;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(const MpiOptions& options) {
@@ -141,13 +163,16 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::create(const MpiOpti
   Status status;
   {
     MutexLock lock(&rt.mu);
-    HORA_RETURN_IF_ERROR(ensure_mpi_initialised(rt));
+    HORA_RETURN_IF_ERROR(ensure_mpi_initialised(
+        rt, required_level(options.thread_multiple || !options.members.empty())));
 
     comm.reset(new MpiCommunicator());
     comm->options_ = options;
     comm->initialised_mpi_ = rt.hora_initialised;
     // MPI_Comm_dup is collective over MPI_COMM_WORLD; its own errors use the world's handler.
-    status = mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm_), "MPI_Comm_dup(WORLD)");
+    status = options.members.empty()
+                 ? mpi_status(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm_), "MPI_Comm_dup(WORLD)")
+                 : create_group_comm(options.members, &comm->comm_);
     if (status.ok())
       status = mpi_status(MPI_Comm_set_errhandler(comm->comm_, MPI_ERRORS_RETURN),
                           "MPI_Comm_set_errhandler(MPI_ERRORS_RETURN)");

@@ -69,11 +69,20 @@ struct MpiOptions {
   // The largest count passed to one MPI call (elements for collectives, bytes for point to
   // point). INT_MAX in production; tests lower it to exercise the large-count paths.
   int64_t max_count_per_call = INT_MAX;
+  // The MPI_COMM_WORLD ranks of a process set (hora/process_set.h), sorted; empty: the whole
+  // world. Non-empty: the communicator is MPI_Comm_create_group over them (collective over the
+  // members only), which needs MPI_THREAD_MULTIPLE, since the job's own engine thread calls
+  // MPI at the same time.
+  std::vector<int> members;
+  // Ask for MPI_THREAD_MULTIPLE when hora initialises MPI (a job that will have process sets);
+  // MPI_THREAD_SERIALIZED otherwise.
+  bool thread_multiple = false;
 };
 
 class MpiCommunicator final : public Communicator {
  public:
-  // Initialises MPI if needed (see above) and duplicates MPI_COMM_WORLD. Collective.
+  // Initialises MPI if needed (see above) and duplicates MPI_COMM_WORLD (or makes the group
+  // of options.members). Collective over those ranks.
   static StatusOr<std::unique_ptr<MpiCommunicator>> create(const MpiOptions& options = {});
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
