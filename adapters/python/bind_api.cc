@@ -20,10 +20,13 @@ namespace hora {
 namespace python {
 namespace {
 
-void init(const std::vector<std::pair<std::string, std::string>>& settings) {
+void init(const std::vector<std::pair<std::string, std::string>>& settings,
+          const std::vector<std::vector<int>>& process_sets, bool dynamic_process_sets) {
   drain();
   InitOptions options;
   options.settings = settings;
+  options.process_sets = process_sets;
+  options.dynamic_process_sets = dynamic_process_sets;
   Status s;
   {
     py::gil_scoped_release release;
@@ -67,6 +70,48 @@ py::dict engine_stats() {
   return d;
 }
 
+// Process sets (hora/process_set.h) as (id, ranks) pairs: the Python ProcessSet objects are
+// hora/process_sets.py's.
+py::tuple set_tuple(const ProcessSet& set) { return py::make_tuple(set.id(), set.ranks()); }
+
+void bind_process_sets(py::module_& m) {
+  m.def(
+      "add_process_set",
+      [](const std::vector<int>& ranks) {
+        StatusOr<ProcessSet> set = [&] {
+          py::gil_scoped_release release;  // collective: waits for every rank
+          return hora::add_process_set(ranks);
+        }();
+        return set_tuple(check(std::move(set)));
+      },
+      py::arg("ranks"), "Registers a process set collectively; returns (id, sorted ranks).");
+  m.def(
+      "remove_process_set",
+      [](int id) {
+        Status s;
+        {
+          py::gil_scoped_release release;
+          s = hora::remove_process_set(id);
+        }
+        check(s);
+      },
+      py::arg("process_set_id"), "Unregisters a process set collectively.");
+  m.def(
+      "process_set_ranks",
+      [](int id) { return check(hora::get_process_set(id)).ranks(); }, py::arg("process_set_id"),
+      "The ranks of a registered set (InvalidArgumentError otherwise).");
+  m.def(
+      "process_sets",
+      [] {
+        py::list out;
+        for (const ProcessSet& set : hora::process_sets()) out.append(set_tuple(set));
+        return out;
+      },
+      "Every registered set as (id, ranks), the global one first.");
+  m.def("dynamic_process_sets", &hora::dynamic_process_sets,
+        "Whether sets may be added and removed in this job.");
+}
+
 }  // namespace
 
 void bind_api(py::module_& m) {
@@ -82,9 +127,12 @@ void bind_api(py::module_& m) {
       .value("bf16", Compression::kBFloat16);
 
   m.def("init", &init, py::arg("settings") = std::vector<std::pair<std::string, std::string>>{},
+        py::arg("process_sets") = std::vector<std::vector<int>>{},
+        py::arg("dynamic_process_sets") = false,
         "Initialises hora (HORA_* settings given as (name, value) pairs take precedence over "
         "the environment). Blocks until every rank arrived (HORA_START_TIMEOUT_S).");
   m.def("shutdown", &shutdown, "Stops the engine and releases everything init created.");
+  bind_process_sets(m);
   m.def("is_initialized", &hora::is_initialized);
   m.def("rank", [] { return layout(&hora::rank, "rank"); });
   m.def("size", [] { return layout(&hora::size, "size"); });

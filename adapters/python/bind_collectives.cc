@@ -48,14 +48,14 @@ std::shared_ptr<Flight> new_flight(const char* kind) {
 
 PyHandle allreduce_async(py::handle tensor, py::handle output, const std::string& name, ReduceOp op,
                          double prescale, double postscale, Compression compression,
-                         uintptr_t stream) {
+                         uintptr_t stream, int process_set) {
   auto flight = new_flight("allreduce");
   const std::string label = label_of(name, "allreduce");
   const bool in_place = output.is_none() || output.is(tensor);
   TensorView in = import_into(flight, tensor, label, "input", in_place, stream);
   TensorView out = in_place ? in : import_into(flight, output, label, "output", true, stream);
   flight->result = py::reinterpret_borrow<py::object>(in_place ? tensor : output);
-  AllreduceOptions options{op, prescale, postscale, compression};
+  AllreduceOptions options{op, prescale, postscale, compression, process_set};
   return make_handle(hora::allreduce_async(name, in, out, options), flight);
 }
 
@@ -63,7 +63,7 @@ PyHandle grouped_allreduce_async(const std::vector<py::object>& tensors,
                                  const std::vector<py::object>& outputs,
                                  const std::vector<std::string>& names, ReduceOp op,
                                  double prescale, double postscale, Compression compression,
-                                 uintptr_t stream) {
+                                 uintptr_t stream, int process_set) {
   auto flight = new_flight("grouped_allreduce");
   if (tensors.size() != outputs.size() || tensors.size() != names.size())
     throw_status(Status::invalid_argument(
@@ -81,7 +81,7 @@ PyHandle grouped_allreduce_async(const std::vector<py::object>& tensors,
     results.append(in_place ? tensors[i] : outputs[i]);
   }
   flight->result = results;
-  AllreduceOptions options{op, prescale, postscale, compression};
+  AllreduceOptions options{op, prescale, postscale, compression, process_set};
   return make_handle(hora::grouped_allreduce_async(names, ins, outs, options), flight);
 }
 
@@ -108,29 +108,33 @@ struct AllocatingCall {
 };
 
 PyHandle allgather_async(py::handle tensor, py::object allocator, const std::string& name,
-                         uintptr_t stream) {
+                         uintptr_t stream, int process_set) {
   AllocatingCall call("allgather", tensor, std::move(allocator), name, stream);
-  return call.handle(hora::allgather_async(name, call.in, call.output_allocator()));
+  return call.handle(
+      hora::allgather_async(name, call.in, call.output_allocator(), process_set));
 }
 
-PyHandle broadcast_async(py::handle tensor, int root, const std::string& name, uintptr_t stream) {
+PyHandle broadcast_async(py::handle tensor, int root, const std::string& name, uintptr_t stream,
+                         int process_set) {
   auto flight = new_flight("broadcast");
   const std::string label = label_of(name, "broadcast");
   TensorView t = import_into(flight, tensor, label, "tensor", true, stream);
   flight->result = py::reinterpret_borrow<py::object>(tensor);
-  return make_handle(hora::broadcast_async(name, t, root), flight);
+  return make_handle(hora::broadcast_async(name, t, root, process_set), flight);
 }
 
 PyHandle alltoall_async(py::handle tensor, const std::vector<int64_t>& splits, py::object allocator,
-                        const std::string& name, uintptr_t stream) {
+                        const std::string& name, uintptr_t stream, int process_set) {
   AllocatingCall call("alltoall", tensor, std::move(allocator), name, stream);
-  return call.handle(hora::alltoall_async(name, call.in, splits, call.output_allocator()));
+  return call.handle(
+      hora::alltoall_async(name, call.in, splits, call.output_allocator(), process_set));
 }
 
 PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std::string& name,
-                             ReduceOp op, uintptr_t stream) {
+                             ReduceOp op, uintptr_t stream, int process_set) {
   AllocatingCall call("reducescatter", tensor, std::move(allocator), name, stream);
-  return call.handle(hora::reducescatter_async(name, call.in, op, call.output_allocator()));
+  return call.handle(
+      hora::reducescatter_async(name, call.in, op, call.output_allocator(), process_set));
 }
 
 }  // namespace
@@ -138,33 +142,39 @@ PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std:
 void bind_collectives(py::module_& m) {
   m.def("allreduce_async", &allreduce_async, py::arg("tensor"), py::arg("output"), py::arg("name"),
         py::arg("op"), py::arg("prescale"), py::arg("postscale"), py::arg("compression"),
-        py::arg("stream") = 0,
+        py::arg("stream") = 0, py::arg("process_set") = 0,
         "Enqueues output = postscale * op(prescale * tensor) over ranks; output None or the "
         "tensor itself means in place. stream: a GPU tensor's stream (0: the default stream).");
   m.def("grouped_allreduce_async", &grouped_allreduce_async, py::arg("tensors"), py::arg("outputs"),
         py::arg("names"), py::arg("op"), py::arg("prescale"), py::arg("postscale"),
-        py::arg("compression"), py::arg("stream") = 0,
+        py::arg("compression"), py::arg("stream") = 0, py::arg("process_set") = 0,
         "Enqueues a list of allreduces as one unit (fused together).");
   m.def("allgather_async", &allgather_async, py::arg("tensor"), py::arg("allocator"),
-        py::arg("name"), py::arg("stream") = 0,
+        py::arg("name"), py::arg("stream") = 0, py::arg("process_set") = 0,
         "Enqueues an allgather along the first dimension; allocator(dtype_name, shape) makes "
         "the output (on the input's device) once its shape is known.");
   m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root"), py::arg("name"),
-        py::arg("stream") = 0, "Enqueues an in-place broadcast of root's tensor.");
+        py::arg("stream") = 0, py::arg("process_set") = 0, "Enqueues an in-place broadcast of root's tensor.");
   m.def("alltoall_async", &alltoall_async, py::arg("tensor"), py::arg("splits"),
-        py::arg("allocator"), py::arg("name"), py::arg("stream") = 0,
+        py::arg("allocator"), py::arg("name"), py::arg("stream") = 0, py::arg("process_set") = 0,
         "Enqueues an alltoall; splits[p] first-dimension rows go to rank p (empty: even).");
   m.def("reducescatter_async", &reducescatter_async, py::arg("tensor"), py::arg("allocator"),
-        py::arg("name"), py::arg("op"), py::arg("stream") = 0,
+        py::arg("name"), py::arg("op"), py::arg("stream") = 0, py::arg("process_set") = 0,
         "Enqueues a reducescatter along the first dimension.");
-  m.def("barrier_async", [] {
-    auto flight = new_flight("barrier");
-    return make_handle(hora::barrier_async(), flight);
-  });
-  m.def("join_async", [] {
-    auto flight = new_flight("join");
-    return make_handle(hora::join_async(), flight);
-  });
+  m.def(
+      "barrier_async",
+      [](int process_set) {
+        auto flight = new_flight("barrier");
+        return make_handle(hora::barrier_async(process_set), flight);
+      },
+      py::arg("process_set") = 0);
+  m.def(
+      "join_async",
+      [](int process_set) {
+        auto flight = new_flight("join");
+        return make_handle(hora::join_async(process_set), flight);
+      },
+      py::arg("process_set") = 0);
 }
 
 }  // namespace python

@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import atexit
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from hora import _core
+from hora.process_sets import ProcessSet, after_init
+from hora.process_sets import init_arguments as process_set_args
 
 
-def init(settings: Mapping[str, object] | None = None) -> None:
+def init(
+    settings: Mapping[str, object] | None = None,
+    process_sets: Sequence[ProcessSet] | str | None = None,
+) -> None:
     """Starts hora: reads HORA_* (and horarun's, mpirun's, Slurm's or torchrun's variables),
     connects every rank (at most HORA_START_TIMEOUT_S) and starts the engine.
 
     ``settings``: a dict of HORA_* names to values, taking precedence over the environment,
-    validated like it (an unknown name is an error). Calling init again is a no-op."""
+    validated like it (an unknown name is an error). ``process_sets``: Horovod's argument, the
+    ProcessSets to register (the same on every rank; ids 1, 2, ... in order), or "dynamic" to
+    allow add_process_set / remove_process_set later. Calling init again is a no-op."""
     pairs = [(str(k), str(v)) for k, v in (settings or {}).items()]
-    _core.init(pairs)
+    static, dynamic = process_set_args(process_sets)
+    _core.init(pairs, static, dynamic)
+    after_init(process_sets)
 
 
 def shutdown() -> None:

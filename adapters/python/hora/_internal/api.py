@@ -22,6 +22,12 @@ from hora.errors import (
     RemoteError,
     UnimplementedError,
 )
+from hora.process_sets import (
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
 from hora.runtime import (
     backend,
     cross_rank,
@@ -54,14 +60,17 @@ __all__ = [
     "Max",
     "Min",
     "MismatchError",
+    "ProcessSet",
     "Product",
     "RemoteError",
     "Sum",
     "UnimplementedError",
+    "add_process_set",
     "backend",
     "cross_rank",
     "cross_size",
     "engine_stats",
+    "global_process_set",
     "gloo_built",
     "init",
     "is_initialized",
@@ -71,6 +80,7 @@ __all__ = [
     "mpi_threads_supported",
     "nccl_built",
     "rank",
+    "remove_process_set",
     "shutdown",
     "size",
 ]
