@@ -25,6 +25,7 @@
 #   allreduce_load       auto's allreduce idle and beside one busy thread per rank
 #   engine_fusion        engine_fusion_bench: the fused step, the engine's own cost
 #   engine_latency       a lone small allreduce through the engine
+#   process_sets         a set of 2 in a job of 4 against a 2-rank job, two sets side by side
 #   trainer_scaling      the reference trainer at 2 ranks (benchmarks/trainer_scaling.sh)
 #   torch_scaling        hora.torch vs DDP (benchmarks/python/torch_scaling.py)
 #   keras_scaling        hora.keras vs MultiWorkerMirroredStrategy (benchmarks/keras_scaling.py)
@@ -41,7 +42,7 @@ BENCH=$BUILD_DIR/benchmarks/hora-bench
 HORARUN=$BUILD_DIR/launcher/horarun
 OUT=docs/bench
 RAW=$BUILD_DIR/perf
-LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion engine_latency trainer_scaling
+LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion engine_latency process_sets trainer_scaling
        torch_scaling keras_scaling binding_overhead kernels)
 sections=("$@")
 ((${#sections[@]} > 0)) || sections=("${LOCAL[@]}")
@@ -133,6 +134,15 @@ bench_engine_latency() {
   run "$RAW/engine_latency.txt" "${cmd[@]}" --csv "$RAW/engine_latency.csv"
   ingest engine_latency --command "$(shown "${cmd[@]}")" --txt "$RAW/engine_latency.txt" \
     "$RAW/engine_latency.csv"
+}
+
+bench_process_sets() {
+  local two=("$HORARUN" -np 2 "$BUILD_DIR/benchmarks/process_sets_bench")
+  local four=("$HORARUN" -np 4 "$BUILD_DIR/benchmarks/process_sets_bench")
+  run "$RAW/process_sets_np2.txt" "${two[@]}"
+  run "$RAW/process_sets_np4.txt" "${four[@]}"
+  ingest process_sets --command "$(shown "${two[@]}")" --command "$(shown "${four[@]}")" \
+    "$RAW/process_sets_np2.txt" "$RAW/process_sets_np4.txt"
 }
 
 bench_trainer_scaling() {

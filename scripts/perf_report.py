@@ -30,6 +30,7 @@ SECTIONS = [
     collectives.BusyCores(),
     engine.EngineFusion(),
     engine.EngineLatency(),
+    engine.ProcessSets(),
     engine.TrainerScaling(),
     frameworks.TorchScaling(),
     frameworks.KerasScaling(),

@@ -267,3 +267,70 @@ class TrainerScaling(common.Section):
         return [
             ("reference trainer, scaling efficiency at 2 ranks", fmt(b["efficiency_pct"], 1, "%"))
         ]
+
+
+def bench_figures(path):
+    """{key: value} of the "process_sets_bench: key value" lines rank 0 printed."""
+    figures = {}
+    for line in common.rank0_lines(common.read_text(path)):
+        m = re.match(r"process_sets_bench: (\w+) ([0-9.]+)$", line)
+        if m:
+            figures[m.group(1)] = float(m.group(2))
+    return figures
+
+
+class ProcessSets(common.Section):
+    name = "process_sets"
+    title = "Process sets"
+    about = (
+        "`process_sets_bench` under horarun: a blocking 4-byte allreduce through the engine on a "
+        "set of two ranks in a job of four (the other set idle) against the same call on a "
+        "two-rank job, and two sets of two each running ten 16 MiB allreduces at once against "
+        "one set after the other. Each set has its own engine and communicator; the busy-cores "
+        "figure is the job's CPU time over the wall time, which shows what bounds the side-by-side "
+        "run: the sets share the machine's cores."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--command", action="append", required=True, help="each run's command")
+        parser.add_argument("two", help="the 2-rank run's output")
+        parser.add_argument("four", help="the 4-rank run's output")
+
+    def ingest(self, args):
+        results = {"two": bench_figures(args.two), "four": bench_figures(args.four)}
+        return args.command, results, None
+
+    def render(self, data):
+        two, four = data["results"]["two"], data["results"]["four"]
+        small_ratio = four["small_us"] / two["small_us"]
+        rows = [
+            [
+                "4 B allreduce, blocking",
+                fmt_time(two["small_us"], 2) + " (2-rank job)",
+                fmt_time(four["small_us"], 2) + " (set of 2 in a 4-rank job)",
+                f"{small_ratio:.2f}x",
+            ],
+            [
+                "two sets x ten 16 MiB allreduces",
+                f"{four['sequential_ms']:.1f} ms one after the other "
+                f"({four['sequential_cores']:.2f} cores busy)",
+                f"{four['concurrent_ms']:.1f} ms at once "
+                f"({four['concurrent_cores']:.2f} cores busy)",
+                f"{four['ratio']:.2f}x",
+            ],
+        ]
+        return (
+            self.intro(data)
+            + table(["figure", "baseline", "process sets", "ratio"], rows)
+            + [""]
+            + common.commands_block(data["commands"])
+        )
+
+    def headline(self, data):
+        two, four = data["results"]["two"], data["results"]["four"]
+        return [
+            (
+                "a 4 B allreduce on a set of 2 in a 4-rank job, over a 2-rank job",
+                f"{four['small_us'] / two['small_us']:.2f}x",
+            )
+        ]
