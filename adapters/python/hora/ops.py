@@ -19,6 +19,7 @@ from hora import _core, _numpy_alloc
 from hora._internal.args import group_names, reduce_op, reduction, tensor_name, wire
 from hora._internal.reduce_ops import ReduceOp
 from hora.compression import Compressor
+from hora.process_sets import ProcessSet, global_process_set, set_id
 
 Handle = _core.Handle
 
@@ -53,6 +54,7 @@ def allreduce_async(
     postscale_factor: float = 1.0,
     compression: Compressor | None = None,
     output: Any = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts ``output = postscale * op(prescale * tensor)`` over ranks; a new array by default."""
     if output is None:
@@ -62,6 +64,7 @@ def allreduce_async(
         output,
         tensor_name(name),
         *reduction(op, average, prescale_factor, postscale_factor, wire(compression)),
+        process_set=set_id(process_set),
     )
 
 
@@ -74,11 +77,20 @@ def allreduce(
     postscale_factor: float = 1.0,
     compression: Compressor | None = None,
     output: Any = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Any:
     """The reduction of ``tensor`` over every rank, in a new array (or ``output``)."""
     return synchronize(
         allreduce_async(
-            tensor, average, name, op, prescale_factor, postscale_factor, compression, output
+            tensor,
+            average,
+            name,
+            op,
+            prescale_factor,
+            postscale_factor,
+            compression,
+            output,
+            process_set=process_set,
         )
     )
 
@@ -91,6 +103,7 @@ def allreduce_async_(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     compression: Compressor | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts an in-place allreduce of ``tensor``."""
     return _core.allreduce_async(
@@ -98,6 +111,7 @@ def allreduce_async_(
         None,
         tensor_name(name),
         *reduction(op, average, prescale_factor, postscale_factor, wire(compression)),
+        process_set=set_id(process_set),
     )
 
 
@@ -109,10 +123,20 @@ def allreduce_(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     compression: Compressor | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Any:
     """Reduces ``tensor`` over every rank in place and returns it."""
     return synchronize(
-        allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, compression)
+        allreduce_async_(
+            tensor,
+            average,
+            name,
+            op,
+            prescale_factor,
+            postscale_factor,
+            compression,
+            process_set=process_set,
+        )
     )
 
 
@@ -126,6 +150,7 @@ def grouped_allreduce_async(
     compression: Compressor | None = None,
     outputs: Sequence[Any] | None = None,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts one allreduce of a list of tensors, fused as a unit; new arrays by default.
 
@@ -138,6 +163,7 @@ def grouped_allreduce_async(
         list(outputs),
         group_names(len(tensors), names, name),
         *reduction(op, average, prescale_factor, postscale_factor, wire(compression)),
+        process_set=set_id(process_set),
     )
 
 
@@ -151,6 +177,7 @@ def grouped_allreduce(
     compression: Compressor | None = None,
     outputs: Sequence[Any] | None = None,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> list[Any]:
     """The reductions of a list of tensors (one fused unit), as a list."""
     return synchronize(
@@ -164,6 +191,7 @@ def grouped_allreduce(
             compression,
             outputs,
             name,
+            process_set=process_set,
         )
     )
 
@@ -177,6 +205,7 @@ def grouped_allreduce_async_(
     postscale_factor: float = 1.0,
     compression: Compressor | None = None,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts an in-place grouped allreduce."""
     tensors = list(tensors)
@@ -185,6 +214,7 @@ def grouped_allreduce_async_(
         [None] * len(tensors),
         group_names(len(tensors), names, name),
         *reduction(op, average, prescale_factor, postscale_factor, wire(compression)),
+        process_set=set_id(process_set),
     )
 
 
@@ -197,47 +227,93 @@ def grouped_allreduce_(
     postscale_factor: float = 1.0,
     compression: Compressor | None = None,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> list[Any]:
     """Reduces a list of tensors in place, as one fused unit; returns the list."""
     return synchronize(
         grouped_allreduce_async_(
-            tensors, average, names, op, prescale_factor, postscale_factor, compression, name
+            tensors,
+            average,
+            names,
+            op,
+            prescale_factor,
+            postscale_factor,
+            compression,
+            name,
+            process_set=process_set,
         )
     )
 
 
 def allgather_async(
-    tensor: Any, name: str | None = None, allocator: Allocator | None = None
+    tensor: Any,
+    name: str | None = None,
+    allocator: Allocator | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts the concatenation of every rank's ``tensor`` along the first dimension."""
-    return _core.allgather_async(tensor, allocator or _numpy_alloc.allocate, tensor_name(name))
+    return _core.allgather_async(
+        tensor,
+        allocator or _numpy_alloc.allocate,
+        tensor_name(name),
+        process_set=set_id(process_set),
+    )
 
 
-def allgather(tensor: Any, name: str | None = None, allocator: Allocator | None = None) -> Any:
+def allgather(
+    tensor: Any,
+    name: str | None = None,
+    allocator: Allocator | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> Any:
     """Every rank's ``tensor`` concatenated along the first dimension (which may differ)."""
-    return synchronize(allgather_async(tensor, name, allocator))
+    return synchronize(allgather_async(tensor, name, allocator, process_set=process_set))
 
 
-def broadcast_async_(tensor: Any, root_rank: int, name: str | None = None) -> Handle:
+def broadcast_async_(
+    tensor: Any,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> Handle:
     """Starts broadcasting root's ``tensor`` into every rank's ``tensor``."""
-    return _core.broadcast_async(tensor, int(root_rank), tensor_name(name))
+    return _core.broadcast_async(
+        tensor, int(root_rank), tensor_name(name), process_set=set_id(process_set)
+    )
 
 
-def broadcast_(tensor: Any, root_rank: int, name: str | None = None) -> Any:
+def broadcast_(
+    tensor: Any,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> Any:
     """Overwrites ``tensor`` with root's, in place; returns it."""
-    return synchronize(broadcast_async_(tensor, root_rank, name))
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set=process_set))
 
 
-def broadcast_async(tensor: Any, root_rank: int, name: str | None = None) -> Handle:
+def broadcast_async(
+    tensor: Any,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> Handle:
     """Starts a broadcast into a copy of ``tensor`` (a new NumPy array)."""
     source = tensor if isinstance(tensor, np.ndarray) else np.from_dlpack(tensor)
     copy = np.array(source, order="C", copy=True)
-    return _core.broadcast_async(copy, int(root_rank), tensor_name(name))
+    return _core.broadcast_async(
+        copy, int(root_rank), tensor_name(name), process_set=set_id(process_set)
+    )
 
 
-def broadcast(tensor: Any, root_rank: int, name: str | None = None) -> np.ndarray:
+def broadcast(
+    tensor: Any,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> np.ndarray:
     """Root's ``tensor``, in a new array on every rank."""
-    return synchronize(broadcast_async(tensor, root_rank, name))
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set=process_set))
 
 
 def alltoall_async(
@@ -245,11 +321,16 @@ def alltoall_async(
     splits: Sequence[int] | None = None,
     name: str | None = None,
     allocator: Allocator | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts an alltoall: ``splits[p]`` first-dimension rows go to rank p (None: even)."""
     splits = [] if splits is None else [int(s) for s in splits]
     return _core.alltoall_async(
-        tensor, splits, allocator or _numpy_alloc.allocate, tensor_name(name)
+        tensor,
+        splits,
+        allocator or _numpy_alloc.allocate,
+        tensor_name(name),
+        process_set=set_id(process_set),
     )
 
 
@@ -258,10 +339,13 @@ def alltoall(
     splits: Sequence[int] | None = None,
     name: str | None = None,
     allocator: Allocator | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Any | tuple[Any, np.ndarray]:
     """The rows every rank sent to this one, in rank order. With ``splits`` given, returns
     ``(output, received_splits)`` as Horovod does."""
-    output, received = synchronize(alltoall_async(tensor, splits, name, allocator))
+    output, received = synchronize(
+        alltoall_async(tensor, splits, name, allocator, process_set=process_set)
+    )
     if splits is None:
         return output
     return output, np.asarray(received, dtype=np.int64)
@@ -272,10 +356,15 @@ def reducescatter_async(
     name: str | None = None,
     op: ReduceOp | None = None,
     allocator: Allocator | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts a reducescatter along the first dimension."""
     return _core.reducescatter_async(
-        tensor, allocator or _numpy_alloc.allocate, tensor_name(name), reduce_op(op)
+        tensor,
+        allocator or _numpy_alloc.allocate,
+        tensor_name(name),
+        reduce_op(op),
+        process_set=set_id(process_set),
     )
 
 
@@ -284,20 +373,21 @@ def reducescatter(
     name: str | None = None,
     op: ReduceOp | None = None,
     allocator: Allocator | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Any:
     """This rank's block of the reduction (the first rows % size ranks get one row more)."""
-    return synchronize(reducescatter_async(tensor, name, op, allocator))
+    return synchronize(reducescatter_async(tensor, name, op, allocator, process_set=process_set))
 
 
-def barrier() -> None:
+def barrier(process_set: ProcessSet = global_process_set) -> None:
     """Returns once every rank called barrier (Ctrl-C interrupts)."""
-    synchronize(_core.barrier_async())
+    synchronize(_core.barrier_async(process_set=set_id(process_set)))
 
 
-def join() -> int:
+def join(process_set: ProcessSet = global_process_set) -> int:
     """This rank has no more data; returns the last rank to join (the same on every rank).
     Until every rank joined, this rank contributes zeros to the others' allreduces."""
-    return synchronize(_core.join_async())
+    return synchronize(_core.join_async(process_set=set_id(process_set)))
 
 
 __all__ = [

@@ -28,7 +28,7 @@ class ProcessSet:
 
     def __init__(self, ranks_or_comm: Sequence[int]) -> None:
         try:
-            ranks = sorted(ranks_or_comm)
+            ranks = list(ranks_or_comm)
         except TypeError:
             raise ValueError(
                 "hora.ProcessSet takes a list of ranks; an MPI communicator cannot define one "
@@ -37,7 +37,7 @@ class ProcessSet:
             ) from None
         if any(isinstance(r, bool) or not isinstance(r, int) for r in ranks):
             raise ValueError(f"hora.ProcessSet takes a list of integer ranks, got {ranks}")
-        self.ranks = ranks
+        self.ranks = sorted(ranks)
 
     def invalidate(self) -> None:
         """Forgets the registration (what remove_process_set does to every object of the set)."""
