@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "hora/gradient_reducer.h"
 #include "hora/hora.h"
 
 namespace hora {
@@ -156,9 +157,8 @@ TEST(ProcessSets, OneNameInSeveralSetsAtOnce) {
   for (size_t i = 0; i < sets.size(); ++i) {
     if (!sets[i].included()) continue;
     options.process_set = sets[i].id();
-    handles.push_back(
-        allreduce_async("same", view(values[handles.size()]), view(values[handles.size()]),
-                        options));
+    handles.push_back(allreduce_async("same", view(values[handles.size()]),
+                                      view(values[handles.size()]), options));
     expected.push_back(sets[i].size());
   }
   for (size_t i = 0; i < handles.size(); ++i) {
@@ -191,6 +191,54 @@ TEST(ProcessSets, LateSetDoesNotHoldBackAnother) {
   if (&mine == &sets[0])
     EXPECT_LT(std::chrono::steady_clock::now() - start, kSleep)
         << "set A's 200 allreduces waited for set B's sleeping ranks";
+  remove_all(sets);
+}
+
+// A gradient reducer per set (two data-parallel groups): each averages over its own members.
+TEST(ProcessSets, GradientReducerAveragesOverItsSet) {
+  const int n = size();
+  if (n < 2) GTEST_SKIP() << "needs two sets";
+  std::vector<int> even, odd;
+  for (int r = 0; r < n; ++r) (r % 2 == 0 ? even : odd).push_back(r);
+  std::vector<ProcessSet> sets = add_all({even, odd});
+  ASSERT_EQ(sets.size(), 2u);
+  const ProcessSet& mine = sets[0].included() ? sets[0] : sets[1];
+  GradientReducerOptions options;
+  options.process_set = mine.id();
+  auto reducer = GradientReducer::create({"w", "b"}, options);
+  ASSERT_TRUE(reducer.ok()) << reducer.status().to_string();
+  std::vector<float> w(4, static_cast<float>(rank() + 1)), b(1, static_cast<float>(2 * rank()));
+  ASSERT_TRUE(reducer.value()->gradient_ready(0, view(w)).ok());
+  ASSERT_TRUE(reducer.value()->gradient_ready(1, view(b)).ok());
+  ASSERT_TRUE(reducer.value()->synchronize().ok());
+  double mean = 0.0;
+  for (int r : mine.ranks()) mean += r;
+  mean /= mine.size();
+  for (float v : w) EXPECT_FLOAT_EQ(v, static_cast<float>(mean + 1.0));
+  EXPECT_FLOAT_EQ(b[0], static_cast<float>(2.0 * mean));
+  reducer.value().reset();
+  remove_all(sets);
+}
+
+// A mismatch inside a set fails on the set's ranks, naming the set; the set goes on.
+TEST(ProcessSets, MismatchInsideASetNamesTheSet) {
+  const int n = size();
+  if (n < 3) GTEST_SKIP() << "needs a set of two ranks that is not the whole job";
+  std::vector<ProcessSet> sets = add_all({{0, 1}});
+  ASSERT_EQ(sets.size(), 1u);
+  if (sets[0].included()) {
+    std::vector<float> x(static_cast<size_t>(2 + rank()), 1.0f);  // 2 elements on 0, 3 on 1
+    AllreduceOptions options;
+    options.process_set = sets[0].id();
+    Status s = allreduce("differs", view(x), view(x), options);
+    EXPECT_EQ(s.code(), StatusCode::kMismatch) << s.to_string();
+    EXPECT_NE(s.message().find("process set " + std::to_string(sets[0].id())), std::string::npos)
+        << s.to_string();
+    std::vector<float> y{1.0f};
+    options.op = ReduceOp::kSum;
+    ASSERT_TRUE(allreduce("after", view(y), view(y), options).ok());
+    EXPECT_EQ(y[0], 2.0f);
+  }
   remove_all(sets);
 }
 
