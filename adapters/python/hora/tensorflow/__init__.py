@@ -21,4 +21,7 @@ from __future__ import annotations
 from hora._internal.api import *
 from hora.tensorflow.functions import *
 from hora.tensorflow.gradient_tape import *
+from hora.tensorflow.grouped_ops import *
 from hora.tensorflow.mpi_ops import *
+from hora.tensorflow.rank_ops import *
+from hora.tensorflow.sync_batch_norm import *

@@ -33,6 +33,20 @@ def broadcast_variables(variables: Sequence[tf.Variable], root_rank: int) -> tf.
     return tf.group(*assigns)
 
 
+def broadcast_global_variables(root_rank: int) -> tf.Operation:
+    """Horovod's TensorFlow 1 call: every global variable (``tf.compat.v1.global_variables()``
+    of the default graph) set to root_rank's; returns the op that does it, to run in the
+    graph's session. As in Horovod it raises RuntimeError eagerly, where TensorFlow 2 keeps no
+    global variables: broadcast_variables(model.variables, root_rank) is the call there."""
+    if tf.executing_eagerly():
+        raise RuntimeError(
+            "broadcast_global_variables() does not support eager execution (TensorFlow 2 keeps "
+            "no global variables): use broadcast_variables(<model and optimizer variables>, "
+            "root_rank) instead"
+        )
+    return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
+
+
 def broadcast_object(obj: Any, root_rank: int = 0, name: str | None = None) -> Any:
     """Root's ``obj`` (pickled) on every rank: root gets ``obj`` itself, the others a copy.
     Every rank must call it; only root's ``obj`` matters. Runs eagerly, over hora's NumPy
@@ -45,4 +59,9 @@ def allgather_object(obj: Any, name: str | None = None) -> list[Any]:
     return objects.allgather_object(obj, name, objects.PICKLE)
 
 
-__all__ = ["allgather_object", "broadcast_object", "broadcast_variables"]
+__all__ = [
+    "allgather_object",
+    "broadcast_global_variables",
+    "broadcast_object",
+    "broadcast_variables",
+]
