@@ -1,16 +1,17 @@
 """hora.keras: model.fit data-parallel equals one process at the global batch; the
-callbacks; backward_passes_per_step; load_model."""
+callbacks; backward_passes_per_step; load_model. Of the Keras generation tf.keras resolves
+to: CTest runs this folder with Keras 3 and again with TF_USE_LEGACY_KERAS=1 (tf_keras)."""
 
 import os
 import tempfile
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 import hora
+from hora._internal.keras import keras
 
 # Keras 3.15 converts tensors with np.array(copy=False), which NumPy 2 warns about.
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -73,6 +74,35 @@ def test_fit_at_n_ranks_equals_one_process_at_global_batch(hk, name):
     all_ranks_agree(hk, np.concatenate([w.ravel() for w in model.get_weights()]), f"fit.{name}")
 
 
+def test_fit_with_callbacks_from_other_weights_equals_one_process(hk):
+    """Every rank starts elsewhere; BroadcastGlobalVariablesCallback gives them rank 0's
+    weights (seed 7, the reference's), so training equals one process at the global batch,
+    and MetricAverageCallback makes the logged loss the same on every rank."""
+    r, n = hk.rank(), hk.size()
+    x, y = data(4)
+    reference = make_model(7)
+    reference.compile(optimizer=OPTIMIZERS["adam"](), loss=LOSS)
+    reference.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0)
+
+    model = make_model(7 + r)
+    model.compile(optimizer=hk.DistributedOptimizer(OPTIMIZERS["adam"]()), loss=LOSS)
+    history = model.fit(
+        shard_batches(x, GLOBAL_BATCH, r, n),
+        shard_batches(y, GLOBAL_BATCH, r, n),
+        batch_size=GLOBAL_BATCH // n,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[
+            hk.callbacks.BroadcastGlobalVariablesCallback(0),
+            hk.callbacks.MetricAverageCallback(),
+        ],
+    )
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
+        assert relative_error(got, want) <= 1e-5, relative_error(got, want)
+    all_ranks_agree(hk, np.array(history.history["loss"]), "fit.callbacks.loss")
+
+
 def test_backward_passes_per_step(hk):
     """k = 2 passes of b rows per rank, averaged: one SGD step per 2 * N * b rows."""
     r, n = hk.rank(), hk.size()
@@ -114,7 +144,7 @@ class _Record(keras.callbacks.Callback):
         self.initial = [w.copy() for w in self.model.get_weights()]
 
     def on_train_batch_begin(self, batch, logs=None):
-        self.lrs.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+        self.lrs.append(float(tf.convert_to_tensor(self.model.optimizer.learning_rate)))
 
     def on_epoch_end(self, epoch, logs=None):
         self.logs.append(dict(logs))
