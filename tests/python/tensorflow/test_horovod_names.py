@@ -121,3 +121,65 @@ def test_partial_tape_keeps_local_gradients(hvd, mode, scale):
     assert relative_error(got_local.numpy().ravel(), want_local) <= 1e-6
     with pytest.raises(ValueError, match="not a Keras layer"):
         hvd.PartialDistributedGradientTape(tf.GradientTape(), local_layers=[object()])
+
+
+def test_distributed_optimizer_of_a_tf1_optimizer(hvd):
+    """minimize() of a tf.compat.v1.train.Optimizer applies the ranks' average gradient
+    (loss sum(w * x_r): gradient x_r), a registered local variable its own divided by size."""
+    r, n = hvd.rank(), hvd.size()
+    x = np.arange(3, dtype=np.float32) + r
+    with tf.Graph().as_default():
+        w = tf.compat.v1.Variable(np.zeros(3, np.float32))
+        v = tf.compat.v1.Variable(np.zeros(3, np.float32))
+        loss = tf.reduce_sum(w * x) + tf.reduce_sum(v * x)
+        opt = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.5))
+        assert isinstance(opt, tf.compat.v1.train.Optimizer)
+        opt.register_local_var(v)
+        train = opt.minimize(loss)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(train)
+            got_w, got_v = session.run([w, v])
+    mean_x = np.mean([np.arange(3) + p for p in range(n)], axis=0)
+    np.testing.assert_allclose(got_w, -0.5 * mean_x, rtol=1e-6)
+    np.testing.assert_allclose(got_v, -0.5 * x / n, rtol=1e-6)
+    with pytest.raises(hvd.UnimplementedError, match="backward_passes_per_step"):
+        hvd.DistributedOptimizer(
+            tf.compat.v1.train.GradientDescentOptimizer(0.5), backward_passes_per_step=2
+        )
+
+
+def test_distributed_optimizer_dispatches_keras_optimizers(hvd):
+    opt = hvd.DistributedOptimizer(keras.optimizers.SGD(0.1), backward_passes_per_step=2)
+    assert isinstance(opt, keras.optimizers.SGD)
+    assert opt._hora.k == 2 and hasattr(opt, "register_local_var")
+    with pytest.raises(ValueError, match="neither a Keras optimizer"):
+        hvd.DistributedOptimizer(object())
+    with pytest.raises(hvd.UnimplementedError, match="Adasum"):
+        hvd.DistributedOptimizer(keras.optimizers.SGD(0.1), op=hvd.Adasum)
+
+
+def test_broadcast_in_place_and_object_fn(hvd):
+    r, root = hvd.rank(), hvd.size() - 1
+    variables = [tf.Variable(np.full(2, float(r))), tf.Variable(np.int32(r))]
+    assert hvd.broadcast_(variables, root, name="bcast_") == variables
+    np.testing.assert_array_equal(variables[0].numpy(), np.full(2, float(root)))
+    assert int(variables[1].numpy()) == root
+    assert hvd.broadcast_object_fn(root_rank=root, name="bofn")({"rank": r}) == {"rank": root}
+
+
+def test_helpers_and_elastic(hvd):
+    assert hvd.handle_average_backwards_compatibility(None, None) == hvd.Average
+    assert hvd.handle_average_backwards_compatibility(None, False) == hvd.Sum
+    with pytest.raises(ValueError):
+        hvd.handle_average_backwards_compatibility(hvd.Sum, True)
+    assert [hvd.check_num_rank_power_of_2(k) for k in (1, 2, 3, 4, 6, 8)] == [
+        True,
+        True,
+        False,
+        True,
+        False,
+        True,
+    ]
+    with pytest.raises(hvd.UnimplementedError, match="no elastic mode"):
+        hvd.elastic.run  # noqa: B018 - the attribute access itself raises

@@ -18,24 +18,27 @@ the compiled train step, so every rank applies the same update.
 from __future__ import annotations
 
 from hora._internal.keras import keras as _keras  # noqa: F401 - checks the Keras generation
-from hora.keras import callbacks
+from hora.keras import callbacks, elastic
+from hora.keras.collectives import allgather, allreduce, broadcast, reducescatter
 from hora.keras.optimizer import DistributedOptimizer, PartialDistributedOptimizer, load_model
 from hora.tensorflow import (
+    Adasum,
     Average,
     Compression,
     HoraError,
+    Max,
+    Min,
+    Product,
     Sum,
     SyncBatchNormalization,
-    allgather,
     allgather_object,
-    allreduce,
     barrier,
-    broadcast,
     broadcast_global_variables,
     broadcast_object,
     broadcast_variables,
     cross_rank,
     cross_size,
+    gloo_built,
     grouped_allgather,
     grouped_allreduce,
     grouped_reducescatter,
@@ -44,18 +47,24 @@ from hora.tensorflow import (
     join,
     local_rank,
     local_size,
+    mpi_built,
+    mpi_threads_supported,
+    nccl_built,
     rank,
-    reducescatter,
     shutdown,
     size,
 )
 
 __all__ = [
+    "Adasum",
     "Average",
     "Compression",
     "DistributedOptimizer",
     "HoraError",
+    "Max",
+    "Min",
     "PartialDistributedOptimizer",
+    "Product",
     "Sum",
     "SyncBatchNormalization",
     "allgather",
@@ -69,6 +78,8 @@ __all__ = [
     "callbacks",
     "cross_rank",
     "cross_size",
+    "elastic",
+    "gloo_built",
     "grouped_allgather",
     "grouped_allreduce",
     "grouped_reducescatter",
@@ -78,6 +89,9 @@ __all__ = [
     "load_model",
     "local_rank",
     "local_size",
+    "mpi_built",
+    "mpi_threads_supported",
+    "nccl_built",
     "rank",
     "reducescatter",
     "shutdown",

@@ -19,9 +19,12 @@ For Keras (model.fit), see hora.keras.
 from __future__ import annotations
 
 from hora._internal.api import *
+from hora.tensorflow import elastic as elastic  # horovod.tensorflow.elastic
 from hora.tensorflow.functions import *
 from hora.tensorflow.gradient_tape import *
 from hora.tensorflow.grouped_ops import *
+from hora.tensorflow.helpers import *
 from hora.tensorflow.mpi_ops import *
+from hora.tensorflow.optimizer import *
 from hora.tensorflow.rank_ops import *
 from hora.tensorflow.sync_batch_norm import *

@@ -79,12 +79,21 @@ class _DistributedGradientTape:
         grads = self._tape.gradient(target, sources, output_gradients, unconnected_gradients)
         flat_sources = tf.nest.flatten(sources)
         flat_grads = tf.nest.flatten(grads, expand_composites=False)
-        local = [i for i, s in enumerate(flat_sources) if id(s) in self._local_sources]
-        shared = [None if i in local else g for i, g in enumerate(flat_grads)]
-        reduced = self._reduce(shared, flat_sources)
-        for i in local:
-            reduced[i] = local_gradient(flat_grads[i], self._scale_local)
+        reduced = self.reduce_gradients(flat_grads, flat_sources)
         return tf.nest.pack_sequence_as(grads, reduced, expand_composites=False)
+
+    def reduce_gradients(
+        self, grads: list[tf.Tensor | tf.IndexedSlices | None], sources: list[tf.Variable]
+    ) -> list[tf.Tensor | tf.IndexedSlices | None]:
+        """``grads`` (one per source) reduced as gradient() reduces them: the local sources'
+        kept, the others reduced over every rank (hora.tensorflow.DistributedOptimizer's
+        TensorFlow 1 wrapper reduces through this too)."""
+        local = [i for i, s in enumerate(sources) if id(s) in self._local_sources]
+        shared = [None if i in local else g for i, g in enumerate(grads)]
+        reduced = self._reduce(shared, sources)
+        for i in local:
+            reduced[i] = local_gradient(grads[i], self._scale_local)
+        return reduced
 
     def _scales(self) -> tuple[ReduceOp, float, float]:
         if self._predivide != 1.0:  # Horovod's split: sum of g / f, then times f / size

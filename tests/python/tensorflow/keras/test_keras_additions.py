@@ -117,3 +117,22 @@ def test_best_model_checkpoint(hk):
             saved = keras.models.load_model(path, compile=False)
             for got, want in zip(saved.get_weights(), record.weights[best_epoch], strict=True):
                 np.testing.assert_array_equal(got, want)
+
+
+def test_keras_collectives_take_horovod_keras_signatures(hk):
+    """horovod.keras's allreduce(value, name, average), allgather(value, name),
+    broadcast(value, root_rank, name), reducescatter(value, name, op), against NumPy."""
+    r, n = hk.rank(), hk.size()
+    value = np.arange(2 * n, dtype=np.float32) + 10 * r
+    ranks = [np.arange(2 * n, dtype=np.float32) + 10 * p for p in range(n)]
+    np.testing.assert_allclose(hk.allreduce(value, "k.avg"), np.mean(ranks, axis=0), rtol=1e-6)
+    np.testing.assert_allclose(
+        hk.allreduce(value, "k.sum", average=False), np.sum(ranks, axis=0), rtol=1e-6
+    )
+    np.testing.assert_array_equal(hk.allgather(value, "k.gather"), np.concatenate(ranks))
+    np.testing.assert_array_equal(hk.broadcast(value, n - 1, "k.bcast"), ranks[-1])
+    np.testing.assert_allclose(
+        hk.reducescatter(value, "k.rs", op=hk.Sum), np.sum(ranks, axis=0)[2 * r : 2 * r + 2]
+    )
+    with pytest.raises(hk.HoraError, match="no elastic mode"):
+        hk.elastic.KerasState  # noqa: B018 - the attribute access itself raises
