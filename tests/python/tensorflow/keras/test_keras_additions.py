@@ -8,7 +8,7 @@ import tempfile
 import numpy as np
 import pytest
 import tensorflow as tf
-from tf_helpers import all_ranks_agree, relative_error
+from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 from hora._internal.keras import keras
 
@@ -136,3 +136,43 @@ def test_keras_collectives_take_horovod_keras_signatures(hk):
     )
     with pytest.raises(hk.HoraError, match="no elastic mode"):
         hk.elastic.KerasState  # noqa: B018 - the attribute access itself raises
+
+
+@pytest.mark.parametrize("sparse_as_dense", [False, True])
+def test_embedding_fit_equals_one_process(hk, sparse_as_dense):
+    """An Embedding's gradient is sparse (tf.IndexedSlices): allgathered, or densified with
+    sparse_as_dense; either way N ranks at b rows each train as one process at N * b."""
+    r, n = hk.rank(), hk.size()
+    rng = np.random.default_rng(8)
+    global_batch, steps = 12, 2
+    x = rng.integers(0, 10, size=(global_batch * steps, 3)).astype(np.int32)
+    y = rng.normal(size=(global_batch * steps, 2)).astype(np.float32)
+
+    def embedding_model():
+        keras.utils.set_random_seed(4)
+        return keras.Sequential(
+            [
+                keras.Input((3,), dtype="int32"),
+                keras.layers.Embedding(10, 4),
+                keras.layers.Flatten(),
+                keras.layers.Dense(2),
+            ]
+        )
+
+    reference = embedding_model()
+    reference.compile(optimizer=keras.optimizers.SGD(0.2), loss="mse")
+    reference.fit(x, y, batch_size=global_batch, epochs=1, shuffle=False, verbose=0)
+
+    model = embedding_model()
+    opt = hk.DistributedOptimizer(keras.optimizers.SGD(0.2), sparse_as_dense=sparse_as_dense)
+    model.compile(optimizer=opt, loss="mse")
+    model.fit(
+        shard_batches(x, global_batch, r, n),
+        shard_batches(y, global_batch, r, n),
+        batch_size=global_batch // n,
+        epochs=1,
+        shuffle=False,
+        verbose=0,
+    )
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
+        assert relative_error(got, want) <= 1e-5, relative_error(got, want)
