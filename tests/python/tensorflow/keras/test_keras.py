@@ -11,7 +11,7 @@ import tensorflow as tf
 from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 import hora
-from hora._internal.keras import keras
+from hora._internal.keras import LEGACY, keras
 
 # Keras 3.15 converts tensors with np.array(copy=False), which NumPy 2 warns about.
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -46,6 +46,9 @@ OPTIMIZERS = {
     "sgd": lambda: keras.optimizers.SGD(0.1, momentum=0.9),
     "adam": lambda: keras.optimizers.Adam(0.01),
 }
+if LEGACY:  # tf_keras's optimizers of before Keras 2.11 (OptimizerV2), wrapped alike
+    OPTIMIZERS["legacy-sgd"] = lambda: keras.optimizers.legacy.SGD(0.1, momentum=0.9)
+    OPTIMIZERS["legacy-adam"] = lambda: keras.optimizers.legacy.Adam(0.01)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
