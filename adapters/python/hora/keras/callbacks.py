@@ -82,14 +82,24 @@ def _learning_rate(optimizer: keras.optimizers.Optimizer) -> float:
     return float(np.asarray(tf.convert_to_tensor(optimizer.learning_rate)))
 
 
+def _has_variable_momentum(optimizer: keras.optimizers.Optimizer) -> bool:
+    """Whether the optimizer reads its momentum at run time: tf_keras's legacy OptimizerV2
+    keeps it as a hyperparameter variable; Keras 3's and tf_keras's newer optimizers bake
+    it into the compiled step as a Python number."""
+    return "momentum" in (getattr(optimizer, "_hyper", None) or {})
+
+
 class LearningRateScheduleCallback(keras.callbacks.Callback):
     """Sets the learning rate to ``initial_lr * multiplier(epoch)`` for epochs in
     [start_epoch, end_epoch). ``multiplier``: a number or a function of the epoch (a float
     when ``staircase=False``: the epoch plus the fraction of it done, updated every batch).
     ``initial_lr`` defaults to the optimizer's learning rate when training starts.
 
-    Departure from Horovod: momentum_correction is accepted and ignored (Keras 3's SGD keeps
-    momentum as a constant of the compiled step, which cannot be rescaled per batch)."""
+    ``momentum_correction`` (Goyal et al., as Horovod): for the one batch after the rate
+    changes, momentum is scaled by new_lr / old_lr, then restored. It applies to optimizers
+    that read momentum at run time (tf_keras's legacy OptimizerV2, e.g.
+    ``tf_keras.optimizers.legacy.SGD``); Keras 3's and tf_keras's newer optimizers keep momentum
+    as a constant of the compiled step, so there it is accepted and has no effect."""
 
     def __init__(
         self,
@@ -108,6 +118,8 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
         self.end_epoch = end_epoch
         self.staircase = staircase
         self.steps_per_epoch = steps_per_epoch
+        self.momentum_correction = momentum_correction
+        self.restore_momentum: float | None = None
         self.current_epoch = 0
 
     def _active(self, epoch: int) -> bool:
@@ -115,10 +127,21 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
 
     def _adjust(self, epoch: float) -> None:
         assert self.initial_lr is not None, "set by on_train_begin"
-        if self._active(int(epoch)):
-            _set_learning_rate(
-                self.model.optimizer, self.initial_lr * float(self.multiplier(epoch))
-            )
+        if not self._active(int(epoch)):
+            return
+        optimizer = self.model.optimizer
+        old_lr = _learning_rate(optimizer)
+        new_lr = self.initial_lr * float(self.multiplier(epoch))
+        _set_learning_rate(optimizer, new_lr)
+        if self.momentum_correction and _has_variable_momentum(optimizer) and old_lr != 0:
+            if self.restore_momentum is None:  # not already corrected in this batch
+                self.restore_momentum = float(np.asarray(tf.convert_to_tensor(optimizer.momentum)))
+            optimizer.momentum = self.restore_momentum * new_lr / old_lr
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self.restore_momentum is not None:
+            self.model.optimizer.momentum = self.restore_momentum
+            self.restore_momentum = None
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self.initial_lr is None:

@@ -222,6 +222,46 @@ def test_callbacks(hk):
     np.testing.assert_allclose(record.lrs, [0.3] * STEPS + [0.1] * STEPS, rtol=1e-6)
 
 
+class _Momentum(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.values = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.values.append(float(tf.convert_to_tensor(self.model.optimizer.momentum)))
+
+
+def test_momentum_correction(hk):
+    """Horovod's momentum correction: for the batch after the rate halves, momentum is
+    scaled by new_lr / old_lr = 0.5, then restored. It applies where momentum is read at run
+    time (tf_keras's legacy SGD); Keras 3's SGD bakes momentum into the compiled step, so
+    there it stays 0.9."""
+    r, n = hk.rank(), hk.size()
+    x, y = data(5)
+    model = make_model(2)
+    sgd = keras.optimizers.legacy.SGD if LEGACY else keras.optimizers.SGD
+    model.compile(optimizer=hk.DistributedOptimizer(sgd(0.2, momentum=0.9)), loss=LOSS)
+    momentum = _Momentum()
+    model.fit(
+        shard_batches(x, GLOBAL_BATCH, r, n),
+        shard_batches(y, GLOBAL_BATCH, r, n),
+        batch_size=GLOBAL_BATCH // n,
+        epochs=2,
+        shuffle=False,
+        verbose=0,
+        callbacks=[
+            hk.callbacks.LearningRateScheduleCallback(
+                initial_lr=0.2, multiplier=lambda epoch: 0.5**epoch
+            ),
+            momentum,
+        ],
+    )
+    corrected = 0.45 if LEGACY else 0.9
+    want = [0.9] * STEPS + [corrected] + [0.9] * (STEPS - 1)
+    np.testing.assert_allclose(momentum.values, want, rtol=1e-6)
+    assert float(tf.convert_to_tensor(model.optimizer.momentum)) == pytest.approx(0.9)
+
+
 def test_load_model_rewraps_the_optimizer(hk):
     r, n = hk.rank(), hk.size()
     x, y = data(3)
