@@ -35,6 +35,12 @@ def test_grouped_allgather(hvd, mode, named):
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g.numpy(), w)
     assert hvd.grouped_allgather([]) == []
+    # Unnamed eager calls in a row, of other shapes each time (one traced function, its
+    # members named by node; the calls match by order).
+    for k in range(3):
+        (got,) = hvd.grouped_allgather([tf.fill([k + r + 1], float(r))])
+        want = np.concatenate([np.full(k + p + 1, float(p)) for p in range(n)])
+        np.testing.assert_array_equal(got.numpy(), want)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -3,16 +3,15 @@ all enqueued together.
 
 Each member is hora's asynchronous allgather or reducescatter op, named ``<name>.<i>``.
 Inside a tf.function the members are independent ops, so TensorFlow's executor starts them
-together and the engine negotiates them in the same cycles. Eagerly a list is traced into one
-tf.function (one per distinct number, shapes and dtypes of members) and run once, so that the
-members are in flight together there too; an unnamed eager call is named from a counter of
-such calls, which, as Horovod's rule for unnamed collectives, must be made in the same order
-on every rank.
+together and the engine negotiates them in the same cycles. Eagerly the list goes through one
+tf.function (traced once per name, number of members, dtypes and ranks of their shapes) run
+once, so that the members are in flight together there too (Horovod's ``_make_subgraph``).
+Unnamed members then take their node names in that function, the same on every rank; as for
+any unnamed eager collective, every rank must make the calls in the same order.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,8 +22,6 @@ from hora._internal.reduce_ops import ReduceOp
 from hora._internal.tensorflow import run
 from hora.compression import Compression, Compressor
 from hora.tensorflow import mpi_ops
-
-_eager_calls = itertools.count()
 
 
 def _each(
@@ -41,14 +38,16 @@ def _each(
 
 @tf.function(reduce_retracing=True)
 def _each_in_one_graph(
-    collective: Callable[..., tf.Tensor], tensors: list[tf.Tensor], name: str, options: dict
+    collective: Callable[..., tf.Tensor],
+    tensors: list[tf.Tensor],
+    name: str | None,
+    options: dict[str, Any],
 ) -> list[tf.Tensor]:
     return _each(collective, tensors, name, **options)
 
 
 def _grouped(
     collective: Callable[..., tf.Tensor],
-    what: str,
     tensors: Sequence[TensorLike],
     name: str | None,
     ignore_name_scope: bool,
@@ -62,8 +61,6 @@ def _grouped(
             scope = tf.compat.v1.get_default_graph().get_name_scope()
             name = f"{scope}/{name}" if scope else name
         return _each(collective, tensors, name, **options)
-    if name is None:
-        name = f"{what}.{next(_eager_calls)}"
     return list(run(_each_in_one_graph, collective, tensors, name, options))
 
 
@@ -72,7 +69,7 @@ def grouped_allgather(
 ) -> list[tf.Tensor]:
     """allgather of every tensor of the list (each concatenated along its first dimension,
     which may differ between ranks), enqueued together; returns the list."""
-    return _grouped(mpi_ops.allgather, "grouped_allgather", tensors, name, ignore_name_scope)
+    return _grouped(mpi_ops.allgather, tensors, name, ignore_name_scope)
 
 
 def grouped_reducescatter(
@@ -89,7 +86,6 @@ def grouped_reducescatter(
     ``reducescatter_options`` go to every member's hora.tensorflow.reducescatter."""
     return _grouped(
         mpi_ops.reducescatter,
-        "grouped_reducescatter",
         tensors,
         name,
         ignore_name_scope,
