@@ -27,4 +27,14 @@ from hora.tensorflow.helpers import *
 from hora.tensorflow.mpi_ops import *
 from hora.tensorflow.optimizer import *
 from hora.tensorflow.rank_ops import *
-from hora.tensorflow.sync_batch_norm import *
+
+
+def __getattr__(name: str) -> object:
+    """SyncBatchNormalization, imported at first use: it is a Keras layer, and importing Keras
+    (or failing to, where TF_USE_LEGACY_KERAS asks for a missing tf_keras) is left to the
+    programs that use it, as TensorFlow leaves tf.keras."""
+    if name == "SyncBatchNormalization":
+        from hora.tensorflow.sync_batch_norm import SyncBatchNormalization
+
+        return SyncBatchNormalization
+    raise AttributeError(f"module 'hora.tensorflow' has no attribute {name!r}")
