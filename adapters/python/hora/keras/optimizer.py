@@ -42,7 +42,7 @@ class _HoraSettings:
         op: ReduceOp | None = None,
         gradient_predivide_factor: float = 1.0,
         sparse_as_dense: bool = False,
-        groups: Sequence[Sequence[keras.Variable]] | None = None,
+        groups: Sequence[Sequence[keras.Variable]] | int | None = None,
         scale_local_gradients: bool = True,
         **_ignored: object,
     ) -> None:
@@ -57,7 +57,7 @@ class _HoraSettings:
         self.op = op
         self.predivide = float(gradient_predivide_factor)
         self.sparse_as_dense = bool(sparse_as_dense)
-        self.groups = groups
+        self.groups = None if isinstance(groups, int) else groups  # a count: fused by size
         self.scale_local = bool(scale_local_gradients)
         self.local_vars: dict[int, Any] = {}  # register_local_var's, by id
         self.reducers: dict[tuple[int, ...], OpsGradientReducer] = {}  # by variable ids
@@ -290,12 +290,12 @@ def DistributedOptimizer(
     device_sparse: str = "",
     compression: Compressor | None = Compression.none,
     sparse_as_dense: bool = False,
-    backward_passes_per_step: int = 1,
-    op: ReduceOp | None = None,
     gradient_predivide_factor: float = 1.0,
+    op: ReduceOp | None = None,
+    backward_passes_per_step: int = 1,
     average_aggregated_gradients: bool = False,
-    groups: Sequence[Sequence[keras.Variable]] | None = None,
     num_groups: int = 0,
+    groups: Sequence[Sequence[keras.Variable]] | int | None = None,
     scale_local_gradients: bool = True,
 ) -> keras.optimizers.Optimizer:
     """Wraps a Keras optimizer so that ``model.compile(optimizer=DistributedOptimizer(opt))``
@@ -309,8 +309,8 @@ def DistributedOptimizer(
     - gradient_predivide_factor f: Horovod's split of the average (sum of g/f, times f/size).
     - sparse_as_dense: densify tf.IndexedSlices gradients (embeddings) before the allreduce;
       otherwise their values and indices are allgathered.
-    - groups: lists of variables reduced together as one fused unit (num_groups is accepted
-      for Horovod's signature; hora fuses by size anyway).
+    - groups: lists of variables reduced together as one fused unit (num_groups, or groups as
+      a number, is accepted for Horovod's signature; hora fuses by size anyway).
     - ``optimizer.register_local_var(var)``: var's gradient is not allreduced (this rank's
       own, divided by size when scale_local_gradients); PartialDistributedOptimizer
       registers whole layers.
@@ -344,13 +344,13 @@ def PartialDistributedOptimizer(
     device_sparse: str = "",
     compression: Compressor | None = Compression.none,
     sparse_as_dense: bool = False,
-    backward_passes_per_step: int = 1,
-    op: ReduceOp | None = None,
     gradient_predivide_factor: float = 1.0,
+    op: ReduceOp | None = None,
+    backward_passes_per_step: int = 1,
     average_aggregated_gradients: bool = False,
-    groups: Sequence[Sequence[keras.Variable]] | None = None,
-    scale_local_gradients: bool = True,
+    groups: Sequence[Sequence[keras.Variable]] | int | None = None,
     local_layers: Any = None,
+    scale_local_gradients: bool = True,
 ) -> keras.optimizers.Optimizer:
     """DistributedOptimizer whose ``local_layers`` (a Keras layer or a list of them) keep
     their gradients local: not allreduced, this rank's own (divided by size with
@@ -358,16 +358,13 @@ def PartialDistributedOptimizer(
     """
     wrapped = DistributedOptimizer(
         optimizer,
-        name,
-        device_dense,
-        device_sparse,
-        compression,
-        sparse_as_dense,
-        backward_passes_per_step,
-        op,
-        gradient_predivide_factor,
-        average_aggregated_gradients,
-        groups,
+        compression=compression,
+        sparse_as_dense=sparse_as_dense,
+        gradient_predivide_factor=gradient_predivide_factor,
+        op=op,
+        backward_passes_per_step=backward_passes_per_step,
+        average_aggregated_gradients=average_aggregated_gradients,
+        groups=groups,
         scale_local_gradients=scale_local_gradients,
     )
     for var in local_layer_variables(local_layers, keras.layers.Layer):

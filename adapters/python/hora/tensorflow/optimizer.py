@@ -102,17 +102,14 @@ def DistributedOptimizer(
 
     return hora.keras.DistributedOptimizer(
         optimizer,
-        name,
-        device_dense,
-        device_sparse,
-        compression,
-        sparse_as_dense,
-        backward_passes_per_step,
-        op,
-        gradient_predivide_factor,
-        average_aggregated_gradients,
-        groups,
-        num_groups,
+        compression=compression,
+        sparse_as_dense=sparse_as_dense,
+        gradient_predivide_factor=gradient_predivide_factor,
+        op=op,
+        backward_passes_per_step=backward_passes_per_step,
+        average_aggregated_gradients=average_aggregated_gradients,
+        num_groups=num_groups,
+        groups=groups,
         scale_local_gradients=scale_local_gradients,
     )
 

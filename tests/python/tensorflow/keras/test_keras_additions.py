@@ -176,3 +176,26 @@ def test_embedding_fit_equals_one_process(hk, sparse_as_dense):
     )
     for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5, relative_error(got, want)
+
+
+def test_distributed_optimizer_takes_horovod_positional_order(hk):
+    """Horovod 0.28's order: ..., sparse_as_dense, gradient_predivide_factor, op,
+    backward_passes_per_step, average_aggregated_gradients, num_groups, groups; groups may be
+    a count (hora fuses by size)."""
+    opt = hk.DistributedOptimizer(
+        keras.optimizers.SGD(0.1),
+        None,
+        "",
+        "",
+        hk.Compression.none,
+        True,
+        1.0,
+        hk.Sum,
+        3,
+        True,
+        0,
+        2,
+    )
+    settings = opt._hora
+    assert (settings.sparse_as_dense, settings.op, settings.k) == (True, hk.Sum, 3)
+    assert settings.average_aggregated and settings.groups is None
