@@ -251,3 +251,12 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
     def _save_model(self, *args: Any, **kwargs: Any) -> None:
         if hora.rank() == 0:
             super()._save_model(*args, **kwargs)
+
+
+__all__ = [
+    "BestModelCheckpoint",
+    "BroadcastGlobalVariablesCallback",
+    "LearningRateScheduleCallback",
+    "LearningRateWarmupCallback",
+    "MetricAverageCallback",
+]

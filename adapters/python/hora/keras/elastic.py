@@ -1,4 +1,4 @@
-"""horovod.tensorflow.keras.elastic's names on hora: hora.tensorflow.elastic's, each raising
+"""horovod.keras.elastic's path on hora: hora.tensorflow.elastic's, each name raising
 UnimplementedError with the reason (hora/_internal/elastic.py)."""
 
 from __future__ import annotations

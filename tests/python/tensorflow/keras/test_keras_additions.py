@@ -199,3 +199,18 @@ def test_distributed_optimizer_takes_horovod_positional_order(hk):
     settings = opt._hora
     assert (settings.sparse_as_dense, settings.op, settings.k) == (True, hk.Sum, 3)
     assert settings.average_aggregated and settings.groups is None
+
+
+def test_horovod_tensorflow_keras_path(hk):
+    """``import horovod.tensorflow.keras as hvd`` becomes ``import hora.tensorflow.keras``:
+    the same objects as hora.keras, its callbacks and elastic included."""
+    import hora.tensorflow.keras as htk
+    import hora.tensorflow.keras.callbacks as htk_callbacks
+
+    assert htk.__all__ == hk.__all__
+    for name in set(hk.__all__) - {"callbacks", "elastic"}:  # modules of their own path
+        assert getattr(htk, name) is getattr(hk, name), name
+    for name in hk.callbacks.__all__:
+        assert getattr(htk_callbacks, name) is getattr(hk.callbacks, name), name
+    with pytest.raises(hk.HoraError, match="no elastic mode"):
+        htk.elastic.run  # noqa: B018 - the attribute access itself raises
