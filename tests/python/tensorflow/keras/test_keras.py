@@ -41,6 +41,20 @@ def make_model(seed):
     )
 
 
+def fit_shards(hk, model, x, y, epochs=1, callbacks=None):
+    """model.fit on this rank's shard of every global batch of (x, y), in order."""
+    r, n = hk.rank(), hk.size()
+    return model.fit(
+        shard_batches(x, GLOBAL_BATCH, r, n),
+        shard_batches(y, GLOBAL_BATCH, r, n),
+        batch_size=GLOBAL_BATCH // n,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+        callbacks=callbacks,
+    )
+
+
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 OPTIMIZERS = {
     "sgd": lambda: keras.optimizers.SGD(0.1, momentum=0.9),
@@ -53,7 +67,6 @@ if LEGACY:  # tf_keras's optimizers of before Keras 2.11 (OptimizerV2), wrapped 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_fit_at_n_ranks_equals_one_process_at_global_batch(hk, name):
-    r, n = hk.rank(), hk.size()
     x, y = data()
     reference = make_model(7)
     reference.compile(optimizer=OPTIMIZERS[name](), loss=LOSS)
@@ -63,14 +76,7 @@ def test_fit_at_n_ranks_equals_one_process_at_global_batch(hk, name):
     opt = hk.DistributedOptimizer(OPTIMIZERS[name]())
     assert isinstance(opt, type(OPTIMIZERS[name]()))
     model.compile(optimizer=opt, loss=LOSS)
-    model.fit(
-        shard_batches(x, GLOBAL_BATCH, r, n),
-        shard_batches(y, GLOBAL_BATCH, r, n),
-        batch_size=GLOBAL_BATCH // n,
-        epochs=1,
-        shuffle=False,
-        verbose=0,
-    )
+    fit_shards(hk, model, x, y, epochs=1)
     assert int(model.optimizer.iterations.numpy()) == STEPS
     for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5, (name, relative_error(got, want))
@@ -81,7 +87,7 @@ def test_fit_with_callbacks_from_other_weights_equals_one_process(hk):
     """Every rank starts elsewhere; BroadcastGlobalVariablesCallback gives them rank 0's
     weights (seed 7, the reference's), so training equals one process at the global batch,
     and MetricAverageCallback makes the logged loss the same on every rank."""
-    r, n = hk.rank(), hk.size()
+    r = hk.rank()
     x, y = data(4)
     reference = make_model(7)
     reference.compile(optimizer=OPTIMIZERS["adam"](), loss=LOSS)
@@ -89,13 +95,12 @@ def test_fit_with_callbacks_from_other_weights_equals_one_process(hk):
 
     model = make_model(7 + r)
     model.compile(optimizer=hk.DistributedOptimizer(OPTIMIZERS["adam"]()), loss=LOSS)
-    history = model.fit(
-        shard_batches(x, GLOBAL_BATCH, r, n),
-        shard_batches(y, GLOBAL_BATCH, r, n),
-        batch_size=GLOBAL_BATCH // n,
+    history = fit_shards(
+        hk,
+        model,
+        x,
+        y,
         epochs=2,
-        shuffle=False,
-        verbose=0,
         callbacks=[
             hk.callbacks.BroadcastGlobalVariablesCallback(0),
             hk.callbacks.MetricAverageCallback(),
@@ -168,14 +173,12 @@ def test_callbacks(hk):
     )
     record, raw, averaged = _Record(), _Record(), _Record()
     warmup = hk.callbacks.LearningRateWarmupCallback(initial_lr=0.4, warmup_epochs=2)
-    xs, ys = shard_batches(x, GLOBAL_BATCH, r, n), shard_batches(y, GLOBAL_BATCH, r, n)
-    model.fit(
-        xs,
-        ys,
-        batch_size=GLOBAL_BATCH // n,
+    fit_shards(
+        hk,
+        model,
+        x,
+        y,
         epochs=2,
-        shuffle=False,
-        verbose=0,
         callbacks=[
             hk.callbacks.BroadcastGlobalVariablesCallback(0),
             record,
@@ -205,13 +208,12 @@ def test_callbacks(hk):
     # Schedule: lr = 0.2 * 0.5 ** epoch from epoch 1 on (staircase), untouched in epoch 0.
     model.optimizer.learning_rate = 0.3
     record = _Record()
-    model.fit(
-        xs,
-        ys,
-        batch_size=GLOBAL_BATCH // n,
+    fit_shards(
+        hk,
+        model,
+        x,
+        y,
         epochs=2,
-        shuffle=False,
-        verbose=0,
         callbacks=[
             hk.callbacks.LearningRateScheduleCallback(
                 initial_lr=0.2, multiplier=lambda epoch: 0.5**epoch, start_epoch=1
@@ -236,19 +238,17 @@ def test_momentum_correction(hk):
     scaled by new_lr / old_lr = 0.5, then restored. It applies where momentum is read at run
     time (tf_keras's legacy SGD); Keras 3's SGD bakes momentum into the compiled step, so
     there it stays 0.9."""
-    r, n = hk.rank(), hk.size()
     x, y = data(5)
     model = make_model(2)
     sgd = keras.optimizers.legacy.SGD if LEGACY else keras.optimizers.SGD
     model.compile(optimizer=hk.DistributedOptimizer(sgd(0.2, momentum=0.9)), loss=LOSS)
     momentum = _Momentum()
-    model.fit(
-        shard_batches(x, GLOBAL_BATCH, r, n),
-        shard_batches(y, GLOBAL_BATCH, r, n),
-        batch_size=GLOBAL_BATCH // n,
+    fit_shards(
+        hk,
+        model,
+        x,
+        y,
         epochs=2,
-        shuffle=False,
-        verbose=0,
         callbacks=[
             hk.callbacks.LearningRateScheduleCallback(
                 initial_lr=0.2, multiplier=lambda epoch: 0.5**epoch
@@ -263,12 +263,11 @@ def test_momentum_correction(hk):
 
 
 def test_load_model_rewraps_the_optimizer(hk):
-    r, n = hk.rank(), hk.size()
+    r = hk.rank()
     x, y = data(3)
     model = make_model(11)
     model.compile(optimizer=hk.DistributedOptimizer(keras.optimizers.Adam(0.01)), loss=LOSS)
-    xs, ys = shard_batches(x, GLOBAL_BATCH, r, n), shard_batches(y, GLOBAL_BATCH, r, n)
-    model.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
+    fit_shards(hk, model, x, y)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"model.rank{r}.keras")
         model.save(path)
@@ -278,8 +277,8 @@ def test_load_model_rewraps_the_optimizer(hk):
     assert int(loaded.optimizer.iterations.numpy()) == STEPS
     for got, want in zip(loaded.optimizer.variables, model.optimizer.variables, strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    loaded.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
-    model.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
+    fit_shards(hk, loaded, x, y)
+    fit_shards(hk, model, x, y)
     for got, want in zip(loaded.get_weights(), model.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-6
     all_ranks_agree(hk, np.concatenate([w.ravel() for w in loaded.get_weights()]), "loaded")
