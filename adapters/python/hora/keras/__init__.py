@@ -1,5 +1,6 @@
-"""Horovod's Keras API (horovod.keras / horovod.tensorflow.keras) on hora, for Keras 3 with
-the TensorFlow backend (tested on Keras 3.15, TensorFlow 2.21)::
+"""Horovod's Keras API (horovod.keras / horovod.tensorflow.keras) on hora, for the Keras that
+tf.keras resolves to: Keras 3 with the TensorFlow backend (tested on Keras 3.15), or tf_keras
+(Keras 2, tested on 2.21) when TF_USE_LEGACY_KERAS=1 (hora/_internal/keras.py)::
 
     import hora.keras as hvd
     hvd.init()
@@ -16,63 +17,83 @@ the compiled train step, so every rank applies the same update.
 
 from __future__ import annotations
 
-import keras as _keras
-
-if not _keras.__version__.startswith("3."):  # pragma: no cover - depends on the environment
-    raise ImportError(f"hora.keras needs Keras 3, found {_keras.__version__}")
-if _keras.backend.backend() != "tensorflow":  # pragma: no cover
-    raise ImportError(
-        f"hora.keras needs Keras's TensorFlow backend, found "
-        f"{_keras.backend.backend()} (KERAS_BACKEND=tensorflow)"
-    )
-
-from hora.keras import callbacks
-from hora.keras.optimizer import DistributedOptimizer, load_model
+from hora._internal.keras import keras as _keras  # noqa: F401 - checks the Keras generation
+from hora.keras import callbacks, elastic
+from hora.keras.collectives import allgather, allreduce, broadcast, reducescatter
+from hora.keras.optimizer import DistributedOptimizer, PartialDistributedOptimizer, load_model
 from hora.tensorflow import (
+    Adasum,
     Average,
     Compression,
     HoraError,
+    Max,
+    Min,
+    Product,
     Sum,
-    allgather,
-    allreduce,
+    SyncBatchNormalization,
+    allgather_object,
     barrier,
-    broadcast,
+    broadcast_global_variables,
     broadcast_object,
     broadcast_variables,
     cross_rank,
     cross_size,
+    gloo_built,
+    grouped_allgather,
+    grouped_allreduce,
+    grouped_reducescatter,
     init,
     is_initialized,
     join,
     local_rank,
     local_size,
+    mpi_built,
+    mpi_threads_supported,
+    nccl_built,
     rank,
     shutdown,
     size,
 )
 
 __all__ = [
+    "Adasum",
     "Average",
     "Compression",
     "DistributedOptimizer",
     "HoraError",
+    "Max",
+    "Min",
+    "PartialDistributedOptimizer",
+    "Product",
     "Sum",
+    "SyncBatchNormalization",
     "allgather",
+    "allgather_object",
     "allreduce",
     "barrier",
     "broadcast",
+    "broadcast_global_variables",
     "broadcast_object",
     "broadcast_variables",
     "callbacks",
     "cross_rank",
     "cross_size",
+    "elastic",
+    "gloo_built",
+    "grouped_allgather",
+    "grouped_allreduce",
+    "grouped_reducescatter",
     "init",
     "is_initialized",
     "join",
     "load_model",
     "local_rank",
     "local_size",
+    "mpi_built",
+    "mpi_threads_supported",
+    "nccl_built",
     "rank",
+    "reducescatter",
     "shutdown",
     "size",
 ]

@@ -1,14 +1,18 @@
-"""Horovod's Keras callbacks (horovod.keras.callbacks) for Keras 3."""
+"""Horovod's Keras callbacks (horovod.keras.callbacks), callbacks of the Keras generation
+tf.keras resolves to (Keras 3, or tf_keras with TF_USE_LEGACY_KERAS=1: hora/_internal/keras.py).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
-import keras
 import numpy as np
+import tensorflow as tf
 
 import hora
+from hora._internal.keras import LEGACY, keras
 from hora.tensorflow.functions import broadcast_variables
 
 
@@ -17,26 +21,36 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     variables with root_rank's, so every rank starts from the same state (whatever the
     random initialisation or checkpoint each rank had). Put it first among the callbacks.
 
-    Departure from Horovod: it broadcasts in on_train_begin, before the first step (Keras 3
-    builds the optimizer's variables before training starts), not after the first batch."""
+    Departure from Horovod: it broadcasts in on_train_begin, before the first step, not after
+    the first batch. An optimizer whose variables do not exist yet then (tf_keras builds them
+    in the first step) has them broadcast after the first batch as well."""
 
     def __init__(self, root_rank: int = 0, device: str = "") -> None:
         super().__init__()
         self.root_rank = root_rank
         self.broadcast_done = False
+        self._optimizer_pending = False
 
-    def _variables(self) -> list[keras.Variable]:
-        variables = list(self.model.variables)
+    def _optimizer_variables(self) -> list[Any]:
         optimizer = getattr(self.model, "optimizer", None)
-        if optimizer is not None and getattr(optimizer, "built", False):
-            variables += list(optimizer.variables)
-        return variables
+        if optimizer is None or not getattr(optimizer, "built", True):
+            return []
+        variables = optimizer.variables  # a method on tf_keras's legacy OptimizerV2
+        return list(variables() if callable(variables) else variables)
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self.broadcast_done:
             return
-        broadcast_variables(self._variables(), self.root_rank)
+        # Keras 3 builds the optimizer before training; tf_keras in the first step.
+        self._optimizer_pending = LEGACY
+        optimizer_variables = [] if LEGACY else self._optimizer_variables()
+        broadcast_variables(list(self.model.variables) + optimizer_variables, self.root_rank)
         self.broadcast_done = True
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self._optimizer_pending:
+            self._optimizer_pending = False
+            broadcast_variables(self._optimizer_variables(), self.root_rank)
 
 
 class MetricAverageCallback(keras.callbacks.Callback):
@@ -65,7 +79,14 @@ def _set_learning_rate(optimizer: keras.optimizers.Optimizer, value: float) -> N
 
 
 def _learning_rate(optimizer: keras.optimizers.Optimizer) -> float:
-    return float(np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate)))
+    return float(np.asarray(tf.convert_to_tensor(optimizer.learning_rate)))
+
+
+def _has_variable_momentum(optimizer: keras.optimizers.Optimizer) -> bool:
+    """Whether the optimizer reads its momentum at run time: tf_keras's legacy OptimizerV2
+    keeps it as a hyperparameter variable; Keras 3's and tf_keras's newer optimizers bake
+    it into the compiled step as a Python number."""
+    return "momentum" in (getattr(optimizer, "_hyper", None) or {})
 
 
 class LearningRateScheduleCallback(keras.callbacks.Callback):
@@ -74,8 +95,11 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
     when ``staircase=False``: the epoch plus the fraction of it done, updated every batch).
     ``initial_lr`` defaults to the optimizer's learning rate when training starts.
 
-    Departure from Horovod: momentum_correction is accepted and ignored (Keras 3's SGD keeps
-    momentum as a constant of the compiled step, which cannot be rescaled per batch)."""
+    ``momentum_correction`` (Goyal et al., as Horovod): for the one batch after the rate
+    changes, momentum is scaled by new_lr / old_lr, then restored. It applies to optimizers
+    that read momentum at run time (tf_keras's legacy OptimizerV2, e.g.
+    ``tf_keras.optimizers.legacy.SGD``); Keras 3's and tf_keras's newer optimizers keep momentum
+    as a constant of the compiled step, so there it is accepted and has no effect."""
 
     def __init__(
         self,
@@ -94,6 +118,8 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
         self.end_epoch = end_epoch
         self.staircase = staircase
         self.steps_per_epoch = steps_per_epoch
+        self.momentum_correction = momentum_correction
+        self.restore_momentum: float | None = None
         self.current_epoch = 0
 
     def _active(self, epoch: int) -> bool:
@@ -101,10 +127,21 @@ class LearningRateScheduleCallback(keras.callbacks.Callback):
 
     def _adjust(self, epoch: float) -> None:
         assert self.initial_lr is not None, "set by on_train_begin"
-        if self._active(int(epoch)):
-            _set_learning_rate(
-                self.model.optimizer, self.initial_lr * float(self.multiplier(epoch))
-            )
+        if not self._active(int(epoch)):
+            return
+        optimizer = self.model.optimizer
+        old_lr = _learning_rate(optimizer)
+        new_lr = self.initial_lr * float(self.multiplier(epoch))
+        _set_learning_rate(optimizer, new_lr)
+        if self.momentum_correction and _has_variable_momentum(optimizer) and old_lr != 0:
+            if self.restore_momentum is None:  # not already corrected in this batch
+                self.restore_momentum = float(np.asarray(tf.convert_to_tensor(optimizer.momentum)))
+            optimizer.momentum = self.restore_momentum * new_lr / old_lr
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self.restore_momentum is not None:
+            self.model.optimizer.momentum = self.restore_momentum
+            self.restore_momentum = None
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self.initial_lr is None:
@@ -171,3 +208,55 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
                 f"\nEpoch {epoch + 1}: finished gradual learning rate warmup to "
                 f"{_learning_rate(self.model.optimizer):g}."
             )
+
+
+class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """Horovod's: keras.callbacks.ModelCheckpoint with save_best_only=True, saving the whole
+    model (or its weights) to ``filepath`` when the ``monitor``ed metric improves, on rank 0
+    only (every rank tracks the best value; put MetricAverageCallback before it so they agree).
+    Horovod's estimators set ``filepath`` later, so it may be given after construction
+    (``callback.filepath = ...``) but must be set before training."""
+
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        verbose: int = 0,
+        mode: str = "auto",
+        save_freq: str | int = "epoch",
+        filepath: str | os.PathLike[str] | None = None,
+        save_weights_only: bool = False,
+    ) -> None:
+        placeholder = "unset.weights.h5" if save_weights_only else "unset.keras"
+        super().__init__(
+            filepath=placeholder if filepath is None else filepath,
+            monitor=monitor,
+            verbose=verbose,
+            save_best_only=True,
+            save_weights_only=save_weights_only,
+            mode=mode,
+            save_freq=save_freq,
+        )
+        self._filepath_set = filepath is not None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "filepath":
+            super().__setattr__("_filepath_set", True)
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        if not getattr(self, "_filepath_set", False):
+            raise ValueError("BestModelCheckpoint: set filepath before training")
+        super().on_train_begin(logs)
+
+    def _save_model(self, *args: Any, **kwargs: Any) -> None:
+        if hora.rank() == 0:
+            super()._save_model(*args, **kwargs)
+
+
+__all__ = [
+    "BestModelCheckpoint",
+    "BroadcastGlobalVariablesCallback",
+    "LearningRateScheduleCallback",
+    "LearningRateWarmupCallback",
+    "MetricAverageCallback",
+]

@@ -3,7 +3,7 @@ picklable object."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensorflow as tf
@@ -17,20 +17,53 @@ def _variable_name(i: int, var: tf.Variable) -> str:
     return f"broadcast.var.{i}.{path}"
 
 
+def _assign_from_root(
+    variables: Sequence[tf.Variable], root_rank: int, name: str | None
+) -> list[Any]:
+    """Assigns root's value to each variable (collectives named by ``name``.<i>, or by the
+    variable); returns the assignments."""
+    assigns = []
+    for i, var in enumerate(variables):
+        member = _variable_name(i, var) if name is None else f"{name}.{i}"
+        received = mpi_ops.broadcast(
+            tf.convert_to_tensor(var), root_rank, name=member, ignore_name_scope=True
+        )
+        assigns.append(var.assign(received))
+    return assigns
+
+
 def broadcast_variables(variables: Sequence[tf.Variable], root_rank: int) -> tf.Operation | None:
     """Overwrites every rank's ``variables`` (a list of tf.Variable or Keras variables) with
     root's, in the list's order (the same on every rank). Eagerly it returns None once done;
     inside a tf.function it returns the op that assigns them."""
-    assigns = []
-    for i, var in enumerate(variables):
-        value = tf.convert_to_tensor(var)
-        received = mpi_ops.broadcast(
-            value, root_rank, name=_variable_name(i, var), ignore_name_scope=True
-        )
-        assigns.append(var.assign(received))
+    assigns = _assign_from_root(variables, root_rank, None)
     if tf.executing_eagerly():
         return None
     return tf.group(*assigns)
+
+
+def broadcast_(
+    variables: Sequence[tf.Variable], root_rank: int, name: str | None = None
+) -> list[tf.Variable]:
+    """Horovod's in-place broadcast: sets every rank's ``variables`` to root_rank's and
+    returns them (the same list, in order). ``name`` prefixes the collectives' names."""
+    variables = list(variables)
+    _assign_from_root(variables, root_rank, name)
+    return variables
+
+
+def broadcast_global_variables(root_rank: int) -> tf.Operation:
+    """Horovod's TensorFlow 1 call: every global variable (``tf.compat.v1.global_variables()``
+    of the default graph) set to root_rank's; returns the op that does it, to run in the
+    graph's session. As in Horovod it raises RuntimeError eagerly, where TensorFlow 2 keeps no
+    global variables: broadcast_variables(model.variables, root_rank) is the call there."""
+    if tf.executing_eagerly():
+        raise RuntimeError(
+            "broadcast_global_variables() does not support eager execution (TensorFlow 2 keeps "
+            "no global variables): use broadcast_variables(<model and optimizer variables>, "
+            "root_rank) instead"
+        )
+    return broadcast_variables(tf.compat.v1.global_variables(), root_rank)
 
 
 def broadcast_object(obj: Any, root_rank: int = 0, name: str | None = None) -> Any:
@@ -40,9 +73,25 @@ def broadcast_object(obj: Any, root_rank: int = 0, name: str | None = None) -> A
     return objects.broadcast_object(obj, root_rank, name, objects.PICKLE)
 
 
+def broadcast_object_fn(
+    root_rank: int = 0, session: Any = None, name: str | None = None
+) -> Callable[[Any], Any]:
+    """Horovod's: a function of one object that broadcasts it from root_rank (as
+    broadcast_object). ``session`` (TensorFlow 1's) is not needed: hora broadcasts objects
+    over its NumPy API, outside any graph."""
+    return lambda obj: broadcast_object(obj, root_rank, name)
+
+
 def allgather_object(obj: Any, name: str | None = None) -> list[Any]:
     """Every rank's ``obj`` (pickled), as a list in rank order."""
     return objects.allgather_object(obj, name, objects.PICKLE)
 
 
-__all__ = ["allgather_object", "broadcast_object", "broadcast_variables"]
+__all__ = [
+    "allgather_object",
+    "broadcast_",
+    "broadcast_global_variables",
+    "broadcast_object",
+    "broadcast_object_fn",
+    "broadcast_variables",
+]

@@ -32,8 +32,11 @@ class _DistributedGradientTape:
         gradient_predivide_factor: float,
         num_groups: int,
         groups: Sequence[Sequence[tf.Variable]] | None,
+        scale_local_gradients: bool = True,
     ) -> None:
         self._tape = tape
+        self._local_sources: dict[int, tf.Variable] = {}  # register_local_source's, by id
+        self._scale_local = bool(scale_local_gradients)
         self._compression = compression
         self._sparse_as_dense = sparse_as_dense
         self._op = reduce_op(op)
@@ -59,6 +62,11 @@ class _DistributedGradientTape:
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._tape, attr)
 
+    def register_local_source(self, source: tf.Variable) -> None:
+        """Horovod's: ``source``'s gradient is this rank's own, returned without an
+        allreduce (divided by size with scale_local_gradients, the default)."""
+        self._local_sources[id(source)] = source
+
     def gradient(
         self,
         target: Any,
@@ -71,8 +79,21 @@ class _DistributedGradientTape:
         grads = self._tape.gradient(target, sources, output_gradients, unconnected_gradients)
         flat_sources = tf.nest.flatten(sources)
         flat_grads = tf.nest.flatten(grads, expand_composites=False)
-        reduced = self._reduce(flat_grads, flat_sources)
+        reduced = self.reduce_gradients(flat_grads, flat_sources)
         return tf.nest.pack_sequence_as(grads, reduced, expand_composites=False)
+
+    def reduce_gradients(
+        self, grads: list[tf.Tensor | tf.IndexedSlices | None], sources: list[tf.Variable]
+    ) -> list[tf.Tensor | tf.IndexedSlices | None]:
+        """``grads`` (one per source) reduced as gradient() reduces them: the local sources'
+        kept, the others reduced over every rank (hora.tensorflow.DistributedOptimizer's
+        TensorFlow 1 wrapper reduces through this too)."""
+        local = [i for i, s in enumerate(sources) if id(s) in self._local_sources]
+        shared = [None if i in local else g for i, g in enumerate(grads)]
+        reduced = self._reduce(shared, sources)
+        for i in local:
+            reduced[i] = local_gradient(grads[i], self._scale_local)
+        return reduced
 
     def _scales(self) -> tuple[ReduceOp, float, float]:
         if self._predivide != 1.0:  # Horovod's split: sum of g / f, then times f / size
@@ -160,6 +181,7 @@ def DistributedGradientTape(
     gradient_predivide_factor: float = 1.0,
     num_groups: int = 0,
     groups: Sequence[Sequence[tf.Variable]] | None = None,
+    scale_local_gradients: bool = True,
 ) -> _DistributedGradientTape:
     """Wraps ``gradtape`` so that ``gradient()`` returns gradients reduced over every rank:
 
@@ -174,6 +196,8 @@ def DistributedGradientTape(
     ``sparse_as_dense=True``. ``gradient_predivide_factor`` f splits the average as Horovod
     does: sum of g/f, then times f/size. device_dense/device_sparse are ignored (hora's
     TensorFlow ops run on the CPU). At one rank the gradients are returned as they are.
+    ``tape.register_local_source(var)``: var's gradient stays this rank's own (divided by
+    size with ``scale_local_gradients``, Horovod's default).
     """
     return _DistributedGradientTape(
         gradtape,
@@ -183,7 +207,69 @@ def DistributedGradientTape(
         gradient_predivide_factor,
         num_groups,
         groups,
+        scale_local_gradients,
     )
 
 
-__all__ = ["DistributedGradientTape"]
+def local_gradient(grad: tf.Tensor | tf.IndexedSlices | None, scale: bool) -> Any:
+    """A local variable's gradient: its own, divided by size when ``scale`` (Horovod's
+    scale_local_gradients, so that it weighs as an averaged one would)."""
+    if grad is None or not scale or runtime.size() == 1:
+        return grad
+    if isinstance(grad, tf.IndexedSlices):
+        values = grad.values / tf.cast(runtime.size(), grad.values.dtype)
+        return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
+    return grad / tf.cast(runtime.size(), grad.dtype)
+
+
+def local_layer_variables(local_layers: Any, layer_type: type | None = None) -> list[Any]:
+    """The trainable variables of ``local_layers`` (None, one Keras layer or a list of
+    them); a ValueError names anything that is not a layer."""
+    if local_layers is None:
+        return []
+    if hasattr(local_layers, "trainable_weights"):
+        local_layers = [local_layers]
+    for layer in local_layers:
+        is_layer = hasattr(layer, "trainable_weights") and (
+            layer_type is None or isinstance(layer, layer_type)
+        )
+        if not is_layer:
+            raise ValueError(f"local_layers: {layer!r} is not a Keras layer")
+    return [var for layer in local_layers for var in layer.trainable_weights]
+
+
+def PartialDistributedGradientTape(
+    gradtape: tf.GradientTape,
+    device_dense: str = "",
+    device_sparse: str = "",
+    compression: Compressor | None = Compression.none,
+    sparse_as_dense: bool = False,
+    op: ReduceOp | None = None,
+    gradient_predivide_factor: float = 1.0,
+    num_groups: int = 0,
+    groups: Sequence[Sequence[tf.Variable]] | None = None,
+    local_layers: Any = None,
+    scale_local_gradients: bool = True,
+) -> _DistributedGradientTape:
+    """DistributedGradientTape whose ``local_layers`` (a Keras layer or a list of them) keep
+    their gradients local: not allreduced, this rank's own (divided by size with
+    scale_local_gradients, as Horovod does). Without local_layers it is
+    DistributedGradientTape."""
+    tape = DistributedGradientTape(
+        gradtape,
+        device_dense,
+        device_sparse,
+        compression,
+        sparse_as_dense,
+        op,
+        gradient_predivide_factor,
+        num_groups,
+        groups,
+        scale_local_gradients,
+    )
+    for var in local_layer_variables(local_layers):
+        tape.register_local_source(var)
+    return tape
+
+
+__all__ = ["DistributedGradientTape", "PartialDistributedGradientTape"]

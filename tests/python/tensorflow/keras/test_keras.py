@@ -1,16 +1,17 @@
 """hora.keras: model.fit data-parallel equals one process at the global batch; the
-callbacks; backward_passes_per_step; load_model."""
+callbacks; backward_passes_per_step; load_model. Of the Keras generation tf.keras resolves
+to: CTest runs this folder with Keras 3 and again with TF_USE_LEGACY_KERAS=1 (tf_keras)."""
 
 import os
 import tempfile
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from tf_helpers import all_ranks_agree, relative_error, shard_batches
 
 import hora
+from hora._internal.keras import LEGACY, keras
 
 # Keras 3.15 converts tensors with np.array(copy=False), which NumPy 2 warns about.
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
@@ -40,16 +41,32 @@ def make_model(seed):
     )
 
 
+def fit_shards(hk, model, x, y, epochs=1, callbacks=None):
+    """model.fit on this rank's shard of every global batch of (x, y), in order."""
+    r, n = hk.rank(), hk.size()
+    return model.fit(
+        shard_batches(x, GLOBAL_BATCH, r, n),
+        shard_batches(y, GLOBAL_BATCH, r, n),
+        batch_size=GLOBAL_BATCH // n,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+        callbacks=callbacks,
+    )
+
+
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 OPTIMIZERS = {
     "sgd": lambda: keras.optimizers.SGD(0.1, momentum=0.9),
     "adam": lambda: keras.optimizers.Adam(0.01),
 }
+if LEGACY:  # tf_keras's optimizers of before Keras 2.11 (OptimizerV2), wrapped alike
+    OPTIMIZERS["legacy-sgd"] = lambda: keras.optimizers.legacy.SGD(0.1, momentum=0.9)
+    OPTIMIZERS["legacy-adam"] = lambda: keras.optimizers.legacy.Adam(0.01)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_fit_at_n_ranks_equals_one_process_at_global_batch(hk, name):
-    r, n = hk.rank(), hk.size()
     x, y = data()
     reference = make_model(7)
     reference.compile(optimizer=OPTIMIZERS[name](), loss=LOSS)
@@ -59,18 +76,39 @@ def test_fit_at_n_ranks_equals_one_process_at_global_batch(hk, name):
     opt = hk.DistributedOptimizer(OPTIMIZERS[name]())
     assert isinstance(opt, type(OPTIMIZERS[name]()))
     model.compile(optimizer=opt, loss=LOSS)
-    model.fit(
-        shard_batches(x, GLOBAL_BATCH, r, n),
-        shard_batches(y, GLOBAL_BATCH, r, n),
-        batch_size=GLOBAL_BATCH // n,
-        epochs=1,
-        shuffle=False,
-        verbose=0,
-    )
+    fit_shards(hk, model, x, y, epochs=1)
     assert int(model.optimizer.iterations.numpy()) == STEPS
     for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-5, (name, relative_error(got, want))
     all_ranks_agree(hk, np.concatenate([w.ravel() for w in model.get_weights()]), f"fit.{name}")
+
+
+def test_fit_with_callbacks_from_other_weights_equals_one_process(hk):
+    """Every rank starts elsewhere; BroadcastGlobalVariablesCallback gives them rank 0's
+    weights (seed 7, the reference's), so training equals one process at the global batch,
+    and MetricAverageCallback makes the logged loss the same on every rank."""
+    r = hk.rank()
+    x, y = data(4)
+    reference = make_model(7)
+    reference.compile(optimizer=OPTIMIZERS["adam"](), loss=LOSS)
+    reference.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0)
+
+    model = make_model(7 + r)
+    model.compile(optimizer=hk.DistributedOptimizer(OPTIMIZERS["adam"]()), loss=LOSS)
+    history = fit_shards(
+        hk,
+        model,
+        x,
+        y,
+        epochs=2,
+        callbacks=[
+            hk.callbacks.BroadcastGlobalVariablesCallback(0),
+            hk.callbacks.MetricAverageCallback(),
+        ],
+    )
+    for got, want in zip(model.get_weights(), reference.get_weights(), strict=True):
+        assert relative_error(got, want) <= 1e-5, relative_error(got, want)
+    all_ranks_agree(hk, np.array(history.history["loss"]), "fit.callbacks.loss")
 
 
 def test_backward_passes_per_step(hk):
@@ -114,7 +152,7 @@ class _Record(keras.callbacks.Callback):
         self.initial = [w.copy() for w in self.model.get_weights()]
 
     def on_train_batch_begin(self, batch, logs=None):
-        self.lrs.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+        self.lrs.append(float(tf.convert_to_tensor(self.model.optimizer.learning_rate)))
 
     def on_epoch_end(self, epoch, logs=None):
         self.logs.append(dict(logs))
@@ -135,14 +173,12 @@ def test_callbacks(hk):
     )
     record, raw, averaged = _Record(), _Record(), _Record()
     warmup = hk.callbacks.LearningRateWarmupCallback(initial_lr=0.4, warmup_epochs=2)
-    xs, ys = shard_batches(x, GLOBAL_BATCH, r, n), shard_batches(y, GLOBAL_BATCH, r, n)
-    model.fit(
-        xs,
-        ys,
-        batch_size=GLOBAL_BATCH // n,
+    fit_shards(
+        hk,
+        model,
+        x,
+        y,
         epochs=2,
-        shuffle=False,
-        verbose=0,
         callbacks=[
             hk.callbacks.BroadcastGlobalVariablesCallback(0),
             record,
@@ -172,13 +208,12 @@ def test_callbacks(hk):
     # Schedule: lr = 0.2 * 0.5 ** epoch from epoch 1 on (staircase), untouched in epoch 0.
     model.optimizer.learning_rate = 0.3
     record = _Record()
-    model.fit(
-        xs,
-        ys,
-        batch_size=GLOBAL_BATCH // n,
+    fit_shards(
+        hk,
+        model,
+        x,
+        y,
         epochs=2,
-        shuffle=False,
-        verbose=0,
         callbacks=[
             hk.callbacks.LearningRateScheduleCallback(
                 initial_lr=0.2, multiplier=lambda epoch: 0.5**epoch, start_epoch=1
@@ -189,13 +224,50 @@ def test_callbacks(hk):
     np.testing.assert_allclose(record.lrs, [0.3] * STEPS + [0.1] * STEPS, rtol=1e-6)
 
 
+class _Momentum(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.values = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.values.append(float(tf.convert_to_tensor(self.model.optimizer.momentum)))
+
+
+def test_momentum_correction(hk):
+    """Horovod's momentum correction: for the batch after the rate halves, momentum is
+    scaled by new_lr / old_lr = 0.5, then restored. It applies where momentum is read at run
+    time (tf_keras's legacy SGD); Keras 3's SGD bakes momentum into the compiled step, so
+    there it stays 0.9."""
+    x, y = data(5)
+    model = make_model(2)
+    sgd = keras.optimizers.legacy.SGD if LEGACY else keras.optimizers.SGD
+    model.compile(optimizer=hk.DistributedOptimizer(sgd(0.2, momentum=0.9)), loss=LOSS)
+    momentum = _Momentum()
+    fit_shards(
+        hk,
+        model,
+        x,
+        y,
+        epochs=2,
+        callbacks=[
+            hk.callbacks.LearningRateScheduleCallback(
+                initial_lr=0.2, multiplier=lambda epoch: 0.5**epoch
+            ),
+            momentum,
+        ],
+    )
+    corrected = 0.45 if LEGACY else 0.9
+    want = [0.9] * STEPS + [corrected] + [0.9] * (STEPS - 1)
+    np.testing.assert_allclose(momentum.values, want, rtol=1e-6)
+    assert float(tf.convert_to_tensor(model.optimizer.momentum)) == pytest.approx(0.9)
+
+
 def test_load_model_rewraps_the_optimizer(hk):
-    r, n = hk.rank(), hk.size()
+    r = hk.rank()
     x, y = data(3)
     model = make_model(11)
     model.compile(optimizer=hk.DistributedOptimizer(keras.optimizers.Adam(0.01)), loss=LOSS)
-    xs, ys = shard_batches(x, GLOBAL_BATCH, r, n), shard_batches(y, GLOBAL_BATCH, r, n)
-    model.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
+    fit_shards(hk, model, x, y)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, f"model.rank{r}.keras")
         model.save(path)
@@ -205,8 +277,8 @@ def test_load_model_rewraps_the_optimizer(hk):
     assert int(loaded.optimizer.iterations.numpy()) == STEPS
     for got, want in zip(loaded.optimizer.variables, model.optimizer.variables, strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    loaded.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
-    model.fit(xs, ys, batch_size=GLOBAL_BATCH // n, epochs=1, shuffle=False, verbose=0)
+    fit_shards(hk, loaded, x, y)
+    fit_shards(hk, model, x, y)
     for got, want in zip(loaded.get_weights(), model.get_weights(), strict=True):
         assert relative_error(got, want) <= 1e-6
     all_ranks_agree(hk, np.concatenate([w.ravel() for w in loaded.get_weights()]), "loaded")
