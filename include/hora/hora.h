@@ -16,6 +16,10 @@
 // (training loops reuse parameter names every step, which makes the steady state a cache hit).
 // Unnamed calls (empty name) get "<collective>.noname.<n>" from a per-process counter; then
 // the call order of unnamed calls must match across ranks.
+// A call whose name is still in flight on this rank (or twice in one group) is refused at
+// enqueue: the returned Handle is already failed when the call returns (poll() is true and
+// wait() returns kInvalidArgument naming the tensor), as is one refused for bad input.
+// Horovod raises ValueError at the call there; hora's Python adapters do so from this state.
 //
 // Buffers: `in`/`out` (and `tensor`) belong to the caller and must stay valid and untouched
 // until the handle completed. in == out (same data pointer) is in place.

@@ -197,6 +197,48 @@ TEST(EngineMp, DuplicateNameInFlightFailsAtEnqueue) {
   ASSERT_TRUE(allreduce("dup", view(b), view(b), ReduceOp::kSum).ok());
 }
 
+// Every collective's handle refused for a name in flight is failed when the call returns:
+// poll() at once, wait() the error (the Python adapters raise ValueError at the call from it).
+TEST(EngineMp, DuplicateNameOfEveryCollectiveIsFailedOnReturn) {
+  if (size() == 1) GTEST_SKIP() << "needs a second rank to keep the first call in flight";
+  const int n = size();
+  std::vector<float> a(n * 2, 1.f), b(n * 2, 1.f);
+  using Start = Handle (*)(std::vector<float>&);
+  const std::vector<std::pair<std::string, Start>> calls = {
+      {"dup.allreduce", [](std::vector<float>& v) {
+         return allreduce_async("dup.allreduce", view(v), view(v), ReduceOp::kSum);
+       }},
+      {"dup.grouped", [](std::vector<float>& v) {
+         return grouped_allreduce_async({"dup.grouped"}, {view(v)}, {view(v)}, ReduceOp::kSum);
+       }},
+      {"dup.allgather",
+       [](std::vector<float>& v) { return allgather_async("dup.allgather", view(v)); }},
+      {"dup.broadcast",
+       [](std::vector<float>& v) { return broadcast_async("dup.broadcast", view(v), 0); }},
+      {"dup.alltoall",
+       [](std::vector<float>& v) { return alltoall_async("dup.alltoall", view(v)); }},
+      {"dup.reducescatter",
+       [](std::vector<float>& v) { return reducescatter_async("dup.reducescatter", view(v)); }},
+  };
+  for (const auto& [name, start] : calls) {
+    std::vector<float> first_in = a;
+    Handle first;
+    if (rank() == 0) {
+      first = start(first_in);
+      std::vector<float> second_in = b;
+      Handle second = start(second_in);
+      EXPECT_TRUE(second.poll()) << name << ": not failed when the call returned";
+      Status s = second.wait(std::chrono::milliseconds(0));
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+      EXPECT_NE(s.message().find("tensor '" + name + "'"), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find("still in flight"), std::string::npos) << s.message();
+    }
+    ASSERT_TRUE(barrier().ok());
+    if (rank() != 0) first = start(first_in);
+    ASSERT_TRUE(first.wait().ok()) << name << ": " << first.wait().to_string();
+  }
+}
+
 TEST(EngineMp, OtherCollectives) {
   const int r = rank(), n = size();
   // allgather with a different first dimension per rank (rank r has r+1 rows of 3).

@@ -1,0 +1,42 @@
+"""hora.tensorflow, eagerly, raises ValueError at the call for a collective whose name is
+still in flight on this rank, as Horovod does. An eager op completes before it returns, so the
+first collective of that name is started through the framework-neutral API (one engine)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import hora
+
+
+def _x(hvd):
+    return tf.ones([2 * hvd.size(), 3])
+
+
+CALLS = {
+    "allreduce": lambda hvd, n: hvd.allreduce(_x(hvd), name=n),
+    "grouped_allreduce": lambda hvd, n: hvd.grouped_allreduce([_x(hvd)], name=n),
+    "allgather": lambda hvd, n: hvd.allgather(_x(hvd), name=n),
+    "broadcast": lambda hvd, n: hvd.broadcast(_x(hvd), 0, name=n),
+    "alltoall": lambda hvd, n: hvd.alltoall(_x(hvd), name=n),
+    "reducescatter": lambda hvd, n: hvd.reducescatter(_x(hvd), name=n),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CALLS))
+def test_name_in_flight_raises_value_error_at_the_call(hvd, kind):
+    if hvd.size() == 1:
+        pytest.skip("needs a second rank to keep the first call in flight")
+    name = f"tf.in_flight.{kind}"
+    # The grouped call names its member name.0, as hora's grouped allreduce does.
+    held = f"{name}.0" if kind == "grouped_allreduce" else name
+    x = np.ones((2 * hvd.size(), 3), np.float32)
+    handle = None
+    if hvd.rank() == 0:
+        handle = hora.allreduce_async(x, name=held)
+        with pytest.raises(ValueError, match=f"tensor '{held}'.*still in flight"):
+            CALLS[kind](hvd, name)
+    hora.barrier()
+    if hvd.rank() != 0:
+        handle = hora.allreduce_async(x, name=held)
+    hora.synchronize(handle)
