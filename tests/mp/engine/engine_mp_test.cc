@@ -205,10 +205,12 @@ TEST(EngineMp, DuplicateNameOfEveryCollectiveIsFailedOnReturn) {
   std::vector<float> a(n * 2, 1.f), b(n * 2, 1.f);
   using Start = Handle (*)(std::vector<float>&);
   const std::vector<std::pair<std::string, Start>> calls = {
-      {"dup.allreduce", [](std::vector<float>& v) {
+      {"dup.allreduce",
+       [](std::vector<float>& v) {
          return allreduce_async("dup.allreduce", view(v), view(v), ReduceOp::kSum);
        }},
-      {"dup.grouped", [](std::vector<float>& v) {
+      {"dup.grouped",
+       [](std::vector<float>& v) {
          return grouped_allreduce_async({"dup.grouped"}, {view(v)}, {view(v)}, ReduceOp::kSum);
        }},
       {"dup.allgather",

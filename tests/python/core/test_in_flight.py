@@ -34,7 +34,10 @@ def _calls(name):
         ),
         "broadcast": (
             lambda: hora.broadcast_async(x(), 0, name=name),
-            [lambda: hora.broadcast(x(), 0, name=name), lambda: hora.broadcast_async(x(), 0, name=name)],
+            [
+                lambda: hora.broadcast(x(), 0, name=name),
+                lambda: hora.broadcast_async(x(), 0, name=name),
+            ],
         ),
         "alltoall": (
             lambda: hora.alltoall_async(x(), name=name),
@@ -51,7 +54,8 @@ def _calls(name):
 
 
 @pytest.mark.parametrize(
-    "kind", ["allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall", "reducescatter"]
+    "kind",
+    ["allreduce", "grouped_allreduce", "allgather", "broadcast", "alltoall", "reducescatter"],
 )
 def test_name_in_flight_raises_value_error_at_the_call(hora_job, rank, size, kind):
     if size == 1:
