@@ -78,6 +78,18 @@ double timeout_s();
 // The backends built into this hora, in preference order ("builtin" first). Any time, any
 // thread.
 std::vector<std::string> available_backends();
+// Whether every host runs the same number of ranks (Horovod's is_homogeneous); the same on
+// every rank. Fails before init.
+StatusOr<bool> is_homogeneous();
+
+// The timeline at run time (Horovod's start_timeline / stop_timeline): from now on rank 0
+// writes a Chrome trace of the engine's work to `path` (see HORA_TIMELINE, which it replaces
+// if one is being written); `mark_cycles` adds a CYCLE_START mark at each engine round.
+// Other ranks write nothing and return OK. Fails before init, for an empty path, or (rank 0)
+// when the file cannot be created. stop_timeline writes what is left and closes the file, a
+// complete JSON array (OK when none is open). Any thread; neither is collective.
+Status start_timeline(const std::string& path, bool mark_cycles = false);
+Status stop_timeline();
 
 // Allreduce: out = postscale * op_over_ranks(prescale * in). kAverage is kSum with postscale
 // multiplied by 1/size. `out` has in's dtype and element count.

@@ -1,6 +1,7 @@
-"""hora.tensorflow, eagerly, raises ValueError at the call for a collective whose name is
-still in flight on this rank, as Horovod does. An eager op completes before it returns, so the
-first collective of that name is started through the framework-neutral API (one engine)."""
+"""Horovod 0.28 API details of hora.tensorflow: eagerly, a collective whose name is still in
+flight on this rank raises ValueError at the call, as Horovod's do (an eager op completes
+before it returns, so the first collective of that name is started through the
+framework-neutral API: one engine); the runtime queries are exported."""
 
 import numpy as np
 import pytest
@@ -40,3 +41,13 @@ def test_name_in_flight_raises_value_error_at_the_call(hvd, kind):
     if hvd.rank() != 0:
         handle = hora.allreduce_async(x, name=held)
     hora.synchronize(handle)
+
+
+def test_runtime_queries_are_exported(hvd):
+    for name in ["is_homogeneous", "mpi_enabled", "gloo_enabled", "nccl_built", "mpi_built"]:
+        assert getattr(hvd, name) is getattr(hora, name)
+    for name in ["gloo_built", "cuda_built", "rocm_built", "ccl_built", "ddl_built"]:
+        assert getattr(hvd, name) is getattr(hora, name)
+    for name in ["start_timeline", "stop_timeline"]:
+        assert getattr(hvd, name) is getattr(hora, name)
+    assert hvd.is_homogeneous() is True
