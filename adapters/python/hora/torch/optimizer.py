@@ -55,6 +55,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         super(self.__class__, self).__init__(param_groups)  # type: ignore[call-arg]
         params = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
         names = self._hora_names(params, named_parameters)
+        # Horovod's map of each parameter to its tensor name, which scripts read.
+        self._parameter_names = dict(zip(params, names, strict=True))
         op = reduce_op(op)
         if op not in (hora.Average, hora.Sum):
             raise ValueError(f"DistributedOptimizer: op {op.name}, expected Average or Sum")
@@ -91,14 +93,21 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             for i, p in enumerate(params)
         ]
 
-    @staticmethod
     def _hora_names(
+        self,
         params: list[torch.nn.Parameter],
         named_parameters: Iterable[tuple[str, torch.nn.Parameter]] | None,
     ) -> list[str]:
         if named_parameters is None:
-            return [f"noname.{i}" for i in range(len(params))]
-        named = list(named_parameters)
+            # Horovod 0.28's names: by param group i and index j within it (parameters that
+            # need no gradient count too).
+            named = [
+                (f"allreduce.noname.{i}.{j}", p)
+                for i, group in enumerate(self.param_groups)
+                for j, p in enumerate(group["params"])
+            ]
+        else:
+            named = list(named_parameters)
         by_param, seen = {}, set()
         for name, p in named:
             if name in seen:
