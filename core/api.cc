@@ -404,19 +404,32 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
 
 Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
                            OutputAllocator allocate) {
+  return reducescatter_async(given, in, op, 1.0, 1.0, std::move(allocate));
+}
+
+Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
+                           double prescale, double postscale, OutputAllocator allocate) {
   std::string unnamed, drawn;
   const std::string& label = label_of(given, CollectiveType::kReducescatter, &unnamed);
   auto eng = detail::engine();
   if (!eng)
     return fail(label, Status::failed_precondition("reducescatter of '" + label + "'" + kNotInit));
   Status s = check_tensor(label, "input", in, CollectiveType::kReducescatter, true);
-  if (s.ok()) s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
+  if (s.ok()) s = check_scales(label, prescale, postscale);
+  if (s.ok())
+    s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, prescale, postscale);
+  if (s.ok() && !in.device().is_cpu() && (prescale != 1.0 || postscale != 1.0))
+    s = Status::unimplemented("tensor '" + label + "': reducescatter scale factors on " +
+                              in.device().to_string() +
+                              " tensors are not supported yet (host tensors only)");
   if (!s.ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kReducescatter, &drawn);
   auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
   std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
+  e.request.prescale = prescale;
+  e.request.postscale = postscale;
   e.allocate = std::move(allocate);
   return submit(*eng, entries, std::move(handle));
 }
@@ -458,9 +471,9 @@ StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& i
   return result_of(alltoall_async(name, in, splits));
 }
 
-StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in,
-                                         ReduceOp op) {
-  return result_of(reducescatter_async(name, in, op));
+StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in, ReduceOp op,
+                                         double prescale, double postscale) {
+  return result_of(reducescatter_async(name, in, op, prescale, postscale));
 }
 
 namespace {

@@ -128,9 +128,10 @@ PyHandle alltoall_async(py::handle tensor, const std::vector<int64_t>& splits, p
 }
 
 PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std::string& name,
-                             ReduceOp op, uintptr_t stream) {
+                             ReduceOp op, uintptr_t stream, double prescale, double postscale) {
   AllocatingCall call("reducescatter", tensor, std::move(allocator), name, stream);
-  return call.handle(hora::reducescatter_async(name, call.in, op, call.output_allocator()));
+  return call.handle(
+      hora::reducescatter_async(name, call.in, op, prescale, postscale, call.output_allocator()));
 }
 
 }  // namespace
@@ -155,8 +156,10 @@ void bind_collectives(py::module_& m) {
         py::arg("allocator"), py::arg("name"), py::arg("stream") = 0,
         "Enqueues an alltoall; splits[p] first-dimension rows go to rank p (empty: even).");
   m.def("reducescatter_async", &reducescatter_async, py::arg("tensor"), py::arg("allocator"),
-        py::arg("name"), py::arg("op"), py::arg("stream") = 0,
-        "Enqueues a reducescatter along the first dimension.");
+        py::arg("name"), py::arg("op"), py::arg("stream") = 0, py::arg("prescale") = 1.0,
+        py::arg("postscale") = 1.0,
+        "Enqueues a reducescatter along the first dimension: this rank's block of "
+        "postscale * op(prescale * tensor).");
   m.def("barrier_async", [] {
     auto flight = new_flight("barrier");
     return make_handle(hora::barrier_async(), flight);

@@ -135,6 +135,11 @@ Handle alltoall_async(const std::string& name, const TensorView& in,
 // first (rows % size) ranks one row more than the others, in handle.output().
 Handle reducescatter_async(const std::string& name, const TensorView& in,
                            ReduceOp op = ReduceOp::kAverage, OutputAllocator allocate = nullptr);
+// With Horovod's scale factors: this rank's block of postscale * op_over_ranks(prescale * in)
+// (for kAverage the division by size comes before the postscale). Host tensors only for
+// factors other than 1 (a GPU tensor's call fails with kUnimplemented).
+Handle reducescatter_async(const std::string& name, const TensorView& in, ReduceOp op,
+                           double prescale, double postscale, OutputAllocator allocate = nullptr);
 
 // Blocking forms (Handle::wait(): until complete, bounded by the other ranks' liveness).
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
@@ -148,7 +153,8 @@ StatusOr<CollectiveResult> allgather(const std::string& name, const TensorView& 
 StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& in,
                                     const std::vector<int64_t>& splits = {});
 StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in,
-                                         ReduceOp op = ReduceOp::kAverage);
+                                         ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
+                                         double postscale = 1.0);
 // Returns once every rank called barrier. Without a timeout it waits as long as the engine
 // runs (a dead peer fails it); with one it returns kTimeout when the others have not all
 // arrived in time (the barrier stays pending: a later barrier call waits for it again).

@@ -109,7 +109,13 @@ def alltoall_async(
     tensor: Any, splits: Sequence[int], allocator: _Allocator, name: str, stream: int = 0
 ) -> Handle: ...
 def reducescatter_async(
-    tensor: Any, allocator: _Allocator, name: str, op: ReduceOp, stream: int = 0
+    tensor: Any,
+    allocator: _Allocator,
+    name: str,
+    op: ReduceOp,
+    stream: int = 0,
+    prescale: float = 1.0,
+    postscale: float = 1.0,
 ) -> Handle: ...
 def barrier_async() -> Handle: ...
 def join_async() -> Handle: ...

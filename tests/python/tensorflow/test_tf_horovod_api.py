@@ -51,3 +51,44 @@ def test_runtime_queries_are_exported(hvd):
     for name in ["start_timeline", "stop_timeline"]:
         assert getattr(hvd, name) is getattr(hora, name)
     assert hvd.is_homogeneous() is True
+
+
+def _block(rank, size, rows):
+    base, extra = divmod(rows, size)
+    start = rank * base + min(rank, extra)
+    return start, start + base + (1 if rank < extra else 0)
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf_function"])
+@pytest.mark.parametrize("op_name", ["Sum", "Average"])
+def test_reducescatter_scale_factors_match_numpy(hvd, graph, op_name):
+    op = getattr(hvd, op_name)
+    size, rank = hvd.size(), hvd.rank()
+    rows = 2 * size + 1
+    mine = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3) % 7 + rank
+
+    def call(x):
+        return hvd.reducescatter(
+            x,
+            op=op,
+            name=f"tf.rs.scaled.{op_name}.{graph}",
+            prescale_factor=0.5,
+            postscale_factor=3.0,
+        )
+
+    fn = tf.function(call) if graph else call
+    got = fn(tf.constant(mine)).numpy()
+    total = sum(0.5 * (np.arange(rows * 3).reshape(rows, 3) % 7 + r) for r in range(size))
+    if op_name == "Average":
+        total = total / size
+    start, stop = _block(rank, size, rows)
+    np.testing.assert_allclose(got, (3.0 * total)[start:stop], rtol=1e-6)
+
+
+def test_reducescatter_scale_factors_in_the_gradient(hvd):
+    rows = 2 * hvd.size()
+    x = tf.Variable(tf.ones([rows, 2]))
+    with tf.GradientTape() as tape:
+        out = hvd.reducescatter(x, op=hvd.Sum, prescale_factor=2.0, postscale_factor=3.0)
+        loss = tf.reduce_sum(out)
+    np.testing.assert_allclose(tape.gradient(loss, x).numpy(), np.full((rows, 2), 6.0))

@@ -88,3 +88,119 @@ def test_broadcast_optimizer_state_keeps_grads_of_a_stepped_optimizer():
     grad = model[1].weight.grad.clone()
     hvd.broadcast_optimizer_state(opt, root_rank=0)
     assert torch.equal(model[1].weight.grad, grad)
+
+
+# ---- grouped allgather and reducescatter, reducescatter's scale factors ---------------------
+
+
+def block_of(rank, size, rows):
+    """The rows [start, stop) of rank's reducescatter block (the first rows % size get one
+    more)."""
+    base, extra = divmod(rows, size)
+    start = rank * base + min(rank, extra)
+    return start, start + base + (1 if rank < extra else 0)
+
+
+def expected_reducescatter(rows, op, pre=1.0, post=1.0, salt=0):
+    size, rank = hvd.size(), hvd.rank()
+    total = sum(pre * rows_of(r, rows, salt=salt).astype(np.float64) for r in range(size))
+    if op == hvd.Average:
+        total = total / size
+    start, stop = block_of(rank, size, rows)
+    return (post * total)[start:stop]
+
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average], ids=["sum", "average"])
+@pytest.mark.parametrize("scales", [(1.0, 1.0), (0.5, 3.0), (2.0, 0.25)], ids=str)
+def test_reducescatter_scale_factors_match_numpy(op, scales):
+    pre, post = scales
+    rows = 2 * hvd.size() + 1
+    x = torch.from_numpy(rows_of(hvd.rank(), rows))
+    got = hvd.reducescatter(
+        x, name=f"rs.scaled.{op}.{pre}", op=op, prescale_factor=pre, postscale_factor=post
+    )
+    np.testing.assert_allclose(got.numpy(), expected_reducescatter(rows, op, pre, post), rtol=1e-6)
+    h = hvd.reducescatter_async(x, op=op, prescale_factor=pre, postscale_factor=post)
+    np.testing.assert_allclose(
+        hvd.synchronize(h).numpy(), expected_reducescatter(rows, op, pre, post), rtol=1e-6
+    )
+
+
+def test_reducescatter_scale_factors_in_the_gradient():
+    rows = hvd.size() * 2
+    x = torch.from_numpy(rows_of(hvd.rank(), rows)).requires_grad_()
+    out = hvd.reducescatter(x, op=hvd.Sum, prescale_factor=2.0, postscale_factor=3.0)
+    out.sum().backward()
+    # d/dx of sum over every rank's block of 6 * sum_r x_r: 6 everywhere.
+    np.testing.assert_allclose(x.grad.numpy(), np.full((rows, 3), 6.0, np.float32))
+
+
+def test_grouped_allgather_matches_numpy():
+    size, rank = hvd.size(), hvd.rank()
+    tensors = [torch.from_numpy(rows_of(rank, rank + 1, salt=k)) for k in range(3)]
+    handle = hvd.grouped_allgather_async(tensors, name="grouped_ag")
+    outs = hvd.synchronize(handle)
+    assert isinstance(outs, list) and len(outs) == 3
+    for k, out in enumerate(outs):
+        want = np.concatenate([rows_of(r, r + 1, salt=k) for r in range(size)])
+        np.testing.assert_array_equal(out.numpy(), want)
+    for k, out in enumerate(hvd.grouped_allgather(tensors)):
+        want = np.concatenate([rows_of(r, r + 1, salt=k) for r in range(size)])
+        np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_grouped_allgather_gradient():
+    rank = hvd.rank()
+    xs = [torch.from_numpy(rows_of(rank, rank + 1, salt=k)).requires_grad_() for k in range(2)]
+    outs = hvd.grouped_allgather(xs, name="grouped_ag.grad")
+    (outs[0].sum() + 2 * outs[1].sum()).backward()
+    # Every rank's output sums this rank's rows once: the gradient summed over ranks.
+    np.testing.assert_allclose(xs[0].grad.numpy(), np.full((rank + 1, 3), hvd.size()))
+    np.testing.assert_allclose(xs[1].grad.numpy(), np.full((rank + 1, 3), 2 * hvd.size()))
+
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average], ids=["sum", "average"])
+def test_grouped_reducescatter_matches_numpy(op):
+    rows = [hvd.size() * 2, hvd.size() + 1]
+    tensors = [torch.from_numpy(rows_of(hvd.rank(), n, salt=k)) for k, n in enumerate(rows)]
+    handle = hvd.grouped_reducescatter_async(
+        tensors, name=f"grouped_rs.{op}", op=op, prescale_factor=0.5, postscale_factor=4.0
+    )
+    outs = hvd.synchronize(handle)
+    for k, (n, out) in enumerate(zip(rows, outs, strict=True)):
+        np.testing.assert_allclose(
+            out.numpy(), expected_reducescatter(n, op, 0.5, 4.0, salt=k), rtol=1e-6
+        )
+    outs = hvd.grouped_reducescatter(tensors, op=op)
+    for k, (n, out) in enumerate(zip(rows, outs, strict=True)):
+        np.testing.assert_allclose(out.numpy(), expected_reducescatter(n, op, salt=k), rtol=1e-6)
+
+
+def test_grouped_reducescatter_gradient():
+    rows = hvd.size() * 2
+    xs = [torch.from_numpy(rows_of(hvd.rank(), rows, salt=k)).requires_grad_() for k in range(2)]
+    outs = hvd.grouped_reducescatter(xs, op=hvd.Average, postscale_factor=2.0)
+    (outs[0].sum() + outs[1].sum()).backward()
+    for x in xs:
+        np.testing.assert_allclose(x.grad.numpy(), np.full((rows, 3), 2.0 / hvd.size()), rtol=1e-6)
+
+
+# ---- sparse_allreduce_async -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average], ids=["sum", "average"])
+def test_sparse_allreduce_async_matches_the_dense_reduction(op):
+    size, rank = hvd.size(), hvd.rank()
+    dense = [np.zeros((5, 2), np.float32) for _ in range(size)]
+    for r in range(size):
+        dense[r][r % 5] = [r + 1, 2 * r + 1]
+        dense[r][(r + 2) % 5] = [10 * r + 1, 1]
+    sparse = torch.from_numpy(dense[rank]).to_sparse()
+    handle = hvd.sparse_allreduce_async(sparse, name=f"sparse.{op}", op=op)
+    assert not isinstance(handle, torch.Tensor)
+    got = hvd.synchronize(handle)
+    assert got.is_sparse
+    want = sum(dense) / (size if op == hvd.Average else 1)
+    np.testing.assert_allclose(got.to_dense().numpy(), want, rtol=1e-6)
+    again = hvd.sparse_allreduce_async(sparse, name=f"sparse.call.{op}", op=op)
+    np.testing.assert_allclose(again().to_dense().numpy(), want, rtol=1e-6)

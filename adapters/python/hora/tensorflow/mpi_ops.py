@@ -279,15 +279,20 @@ def reducescatter(
     op: ReduceOp | None = None,
     name: str | None = None,
     ignore_name_scope: bool = False,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
 ) -> tf.Tensor:
-    """This rank's block of the reduction along the first dimension (the first rows % size
-    ranks get one row more). op: Average (default) or Sum, Min, Max, Product. compression is
-    accepted for Horovod's signature; reducescatter travels uncompressed."""
+    """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` along the
+    first dimension (the first rows % size ranks get one row more). op: Average (default) or
+    Sum, Min, Max, Product. compression is accepted for Horovod's signature; reducescatter
+    travels uncompressed."""
     tensor_name, from_node = _naming(name, ignore_name_scope)
     return run(
         _ops.hora_reducescatter,
         tf.convert_to_tensor(tensor),
         reduce_op=_reduce_op(op),
+        prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor),
         tensor_name=tensor_name,
         name_from_node=from_node,
     )
@@ -407,6 +412,9 @@ def _reducescatter_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     )
     if reduce_op == _AVERAGE:
         gathered = gathered / tf.cast(hora.size(), gathered.dtype)
+    scale = op.get_attr("prescale_factor") * op.get_attr("postscale_factor")
+    if scale != 1.0:
+        gathered = gathered * tf.cast(scale, gathered.dtype)
     return gathered
 
 

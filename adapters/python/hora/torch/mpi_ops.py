@@ -26,7 +26,7 @@ from hora._internal.reduce_ops import *  # noqa: F403 - Horovod's mpi_ops export
 from hora._internal.reduce_ops import ReduceOp
 from hora.compression import Compression, Compressor
 from hora.errors import UnimplementedError
-from hora.ops import Handle, poll
+from hora.ops import Handle
 from hora.torch import _tensors
 
 Average = reduce_ops.Average
@@ -40,12 +40,44 @@ def _wire(tensor: torch.Tensor, compression: Compressor | None) -> _core.Compres
     return wire(compression)
 
 
-def synchronize(handle: Handle) -> Any:
+class _CompositeHandle:
+    """The handle of a call made of several collectives (grouped allgather and
+    reducescatter, sparse_allreduce_async): synchronize() waits for each and returns
+    ``finish`` of their results. Calling it does the same (Horovod's sparse handle is a
+    callable)."""
+
+    def __init__(self, handles: list[Handle], finish: Any, name: str) -> None:
+        self.handles = handles
+        self.finish = finish
+        self.name = name
+
+    def poll(self) -> bool:
+        return all(h.poll() for h in self.handles)
+
+    def wait(self) -> Any:
+        return self.finish([synchronize(h) for h in self.handles])
+
+    def __call__(self) -> Any:
+        return self.wait()
+
+    def __repr__(self) -> str:
+        return f"<hora.torch handle of {len(self.handles)} collectives '{self.name}'>"
+
+
+def poll(handle: Handle | _CompositeHandle) -> bool:
+    """True when the collective(s) behind ``handle`` completed (never blocks)."""
+    return handle.poll()
+
+
+def synchronize(handle: Handle | _CompositeHandle) -> Any:
     """Waits for ``handle`` (Ctrl-C interrupts; at most HORA_TIMEOUT_S) and returns its
-    result: the output tensor, or (output, received_splits) for alltoall. For CUDA tensors the
+    result: the output tensor, or (output, received_splits) for alltoall, the list of outputs
+    of a grouped call, the sparse tensor of sparse_allreduce_async. For CUDA tensors the
     host waits only until hora enqueued the result's last kernel; the current stream of their
     device then waits for it on the GPU (no host synchronisation), so work queued on that
     stream afterwards sees the result. Other streams must wait on the current one."""
+    if isinstance(handle, _CompositeHandle):
+        return handle.wait()
     if handle.device >= 0:
         result = handle.wait_on_stream(torch.cuda.current_stream(handle.device).cuda_stream)
     else:
@@ -282,18 +314,51 @@ class _Allgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        # Every rank's output depends on every rank's input: sum the gradients over ranks,
-        # then keep this rank's rows.
-        grad = synchronize(allreduce_async(grad_output, None, None, Sum))
-        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
-        start = int(rows[: runtime.rank()].sum())
-        return grad[start : start + ctx.rows], None
+        return _allgather_grad(grad_output, ctx.rows), None
+
+
+def _allgather_grad(grad_output: torch.Tensor, rows: int) -> torch.Tensor:
+    """An allgather's input gradient: every rank's output depends on every rank's input, so
+    the gradients are summed over ranks, then this rank's ``rows`` rows kept."""
+    grad = synchronize(allreduce_async(grad_output, None, None, Sum))
+    every = synchronize(allgather_async(torch.tensor([rows], dtype=torch.int64)))
+    start = int(every[: runtime.rank()].sum())
+    return grad[start : start + rows]
 
 
 def allgather(tensor: torch.Tensor, name: str | None = None) -> torch.Tensor:
     """Every rank's ``tensor`` concatenated along the first dimension (which may differ per
     rank). Differentiable."""
     return _Allgather.apply(tensor, name)
+
+
+def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: str | None = None) -> Handle:
+    """Starts an allgather of each tensor, all enqueued in this call (members named
+    ``name.0``, ``name.1``, ... when named); one handle, whose synchronize returns the list of
+    outputs. Departure from Horovod: each member negotiates on its own (hora's engine fuses
+    groups of allreduces only), so members may complete at different times."""
+    names = group_names(len(tensors), None, name)
+    handles = [allgather_async(t, n or None) for t, n in zip(tensors, names, strict=True)]
+    return _CompositeHandle(handles, list, name or "grouped_allgather")
+
+
+class _GroupedAllgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, name: str | None, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        ctx.rows = [t.shape[0] for t in tensors]
+        return tuple(synchronize(grouped_allgather_async(tensors, name)))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        return (None, *(_allgather_grad(g, r) for g, r in zip(grads, ctx.rows, strict=True)))
+
+
+def grouped_allgather(
+    tensors: Sequence[torch.Tensor], name: str | None = None
+) -> list[torch.Tensor]:
+    """Every rank's tensors concatenated along the first dimension, one output per input, as
+    a list. Differentiable."""
+    return list(_GroupedAllgather.apply(name, *tensors))
 
 
 # ---- broadcast ---------------------------------------------------------------------------
@@ -396,9 +461,14 @@ def alltoall(
 
 
 def reducescatter_async(
-    tensor: torch.Tensor, name: str | None = None, op: ReduceOp | None = None
+    tensor: torch.Tensor,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
 ) -> Handle:
-    """Starts a reducescatter along the first dimension; returns a handle."""
+    """Starts a reducescatter along the first dimension (this rank's block of
+    ``postscale_factor * op(prescale_factor * tensor)``); returns a handle."""
     t = _tensors.contiguous(tensor)
     return _core.reducescatter_async(
         t,
@@ -406,27 +476,40 @@ def reducescatter_async(
         tensor_name(name),
         reduce_op(op),
         stream=_tensors.stream_of(t),
+        prescale=float(prescale_factor),
+        postscale=float(postscale_factor),
     )
+
+
+def _reducescatter_grad(grad_output: torch.Tensor, op: ReduceOp, scale: float) -> torch.Tensor:
+    """A reducescatter's input gradient: the blocks' gradients gathered (divided by size for
+    Average), times the product of the scale factors."""
+    if op not in (Average, Sum):
+        raise UnimplementedError(
+            f"the gradient of reducescatter with op {op.name} is not defined in hora"
+        )
+    grad = synchronize(allgather_async(grad_output))
+    if op == Average:
+        grad = grad / runtime.size()
+    return grad * scale if scale != 1.0 else grad
 
 
 class _Reducescatter(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx: Any, tensor: torch.Tensor, name: str | None, op: ReduceOp | None
+        ctx: Any,
+        tensor: torch.Tensor,
+        name: str | None,
+        op: ReduceOp,
+        prescale_factor: float,
+        postscale_factor: float,
     ) -> torch.Tensor:
-        ctx.op = op
-        return synchronize(reducescatter_async(tensor, name, op))
+        ctx.op, ctx.scale = op, prescale_factor * postscale_factor
+        return synchronize(reducescatter_async(tensor, name, op, prescale_factor, postscale_factor))
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        if ctx.op not in (Average, Sum):
-            raise UnimplementedError(
-                f"the gradient of reducescatter with op {ctx.op.name} is not defined in hora"
-            )
-        grad = synchronize(allgather_async(grad_output))
-        if ctx.op == Average:
-            grad = grad / runtime.size()
-        return grad, None, None
+        return _reducescatter_grad(grad_output, ctx.op, ctx.scale), None, None, None, None
 
 
 def reducescatter(
@@ -434,10 +517,97 @@ def reducescatter(
     name: str | None = None,
     compression: Compressor | None = Compression.none,
     op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
 ) -> torch.Tensor:
-    """This rank's block of the reduction along the first dimension (the first rows % size
-    ranks get a row more). Differentiable for Average and Sum."""
-    return _Reducescatter.apply(tensor, name, reduce_op(op))
+    """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` along the first
+    dimension (the first rows % size ranks get a row more). Differentiable for Average and
+    Sum. ``compression`` is accepted for Horovod's signature; reducescatter travels
+    uncompressed."""
+    return _Reducescatter.apply(
+        tensor, name, reduce_op(op), float(prescale_factor), float(postscale_factor)
+    )
+
+
+def grouped_reducescatter_async(
+    tensors: Sequence[torch.Tensor],
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+) -> Handle:
+    """Starts a reducescatter of each tensor, all enqueued in this call (members named
+    ``name.0``, ...); one handle, whose synchronize returns the list of this rank's blocks.
+    Each member negotiates on its own, as in grouped_allgather_async."""
+    names = group_names(len(tensors), None, name)
+    handles = [
+        reducescatter_async(t, n or None, op, prescale_factor, postscale_factor)
+        for t, n in zip(tensors, names, strict=True)
+    ]
+    return _CompositeHandle(handles, list, name or "grouped_reducescatter")
+
+
+class _GroupedReducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(
+        ctx: Any,
+        name: str | None,
+        op: ReduceOp,
+        prescale_factor: float,
+        postscale_factor: float,
+        *tensors: torch.Tensor,
+    ) -> tuple[torch.Tensor, ...]:
+        ctx.op, ctx.scale = op, prescale_factor * postscale_factor
+        handle = grouped_reducescatter_async(tensors, name, op, prescale_factor, postscale_factor)
+        return tuple(synchronize(handle))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        return (None, None, None, None, *(_reducescatter_grad(g, ctx.op, ctx.scale) for g in grads))
+
+
+def grouped_reducescatter(
+    tensors: Sequence[torch.Tensor],
+    name: str | None = None,
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+) -> list[torch.Tensor]:
+    """reducescatter of each tensor, as a list of this rank's blocks. Differentiable for
+    Average and Sum."""
+    return list(
+        _GroupedReducescatter.apply(
+            name, reduce_op(op), float(prescale_factor), float(postscale_factor), *tensors
+        )
+    )
+
+
+# ---- sparse ------------------------------------------------------------------------------
+
+
+def sparse_allreduce_async(
+    tensor: torch.Tensor, name: str | None = None, op: ReduceOp | None = None
+) -> Handle:
+    """Horovod's allreduce of a sparse COO tensor: an allgather of its indices and one of its
+    values (named ``name.indices`` and ``name.values``). synchronize(handle), or calling the
+    handle as Horovod's, returns the sparse tensor holding every rank's entries (values
+    divided by size for Average, the default; Sum keeps them), uncoalesced as Horovod's."""
+    op = reduce_op(op)
+    if op not in (Average, Sum):
+        raise ValueError(f"sparse_allreduce_async: op {op.name}, expected Average or Sum")
+    t = tensor.detach()
+    base = tensor_name(name)
+    indices = allgather_async(t._indices().t().contiguous(), f"{base}.indices" if base else None)
+    values = allgather_async(t._values().contiguous(), f"{base}.values" if base else None)
+
+    def finish(results: list[torch.Tensor]) -> torch.Tensor:
+        gathered_indices, gathered_values = results
+        if op == Average:
+            gathered_values = gathered_values / runtime.size()
+        return torch.sparse_coo_tensor(gathered_indices.t(), gathered_values, t.size())
+
+    return _CompositeHandle([indices, values], finish, base or "sparse_allreduce")
 
 
 # ---- control -----------------------------------------------------------------------------
@@ -469,14 +639,19 @@ __all__ = [
     "broadcast_",
     "broadcast_async",
     "broadcast_async_",
+    "grouped_allgather",
+    "grouped_allgather_async",
     "grouped_allreduce",
     "grouped_allreduce_",
     "grouped_allreduce_async",
     "grouped_allreduce_async_",
+    "grouped_reducescatter",
+    "grouped_reducescatter_async",
     "join",
     "poll",
     "reducescatter",
     "reducescatter_async",
+    "sparse_allreduce_async",
     "synchronize",
 ]
 __all__ += reduce_ops.__all__
