@@ -92,3 +92,45 @@ def test_reducescatter_scale_factors_in_the_gradient(hvd):
         out = hvd.reducescatter(x, op=hvd.Sum, prescale_factor=2.0, postscale_factor=3.0)
         loss = tf.reduce_sum(out)
     np.testing.assert_allclose(tape.gradient(loss, x).numpy(), np.full((rows, 2), 6.0))
+
+
+class ScaleCompressor(hora.Compressor):
+    """Sends 2 * tensor and divides by the context (3) on arrival."""
+
+    @staticmethod
+    def compress(tensor):
+        return tensor * 2, 3.0
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return tensor / ctx
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf_function"])
+def test_user_compressor_runs_around_allreduce(hvd, graph):
+    size, rank = hvd.size(), hvd.rank()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) + rank
+    want = 2.0 / 3.0 * sum(np.arange(6, dtype=np.float32).reshape(2, 3) + r for r in range(size))
+
+    def call(t):
+        one = hvd.allreduce(t, op=hvd.Sum, compression=ScaleCompressor, name=f"tf.uc.{graph}")
+        two = hvd.grouped_allreduce(
+            [t, 2 * t], op=hvd.Sum, compression=ScaleCompressor, name=f"tf.uc.g.{graph}"
+        )
+        return one, two
+
+    fn = tf.function(call) if graph else call
+    one, two = fn(tf.constant(x))
+    np.testing.assert_allclose(one.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(two[0].numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(two[1].numpy(), 2 * want, rtol=1e-6)
+
+
+def test_builtin_compressors_cast_tf_tensors(hvd):
+    x = tf.constant([1.5, -2.0])
+    sent, ctx = hvd.Compression.fp16.compress(x)
+    assert sent.dtype == tf.float16
+    back = hvd.Compression.fp16.decompress(sent, ctx)
+    assert back.dtype == tf.float32
+    np.testing.assert_array_equal(back.numpy(), x.numpy())
+    assert issubclass(hvd.Compression.bf16, hvd.Compressor)

@@ -2,6 +2,8 @@
 default names, broadcast_optimizer_state's zero gradients, grouped allgather and
 reducescatter, sparse_allreduce_async, reducescatter's scale factors and user compressors."""
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 import torch
@@ -204,3 +206,99 @@ def test_sparse_allreduce_async_matches_the_dense_reduction(op):
     np.testing.assert_allclose(got.to_dense().numpy(), want, rtol=1e-6)
     again = hvd.sparse_allreduce_async(sparse, name=f"sparse.call.{op}", op=op)
     np.testing.assert_allclose(again().to_dense().numpy(), want, rtol=1e-6)
+
+
+# ---- Compression and user Compressors ----------------------------------------------------
+
+
+class ScaleCompressor(hvd.Compressor):
+    """Sends 2 * tensor and divides by the context (3) on arrival, so a result shows that
+    both ran; counts its calls."""
+
+    calls: ClassVar[list[str]] = []
+
+    @staticmethod
+    def compress(tensor):
+        ScaleCompressor.calls.append("compress")
+        return tensor * 2, 3.0
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        ScaleCompressor.calls.append("decompress")
+        return tensor / ctx
+
+
+def test_builtin_compressors_have_horovods_interface():
+    x = torch.tensor([1.5, -2.0], dtype=torch.float32)
+    for compression, half in [
+        (hvd.Compression.fp16, torch.float16),
+        (hvd.Compression.bf16, torch.bfloat16),
+    ]:
+        assert issubclass(compression, hvd.Compressor)
+        sent, ctx = compression.compress(x)
+        assert sent.dtype == half
+        back = compression.decompress(sent, ctx)
+        assert back.dtype == torch.float32 and torch.equal(back, x)
+        ints = torch.arange(3)
+        assert compression.compress(ints)[0] is ints
+    sent, ctx = hvd.Compression.none.compress(x)
+    assert sent is x and hvd.Compression.none.decompress(sent, ctx) is x
+
+
+def test_user_compressor_runs_around_allreduce():
+    size, rank = hvd.size(), hvd.rank()
+    x = torch.from_numpy(rows_of(rank, 4))
+    want = 2.0 / 3.0 * sum(rows_of(r, 4) for r in range(size))
+    ScaleCompressor.calls.clear()
+    got = hvd.allreduce(x, name="user_comp", op=hvd.Sum, compression=ScaleCompressor)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    assert ScaleCompressor.calls == ["compress", "decompress"]
+    got = hvd.synchronize(hvd.allreduce_async(x, op=hvd.Average, compression=ScaleCompressor))
+    np.testing.assert_allclose(got.numpy(), want / size, rtol=1e-6)
+    y = x.clone()
+    hvd.allreduce_(y, op=hvd.Sum, compression=ScaleCompressor)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    outs = hvd.grouped_allreduce([x, 2 * x], op=hvd.Sum, compression=ScaleCompressor)
+    np.testing.assert_allclose(outs[0].numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(outs[1].numpy(), 2 * want, rtol=1e-6)
+
+
+class ExactScale(hvd.Compressor):
+    """x2 on the way out, /2 back: exact in float, so the step equals an uncompressed one."""
+
+    calls = 0
+
+    @staticmethod
+    def compress(tensor):
+        ExactScale.calls += 1
+        return tensor * 2, 2.0
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return tensor / ctx
+
+
+@pytest.mark.parametrize("passes", [1, 2])
+def test_user_compressor_in_distributed_optimizer(passes):
+    def train(compression):
+        model, groups = two_group_model()
+        opt = hvd.DistributedOptimizer(
+            torch.optim.SGD(groups, lr=0.1),
+            named_parameters=model.named_parameters(),
+            compression=compression,
+            backward_passes_per_step=passes,
+            op=hvd.Sum,
+        )
+        torch.manual_seed(hvd.rank())
+        for _ in range(2):
+            opt.zero_grad()
+            for _ in range(passes):
+                F.mse_loss(model(torch.randn(5, 4)), torch.zeros(5, 2)).backward()
+            opt.step()
+        return [p.detach().clone() for p in model.parameters()]
+
+    ExactScale.calls = 0
+    plain, compressed = train(hvd.Compression.none), train(ExactScale)
+    assert ExactScale.calls > 0
+    for a, b in zip(plain, compressed, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)

@@ -2,14 +2,14 @@
 with ``from hora._internal.api import *`` (hora.keras picks its own from hora.tensorflow).
 
 They are the same objects everywhere: the runtime (init, shutdown, rank, size, ...), the
-errors, Compression and the reduce ops. A name added here, to the imports and to __all__ (a
-literal list, which type checkers read), is exported by every API.
+errors, Compression and Compressor, and the reduce ops. A name added here, to the imports
+and to __all__ (a literal list, which type checkers read), is exported by every API.
 """
 
 from __future__ import annotations
 
 from hora._internal.reduce_ops import Adasum, Average, Max, Min, Product, Sum
-from hora.compression import Compression
+from hora.compression import Compression, Compressor
 from hora.errors import (
     FailedPreconditionError,
     HoraError,
@@ -53,6 +53,7 @@ __all__ = [
     "Adasum",
     "Average",
     "Compression",
+    "Compressor",
     "FailedPreconditionError",
     "HoraError",
     "HoraIOError",

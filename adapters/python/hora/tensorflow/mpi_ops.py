@@ -42,7 +42,7 @@ from hora._internal import args, reduce_ops
 from hora._internal.reduce_ops import *  # noqa: F403 - Horovod's mpi_ops exports the reduce ops
 from hora._internal.reduce_ops import ReduceOp
 from hora._internal.tensorflow import run
-from hora.compression import Compression, Compressor
+from hora.compression import Compression, Compressor, user_compressor
 from hora.tensorflow._library import ops as _ops
 
 _SUM = int(reduce_ops.Sum)
@@ -144,11 +144,25 @@ def allreduce(
     """``postscale * op(prescale * tensor)`` over every rank (op: Average by default).
 
     A ``tf.IndexedSlices`` is gathered instead (values and indices from every rank, values
-    divided by size for Average), as Horovod does for sparse gradients."""
+    divided by size for Average), as Horovod does for sparse gradients. A Compressor of
+    one's own runs around the reduction (compress before, decompress after), as in Horovod."""
     reduce_op = _reduce_op(op, average)
     if isinstance(tensor, tf.IndexedSlices):
         return _sparse_allreduce(tensor, reduce_op, name, ignore_name_scope)
     tensor = tf.convert_to_tensor(tensor)
+    user = user_compressor(compression)
+    if user is not None:
+        compressed, ctx = user.compress(tensor)
+        reduced = allreduce(
+            compressed,
+            average,
+            op=op,
+            prescale_factor=prescale_factor,
+            postscale_factor=postscale_factor,
+            name=name,
+            ignore_name_scope=ignore_name_scope,
+        )
+        return user.decompress(reduced, ctx)
     wire = _wire(tensor.dtype, compression)
     return run(
         _ops.hora_allreduce,
@@ -189,7 +203,27 @@ def grouped_allreduce(
 
     Members are named ``<name>.<i>``. Members of one dtype form one fused unit (with several
     dtypes, the units after the first are named ``<name>.<dtype>``); compression applies to
-    the float32 unit only."""
+    the float32 unit only, a Compressor of one's own to every dense member."""
+    user = user_compressor(compression)
+    if user is not None:
+        packed = [
+            t if isinstance(t, tf.IndexedSlices) else user.compress(tf.convert_to_tensor(t))
+            for t in tensors
+        ]
+        sent = [p if isinstance(p, tf.IndexedSlices) else p[0] for p in packed]
+        reduced = grouped_allreduce(
+            sent,
+            average,
+            op=op,
+            prescale_factor=prescale_factor,
+            postscale_factor=postscale_factor,
+            name=name,
+            ignore_name_scope=ignore_name_scope,
+        )
+        return [
+            r if isinstance(p, tf.IndexedSlices) else user.decompress(r, p[1])
+            for p, r in zip(packed, reduced, strict=True)
+        ]
     tensors = list(tensors)
     reduce_op = _reduce_op(op, average)
     results = [None] * len(tensors)

@@ -24,7 +24,7 @@ from hora._internal import reduce_ops
 from hora._internal.args import group_names, reduce_op, reduction, tensor_name, wire
 from hora._internal.reduce_ops import *  # noqa: F403 - Horovod's mpi_ops exports the reduce ops
 from hora._internal.reduce_ops import ReduceOp
-from hora.compression import Compression, Compressor
+from hora.compression import Compression, Compressor, user_compressor
 from hora.errors import UnimplementedError
 from hora.ops import Handle
 from hora.torch import _tensors
@@ -102,7 +102,12 @@ def _start_allreduce(
     compression: Compressor | None,
 ) -> Handle:
     """The binding's allreduce of the contiguous, detached ``t`` into ``output`` (None: in
-    place) on ``t``'s current stream."""
+    place) on ``t``'s current stream; a user's Compressor runs around it."""
+    user = user_compressor(compression)
+    if user is not None:
+        return _start_user_compressed(
+            [t], [output], name, op, average, prescale_factor, postscale_factor, user, False
+        )
     return _core.allreduce_async(
         t,
         output,
@@ -123,7 +128,13 @@ def _start_grouped_allreduce(
     compression: Compressor | None,
 ) -> Handle:
     """The binding's grouped allreduce of the contiguous, detached ``ts`` into ``outputs``
-    (None each: in place). Compressed only when every member is float32."""
+    (None each: in place). Compressed only when every member is float32; a user's
+    Compressor runs around it."""
+    user = user_compressor(compression)
+    if user is not None:
+        return _start_user_compressed(
+            ts, outputs, name, op, average, prescale_factor, postscale_factor, user, True
+        )
     same_dtype = bool(ts) and all(t.dtype == ts[0].dtype for t in ts)
     wire_format = _wire(ts[0], compression) if same_dtype else _core.Compression.none
     return _core.grouped_allreduce_async(
@@ -133,6 +144,40 @@ def _start_grouped_allreduce(
         *reduction(op, average, prescale_factor, postscale_factor, wire_format),
         stream=_tensors.stream_of(ts[0]) if ts else 0,
     )
+
+
+def _start_user_compressed(
+    ts: list[torch.Tensor],
+    outputs: Sequence[torch.Tensor | None],
+    name: str | None,
+    op: ReduceOp | None,
+    average: bool | None,
+    prescale_factor: float,
+    postscale_factor: float,
+    user: Any,
+    grouped: bool,
+) -> _CompositeHandle:
+    """A (grouped) allreduce with a user's Compressor, as Horovod runs one: each tensor's
+    ``compress`` before, the reduction of what it returned, ``decompress`` after, written into
+    ``outputs`` (None: into the tensor itself). synchronize returns the outputs (a list when
+    ``grouped``)."""
+    packed = [user.compress(t) for t in ts]
+    sent = [_tensors.contiguous(c) for c, _ in packed]
+    received = [torch.empty_like(c, memory_format=torch.contiguous_format) for c in sent]
+    reduction_args = (name, op, average, prescale_factor, postscale_factor, None)
+    if grouped:
+        handle = _start_grouped_allreduce(sent, received, *reduction_args)
+    else:
+        handle = _start_allreduce(sent[0], received[0], *reduction_args)
+    targets = [t if o is None else o for t, o in zip(ts, outputs, strict=True)]
+
+    def finish(results: list[Any]) -> Any:
+        reduced = results[0] if grouped else results
+        for target, r, (_, ctx) in zip(targets, reduced, packed, strict=True):
+            target.copy_(user.decompress(r, ctx))
+        return targets if grouped else targets[0]
+
+    return _CompositeHandle([handle], finish, name or "allreduce")
 
 
 def allreduce_async(
