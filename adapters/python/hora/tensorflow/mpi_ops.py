@@ -152,17 +152,9 @@ def allreduce(
     tensor = tf.convert_to_tensor(tensor)
     user = user_compressor(compression)
     if user is not None:
-        compressed, ctx = user.compress(tensor)
-        reduced = allreduce(
-            compressed,
-            average,
-            op=op,
-            prescale_factor=prescale_factor,
-            postscale_factor=postscale_factor,
-            name=name,
-            ignore_name_scope=ignore_name_scope,
-        )
-        return user.decompress(reduced, ctx)
+        reduce = lambda ts, *a, **k: [allreduce(ts[0], *a, **k)]  # noqa: E731
+        scales = (prescale_factor, postscale_factor)
+        return _around(user, [tensor], reduce, average, op, scales, name, ignore_name_scope)[0]
     wire = _wire(tensor.dtype, compression)
     return run(
         _ops.hora_allreduce,
@@ -171,6 +163,38 @@ def allreduce(
             reduce_op, prescale_factor, postscale_factor, wire, name, ignore_name_scope
         ),
     )
+
+
+def _around(
+    user: Any,
+    tensors: Sequence[TensorLike | tf.IndexedSlices],
+    reduce: Any,
+    average: bool | None,
+    op: ReduceOp | None,
+    scales: tuple[float, float],
+    name: str | None,
+    ignore_name_scope: bool,
+) -> list[tf.Tensor | tf.IndexedSlices]:
+    """A user's Compressor around ``reduce`` (grouped_allreduce's signature), as Horovod runs
+    one: each dense tensor's compress before, decompress after (IndexedSlices as they are)."""
+    packed = [
+        t if isinstance(t, tf.IndexedSlices) else user.compress(tf.convert_to_tensor(t))
+        for t in tensors
+    ]
+    sent = [p if isinstance(p, tf.IndexedSlices) else p[0] for p in packed]
+    reduced = reduce(
+        sent,
+        average,
+        op=op,
+        prescale_factor=scales[0],
+        postscale_factor=scales[1],
+        name=name,
+        ignore_name_scope=ignore_name_scope,
+    )
+    return [
+        r if isinstance(p, tf.IndexedSlices) else user.decompress(r, p[1])
+        for p, r in zip(packed, reduced, strict=True)
+    ]
 
 
 def _sparse_allreduce(
@@ -206,24 +230,10 @@ def grouped_allreduce(
     the float32 unit only, a Compressor of one's own to every dense member."""
     user = user_compressor(compression)
     if user is not None:
-        packed = [
-            t if isinstance(t, tf.IndexedSlices) else user.compress(tf.convert_to_tensor(t))
-            for t in tensors
-        ]
-        sent = [p if isinstance(p, tf.IndexedSlices) else p[0] for p in packed]
-        reduced = grouped_allreduce(
-            sent,
-            average,
-            op=op,
-            prescale_factor=prescale_factor,
-            postscale_factor=postscale_factor,
-            name=name,
-            ignore_name_scope=ignore_name_scope,
+        scales = (prescale_factor, postscale_factor)
+        return _around(
+            user, tensors, grouped_allreduce, average, op, scales, name, ignore_name_scope
         )
-        return [
-            r if isinstance(p, tf.IndexedSlices) else user.decompress(r, p[1])
-            for p, r in zip(packed, reduced, strict=True)
-        ]
     tensors = list(tensors)
     reduce_op = _reduce_op(op, average)
     results = [None] * len(tensors)

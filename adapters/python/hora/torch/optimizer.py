@@ -314,8 +314,9 @@ def DistributedOptimizer(
     allreduce as in Horovod. ``backward_passes_per_step``: reduce every k-th backward pass
     (local accumulation in between). ``op``: Average or Sum. ``gradient_predivide_factor``:
     divide by f before the sum and by size/f after. ``num_groups`` / ``groups``: reduce these
-    parameters together as one fused unit. ``sparse_as_dense``: densify sparse gradients (else they travel as an
-    allgather of indices and values). Process sets are not supported (hora has one group)."""
+    parameters together as one fused unit. ``sparse_as_dense``: densify sparse gradients (else
+    they travel as an allgather of indices and values). Process sets are not supported (hora
+    has one group)."""
     if groups is not None and num_groups:
         raise ValueError("DistributedOptimizer: pass num_groups or groups, not both")
     cls = type(
