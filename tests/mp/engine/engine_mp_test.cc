@@ -285,6 +285,39 @@ TEST(EngineMp, OtherCollectives) {
   ASSERT_TRUE(barrier().ok());
 }
 
+// Reducescatter's scale factors: this rank's block of postscale * op(prescale * in), the
+// average divided before the postscale; factors that differ across ranks are a mismatch.
+TEST(EngineMp, ReducescatterScaleFactors) {
+  const int r = rank(), n = size();
+  std::vector<float> rs(n * 2 * 3, static_cast<float>(r + 1));  // 2 rows of 3 per rank
+  const float sum = static_cast<float>(n * (n + 1) / 2);
+  struct Case {
+    ReduceOp op;
+    double prescale, postscale;
+    float expected;
+  };
+  const Case cases[] = {{ReduceOp::kSum, 0.5, 4.0, 2.0f * sum},
+                        {ReduceOp::kAverage, 2.0, 3.0, 6.0f * sum / n},
+                        {ReduceOp::kMax, -1.0, 2.0, -2.0f}};  // max of -(r + 1): -1
+  for (const Case& c : cases) {
+    StatusOr<CollectiveResult> got =
+        reducescatter("rs.scaled", view(rs, {n * 2, 3}), c.op, c.prescale, c.postscale);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->shape, (std::vector<int64_t>{2, 3}));
+    const float* v = reinterpret_cast<const float*>(got->data.data());
+    for (int i = 0; i < 6; ++i) ASSERT_FLOAT_EQ(v[i], c.expected) << reduce_op_name(c.op);
+  }
+  Handle bad =
+      reducescatter_async("rs.bad", view(rs, {n * 2, 3}), ReduceOp::kSum, std::nan(""), 1.0);
+  ASSERT_TRUE(bad.poll());
+  EXPECT_EQ(bad.wait().code(), StatusCode::kInvalidArgument);
+  if (n == 1) return;
+  Status s =
+      reducescatter("rs.mismatch", view(rs, {n * 2, 3}), ReduceOp::kSum, 1.0 + r, 1.0).status();
+  EXPECT_EQ(s.code(), StatusCode::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("reducescatter prescale"), std::string::npos) << s.message();
+}
+
 TEST(EngineMp, BlockingForms) {
   const int r = rank(), n = size();
   std::vector<float> rows((r + 1) * 2, static_cast<float>(r));
