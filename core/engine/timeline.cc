@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -148,15 +149,18 @@ void Timeline::write_batch(const std::vector<Record>& batch) {
   std::string text;
   for (const Record& r : batch) {
     const int row = r.global ? 0 : row_of(r.tensor, &text);
+    // A phase that began before this file opened (a tensor enqueued before start_timeline,
+    // unstamped) starts where the file does.
+    const TimePoint start = std::max(r.start, origin_);
     nlohmann::json e = {{"name", r.phase},
                         {"ph", r.instant ? "i" : "X"},
                         {"pid", 0},
                         {"tid", row},
-                        {"ts", us(r.start - origin_).count()}};
+                        {"ts", us(start - origin_).count()}};
     if (r.instant) {
       e["s"] = r.global ? "g" : "t";  // across the trace, or on the tensor's row
     } else {
-      e["dur"] = us(r.end - r.start).count();
+      e["dur"] = us(std::max(r.end, start) - start).count();
     }
     if (!r.args.empty()) {
       nlohmann::json args = nlohmann::json::object();

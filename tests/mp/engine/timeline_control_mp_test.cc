@@ -100,6 +100,29 @@ TEST(TimelineControl, ASecondStartReplacesTheFileWithoutCycleMarks) {
   std::remove(second.c_str());
 }
 
+// A tensor enqueued before start_timeline (its enqueue time not taken) and agreed after:
+// its NEGOTIATE phase starts where the file does, not at the clock's epoch.
+TEST(TimelineControl, APhaseBegunBeforeTheStartIsCutToTheFile) {
+  const std::string path = shared_path("early");
+  std::vector<float> x(8, 1.f);
+  Handle early;
+  if (rank() == 0) early = allreduce_async("tl.early", view(x), view(x), ReduceOp::kSum);
+  ASSERT_TRUE(start_timeline(path).ok());
+  ASSERT_TRUE(barrier().ok());  // rank 0's "tl.early" waits for the others meanwhile
+  if (rank() != 0) early = allreduce_async("tl.early", view(x), view(x), ReduceOp::kSum);
+  ASSERT_TRUE(early.wait().ok());
+  ASSERT_TRUE(stop_timeline().ok());
+  ASSERT_TRUE(barrier().ok());
+  if (rank() != 0) return;
+  for (const auto& e : load(path)) {
+    if (e.value("ph", "") != "X") continue;
+    EXPECT_GE(e["ts"].get<double>(), 0.0) << e.dump();
+    EXPECT_GE(e["dur"].get<double>(), 0.0) << e.dump();
+    EXPECT_LT(e["dur"].get<double>(), 60e6) << e.dump();
+  }
+  std::remove(path.c_str());
+}
+
 TEST(TimelineControl, RefusesAnEmptyPathAndAFileItCannotCreate) {
   EXPECT_EQ(start_timeline("").code(), StatusCode::kInvalidArgument);
   Status s = start_timeline("/nonexistent-dir/hora/tl.json");
