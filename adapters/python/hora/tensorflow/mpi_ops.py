@@ -18,8 +18,9 @@ a ``tf.function`` TensorFlow raises its own ``tf.errors.OpError`` whose message 
 that class name ("hora.MismatchError: tensor ...").
 
 Where hora departs from Horovod:
-- compression happens inside the engine: float32 tensors travel as float16/bfloat16 and are
-  cast back on arrival; tensors of other dtypes travel uncompressed.
+- the built-in compressions happen inside the engine: float32 tensors travel as
+  float16/bfloat16 and are cast back on arrival; tensors of other dtypes travel
+  uncompressed. A Compressor of one's own runs around allreduce and grouped_allreduce.
 - op=Adasum raises UnimplementedError; process sets are not supported (every collective
   spans the job); device_dense/device_sparse are accepted and ignored (CPU ops only: hora's
   TensorFlow kernels are CPU kernels, matching the tensorflow-cpu build).

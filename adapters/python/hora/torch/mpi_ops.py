@@ -3,11 +3,16 @@
 Every call has an ``_async`` form returning a handle (:func:`synchronize` waits and returns
 the result, :func:`poll` tells whether it is done) and a blocking form. Out-of-place calls
 return new tensors on the input's device; ``_``-suffixed calls work in place. allreduce,
-allgather, broadcast, alltoall and reducescatter are differentiable, as in Horovod.
+allgather, broadcast, alltoall and reducescatter (and their grouped forms) are
+differentiable, as in Horovod. A call whose name is still in flight on this rank raises
+ValueError at once, as Horovod's do.
 
 Where hora departs from Horovod:
-- compression happens inside the engine (float32 tensors travel as float16/bfloat16 and are
-  cast back on arrival); other dtypes travel uncompressed.
+- the built-in compressions happen inside the engine (float32 tensors travel as
+  float16/bfloat16 and are cast back on arrival; other dtypes travel uncompressed); a
+  Compressor of one's own runs around the collective, as in Horovod.
+- grouped allgather and reducescatter enqueue their members in one call, but each member
+  negotiates on its own (the engine fuses groups of allreduces only).
 - Adasum is not built into hora: op=Adasum raises UnimplementedError.
 - process sets are not supported: every collective spans the whole job.
 """
