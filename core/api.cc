@@ -2,6 +2,7 @@
 // enqueue them to the engine, return the handle. No communication happens here.
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +95,18 @@ Handle submit(engine::Engine& eng, std::vector<Entry>& entries,
   return detail::HandleAccess::make(std::move(handle));
 }
 
+// Enqueues a batch of entries with a handle each; when the queue refuses it, every handle
+// fails with that error.
+std::vector<Handle> submit_batch(engine::Engine& eng, std::vector<Entry>& entries,
+                                 std::vector<Handle> handles) {
+  if (entries.empty()) return handles;
+  Status s = eng.enqueue(std::move(entries));
+  if (!s.ok()) {
+    for (Handle& h : handles) h = fail(h.name(), s);
+  }
+  return handles;
+}
+
 Status check_scales(const std::string& name, double prescale, double postscale) {
   if (!std::isfinite(prescale) || !std::isfinite(postscale))
     return Status::invalid_argument("tensor '" + name + "': prescale " + std::to_string(prescale) +
@@ -167,6 +180,20 @@ Status check_allreduce_call(const std::string& name, const TensorView& in, const
   if (s.ok())
     s = check_reduction(name, CollectiveType::kAllreduce, dtype, options.op, options.prescale,
                         options.postscale);
+  return s;
+}
+
+// Every check of one reducescatter's input, op and scale factors.
+Status check_reducescatter(const std::string& label, const TensorView& in, ReduceOp op,
+                           double prescale, double postscale) {
+  Status s = check_tensor(label, "input", in, CollectiveType::kReducescatter, true);
+  if (s.ok()) s = check_scales(label, prescale, postscale);
+  if (s.ok())
+    s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, prescale, postscale);
+  if (s.ok() && !in.device().is_cpu() && (prescale != 1.0 || postscale != 1.0))
+    s = Status::unimplemented("tensor '" + label + "': reducescatter scale factors on " +
+                              in.device().to_string() +
+                              " tensors are not supported yet (host tensors only)");
   return s;
 }
 
@@ -315,12 +342,7 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
     e.request.compression = options.compression;
     handles.push_back(detail::HandleAccess::make(std::move(handle)));
   }
-  if (n == 0) return handles;
-  Status s = eng->enqueue(std::move(entries));
-  if (!s.ok()) {
-    for (Handle& h : handles) h = fail(h.name(), s);
-  }
-  return handles;
+  return submit_batch(*eng, entries, std::move(handles));
 }
 
 Handle allgather_async(const std::string& given, const TensorView& in, OutputAllocator allocate) {
@@ -414,14 +436,7 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   auto eng = detail::engine();
   if (!eng)
     return fail(label, Status::failed_precondition("reducescatter of '" + label + "'" + kNotInit));
-  Status s = check_tensor(label, "input", in, CollectiveType::kReducescatter, true);
-  if (s.ok()) s = check_scales(label, prescale, postscale);
-  if (s.ok())
-    s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, prescale, postscale);
-  if (s.ok() && !in.device().is_cpu() && (prescale != 1.0 || postscale != 1.0))
-    s = Status::unimplemented("tensor '" + label + "': reducescatter scale factors on " +
-                              in.device().to_string() +
-                              " tensors are not supported yet (host tensors only)");
+  Status s = check_reducescatter(label, in, op, prescale, postscale);
   if (!s.ok()) return fail(label, s);
   const std::string& name = resolve_name(given, CollectiveType::kReducescatter, &drawn);
   auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
@@ -432,6 +447,80 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   e.request.postscale = postscale;
   e.allocate = std::move(allocate);
   return submit(*eng, entries, std::move(handle));
+}
+
+namespace {
+
+// Allgathers or reducescatters (`type`) enqueued in one batch, one handle each: `check` runs
+// on every input first, then either every entry is enqueued or none (a name in flight, or
+// twice in `names`), so every handle is then failed with the one error. `set` fills an
+// entry's collective-specific fields.
+std::vector<Handle> enqueue_batch(
+    CollectiveType type, const std::vector<std::string>& names, const std::vector<TensorView>& ins,
+    std::vector<OutputAllocator>& allocators,
+    const std::function<Status(const std::string&, const TensorView&)>& check,
+    const std::function<void(Entry&)>& set) {
+  const size_t n = names.size();
+  auto fail_all = [&](const Status& s) {
+    std::vector<Handle> out;
+    std::string unnamed;
+    for (const std::string& name : names) out.push_back(fail(label_of(name, type, &unnamed), s));
+    return out;
+  };
+  auto eng = detail::engine();
+  if (!eng)
+    return fail_all(Status::failed_precondition(std::string("batched ") +
+                                                engine::collective_name(type) + kNotInit));
+  if (n != ins.size() || n != allocators.size())
+    return fail_all(
+        Status::invalid_argument(std::string("batched ") + engine::collective_name(type) +
+                                 " needs as many names as inputs and allocators; got " +
+                                 std::to_string(n) + " names, " + std::to_string(ins.size()) +
+                                 " inputs, " + std::to_string(allocators.size()) + " allocators"));
+  for (size_t i = 0; i < n; ++i) {
+    std::string unnamed;
+    Status s = check(label_of(names[i], type, &unnamed), ins[i]);
+    if (!s.ok()) return fail_all(s);
+  }
+  std::vector<Handle> handles;
+  std::vector<Entry> entries;
+  entries.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string drawn;
+    const std::string& name = resolve_name(names[i], type, &drawn);
+    auto handle = engine::make_handle_state(name, 1, eng->timeout_s(), eng->wait_signal());
+    Entry& e = add_entry(entries, name, type, ins[i], ins[i], handle);
+    e.allocate = std::move(allocators[i]);
+    set(e);
+    handles.push_back(detail::HandleAccess::make(std::move(handle)));
+  }
+  return submit_batch(*eng, entries, std::move(handles));
+}
+
+}  // namespace
+
+std::vector<Handle> allgather_async_batch(const std::vector<std::string>& names,
+                                          const std::vector<TensorView>& ins,
+                                          std::vector<OutputAllocator> allocators) {
+  auto check = [](const std::string& label, const TensorView& in) {
+    return check_tensor(label, "input", in, CollectiveType::kAllgather, true);
+  };
+  return enqueue_batch(CollectiveType::kAllgather, names, ins, allocators, check, [](Entry&) {});
+}
+
+std::vector<Handle> reducescatter_async_batch(const std::vector<std::string>& names,
+                                              const std::vector<TensorView>& ins, ReduceOp op,
+                                              double prescale, double postscale,
+                                              std::vector<OutputAllocator> allocators) {
+  auto check = [&](const std::string& label, const TensorView& in) {
+    return check_reducescatter(label, in, op, prescale, postscale);
+  };
+  auto set = [&](Entry& e) {
+    e.request.op = op;
+    e.request.prescale = prescale;
+    e.request.postscale = postscale;
+  };
+  return enqueue_batch(CollectiveType::kReducescatter, names, ins, allocators, check, set);
 }
 
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out, ReduceOp op,

@@ -141,6 +141,18 @@ Handle reducescatter_async(const std::string& name, const TensorView& in,
 Handle reducescatter_async(const std::string& name, const TensorView& in, ReduceOp op,
                            double prescale, double postscale, OutputAllocator allocate = nullptr);
 
+// Several allgathers (reducescatters, sharing op and scale factors) enqueued together, one
+// handle each (hora.torch's grouped_allgather and grouped_reducescatter): either every one is
+// enqueued or none is (a name in flight or twice in `names`, or bad input, fails every
+// handle). Each negotiates on its own; allocators[i] makes output i (may be null).
+std::vector<Handle> allgather_async_batch(const std::vector<std::string>& names,
+                                          const std::vector<TensorView>& ins,
+                                          std::vector<OutputAllocator> allocators);
+std::vector<Handle> reducescatter_async_batch(const std::vector<std::string>& names,
+                                              const std::vector<TensorView>& ins, ReduceOp op,
+                                              double prescale, double postscale,
+                                              std::vector<OutputAllocator> allocators);
+
 // Blocking forms (Handle::wait(): until complete, bounded by the other ranks' liveness).
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
                  ReduceOp op = ReduceOp::kAverage, double prescale = 1.0, double postscale = 1.0);

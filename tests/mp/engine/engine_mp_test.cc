@@ -318,6 +318,43 @@ TEST(EngineMp, ReducescatterScaleFactors) {
   EXPECT_NE(s.message().find("reducescatter prescale"), std::string::npos) << s.message();
 }
 
+// allgather_async_batch / reducescatter_async_batch: a handle each, the right outputs; a
+// batch with a member whose name is in flight is refused whole (every handle failed at
+// return, no member left in flight).
+TEST(EngineMp, BatchedAllgatherAndReducescatter) {
+  const int r = rank(), n = size();
+  std::vector<float> a(2 * n, static_cast<float>(r)), b(4 * n, static_cast<float>(r + 1));
+  std::vector<Handle> g = allgather_async_batch({"batch.ag.a", "batch.ag.b"},
+                                                {view(a, {n, 2}), view(b, {n, 4})}, {{}, {}});
+  ASSERT_EQ(g.size(), 2u);
+  for (Handle& h : g) ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
+  EXPECT_EQ(g[0].output_shape(), (std::vector<int64_t>{n * n, 2}));
+  EXPECT_EQ(g[1].output_shape(), (std::vector<int64_t>{n * n, 4}));
+  std::vector<Handle> rs =
+      reducescatter_async_batch({"batch.rs.a", "batch.rs.b"}, {view(a, {n, 2}), view(b, {n, 4})},
+                                ReduceOp::kSum, 2.0, 0.5, {{}, {}});
+  ASSERT_EQ(rs.size(), 2u);
+  for (Handle& h : rs) ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
+  const float* rb = reinterpret_cast<const float*>(rs[1].output().data());
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(rb[i], static_cast<float>(n * (n + 1) / 2));
+  if (n == 1) return;
+  Handle held;
+  if (r == 0) {
+    held = allgather_async("batch.held", view(a, {n, 2}));
+    std::vector<Handle> refused = allgather_async_batch(
+        {"batch.free", "batch.held"}, {view(a, {n, 2}), view(b, {n, 4})}, {{}, {}});
+    for (Handle& h : refused) {
+      ASSERT_TRUE(h.poll());
+      EXPECT_EQ(h.wait().code(), StatusCode::kInvalidArgument) << h.wait().to_string();
+    }
+  }
+  ASSERT_TRUE(barrier().ok());
+  if (r != 0) held = allgather_async("batch.held", view(a, {n, 2}));
+  ASSERT_TRUE(held.wait().ok());
+  // "batch.free" was not left in flight by the refused batch.
+  ASSERT_TRUE(allgather("batch.free", view(a, {n, 2})).ok());
+}
+
 TEST(EngineMp, BlockingForms) {
   const int r = rank(), n = size();
   std::vector<float> rows((r + 1) * 2, static_cast<float>(r));

@@ -302,3 +302,27 @@ def test_user_compressor_in_distributed_optimizer(passes):
     assert ExactScale.calls > 0
     for a, b in zip(plain, compressed, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_grouped_calls_are_enqueued_all_or_none():
+    """A member whose name is in flight refuses the whole group at the call (ValueError), and
+    no other member is left in flight: the group can run right after."""
+    if hvd.size() == 1:
+        pytest.skip("needs a second rank to keep the first call in flight")
+    x = torch.ones(2 * hvd.size(), 3)
+    held = None
+    if hvd.rank() == 0:
+        held = hvd.allgather_async(x, name="all_or_none.1")
+        with pytest.raises(ValueError, match=r"all_or_none\.1"):
+            hvd.grouped_allgather_async([x, x], name="all_or_none")
+        with pytest.raises(ValueError, match=r"all_or_none\.1"):
+            hvd.grouped_reducescatter_async([x, x], name="all_or_none")
+    hvd.barrier()
+    if hvd.rank() != 0:
+        held = hvd.allgather_async(x, name="all_or_none.1")
+    hvd.synchronize(held)
+    outs = hvd.grouped_allgather([x, x], name="all_or_none")
+    assert [tuple(o.shape) for o in outs] == [(2 * hvd.size() ** 2, 3)] * 2
+    outs = hvd.grouped_reducescatter([x, x], name="all_or_none", op=hvd.Sum)
+    for o in outs:
+        np.testing.assert_array_equal(o.numpy(), np.full((2, 3), hvd.size(), np.float32))

@@ -11,8 +11,8 @@ Where hora departs from Horovod:
 - the built-in compressions happen inside the engine (float32 tensors travel as
   float16/bfloat16 and are cast back on arrival; other dtypes travel uncompressed); a
   Compressor of one's own runs around the collective, as in Horovod.
-- grouped allgather and reducescatter enqueue their members in one call, but each member
-  negotiates on its own (the engine fuses groups of allreduces only).
+- grouped allgather and reducescatter enqueue their members together (all or none), but
+  each member negotiates on its own (the engine fuses groups of allreduces only).
 - Adasum is not built into hora: op=Adasum raises UnimplementedError.
 - process sets are not supported: every collective spans the whole job.
 """
@@ -383,12 +383,17 @@ def allgather(tensor: torch.Tensor, name: str | None = None) -> torch.Tensor:
 
 
 def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: str | None = None) -> Handle:
-    """Starts an allgather of each tensor, all enqueued in this call (members named
+    """Starts an allgather of each tensor, enqueued together (all or none; members named
     ``name.0``, ``name.1``, ... when named); one handle, whose synchronize returns the list of
     outputs. Departure from Horovod: each member negotiates on its own (hora's engine fuses
     groups of allreduces only), so members may complete at different times."""
-    names = group_names(len(tensors), None, name)
-    handles = [allgather_async(t, n or None) for t, n in zip(tensors, names, strict=True)]
+    ts = [_tensors.contiguous(t) for t in tensors]
+    handles = _core.allgather_async_batch(
+        ts,
+        [_tensors.allocator_like(t) for t in ts],
+        group_names(len(ts), None, name),
+        stream=_tensors.stream_of(ts[0]) if ts else 0,
+    )
     return _CompositeHandle(handles, list, name or "grouped_allgather")
 
 
@@ -586,14 +591,19 @@ def grouped_reducescatter_async(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
 ) -> Handle:
-    """Starts a reducescatter of each tensor, all enqueued in this call (members named
+    """Starts a reducescatter of each tensor, enqueued together (all or none; members named
     ``name.0``, ...); one handle, whose synchronize returns the list of this rank's blocks.
     Each member negotiates on its own, as in grouped_allgather_async."""
-    names = group_names(len(tensors), None, name)
-    handles = [
-        reducescatter_async(t, n or None, op, prescale_factor, postscale_factor)
-        for t, n in zip(tensors, names, strict=True)
-    ]
+    ts = [_tensors.contiguous(t) for t in tensors]
+    handles = _core.reducescatter_async_batch(
+        ts,
+        [_tensors.allocator_like(t) for t in ts],
+        group_names(len(ts), None, name),
+        reduce_op(op),
+        prescale=float(prescale_factor),
+        postscale=float(postscale_factor),
+        stream=_tensors.stream_of(ts[0]) if ts else 0,
+    )
     return _CompositeHandle(handles, list, name or "grouped_reducescatter")
 
 
