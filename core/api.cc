@@ -2,6 +2,7 @@
 // enqueue them to the engine, return the handle. No communication happens here.
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -101,6 +102,18 @@ Handle submit(engine::Engine& eng, std::vector<Entry>& entries,
   return detail::HandleAccess::make(std::move(handle));
 }
 
+// Enqueues a batch of entries with a handle each; when the queue refuses it, every handle
+// fails with that error.
+std::vector<Handle> submit_batch(engine::Engine& eng, std::vector<Entry>& entries,
+                                 std::vector<Handle> handles) {
+  if (entries.empty()) return handles;
+  Status s = eng.enqueue(std::move(entries));
+  if (!s.ok()) {
+    for (Handle& h : handles) h = fail(h.name(), s);
+  }
+  return handles;
+}
+
 Status check_scales(const std::string& name, double prescale, double postscale) {
   if (!std::isfinite(prescale) || !std::isfinite(postscale))
     return Status::invalid_argument("tensor '" + name + "': prescale " + std::to_string(prescale) +
@@ -188,6 +201,20 @@ Entry& add_allreduce_entry(std::vector<Entry>& entries, const std::string& name,
   e.request.postscale = options.postscale;
   e.request.compression = options.compression;
   return e;
+}
+
+// Every check of one reducescatter's input, op and scale factors.
+Status check_reducescatter(const std::string& label, const TensorView& in, ReduceOp op,
+                           double prescale, double postscale) {
+  Status s = check_tensor(label, "input", in, CollectiveType::kReducescatter, true);
+  if (s.ok()) s = check_scales(label, prescale, postscale);
+  if (s.ok())
+    s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, prescale, postscale);
+  if (s.ok() && !in.device().is_cpu() && (prescale != 1.0 || postscale != 1.0))
+    s = Status::unimplemented("tensor '" + label + "': reducescatter scale factors on " +
+                              in.device().to_string() +
+                              " tensors are not supported yet (host tensors only)");
+  return s;
 }
 
 const char* kNotInit = " called before hora::init() or after hora::shutdown()";
@@ -375,12 +402,7 @@ std::vector<Handle> allreduce_async_batch(const std::vector<std::string>& names,
     add_allreduce_entry(entries, name, ins[i], outs[i], handle, options);
     handles.push_back(detail::HandleAccess::make(std::move(handle)));
   }
-  if (n == 0) return handles;
-  Status s = t.engine->enqueue(std::move(entries));
-  if (!s.ok()) {
-    for (Handle& h : handles) h = fail(h.name(), s);
-  }
-  return handles;
+  return submit_batch(*t.engine, entries, std::move(handles));
 }
 
 Handle allgather_async(const std::string& given, const TensorView& in, OutputAllocator allocate,
@@ -479,13 +501,18 @@ Handle alltoall_async(const std::string& given, const TensorView& in,
 
 Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
                            OutputAllocator allocate, int process_set) {
+  return reducescatter_async(given, in, op, 1.0, 1.0, std::move(allocate), process_set);
+}
+
+Handle reducescatter_async(const std::string& given, const TensorView& in, ReduceOp op,
+                           double prescale, double postscale, OutputAllocator allocate,
+                           int process_set) {
   std::string unnamed, drawn;
   const std::string& label = label_of(given, CollectiveType::kReducescatter, &unnamed);
   auto target = target_of(process_set, "reducescatter of '" + label + "'");
   if (!target.ok()) return fail(label, target.status());
   const Target& t = target.value();
-  Status s = check_tensor(label, "input", in, CollectiveType::kReducescatter, true);
-  if (s.ok()) s = check_reduction(label, CollectiveType::kReducescatter, in.dtype(), op, 1.0, 1.0);
+  Status s = check_reducescatter(label, in, op, prescale, postscale);
   if (!s.ok()) return fail(label, s);
   const std::string& name =
       resolve_name(given, CollectiveType::kReducescatter, &drawn, t.set.get());
@@ -493,8 +520,87 @@ Handle reducescatter_async(const std::string& given, const TensorView& in, Reduc
   std::vector<Entry>& entries = one_entry();
   Entry& e = add_entry(entries, name, CollectiveType::kReducescatter, in, in, handle);
   e.request.op = op;
+  e.request.prescale = prescale;
+  e.request.postscale = postscale;
   e.allocate = std::move(allocate);
   return submit(*t.engine, entries, std::move(handle));
+}
+
+namespace {
+
+// Allgathers or reducescatters (`type`) enqueued in one batch, one handle each: `check` runs
+// on every input first, then either every entry is enqueued or none (a name in flight, or
+// twice in `names`), so every handle is then failed with the one error. `set` fills an
+// entry's collective-specific fields.
+std::vector<Handle> enqueue_batch(
+    CollectiveType type, const std::vector<std::string>& names, const std::vector<TensorView>& ins,
+    std::vector<OutputAllocator>& allocators, int process_set,
+    const std::function<Status(const std::string&, const TensorView&)>& check,
+    const std::function<void(Entry&)>& set) {
+  const size_t n = names.size();
+  auto fail_all = [&](const Status& s) {
+    std::vector<Handle> out;
+    std::string unnamed;
+    for (const std::string& name : names) out.push_back(fail(label_of(name, type, &unnamed), s));
+    return out;
+  };
+  auto target = target_of(process_set, std::string("batched ") + engine::collective_name(type));
+  if (!target.ok()) return fail_all(target.status());
+  const Target& t = target.value();
+  if (n != ins.size() || n != allocators.size())
+    return fail_all(
+        Status::invalid_argument(std::string("batched ") + engine::collective_name(type) +
+                                 " needs as many names as inputs and allocators; got " +
+                                 std::to_string(n) + " names, " + std::to_string(ins.size()) +
+                                 " inputs, " + std::to_string(allocators.size()) + " allocators"));
+  for (size_t i = 0; i < n; ++i) {
+    std::string unnamed;
+    Status s = check(label_of(names[i], type, &unnamed), ins[i]);
+    if (!s.ok()) return fail_all(s);
+  }
+  std::vector<Handle> handles;
+  std::vector<Entry> entries;
+  entries.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string drawn;
+    const std::string& name = resolve_name(names[i], type, &drawn, t.set.get());
+    auto handle = new_handle(t, name, 1);
+    Entry& e = add_entry(entries, name, type, ins[i], ins[i], handle);
+    e.allocate = std::move(allocators[i]);
+    set(e);
+    handles.push_back(detail::HandleAccess::make(std::move(handle)));
+  }
+  return submit_batch(*t.engine, entries, std::move(handles));
+}
+
+}  // namespace
+
+std::vector<Handle> allgather_async_batch(const std::vector<std::string>& names,
+                                          const std::vector<TensorView>& ins,
+                                          std::vector<OutputAllocator> allocators,
+                                          int process_set) {
+  auto check = [](const std::string& label, const TensorView& in) {
+    return check_tensor(label, "input", in, CollectiveType::kAllgather, true);
+  };
+  return enqueue_batch(CollectiveType::kAllgather, names, ins, allocators, process_set, check,
+                       [](Entry&) {});
+}
+
+std::vector<Handle> reducescatter_async_batch(const std::vector<std::string>& names,
+                                              const std::vector<TensorView>& ins, ReduceOp op,
+                                              double prescale, double postscale,
+                                              std::vector<OutputAllocator> allocators,
+                                              int process_set) {
+  auto check = [&](const std::string& label, const TensorView& in) {
+    return check_reducescatter(label, in, op, prescale, postscale);
+  };
+  auto set = [&](Entry& e) {
+    e.request.op = op;
+    e.request.prescale = prescale;
+    e.request.postscale = postscale;
+  };
+  return enqueue_batch(CollectiveType::kReducescatter, names, ins, allocators, process_set, check,
+                       set);
 }
 
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out, ReduceOp op,
@@ -541,8 +647,8 @@ StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& i
 }
 
 StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in, ReduceOp op,
-                                         int process_set) {
-  return result_of(reducescatter_async(name, in, op, nullptr, process_set));
+                                         double prescale, double postscale, int process_set) {
+  return result_of(reducescatter_async(name, in, op, prescale, postscale, nullptr, process_set));
 }
 
 namespace {

@@ -175,6 +175,34 @@ double timeout_s() {
 
 std::vector<std::string> available_backends() { return collectives::available_backends(); }
 
+StatusOr<bool> is_homogeneous() {
+  Runtime& r = runtime();
+  MutexLock lock(&r.mu);
+  if (!r.context)
+    return Status::failed_precondition(
+        "hora::is_homogeneous() called before hora::init() or after hora::shutdown()");
+  const collectives::Topology& t = r.context->topology();
+  return t.min_local_size() == t.max_local_size();
+}
+
+Status start_timeline(const std::string& path, bool mark_cycles) {
+  if (path.empty()) return Status::invalid_argument("hora::start_timeline: the file path is empty");
+  auto eng = detail::engine();
+  if (!eng)
+    return Status::failed_precondition("hora::start_timeline('" + path +
+                                       "') called before hora::init() or after hora::shutdown()");
+  return eng->start_timeline(path, mark_cycles);
+}
+
+Status stop_timeline() {
+  auto eng = detail::engine();
+  if (!eng)
+    return Status::failed_precondition(
+        "hora::stop_timeline() called before hora::init() or after hora::shutdown()");
+  eng->stop_timeline();
+  return Status::OK();
+}
+
 namespace detail {
 
 EngineLease::EngineLease() {

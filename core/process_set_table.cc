@@ -40,9 +40,9 @@ Status connect_member(Context& context, ProcessSetInfo& set, int serial, Deadlin
                         collectives::make_communicator(context.host_backend(), set.set_rank, size,
                                                        *set.store, options, deadline));
   HORA_ASSIGN_OR_RETURN(
-      set.device, DeviceSetup::create(backend_name_of(config), set.set_rank, size,
-                                      context.layout().local_rank, /*generation=*/0,
-                                      config.timeout_s, *set.store, deadline));
+      set.device,
+      DeviceSetup::create(backend_name_of(config), set.set_rank, size, context.layout().local_rank,
+                          /*generation=*/0, config.timeout_s, *set.store, deadline));
   set.engine = std::make_shared<engine::Engine>(*set.communicator, engine_options_from(config),
                                                 set.store.get(), "engine/",
                                                 /*topology=*/nullptr, &set.device->resources());
@@ -53,8 +53,8 @@ Status connect_member(Context& context, ProcessSetInfo& set, int serial, Deadlin
 }  // namespace
 
 StatusOr<std::shared_ptr<ProcessSetInfo>> make_process_set(Context& context, int id,
-                                                            const std::vector<int>& ranks,
-                                                            int serial, Deadline deadline) {
+                                                           const std::vector<int>& ranks,
+                                                           int serial, Deadline deadline) {
   auto set = std::make_shared<ProcessSetInfo>();
   set->id = id;
   set->ranks = ranks;

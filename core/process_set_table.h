@@ -64,8 +64,8 @@ std::string rank_list(const std::vector<int>& ranks);
 // Makes set `id` of `ranks` (sorted, distinct, ranks of the job): on a member, connects its
 // communicator (collective over the members, bounded by `deadline`) and starts its engine.
 StatusOr<std::shared_ptr<ProcessSetInfo>> make_process_set(Context& context, int id,
-                                                            const std::vector<int>& ranks,
-                                                            int serial, Deadline deadline);
+                                                           const std::vector<int>& ranks,
+                                                           int serial, Deadline deadline);
 
 class ProcessSetTable {
  public:

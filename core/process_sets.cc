@@ -1,5 +1,7 @@
 // The process-set calls of hora/hora.h and ProcessSet's members: registering and removing sets
 // collectively (the whole job agrees through the store first), and looking them up.
+#include "core/process_sets.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -10,7 +12,6 @@
 #include "core/context_access.h"
 #include "core/engine_access.h"
 #include "core/process_set_table.h"
-#include "core/process_sets.h"
 #include "hora/hora.h"
 #include "hora/mutex.h"
 
@@ -74,10 +75,10 @@ StatusOr<std::vector<int>> checked_ranks(std::vector<int> ranks, int job_size) {
 Status agree(Context& context, int serial, const std::string& ask) {
   collectives::Store& store = context.store();
   const RankLayout& l = context.layout();
-  const std::string prefix = "hora/ps/" + std::to_string(context.generation()) + "/ask/" +
-                             std::to_string(serial) + "/";
-  HORA_RETURN_IF_ERROR(store.set(prefix + std::to_string(l.rank),
-                                 collectives::Bytes(ask.begin(), ask.end())));
+  const std::string prefix =
+      "hora/ps/" + std::to_string(context.generation()) + "/ask/" + std::to_string(serial) + "/";
+  HORA_RETURN_IF_ERROR(
+      store.set(prefix + std::to_string(l.rank), collectives::Bytes(ask.begin(), ask.end())));
   const Deadline deadline = Deadline::after_seconds(context.config().timeout_s);
   for (int r = 0; r < l.size; ++r) {
     auto got = store.get(prefix + std::to_string(r), deadline);
@@ -86,10 +87,11 @@ Status agree(Context& context, int serial, const std::string& ask) {
                                        std::to_string(r) + " to " + ask + ")");
     const std::string theirs(got.value().begin(), got.value().end());
     if (theirs != ask)
-      return Status::mismatch("process sets are changed collectively, in the same order on "
-                              "every rank: rank " +
-                              std::to_string(l.rank) + " asked to " + ask + " but rank " +
-                              std::to_string(r) + " asked to " + theirs);
+      return Status::mismatch(
+          "process sets are changed collectively, in the same order on "
+          "every rank: rank " +
+          std::to_string(l.rank) + " asked to " + ask + " but rank " + std::to_string(r) +
+          " asked to " + theirs);
   }
   return Status::OK();
 }
@@ -181,8 +183,9 @@ Status remove_process_set(int process_set_id) {
   ProcessSetTable* table = nullptr;
   HORA_RETURN_IF_ERROR(dynamic_runtime("remove_process_set", &context, &table));
   if (process_set_id == kGlobalProcessSet)
-    return Status::invalid_argument("remove_process_set: the global process set (id 0) cannot be "
-                                    "removed");
+    return Status::invalid_argument(
+        "remove_process_set: the global process set (id 0) cannot be "
+        "removed");
   MutexLock lock(&change_mu());
   if (!table->find(process_set_id))
     return Status::invalid_argument("remove_process_set: process set " +

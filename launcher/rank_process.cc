@@ -128,6 +128,10 @@ EnvVars rank_environment(const RankPlacement& p, const JobEnvironment& job) {
       {"HORA_RENDEZVOUS_PORT", std::to_string(job.rendezvous_port)},
       {"HORA_SECRET", job.secret},
   };
+  // Horovod's names for the layout, which scripts written for horovodrun read.
+  const size_t layout_count = 7;  // HORA_RANK .. HORA_HOSTNAME above
+  for (size_t i = 0; i < layout_count; ++i)
+    vars.emplace_back("HOROVOD_" + vars[i].first.substr(5), vars[i].second);
   if (!job.backend.empty()) vars.emplace_back("HORA_BACKEND", job.backend);
   if (!job.timeline.empty()) vars.emplace_back("HORA_TIMELINE", job.timeline);
   if (job.start_timeout_s)

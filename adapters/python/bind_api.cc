@@ -97,9 +97,8 @@ void bind_process_sets(py::module_& m) {
       },
       py::arg("process_set_id"), "Unregisters a process set collectively.");
   m.def(
-      "process_set_ranks",
-      [](int id) { return check(hora::get_process_set(id)).ranks(); }, py::arg("process_set_id"),
-      "The ranks of a registered set (InvalidArgumentError otherwise).");
+      "process_set_ranks", [](int id) { return check(hora::get_process_set(id)).ranks(); },
+      py::arg("process_set_id"), "The ranks of a registered set (InvalidArgumentError otherwise).");
   m.def(
       "process_sets",
       [] {
@@ -150,6 +149,19 @@ void bind_api(py::module_& m) {
         return std::move(name).value();
       },
       "The backend of the running job.");
+  m.def(
+      "is_homogeneous", [] { return check(hora::is_homogeneous()); },
+      "Whether every host runs the same number of ranks.");
+  m.def(
+      "start_timeline",
+      [](const std::string& path, bool mark_cycles) {
+        check(hora::start_timeline(path, mark_cycles));
+      },
+      py::arg("file_path"), py::arg("mark_cycles") = false,
+      "Rank 0 writes a Chrome trace of the engine's work to file_path from now on.");
+  m.def(
+      "stop_timeline", [] { check(hora::stop_timeline()); },
+      "Closes the timeline start_timeline (or HORA_TIMELINE) opened.");
   m.def("engine_stats", &engine_stats, "Counters of this process's engine.");
   m.def("available_backends", &hora::available_backends,
         "The backends built into this hora, in preference order.");

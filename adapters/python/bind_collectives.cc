@@ -110,8 +110,7 @@ struct AllocatingCall {
 PyHandle allgather_async(py::handle tensor, py::object allocator, const std::string& name,
                          uintptr_t stream, int process_set) {
   AllocatingCall call("allgather", tensor, std::move(allocator), name, stream);
-  return call.handle(
-      hora::allgather_async(name, call.in, call.output_allocator(), process_set));
+  return call.handle(hora::allgather_async(name, call.in, call.output_allocator(), process_set));
 }
 
 PyHandle broadcast_async(py::handle tensor, int root, const std::string& name, uintptr_t stream,
@@ -131,15 +130,72 @@ PyHandle alltoall_async(py::handle tensor, const std::vector<int64_t>& splits, p
 }
 
 PyHandle reducescatter_async(py::handle tensor, py::object allocator, const std::string& name,
-                             ReduceOp op, uintptr_t stream, int process_set) {
+                             ReduceOp op, uintptr_t stream, double prescale, double postscale,
+                             int process_set) {
   AllocatingCall call("reducescatter", tensor, std::move(allocator), name, stream);
-  return call.handle(
-      hora::reducescatter_async(name, call.in, op, call.output_allocator(), process_set));
+  return call.handle(hora::reducescatter_async(name, call.in, op, prescale, postscale,
+                                               call.output_allocator(), process_set));
+}
+
+// Allgathers or reducescatters (`kind`) of `tensors` enqueued together through `enqueue`
+// (hora::*_async_batch of their inputs and allocators): one call, so one flight, per tensor;
+// a handle each, raising at once as make_handle does when the batch was refused.
+template <typename Enqueue>
+std::vector<PyHandle> batch_async(const char* kind, const std::vector<py::object>& tensors,
+                                  const std::vector<py::object>& allocators,
+                                  const std::vector<std::string>& names, uintptr_t stream,
+                                  const Enqueue& enqueue) {
+  if (tensors.size() != allocators.size() || tensors.size() != names.size())
+    throw_status(Status::invalid_argument(
+        std::string("grouped ") + kind + " needs as many allocators and names as tensors; got " +
+        std::to_string(tensors.size()) + " tensors, " + std::to_string(allocators.size()) +
+        " allocators, " + std::to_string(names.size()) + " names"));
+  std::vector<AllocatingCall> calls;
+  std::vector<TensorView> ins;
+  std::vector<OutputAllocator> outs;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    calls.emplace_back(kind, tensors[i], allocators[i], names[i], stream);
+    ins.push_back(calls.back().in);
+    outs.push_back(calls.back().output_allocator());
+  }
+  std::vector<Handle> handles = enqueue(ins, std::move(outs));
+  std::vector<PyHandle> result;
+  for (size_t i = 0; i < handles.size(); ++i) result.push_back(calls[i].handle(handles[i]));
+  return result;
 }
 
 }  // namespace
 
 void bind_collectives(py::module_& m) {
+  m.def(
+      "allgather_async_batch",
+      [](const std::vector<py::object>& tensors, const std::vector<py::object>& allocators,
+         const std::vector<std::string>& names, uintptr_t stream, int process_set) {
+        return batch_async(
+            "allgather", tensors, allocators, names, stream,
+            [&](const std::vector<TensorView>& ins, std::vector<OutputAllocator> outs) {
+              return hora::allgather_async_batch(names, ins, std::move(outs), process_set);
+            });
+      },
+      py::arg("tensors"), py::arg("allocators"), py::arg("names"), py::arg("stream") = 0,
+      py::arg("process_set") = 0,
+      "Enqueues an allgather of each tensor together (all or none); a handle each.");
+  m.def(
+      "reducescatter_async_batch",
+      [](const std::vector<py::object>& tensors, const std::vector<py::object>& allocators,
+         const std::vector<std::string>& names, ReduceOp op, double prescale, double postscale,
+         uintptr_t stream, int process_set) {
+        return batch_async(
+            "reducescatter", tensors, allocators, names, stream,
+            [&](const std::vector<TensorView>& ins, std::vector<OutputAllocator> outs) {
+              return hora::reducescatter_async_batch(names, ins, op, prescale, postscale,
+                                                     std::move(outs), process_set);
+            });
+      },
+      py::arg("tensors"), py::arg("allocators"), py::arg("names"), py::arg("op"),
+      py::arg("prescale") = 1.0, py::arg("postscale") = 1.0, py::arg("stream") = 0,
+      py::arg("process_set") = 0,
+      "Enqueues a reducescatter of each tensor together (all or none); a handle each.");
   m.def("allreduce_async", &allreduce_async, py::arg("tensor"), py::arg("output"), py::arg("name"),
         py::arg("op"), py::arg("prescale"), py::arg("postscale"), py::arg("compression"),
         py::arg("stream") = 0, py::arg("process_set") = 0,
@@ -154,13 +210,16 @@ void bind_collectives(py::module_& m) {
         "Enqueues an allgather along the first dimension; allocator(dtype_name, shape) makes "
         "the output (on the input's device) once its shape is known.");
   m.def("broadcast_async", &broadcast_async, py::arg("tensor"), py::arg("root"), py::arg("name"),
-        py::arg("stream") = 0, py::arg("process_set") = 0, "Enqueues an in-place broadcast of root's tensor.");
+        py::arg("stream") = 0, py::arg("process_set") = 0,
+        "Enqueues an in-place broadcast of root's tensor.");
   m.def("alltoall_async", &alltoall_async, py::arg("tensor"), py::arg("splits"),
         py::arg("allocator"), py::arg("name"), py::arg("stream") = 0, py::arg("process_set") = 0,
         "Enqueues an alltoall; splits[p] first-dimension rows go to rank p (empty: even).");
   m.def("reducescatter_async", &reducescatter_async, py::arg("tensor"), py::arg("allocator"),
-        py::arg("name"), py::arg("op"), py::arg("stream") = 0, py::arg("process_set") = 0,
-        "Enqueues a reducescatter along the first dimension.");
+        py::arg("name"), py::arg("op"), py::arg("stream") = 0, py::arg("prescale") = 1.0,
+        py::arg("postscale") = 1.0, py::arg("process_set") = 0,
+        "Enqueues a reducescatter along the first dimension: this rank's block of "
+        "postscale * op(prescale * tensor).");
   m.def(
       "barrier_async",
       [](int process_set) {

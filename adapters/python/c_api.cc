@@ -180,12 +180,13 @@ void c_alltoall(const char* name, const HoraTensor* in, const int64_t* splits, i
                                   done, done_ctx);
 }
 
-void c_reducescatter(const char* name, const HoraTensor* in, int32_t op, HoraAllocFn alloc,
-                     void* alloc_ctx, HoraDoneFn done, void* done_ctx) {
+void c_reducescatter(const char* name, const HoraTensor* in, int32_t op, double prescale,
+                     double postscale, HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done,
+                     void* done_ctx) {
   const std::string n = name ? name : "";
   HORA_C_TRY_VIEW(vin, in, n, "input");
-  finish_on_complete(hora::reducescatter_async(n, vin, static_cast<ReduceOp>(op),
-                                               c_allocator(alloc, alloc_ctx, n)),
+  finish_on_complete(hora::reducescatter_async(n, vin, static_cast<ReduceOp>(op), prescale,
+                                               postscale, c_allocator(alloc, alloc_ctx, n)),
                      done, done_ctx);
 }
 

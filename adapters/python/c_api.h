@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever HoraCApi changes; an op library refuses a table of another version. */
-#define HORA_C_API_VERSION 1
+#define HORA_C_API_VERSION 2
 
 /* Element types: the values of hora::DataType (hora/data_type.h). */
 enum {
@@ -122,9 +122,11 @@ typedef struct HoraCApi {
   void (*alltoall)(const char* name, const HoraTensor* in, const int64_t* splits,
                    int32_t splits_count, HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done,
                    void* done_ctx);
-  /* This rank's block of the reduction along the first dimension. */
-  void (*reducescatter)(const char* name, const HoraTensor* in, int32_t op, HoraAllocFn alloc,
-                        void* alloc_ctx, HoraDoneFn done, void* done_ctx);
+  /* This rank's block of postscale * op_over_ranks(prescale * in) along the first
+   * dimension (version 2 added the scale factors). */
+  void (*reducescatter)(const char* name, const HoraTensor* in, int32_t op, double prescale,
+                        double postscale, HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done,
+                        void* done_ctx);
   /* Completes once every rank called barrier (no deadline of its own: a dead peer fails it). */
   void (*barrier)(HoraDoneFn done, void* done_ctx);
   /* This rank has no more data; result.last_joined once every rank joined. */

@@ -2,6 +2,8 @@
 
 #include <pybind11/stl.h>
 
+#include <chrono>
+
 #include "adapters/python/errors.h"
 #include "adapters/python/waiting.h"
 
@@ -51,6 +53,16 @@ py::object PyHandle::result() {
 
 PyHandle make_handle(Handle handle, std::shared_ptr<Flight> flight) {
   track(handle, flight);
+  // Refused at enqueue (a name still in flight on this rank, bad input): the handle is failed
+  // already, and Horovod raises ValueError at the call, which scripts rely on. Raised here
+  // (InvalidArgumentError is a ValueError) for every collective of every Python adapter.
+  if (handle.poll()) {
+    Status s = handle.wait(std::chrono::milliseconds(0));
+    if (s.code() == StatusCode::kInvalidArgument) {
+      drain();
+      throw_status(s);
+    }
+  }
   return PyHandle(std::move(handle), std::move(flight));
 }
 

@@ -44,7 +44,8 @@ class PyHandle {
   std::shared_ptr<Flight> flight_;
 };
 
-// Tracks `flight` and wraps `handle` (REQUIRES: GIL).
+// Tracks `flight` and wraps `handle` (REQUIRES: GIL). Raises the InvalidArgumentError (a
+// ValueError) of a handle already failed so at its return: a collective refused at enqueue.
 PyHandle make_handle(Handle handle, std::shared_ptr<Flight> flight);
 
 void bind_handle(pybind11::module_& m);

@@ -52,15 +52,22 @@ struct ReducingAttrs : CollectiveAttrs {
   }
 };
 
-// An allreduce's (HoraAllreduce, HoraGroupedAllreduce): the reduction, scaled and compressed.
-struct AllreduceAttrs : ReducingAttrs {
+// A scaled reduction's (HoraAllreduce, HoraGroupedAllreduce, HoraReducescatter).
+struct ScaledAttrs : ReducingAttrs {
   float prescale = 1.0f;
   float postscale = 1.0f;
-  int compression = HORA_C_COMPRESSION_NONE;
 
-  explicit AllreduceAttrs(OpKernelConstruction* c) : ReducingAttrs(c) {
+  explicit ScaledAttrs(OpKernelConstruction* c) : ReducingAttrs(c) {
     OP_REQUIRES_OK(c, c->GetAttr("prescale_factor", &prescale));
     OP_REQUIRES_OK(c, c->GetAttr("postscale_factor", &postscale));
+  }
+};
+
+// An allreduce's (HoraAllreduce, HoraGroupedAllreduce): the reduction, scaled and compressed.
+struct AllreduceAttrs : ScaledAttrs {
+  int compression = HORA_C_COMPRESSION_NONE;
+
+  explicit AllreduceAttrs(OpKernelConstruction* c) : ScaledAttrs(c) {
     OP_REQUIRES_OK(c, c->GetAttr("compression", &compression));
   }
 };
@@ -164,16 +171,16 @@ absl::Status enqueue_alltoall(const CollectiveAttrs& a, const HoraCApi& api, OpK
 
 using AlltoallOp = AsyncKernel<CollectiveAttrs, enqueue_alltoall>;
 
-absl::Status enqueue_reducescatter(const ReducingAttrs& a, const HoraCApi& api,
-                                   OpKernelContext* ctx, Completion* completion) {
+absl::Status enqueue_reducescatter(const ScaledAttrs& a, const HoraCApi& api, OpKernelContext* ctx,
+                                   Completion* completion) {
   TensorRef ref;
   TF_RETURN_IF_ERROR(a.describe_rows(ctx, &ref));
-  api.reducescatter(a.name.c_str(), &ref.c, a.op, &Completion::allocate_output0, completion,
-                    &Completion::trampoline, completion);
+  api.reducescatter(a.name.c_str(), &ref.c, a.op, a.prescale, a.postscale,
+                    &Completion::allocate_output0, completion, &Completion::trampoline, completion);
   return absl::OkStatus();
 }
 
-using ReducescatterOp = AsyncKernel<ReducingAttrs, enqueue_reducescatter>;
+using ReducescatterOp = AsyncKernel<ScaledAttrs, enqueue_reducescatter>;
 
 absl::Status enqueue_barrier(const NoAttrs& /*a*/, const HoraCApi& api, OpKernelContext* /*ctx*/,
                              Completion* completion) {

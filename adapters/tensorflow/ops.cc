@@ -126,12 +126,16 @@ REGISTER_OP("HoraReducescatter")
     .SetIsStateful()
     .Attr("T: " HORA_TF_TYPES)
     .Attr("reduce_op: int")
+    .Attr("prescale_factor: float = 1.0")
+    .Attr("postscale_factor: float = 1.0")
     .Attr("tensor_name: string = ''")
     .Attr("name_from_node: bool = true")
     .Input("tensor: T")
     .Output("reduced: T")
     .SetShapeFn(unknown_first_dim)
-    .Doc("This rank's block of the reduction along the first dimension.");
+    .Doc(
+        "This rank's block of postscale * reduce_op over ranks (prescale * tensor) along the "
+        "first dimension.");
 
 REGISTER_OP("HoraBarrier")
     .SetIsStateful()

@@ -98,13 +98,27 @@ void Engine::start_locked() {
   if (started_) return;
   started_ = true;
   accepting_.store(!stopped_, std::memory_order_release);
-  if (comm_.rank() == 0) {
+  // A timeline start_timeline() opened before the first enqueue stays open.
+  if (comm_.rank() == 0 && !options_.timeline_path.empty()) {
     Status s = timeline_.open(options_.timeline_path);
     if (!s.ok()) {
       HORA_LOG(kWarning) << "timeline off: " << s.to_string();
     }
   }
   thread_ = std::thread([this] { loop(); });
+}
+
+Status Engine::start_timeline(const std::string& path, bool mark_cycles) {
+  if (comm_.rank() != 0) return Status::OK();
+  Status s = timeline_.open(path, mark_cycles);
+  stamp_enqueues_.store(timeline_.enabled(), std::memory_order_relaxed);
+  return s;
+}
+
+void Engine::stop_timeline() {
+  if (comm_.rank() != 0) return;
+  stamp_enqueues_.store(false, std::memory_order_relaxed);
+  timeline_.close();
 }
 
 Status Engine::enqueue(std::vector<Entry>&& entries) {
@@ -274,6 +288,7 @@ bool Engine::round_due() {
 
 bool Engine::step(bool helping) {
   t_in_round = true;
+  if (timeline_.marks_cycles()) timeline_.mark_cycle(Clock::now());
   Controller::Asks asks;
   if (!helping) {
     asked_shutdown_ = asked_shutdown_ || queue_.shutdown_requested();

@@ -120,8 +120,13 @@ class Engine final : public detail::WaitSignal {
   // starts there (rank 0, HORA_TIMELINE set). Otherwise a zero time point, so the per-tensor
   // enqueue path reads no clock (about 15 ns a tensor).
   Clock::time_point enqueue_stamp() const {
-    return stamp_enqueues_ ? Clock::now() : Clock::time_point{};
+    return stamp_enqueues_.load(std::memory_order_relaxed) ? Clock::now() : Clock::time_point{};
   }
+  // hora::start_timeline / stop_timeline: rank 0 (re)opens its timeline at `path` (closing
+  // the one being written) or closes it; other ranks write none and return OK. Any thread.
+  // Fails when rank 0 cannot create the file (the timeline is then off).
+  Status start_timeline(const std::string& path, bool mark_cycles);
+  void stop_timeline();
   EngineStats stats() const;
   // Tests: the executor's allreduce tuner (its decided() from any thread; its skew hook
   // before the first allreduce is enqueued).
@@ -180,8 +185,9 @@ class Engine final : public detail::WaitSignal {
   // Bursts in a row whose round a helping caller ran (capped at kPredictHelpAfter): written by
   // the background thread, read by waiting() on any thread.
   std::atomic<int> helped_bursts_{0};
-  const bool help_enabled_;    // HORA_WAITERS_HELP (options), default on
-  const bool stamp_enqueues_;  // rank 0 with a timeline path: enqueue_stamp() reads the clock
+  const bool help_enabled_;  // HORA_WAITERS_HELP (options), default on
+  // Rank 0 with a timeline open: enqueue_stamp() reads the clock.
+  std::atomic<bool> stamp_enqueues_;
 
   // mu_ guards the fields below it; never held while the loop runs a round, taken before
   // the queue's mutex when both are (enqueue takes them one after the other, never nested).

@@ -323,8 +323,19 @@ Status Executor::run_single(const Response& r) {
 Status Executor::run_planned(Entry& e, const Response& r, Status* allocator_error) {
   const SinglePlan p = plan_single(r, e, comm_.rank(), comm_.size(), &e.handle->received_splits);
   void* out = output_of(e, p.shape, p.out_count * data_type_bytes(r.dtype), allocator_error);
-  return run_host_plan(comm_, r, p, e.in.data(), out, algorithm_options(),
-                       options_.allgather_topology);
+  // A reducescatter's scale factors (the others have none): the prescaled input in the
+  // fusion buffer, which no bucket uses while a single collective runs; the postscale on
+  // this rank's block afterwards.
+  const void* in = e.in.data();
+  if (r.type == CollectiveType::kReducescatter && r.prescale != 1.0) {
+    uint8_t* scaled = fusion_buffer(p.in_count * data_type_bytes(r.dtype));
+    kernels::scale_copy(scaled, in, p.in_count, r.dtype, r.prescale);
+    in = scaled;
+  }
+  Status s = run_host_plan(comm_, r, p, in, out, algorithm_options(), options_.allgather_topology);
+  if (s.ok() && out != nullptr && r.type == CollectiveType::kReducescatter && r.postscale != 1.0)
+    kernels::scale(out, p.out_count, r.dtype, r.postscale);
+  return s;
 }
 
 Status Executor::execute(const ResponseList& list) {

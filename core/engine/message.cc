@@ -60,11 +60,12 @@ std::string field_mismatch(const Request& a, const Request& b) {
   if (a.type == CollectiveType::kBroadcast && a.root != b.root)
     return on_ranks("broadcast root", std::to_string(a.root), a.rank, std::to_string(b.root),
                     b.rank);
-  if (a.type == CollectiveType::kAllreduce && a.prescale != b.prescale)
-    return on_ranks("allreduce prescale", format_double(a.prescale), a.rank,
+  // Allreduce and reducescatter take scale factors.
+  if (uses_op(a.type) && a.prescale != b.prescale)
+    return on_ranks(std::string(c) + " prescale", format_double(a.prescale), a.rank,
                     format_double(b.prescale), b.rank);
-  if (a.type == CollectiveType::kAllreduce && a.postscale != b.postscale)
-    return on_ranks("allreduce postscale", format_double(a.postscale), a.rank,
+  if (uses_op(a.type) && a.postscale != b.postscale)
+    return on_ranks(std::string(c) + " postscale", format_double(a.postscale), a.rank,
                     format_double(b.postscale), b.rank);
   if (a.compression != b.compression)
     return on_ranks(std::string(c) + " compression", compression_name(a.compression), a.rank,

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -35,8 +36,9 @@ bool pwrite_all(int fd, const std::string& text, off_t offset) {
 
 }  // namespace
 
-Status Timeline::open(const std::string& path) {
-  close();
+Status Timeline::open(const std::string& path, bool mark_cycles) {
+  MutexLock control(&control_mu_);
+  close_locked();
   if (path.empty()) return Status::OK();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -58,8 +60,11 @@ Status Timeline::open(const std::string& path) {
   {
     MutexLock lock(&mu_);
     stop_ = false;
+    pending_.clear();  // records that raced the last close
   }
   writer_ = std::thread([this] { writer_loop(); });
+  mark_cycles_.store(mark_cycles, std::memory_order_relaxed);
+  enabled_.store(true, std::memory_order_release);
   return Status::OK();
 }
 
@@ -82,6 +87,16 @@ void Timeline::mark(const std::string& tensor, std::string label, TimePoint at) 
   r.phase = std::move(label);
   r.start = r.end = at;
   r.instant = true;
+  push(std::move(r));
+}
+
+void Timeline::mark_cycle(TimePoint at) {
+  if (!enabled() || !marks_cycles()) return;
+  Record r;
+  r.phase = "CYCLE_START";
+  r.start = r.end = at;
+  r.instant = true;
+  r.global = true;
   push(std::move(r));
 }
 
@@ -133,16 +148,19 @@ void Timeline::write_batch(const std::vector<Record>& batch) {
   using us = std::chrono::duration<double, std::micro>;
   std::string text;
   for (const Record& r : batch) {
-    const int row = row_of(r.tensor, &text);
+    const int row = r.global ? 0 : row_of(r.tensor, &text);
+    // A phase that began before this file opened (a tensor enqueued before start_timeline,
+    // unstamped) starts where the file does.
+    const TimePoint start = std::max(r.start, origin_);
     nlohmann::json e = {{"name", r.phase},
                         {"ph", r.instant ? "i" : "X"},
                         {"pid", 0},
                         {"tid", row},
-                        {"ts", us(r.start - origin_).count()}};
+                        {"ts", us(start - origin_).count()}};
     if (r.instant) {
-      e["s"] = "t";  // the mark belongs to the tensor's row
+      e["s"] = r.global ? "g" : "t";  // across the trace, or on the tensor's row
     } else {
-      e["dur"] = us(r.end - r.start).count();
+      e["dur"] = us(std::max(r.end, start) - start).count();
     }
     if (!r.args.empty()) {
       nlohmann::json args = nlohmann::json::object();
@@ -163,6 +181,13 @@ void Timeline::write_batch(const std::vector<Record>& batch) {
 }
 
 void Timeline::close() {
+  MutexLock control(&control_mu_);
+  close_locked();
+}
+
+void Timeline::close_locked() {
+  enabled_.store(false, std::memory_order_release);
+  mark_cycles_.store(false, std::memory_order_relaxed);
   if (writer_.joinable()) {
     {
       MutexLock lock(&mu_);

@@ -20,11 +20,17 @@
 // its last complete event and closes the array (launcher/timeline_repair.h), so the events
 // written before the kill load. Under another launcher such a file needs that cut by hand.
 //
-// event()/mark(): the engine's thread (any thread is safe). open()/close(): the engine.
+// Switchable at run time (hora::start_timeline / stop_timeline): open() and close() may run
+// on any thread while the engine records; enabled() is an atomic flag, so a record racing a
+// close is dropped (or written by the next open's writer: open() discards such leftovers).
+//
+// event()/mark()/mark_cycle(): any thread (the engine's). open()/close(): any thread,
+// serialised by control_mu_.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -50,16 +56,21 @@ class Timeline {
   Timeline& operator=(const Timeline&) = delete;
   ~Timeline() { close(); }
 
-  // Creates `path` (an empty array) and starts the writer; an empty path leaves the timeline
-  // disabled. Fails (naming the path and errno) when the file cannot be created.
-  Status open(const std::string& path);
-  bool enabled() const { return fd_ >= 0; }
+  // Closes a timeline being written, then creates `path` (an empty array) and starts the
+  // writer; an empty path leaves the timeline disabled. `mark_cycles`: mark_cycle() writes
+  // (Horovod's CYCLE_START marks). Fails (naming the path and errno) when the file cannot be
+  // created.
+  Status open(const std::string& path, bool mark_cycles = false);
+  bool enabled() const { return enabled_.load(std::memory_order_acquire); }
+  bool marks_cycles() const { return mark_cycles_.load(std::memory_order_relaxed); }
 
   // A phase of `tensor` from `start` to `end` ("ph":"X"), with `args` shown by the viewer.
   void event(const std::string& tensor, const char* phase, TimePoint start, TimePoint end,
              Args args = {});
   // An instant mark on `tensor`'s row ("ph":"i"), such as a rank becoming ready.
   void mark(const std::string& tensor, std::string label, TimePoint at);
+  // A global instant mark "CYCLE_START" (one engine round begins), when open() asked for them.
+  void mark_cycle(TimePoint at);
 
   // Writes what is left, stops the writer and closes the file. Idempotent.
   void close();
@@ -70,16 +81,21 @@ class Timeline {
     std::string phase;
     TimePoint start, end;
     bool instant = false;
+    bool global = false;  // an instant mark across every row (no tensor)
     Args args;
   };
 
+  void close_locked() HORA_REQUIRES(control_mu_);
   void push(Record r);
   void writer_loop();
   // Writer thread: formats `batch` and appends it before the closing bracket.
   void write_batch(const std::vector<Record>& batch);
   int row_of(const std::string& tensor, std::string* text);
 
-  int fd_ = -1;
+  Mutex control_mu_;  // serialises open() and close(); taken before mu_
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> mark_cycles_{false};
+  int fd_ = -1;  // open()/close() and the writer thread, which they start and join
   std::string path_;
   TimePoint origin_;
   off_t end_ = 0;        // where the closing "\n]\n" starts

@@ -16,6 +16,10 @@
 // (training loops reuse parameter names every step, which makes the steady state a cache hit).
 // Unnamed calls (empty name) get "<collective>.noname.<n>" from a per-process counter; then
 // the call order of unnamed calls must match across ranks.
+// A call whose name is still in flight on this rank (or twice in one group) is refused at
+// enqueue: the returned Handle is already failed when the call returns (poll() is true and
+// wait() returns kInvalidArgument naming the tensor), as is one refused for bad input.
+// Horovod raises ValueError at the call there; hora's Python adapters do so from this state.
 //
 // Buffers: `in`/`out` (and `tensor`) belong to the caller and must stay valid and untouched
 // until the handle completed. in == out (same data pointer) is in place.
@@ -75,6 +79,18 @@ double timeout_s();
 // The backends built into this hora, in preference order ("builtin" first). Any time, any
 // thread.
 std::vector<std::string> available_backends();
+// Whether every host runs the same number of ranks (Horovod's is_homogeneous); the same on
+// every rank. Fails before init.
+StatusOr<bool> is_homogeneous();
+
+// The timeline at run time (Horovod's start_timeline / stop_timeline): from now on rank 0
+// writes a Chrome trace of the engine's work to `path` (see HORA_TIMELINE, which it replaces
+// if one is being written); `mark_cycles` adds a CYCLE_START mark at each engine round.
+// Other ranks write nothing and return OK. Fails before init, for an empty path, or (rank 0)
+// when the file cannot be created. stop_timeline writes what is left and closes the file, a
+// complete JSON array (OK when none is open). Any thread; neither is collective.
+Status start_timeline(const std::string& path, bool mark_cycles = false);
+Status stop_timeline();
 
 // Allreduce: out = postscale * op_over_ranks(prescale * in). kAverage is kSum with postscale
 // multiplied by 1/size. `out` has in's dtype and element count.
@@ -124,6 +140,26 @@ Handle alltoall_async(const std::string& name, const TensorView& in,
 Handle reducescatter_async(const std::string& name, const TensorView& in,
                            ReduceOp op = ReduceOp::kAverage, OutputAllocator allocate = nullptr,
                            int process_set = kGlobalProcessSet);
+// With Horovod's scale factors: this rank's block of postscale * op_over_ranks(prescale * in)
+// (for kAverage the division by size comes before the postscale). Host tensors only for
+// factors other than 1 (a GPU tensor's call fails with kUnimplemented).
+Handle reducescatter_async(const std::string& name, const TensorView& in, ReduceOp op,
+                           double prescale, double postscale, OutputAllocator allocate = nullptr,
+                           int process_set = kGlobalProcessSet);
+
+// Several allgathers (reducescatters, sharing op and scale factors) enqueued together, one
+// handle each (hora.torch's grouped_allgather and grouped_reducescatter): either every one is
+// enqueued or none is (a name in flight or twice in `names`, or bad input, fails every
+// handle). Each negotiates on its own; allocators[i] makes output i (may be null).
+std::vector<Handle> allgather_async_batch(const std::vector<std::string>& names,
+                                          const std::vector<TensorView>& ins,
+                                          std::vector<OutputAllocator> allocators,
+                                          int process_set = kGlobalProcessSet);
+std::vector<Handle> reducescatter_async_batch(const std::vector<std::string>& names,
+                                              const std::vector<TensorView>& ins, ReduceOp op,
+                                              double prescale, double postscale,
+                                              std::vector<OutputAllocator> allocators,
+                                              int process_set = kGlobalProcessSet);
 
 // Blocking forms (Handle::wait(): until complete, bounded by the other ranks' liveness).
 Status allreduce(const std::string& name, const TensorView& in, const TensorView& out,
@@ -142,7 +178,8 @@ StatusOr<CollectiveResult> alltoall(const std::string& name, const TensorView& i
                                     const std::vector<int64_t>& splits = {},
                                     int process_set = kGlobalProcessSet);
 StatusOr<CollectiveResult> reducescatter(const std::string& name, const TensorView& in,
-                                         ReduceOp op = ReduceOp::kAverage,
+                                         ReduceOp op = ReduceOp::kAverage, double prescale = 1.0,
+                                         double postscale = 1.0,
                                          int process_set = kGlobalProcessSet);
 // Returns once every rank called barrier. Without a timeout it waits as long as the engine
 // runs (a dead peer fails it); with one it returns kTimeout when the others have not all

@@ -273,6 +273,27 @@ TEST(HorarunEnvironment, EachRankSeesItsLayoutAndTheJobSettings) {
   EXPECT_EQ(second[0][10], "none");  // not set by horarun unless asked
 }
 
+TEST(HorarunEnvironment, EachRankSeesHorovodsLayoutVariables) {
+  TempDir dir;
+  RunResult r = run_horarun(
+      {"-np", "3", "-H", "127.0.0.1:2,localhost:2", "/bin/sh", "-c",
+       "echo $HOROVOD_RANK $HOROVOD_SIZE $HOROVOD_LOCAL_RANK $HOROVOD_LOCAL_SIZE "
+       "$HOROVOD_CROSS_RANK $HOROVOD_CROSS_SIZE $HOROVOD_HOSTNAME; echo $HORA_RANK $HORA_SIZE "
+       "$HORA_LOCAL_RANK $HORA_LOCAL_SIZE $HORA_CROSS_RANK $HORA_CROSS_SIZE $HORA_HOSTNAME >&2"},
+      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto horovod = layout_lines(r.out);
+  auto hora = layout_lines(r.err);
+  ASSERT_EQ(horovod.size(), 3u) << r.out;
+  ASSERT_EQ(hora.size(), 3u) << r.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    ASSERT_EQ(horovod[rank].size(), 7u) << r.out;
+    EXPECT_EQ(horovod[rank], hora[rank]) << "rank " << rank;
+  }
+  EXPECT_EQ(horovod[2][6], "localhost");
+  EXPECT_EQ(horovod[2][4], "1");  // cross rank on the second host
+}
+
 TEST(HorarunEnvironment, LocalHostListGivesLocalAndCrossRanks) {
   TempDir dir;
   // Two names for this machine count as two hosts: 127.0.0.1:2 then localhost:1.

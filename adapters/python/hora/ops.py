@@ -356,14 +356,19 @@ def reducescatter_async(
     name: str | None = None,
     op: ReduceOp | None = None,
     allocator: Allocator | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
     process_set: ProcessSet = global_process_set,
 ) -> Handle:
-    """Starts a reducescatter along the first dimension."""
+    """Starts a reducescatter along the first dimension: this rank's block of
+    ``postscale_factor * op(prescale_factor * tensor)``."""
     return _core.reducescatter_async(
         tensor,
         allocator or _numpy_alloc.allocate,
         tensor_name(name),
         reduce_op(op),
+        prescale=float(prescale_factor),
+        postscale=float(postscale_factor),
         process_set=set_id(process_set),
     )
 
@@ -373,10 +378,16 @@ def reducescatter(
     name: str | None = None,
     op: ReduceOp | None = None,
     allocator: Allocator | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
     process_set: ProcessSet = global_process_set,
 ) -> Any:
     """This rank's block of the reduction (the first rows % size ranks get one row more)."""
-    return synchronize(reducescatter_async(tensor, name, op, allocator, process_set=process_set))
+    return synchronize(
+        reducescatter_async(
+            tensor, name, op, allocator, prescale_factor, postscale_factor, process_set=process_set
+        )
+    )
 
 
 def barrier(process_set: ProcessSet = global_process_set) -> None:

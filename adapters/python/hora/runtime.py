@@ -70,6 +70,63 @@ def nccl_built() -> bool:
     return "nccl" in _core.available_backends()
 
 
+def cuda_built() -> bool:
+    """True when hora was built for CUDA tensors (its CUDA kernels come with the NCCL
+    backend, so this is nccl_built())."""
+    return nccl_built()
+
+
+def rocm_built() -> bool:
+    """False: hora has no ROCm build."""
+    return False
+
+
+def ccl_built() -> bool:
+    """False: hora has no oneCCL backend."""
+    return False
+
+
+def ddl_built() -> bool:
+    """False: hora has no IBM DDL backend."""
+    return False
+
+
+def _running_backend() -> str | None:
+    return _core.backend() if _core.is_initialized() else None
+
+
+def mpi_enabled() -> bool:
+    """True when the running job moves its bytes over MPI (the mpi backend); False before
+    init."""
+    return _running_backend() == "mpi"
+
+
+def gloo_enabled() -> bool:
+    """True when the running job moves its bytes over Gloo (the gloo backend); False before
+    init."""
+    return _running_backend() == "gloo"
+
+
+def is_homogeneous() -> bool:
+    """True when every host of the job runs the same number of ranks (the same on every
+    rank). Raises FailedPreconditionError before init."""
+    return _core.is_homogeneous()
+
+
+def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
+    """From now on rank 0 writes a Chrome trace (chrome://tracing, Perfetto) of the engine's
+    work to ``file_path``, as HORA_TIMELINE does from init (replacing a timeline being
+    written); ``mark_cycles`` adds a CYCLE_START mark at each engine round. Other ranks
+    accept the call and write nothing. Not collective."""
+    _core.start_timeline(str(file_path), bool(mark_cycles))
+
+
+def stop_timeline() -> None:
+    """Writes what is left and closes the timeline (a complete JSON array); a no-op when none
+    is open."""
+    _core.stop_timeline()
+
+
 def backend() -> str:
     """The backend of the running job: builtin, gloo, mpi or nccl."""
     return _core.backend()

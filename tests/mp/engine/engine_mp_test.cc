@@ -197,6 +197,50 @@ TEST(EngineMp, DuplicateNameInFlightFailsAtEnqueue) {
   ASSERT_TRUE(allreduce("dup", view(b), view(b), ReduceOp::kSum).ok());
 }
 
+// Every collective's handle refused for a name in flight is failed when the call returns:
+// poll() at once, wait() the error (the Python adapters raise ValueError at the call from it).
+TEST(EngineMp, DuplicateNameOfEveryCollectiveIsFailedOnReturn) {
+  if (size() == 1) GTEST_SKIP() << "needs a second rank to keep the first call in flight";
+  const int n = size();
+  std::vector<float> a(n * 2, 1.f), b(n * 2, 1.f);
+  using Start = Handle (*)(std::vector<float>&);
+  const std::vector<std::pair<std::string, Start>> calls = {
+      {"dup.allreduce",
+       [](std::vector<float>& v) {
+         return allreduce_async("dup.allreduce", view(v), view(v), ReduceOp::kSum);
+       }},
+      {"dup.grouped",
+       [](std::vector<float>& v) {
+         return grouped_allreduce_async({"dup.grouped"}, {view(v)}, {view(v)}, ReduceOp::kSum);
+       }},
+      {"dup.allgather",
+       [](std::vector<float>& v) { return allgather_async("dup.allgather", view(v)); }},
+      {"dup.broadcast",
+       [](std::vector<float>& v) { return broadcast_async("dup.broadcast", view(v), 0); }},
+      {"dup.alltoall",
+       [](std::vector<float>& v) { return alltoall_async("dup.alltoall", view(v)); }},
+      {"dup.reducescatter",
+       [](std::vector<float>& v) { return reducescatter_async("dup.reducescatter", view(v)); }},
+  };
+  for (const auto& [name, start] : calls) {
+    std::vector<float> first_in = a;
+    Handle first;
+    if (rank() == 0) {
+      first = start(first_in);
+      std::vector<float> second_in = b;
+      Handle second = start(second_in);
+      EXPECT_TRUE(second.poll()) << name << ": not failed when the call returned";
+      Status s = second.wait(std::chrono::milliseconds(0));
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+      EXPECT_NE(s.message().find("tensor '" + name + "'"), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find("still in flight"), std::string::npos) << s.message();
+    }
+    ASSERT_TRUE(barrier().ok());
+    if (rank() != 0) first = start(first_in);
+    ASSERT_TRUE(first.wait().ok()) << name << ": " << first.wait().to_string();
+  }
+}
+
 TEST(EngineMp, OtherCollectives) {
   const int r = rank(), n = size();
   // allgather with a different first dimension per rank (rank r has r+1 rows of 3).
@@ -239,6 +283,76 @@ TEST(EngineMp, OtherCollectives) {
     ASSERT_EQ(red[i], static_cast<float>(n * (n + 1) / 2));
 
   ASSERT_TRUE(barrier().ok());
+}
+
+// Reducescatter's scale factors: this rank's block of postscale * op(prescale * in), the
+// average divided before the postscale; factors that differ across ranks are a mismatch.
+TEST(EngineMp, ReducescatterScaleFactors) {
+  const int r = rank(), n = size();
+  std::vector<float> rs(n * 2 * 3, static_cast<float>(r + 1));  // 2 rows of 3 per rank
+  const float sum = static_cast<float>(n * (n + 1) / 2);
+  struct Case {
+    ReduceOp op;
+    double prescale, postscale;
+    float expected;
+  };
+  const Case cases[] = {{ReduceOp::kSum, 0.5, 4.0, 2.0f * sum},
+                        {ReduceOp::kAverage, 2.0, 3.0, 6.0f * sum / n},
+                        {ReduceOp::kMax, -1.0, 2.0, -2.0f}};  // max of -(r + 1): -1
+  for (const Case& c : cases) {
+    StatusOr<CollectiveResult> got =
+        reducescatter("rs.scaled", view(rs, {n * 2, 3}), c.op, c.prescale, c.postscale);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->shape, (std::vector<int64_t>{2, 3}));
+    const float* v = reinterpret_cast<const float*>(got->data.data());
+    for (int i = 0; i < 6; ++i) ASSERT_FLOAT_EQ(v[i], c.expected) << reduce_op_name(c.op);
+  }
+  Handle bad =
+      reducescatter_async("rs.bad", view(rs, {n * 2, 3}), ReduceOp::kSum, std::nan(""), 1.0);
+  ASSERT_TRUE(bad.poll());
+  EXPECT_EQ(bad.wait().code(), StatusCode::kInvalidArgument);
+  if (n == 1) return;
+  Status s =
+      reducescatter("rs.mismatch", view(rs, {n * 2, 3}), ReduceOp::kSum, 1.0 + r, 1.0).status();
+  EXPECT_EQ(s.code(), StatusCode::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("reducescatter prescale"), std::string::npos) << s.message();
+}
+
+// allgather_async_batch / reducescatter_async_batch: a handle each, the right outputs; a
+// batch with a member whose name is in flight is refused whole (every handle failed at
+// return, no member left in flight).
+TEST(EngineMp, BatchedAllgatherAndReducescatter) {
+  const int r = rank(), n = size();
+  std::vector<float> a(2 * n, static_cast<float>(r)), b(4 * n, static_cast<float>(r + 1));
+  std::vector<Handle> g = allgather_async_batch({"batch.ag.a", "batch.ag.b"},
+                                                {view(a, {n, 2}), view(b, {n, 4})}, {{}, {}});
+  ASSERT_EQ(g.size(), 2u);
+  for (Handle& h : g) ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
+  EXPECT_EQ(g[0].output_shape(), (std::vector<int64_t>{n * n, 2}));
+  EXPECT_EQ(g[1].output_shape(), (std::vector<int64_t>{n * n, 4}));
+  std::vector<Handle> rs =
+      reducescatter_async_batch({"batch.rs.a", "batch.rs.b"}, {view(a, {n, 2}), view(b, {n, 4})},
+                                ReduceOp::kSum, 2.0, 0.5, {{}, {}});
+  ASSERT_EQ(rs.size(), 2u);
+  for (Handle& h : rs) ASSERT_TRUE(h.wait().ok()) << h.wait().to_string();
+  const float* rb = reinterpret_cast<const float*>(rs[1].output().data());
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(rb[i], static_cast<float>(n * (n + 1) / 2));
+  if (n == 1) return;
+  Handle held;
+  if (r == 0) {
+    held = allgather_async("batch.held", view(a, {n, 2}));
+    std::vector<Handle> refused = allgather_async_batch(
+        {"batch.free", "batch.held"}, {view(a, {n, 2}), view(b, {n, 4})}, {{}, {}});
+    for (Handle& h : refused) {
+      ASSERT_TRUE(h.poll());
+      EXPECT_EQ(h.wait().code(), StatusCode::kInvalidArgument) << h.wait().to_string();
+    }
+  }
+  ASSERT_TRUE(barrier().ok());
+  if (r != 0) held = allgather_async("batch.held", view(a, {n, 2}));
+  ASSERT_TRUE(held.wait().ok());
+  // "batch.free" was not left in flight by the refused batch.
+  ASSERT_TRUE(allgather("batch.free", view(a, {n, 2})).ok());
 }
 
 TEST(EngineMp, BlockingForms) {

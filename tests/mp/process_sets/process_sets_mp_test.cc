@@ -107,7 +107,7 @@ void check_collectives(const ProcessSet& set) {
   for (int p = 0; p < k; ++p) EXPECT_EQ(s[p], static_cast<float>(set.ranks()[p] * 100 + rank()));
 
   std::vector<float> blocks(static_cast<size_t>(k) * 3, 1.0f);
-  auto scattered = reducescatter("t", view(blocks, {k * 3}), ReduceOp::kSum, id);
+  auto scattered = reducescatter("t", view(blocks, {k * 3}), ReduceOp::kSum, 1.0, 1.0, id);
   ASSERT_TRUE(scattered.ok()) << scattered.status().to_string();
   EXPECT_EQ(scattered->shape[0], 3);
   EXPECT_EQ(reinterpret_cast<const float*>(scattered->data.data())[0], static_cast<float>(k));

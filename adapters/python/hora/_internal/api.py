@@ -2,14 +2,14 @@
 with ``from hora._internal.api import *`` (hora.keras picks its own from hora.tensorflow).
 
 They are the same objects everywhere: the runtime (init, shutdown, rank, size, ...), the
-errors, Compression and the reduce ops. A name added here, to the imports and to __all__ (a
-literal list, which type checkers read), is exported by every API.
+errors, Compression and Compressor, and the reduce ops. A name added here, to the imports
+and to __all__ (a literal list, which type checkers read), is exported by every API.
 """
 
 from __future__ import annotations
 
 from hora._internal.reduce_ops import Adasum, Average, Max, Min, Product, Sum
-from hora.compression import Compression
+from hora.compression import Compression, Compressor
 from hora.errors import (
     FailedPreconditionError,
     HoraError,
@@ -30,26 +30,36 @@ from hora.process_sets import (
 )
 from hora.runtime import (
     backend,
+    ccl_built,
     cross_rank,
     cross_size,
+    cuda_built,
+    ddl_built,
     engine_stats,
     gloo_built,
+    gloo_enabled,
     init,
+    is_homogeneous,
     is_initialized,
     local_rank,
     local_size,
     mpi_built,
+    mpi_enabled,
     mpi_threads_supported,
     nccl_built,
     rank,
+    rocm_built,
     shutdown,
     size,
+    start_timeline,
+    stop_timeline,
 )
 
 __all__ = [
     "Adasum",
     "Average",
     "Compression",
+    "Compressor",
     "FailedPreconditionError",
     "HoraError",
     "HoraIOError",
@@ -67,20 +77,29 @@ __all__ = [
     "UnimplementedError",
     "add_process_set",
     "backend",
+    "ccl_built",
     "cross_rank",
     "cross_size",
+    "cuda_built",
+    "ddl_built",
     "engine_stats",
     "global_process_set",
     "gloo_built",
+    "gloo_enabled",
     "init",
+    "is_homogeneous",
     "is_initialized",
     "local_rank",
     "local_size",
     "mpi_built",
+    "mpi_enabled",
     "mpi_threads_supported",
     "nccl_built",
     "rank",
     "remove_process_set",
+    "rocm_built",
     "shutdown",
     "size",
+    "start_timeline",
+    "stop_timeline",
 ]

@@ -38,7 +38,10 @@ def wire(compression: object) -> _core.Compression:
     value = getattr(compression, "wire", None)
     if isinstance(value, _core.Compression):
         return value
-    raise ValueError(f"compression {compression!r}: expected hora.Compression.none, fp16 or bf16")
+    raise ValueError(
+        f"compression {compression!r}: expected hora.Compression.none, fp16 or bf16 (a "
+        "Compressor subclass of one's own works in hora.torch and hora.tensorflow)"
+    )
 
 
 def reduction(

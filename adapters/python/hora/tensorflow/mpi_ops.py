@@ -18,8 +18,9 @@ a ``tf.function`` TensorFlow raises its own ``tf.errors.OpError`` whose message 
 that class name ("hora.MismatchError: tensor ...").
 
 Where hora departs from Horovod:
-- compression happens inside the engine: float32 tensors travel as float16/bfloat16 and are
-  cast back on arrival; tensors of other dtypes travel uncompressed.
+- the built-in compressions happen inside the engine: float32 tensors travel as
+  float16/bfloat16 and are cast back on arrival; tensors of other dtypes travel
+  uncompressed. A Compressor of one's own runs around allreduce and grouped_allreduce.
 - op=Adasum raises UnimplementedError; process sets are not supported (every collective
   spans the job); device_dense/device_sparse are accepted and ignored (CPU ops only: hora's
   TensorFlow kernels are CPU kernels, matching the tensorflow-cpu build).
@@ -42,7 +43,7 @@ from hora._internal import args, reduce_ops
 from hora._internal.reduce_ops import *  # noqa: F403 - Horovod's mpi_ops exports the reduce ops
 from hora._internal.reduce_ops import ReduceOp
 from hora._internal.tensorflow import run
-from hora.compression import Compression, Compressor
+from hora.compression import Compression, Compressor, user_compressor
 from hora.tensorflow._library import ops as _ops
 
 _SUM = int(reduce_ops.Sum)
@@ -144,11 +145,17 @@ def allreduce(
     """``postscale * op(prescale * tensor)`` over every rank (op: Average by default).
 
     A ``tf.IndexedSlices`` is gathered instead (values and indices from every rank, values
-    divided by size for Average), as Horovod does for sparse gradients."""
+    divided by size for Average), as Horovod does for sparse gradients. A Compressor of
+    one's own runs around the reduction (compress before, decompress after), as in Horovod."""
     reduce_op = _reduce_op(op, average)
     if isinstance(tensor, tf.IndexedSlices):
         return _sparse_allreduce(tensor, reduce_op, name, ignore_name_scope)
     tensor = tf.convert_to_tensor(tensor)
+    user = user_compressor(compression)
+    if user is not None:
+        reduce = lambda ts, *a, **k: [allreduce(ts[0], *a, **k)]  # noqa: E731
+        scales = (prescale_factor, postscale_factor)
+        return _around(user, [tensor], reduce, average, op, scales, name, ignore_name_scope)[0]
     wire = _wire(tensor.dtype, compression)
     return run(
         _ops.hora_allreduce,
@@ -157,6 +164,38 @@ def allreduce(
             reduce_op, prescale_factor, postscale_factor, wire, name, ignore_name_scope
         ),
     )
+
+
+def _around(
+    user: Any,
+    tensors: Sequence[TensorLike | tf.IndexedSlices],
+    reduce: Any,
+    average: bool | None,
+    op: ReduceOp | None,
+    scales: tuple[float, float],
+    name: str | None,
+    ignore_name_scope: bool,
+) -> list[tf.Tensor | tf.IndexedSlices]:
+    """A user's Compressor around ``reduce`` (grouped_allreduce's signature), as Horovod runs
+    one: each dense tensor's compress before, decompress after (IndexedSlices as they are)."""
+    packed = [
+        t if isinstance(t, tf.IndexedSlices) else user.compress(tf.convert_to_tensor(t))
+        for t in tensors
+    ]
+    sent = [p if isinstance(p, tf.IndexedSlices) else p[0] for p in packed]
+    reduced = reduce(
+        sent,
+        average,
+        op=op,
+        prescale_factor=scales[0],
+        postscale_factor=scales[1],
+        name=name,
+        ignore_name_scope=ignore_name_scope,
+    )
+    return [
+        r if isinstance(p, tf.IndexedSlices) else user.decompress(r, p[1])
+        for p, r in zip(packed, reduced, strict=True)
+    ]
 
 
 def _sparse_allreduce(
@@ -189,7 +228,13 @@ def grouped_allreduce(
 
     Members are named ``<name>.<i>``. Members of one dtype form one fused unit (with several
     dtypes, the units after the first are named ``<name>.<dtype>``); compression applies to
-    the float32 unit only."""
+    the float32 unit only, a Compressor of one's own to every dense member."""
+    user = user_compressor(compression)
+    if user is not None:
+        scales = (prescale_factor, postscale_factor)
+        return _around(
+            user, tensors, grouped_allreduce, average, op, scales, name, ignore_name_scope
+        )
     tensors = list(tensors)
     reduce_op = _reduce_op(op, average)
     results = [None] * len(tensors)
@@ -279,15 +324,20 @@ def reducescatter(
     op: ReduceOp | None = None,
     name: str | None = None,
     ignore_name_scope: bool = False,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
 ) -> tf.Tensor:
-    """This rank's block of the reduction along the first dimension (the first rows % size
-    ranks get one row more). op: Average (default) or Sum, Min, Max, Product. compression is
-    accepted for Horovod's signature; reducescatter travels uncompressed."""
+    """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` along the
+    first dimension (the first rows % size ranks get one row more). op: Average (default) or
+    Sum, Min, Max, Product. compression is accepted for Horovod's signature; reducescatter
+    travels uncompressed."""
     tensor_name, from_node = _naming(name, ignore_name_scope)
     return run(
         _ops.hora_reducescatter,
         tf.convert_to_tensor(tensor),
         reduce_op=_reduce_op(op),
+        prescale_factor=float(prescale_factor),
+        postscale_factor=float(postscale_factor),
         tensor_name=tensor_name,
         name_from_node=from_node,
     )
@@ -407,6 +457,9 @@ def _reducescatter_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     )
     if reduce_op == _AVERAGE:
         gathered = gathered / tf.cast(hora.size(), gathered.dtype)
+    scale = op.get_attr("prescale_factor") * op.get_attr("postscale_factor")
+    if scale != 1.0:
+        gathered = gathered * tf.cast(scale, gathered.dtype)
     return gathered
 
 

@@ -9,7 +9,7 @@
 
 Supports torch >= 2.1 (it needs Tensor.register_post_accumulate_grad_hook). Where hora
 departs from Horovod, the function's docstring says so; in short: no process sets, no
-Adasum, compression inside the engine for float32 tensors.
+Adasum, built-in compression inside the engine for float32 tensors.
 """
 
 from __future__ import annotations

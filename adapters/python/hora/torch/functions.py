@@ -74,14 +74,29 @@ def allgather_object(obj: Any, name: str | None = None) -> list[Any]:
     return objects.allgather_object(obj, name, _SERIALIZER)
 
 
+def _zero_grads(optimizer: torch.optim.Optimizer) -> None:
+    """What Horovod's state initialisation (a step on zero gradients, for an optimizer with no
+    state yet) leaves a script to see: every parameter that requires grad has a zero .grad
+    (sparse for SparseAdam). hora needs no such step (root's state travels whole)."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad:
+                p.grad = torch.zeros_like(p)
+                if isinstance(optimizer, torch.optim.SparseAdam):
+                    p.grad = p.grad.to_sparse()
+
+
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int) -> None:
     """Makes every rank's optimizer state root's: every torch.optim optimizer, with state
     created lazily (none before the first step), scalars, step counters and hyperparameters
     of each param group. Root's state_dict travels as one serialised object and is loaded on
     the other ranks, which keeps tensors' dtypes (a step counter stays a float32 tensor) and
-    handles state that only root has."""
+    handles state that only root has. As after Horovod's, when this rank's optimizer had no
+    state yet every parameter that requires grad has a zero ``.grad`` afterwards."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("broadcast_optimizer_state does not support LBFGS (nor does Horovod)")
+    if not optimizer.state:
+        _zero_grads(optimizer)
     state = broadcast_object(
         optimizer.state_dict() if runtime.rank() == root_rank else None,
         root_rank,

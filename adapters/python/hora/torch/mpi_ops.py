@@ -3,11 +3,16 @@
 Every call has an ``_async`` form returning a handle (:func:`synchronize` waits and returns
 the result, :func:`poll` tells whether it is done) and a blocking form. Out-of-place calls
 return new tensors on the input's device; ``_``-suffixed calls work in place. allreduce,
-allgather, broadcast, alltoall and reducescatter are differentiable, as in Horovod.
+allgather, broadcast, alltoall and reducescatter (and their grouped forms) are
+differentiable, as in Horovod. A call whose name is still in flight on this rank raises
+ValueError at once, as Horovod's do.
 
 Where hora departs from Horovod:
-- compression happens inside the engine (float32 tensors travel as float16/bfloat16 and are
-  cast back on arrival); other dtypes travel uncompressed.
+- the built-in compressions happen inside the engine (float32 tensors travel as
+  float16/bfloat16 and are cast back on arrival; other dtypes travel uncompressed); a
+  Compressor of one's own runs around the collective, as in Horovod.
+- grouped allgather and reducescatter enqueue their members together (all or none), but
+  each member negotiates on its own (the engine fuses groups of allreduces only).
 - Adasum is not built into hora: op=Adasum raises UnimplementedError.
 - process sets are not supported: every collective spans the whole job.
 """
@@ -24,9 +29,9 @@ from hora._internal import reduce_ops
 from hora._internal.args import group_names, reduce_op, reduction, tensor_name, wire
 from hora._internal.reduce_ops import *  # noqa: F403 - Horovod's mpi_ops exports the reduce ops
 from hora._internal.reduce_ops import ReduceOp
-from hora.compression import Compression, Compressor
+from hora.compression import Compression, Compressor, user_compressor
 from hora.errors import UnimplementedError
-from hora.ops import Handle, poll
+from hora.ops import Handle
 from hora.torch import _tensors
 
 Average = reduce_ops.Average
@@ -40,12 +45,44 @@ def _wire(tensor: torch.Tensor, compression: Compressor | None) -> _core.Compres
     return wire(compression)
 
 
-def synchronize(handle: Handle) -> Any:
+class _CompositeHandle:
+    """The handle of a call made of several collectives (grouped allgather and
+    reducescatter, sparse_allreduce_async): synchronize() waits for each and returns
+    ``finish`` of their results. Calling it does the same (Horovod's sparse handle is a
+    callable)."""
+
+    def __init__(self, handles: list[Handle], finish: Any, name: str) -> None:
+        self.handles = handles
+        self.finish = finish
+        self.name = name
+
+    def poll(self) -> bool:
+        return all(h.poll() for h in self.handles)
+
+    def wait(self) -> Any:
+        return self.finish([synchronize(h) for h in self.handles])
+
+    def __call__(self) -> Any:
+        return self.wait()
+
+    def __repr__(self) -> str:
+        return f"<hora.torch handle of {len(self.handles)} collectives '{self.name}'>"
+
+
+def poll(handle: Handle | _CompositeHandle) -> bool:
+    """True when the collective(s) behind ``handle`` completed (never blocks)."""
+    return handle.poll()
+
+
+def synchronize(handle: Handle | _CompositeHandle) -> Any:
     """Waits for ``handle`` (Ctrl-C interrupts; at most HORA_TIMEOUT_S) and returns its
-    result: the output tensor, or (output, received_splits) for alltoall. For CUDA tensors the
+    result: the output tensor, or (output, received_splits) for alltoall, the list of outputs
+    of a grouped call, the sparse tensor of sparse_allreduce_async. For CUDA tensors the
     host waits only until hora enqueued the result's last kernel; the current stream of their
     device then waits for it on the GPU (no host synchronisation), so work queued on that
     stream afterwards sees the result. Other streams must wait on the current one."""
+    if isinstance(handle, _CompositeHandle):
+        return handle.wait()
     if handle.device >= 0:
         result = handle.wait_on_stream(torch.cuda.current_stream(handle.device).cuda_stream)
     else:
@@ -70,7 +107,12 @@ def _start_allreduce(
     compression: Compressor | None,
 ) -> Handle:
     """The binding's allreduce of the contiguous, detached ``t`` into ``output`` (None: in
-    place) on ``t``'s current stream."""
+    place) on ``t``'s current stream; a user's Compressor runs around it."""
+    user = user_compressor(compression)
+    if user is not None:
+        return _start_user_compressed(
+            [t], [output], name, op, average, prescale_factor, postscale_factor, user, False
+        )
     return _core.allreduce_async(
         t,
         output,
@@ -91,7 +133,13 @@ def _start_grouped_allreduce(
     compression: Compressor | None,
 ) -> Handle:
     """The binding's grouped allreduce of the contiguous, detached ``ts`` into ``outputs``
-    (None each: in place). Compressed only when every member is float32."""
+    (None each: in place). Compressed only when every member is float32; a user's
+    Compressor runs around it."""
+    user = user_compressor(compression)
+    if user is not None:
+        return _start_user_compressed(
+            ts, outputs, name, op, average, prescale_factor, postscale_factor, user, True
+        )
     same_dtype = bool(ts) and all(t.dtype == ts[0].dtype for t in ts)
     wire_format = _wire(ts[0], compression) if same_dtype else _core.Compression.none
     return _core.grouped_allreduce_async(
@@ -101,6 +149,40 @@ def _start_grouped_allreduce(
         *reduction(op, average, prescale_factor, postscale_factor, wire_format),
         stream=_tensors.stream_of(ts[0]) if ts else 0,
     )
+
+
+def _start_user_compressed(
+    ts: list[torch.Tensor],
+    outputs: Sequence[torch.Tensor | None],
+    name: str | None,
+    op: ReduceOp | None,
+    average: bool | None,
+    prescale_factor: float,
+    postscale_factor: float,
+    user: Any,
+    grouped: bool,
+) -> _CompositeHandle:
+    """A (grouped) allreduce with a user's Compressor, as Horovod runs one: each tensor's
+    ``compress`` before, the reduction of what it returned, ``decompress`` after, written into
+    ``outputs`` (None: into the tensor itself). synchronize returns the outputs (a list when
+    ``grouped``)."""
+    packed = [user.compress(t) for t in ts]
+    sent = [_tensors.contiguous(c) for c, _ in packed]
+    received = [torch.empty_like(c, memory_format=torch.contiguous_format) for c in sent]
+    reduction_args = (name, op, average, prescale_factor, postscale_factor, None)
+    if grouped:
+        handle = _start_grouped_allreduce(sent, received, *reduction_args)
+    else:
+        handle = _start_allreduce(sent[0], received[0], *reduction_args)
+    targets = [t if o is None else o for t, o in zip(ts, outputs, strict=True)]
+
+    def finish(results: list[Any]) -> Any:
+        reduced = results[0] if grouped else results
+        for target, r, (_, ctx) in zip(targets, reduced, packed, strict=True):
+            target.copy_(user.decompress(r, ctx))
+        return targets if grouped else targets[0]
+
+    return _CompositeHandle([handle], finish, name or "allreduce")
 
 
 def allreduce_async(
@@ -282,18 +364,56 @@ class _Allgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        # Every rank's output depends on every rank's input: sum the gradients over ranks,
-        # then keep this rank's rows.
-        grad = synchronize(allreduce_async(grad_output, None, None, Sum))
-        rows = synchronize(allgather_async(torch.tensor([ctx.rows], dtype=torch.int64)))
-        start = int(rows[: runtime.rank()].sum())
-        return grad[start : start + ctx.rows], None
+        return _allgather_grad(grad_output, ctx.rows), None
+
+
+def _allgather_grad(grad_output: torch.Tensor, rows: int) -> torch.Tensor:
+    """An allgather's input gradient: every rank's output depends on every rank's input, so
+    the gradients are summed over ranks, then this rank's ``rows`` rows kept."""
+    grad = synchronize(allreduce_async(grad_output, None, None, Sum))
+    every = synchronize(allgather_async(torch.tensor([rows], dtype=torch.int64)))
+    start = int(every[: runtime.rank()].sum())
+    return grad[start : start + rows]
 
 
 def allgather(tensor: torch.Tensor, name: str | None = None) -> torch.Tensor:
     """Every rank's ``tensor`` concatenated along the first dimension (which may differ per
     rank). Differentiable."""
     return _Allgather.apply(tensor, name)
+
+
+def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: str | None = None) -> Handle:
+    """Starts an allgather of each tensor, enqueued together (all or none; members named
+    ``name.0``, ``name.1``, ... when named); one handle, whose synchronize returns the list of
+    outputs. Departure from Horovod: each member negotiates on its own (hora's engine fuses
+    groups of allreduces only), so members may complete at different times."""
+    ts = [_tensors.contiguous(t) for t in tensors]
+    handles = _core.allgather_async_batch(
+        ts,
+        [_tensors.allocator_like(t) for t in ts],
+        group_names(len(ts), None, name),
+        stream=_tensors.stream_of(ts[0]) if ts else 0,
+    )
+    return _CompositeHandle(handles, list, name or "grouped_allgather")
+
+
+class _GroupedAllgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, name: str | None, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        ctx.rows = [t.shape[0] for t in tensors]
+        return tuple(synchronize(grouped_allgather_async(tensors, name)))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        return (None, *(_allgather_grad(g, r) for g, r in zip(grads, ctx.rows, strict=True)))
+
+
+def grouped_allgather(
+    tensors: Sequence[torch.Tensor], name: str | None = None
+) -> list[torch.Tensor]:
+    """Every rank's tensors concatenated along the first dimension, one output per input, as
+    a list. Differentiable."""
+    return list(_GroupedAllgather.apply(name, *tensors))
 
 
 # ---- broadcast ---------------------------------------------------------------------------
@@ -396,9 +516,14 @@ def alltoall(
 
 
 def reducescatter_async(
-    tensor: torch.Tensor, name: str | None = None, op: ReduceOp | None = None
+    tensor: torch.Tensor,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
 ) -> Handle:
-    """Starts a reducescatter along the first dimension; returns a handle."""
+    """Starts a reducescatter along the first dimension (this rank's block of
+    ``postscale_factor * op(prescale_factor * tensor)``); returns a handle."""
     t = _tensors.contiguous(tensor)
     return _core.reducescatter_async(
         t,
@@ -406,27 +531,40 @@ def reducescatter_async(
         tensor_name(name),
         reduce_op(op),
         stream=_tensors.stream_of(t),
+        prescale=float(prescale_factor),
+        postscale=float(postscale_factor),
     )
+
+
+def _reducescatter_grad(grad_output: torch.Tensor, op: ReduceOp, scale: float) -> torch.Tensor:
+    """A reducescatter's input gradient: the blocks' gradients gathered (divided by size for
+    Average), times the product of the scale factors."""
+    if op not in (Average, Sum):
+        raise UnimplementedError(
+            f"the gradient of reducescatter with op {op.name} is not defined in hora"
+        )
+    grad = synchronize(allgather_async(grad_output))
+    if op == Average:
+        grad = grad / runtime.size()
+    return grad * scale if scale != 1.0 else grad
 
 
 class _Reducescatter(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx: Any, tensor: torch.Tensor, name: str | None, op: ReduceOp | None
+        ctx: Any,
+        tensor: torch.Tensor,
+        name: str | None,
+        op: ReduceOp,
+        prescale_factor: float,
+        postscale_factor: float,
     ) -> torch.Tensor:
-        ctx.op = op
-        return synchronize(reducescatter_async(tensor, name, op))
+        ctx.op, ctx.scale = op, prescale_factor * postscale_factor
+        return synchronize(reducescatter_async(tensor, name, op, prescale_factor, postscale_factor))
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        if ctx.op not in (Average, Sum):
-            raise UnimplementedError(
-                f"the gradient of reducescatter with op {ctx.op.name} is not defined in hora"
-            )
-        grad = synchronize(allgather_async(grad_output))
-        if ctx.op == Average:
-            grad = grad / runtime.size()
-        return grad, None, None
+        return _reducescatter_grad(grad_output, ctx.op, ctx.scale), None, None, None, None
 
 
 def reducescatter(
@@ -434,10 +572,102 @@ def reducescatter(
     name: str | None = None,
     compression: Compressor | None = Compression.none,
     op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
 ) -> torch.Tensor:
-    """This rank's block of the reduction along the first dimension (the first rows % size
-    ranks get a row more). Differentiable for Average and Sum."""
-    return _Reducescatter.apply(tensor, name, reduce_op(op))
+    """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` along the first
+    dimension (the first rows % size ranks get a row more). Differentiable for Average and
+    Sum. ``compression`` is accepted for Horovod's signature; reducescatter travels
+    uncompressed."""
+    return _Reducescatter.apply(
+        tensor, name, reduce_op(op), float(prescale_factor), float(postscale_factor)
+    )
+
+
+def grouped_reducescatter_async(
+    tensors: Sequence[torch.Tensor],
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+) -> Handle:
+    """Starts a reducescatter of each tensor, enqueued together (all or none; members named
+    ``name.0``, ...); one handle, whose synchronize returns the list of this rank's blocks.
+    Each member negotiates on its own, as in grouped_allgather_async."""
+    ts = [_tensors.contiguous(t) for t in tensors]
+    handles = _core.reducescatter_async_batch(
+        ts,
+        [_tensors.allocator_like(t) for t in ts],
+        group_names(len(ts), None, name),
+        reduce_op(op),
+        prescale=float(prescale_factor),
+        postscale=float(postscale_factor),
+        stream=_tensors.stream_of(ts[0]) if ts else 0,
+    )
+    return _CompositeHandle(handles, list, name or "grouped_reducescatter")
+
+
+class _GroupedReducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(
+        ctx: Any,
+        name: str | None,
+        op: ReduceOp,
+        prescale_factor: float,
+        postscale_factor: float,
+        *tensors: torch.Tensor,
+    ) -> tuple[torch.Tensor, ...]:
+        ctx.op, ctx.scale = op, prescale_factor * postscale_factor
+        handle = grouped_reducescatter_async(tensors, name, op, prescale_factor, postscale_factor)
+        return tuple(synchronize(handle))
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        return (None, None, None, None, *(_reducescatter_grad(g, ctx.op, ctx.scale) for g in grads))
+
+
+def grouped_reducescatter(
+    tensors: Sequence[torch.Tensor],
+    name: str | None = None,
+    compression: Compressor | None = Compression.none,
+    op: ReduceOp | None = None,
+    prescale_factor: float = 1.0,
+    postscale_factor: float = 1.0,
+) -> list[torch.Tensor]:
+    """reducescatter of each tensor, as a list of this rank's blocks. Differentiable for
+    Average and Sum."""
+    return list(
+        _GroupedReducescatter.apply(
+            name, reduce_op(op), float(prescale_factor), float(postscale_factor), *tensors
+        )
+    )
+
+
+# ---- sparse ------------------------------------------------------------------------------
+
+
+def sparse_allreduce_async(
+    tensor: torch.Tensor, name: str | None = None, op: ReduceOp | None = None
+) -> Handle:
+    """Horovod's allreduce of a sparse COO tensor: an allgather of its indices and one of its
+    values (named ``name.indices`` and ``name.values``). synchronize(handle), or calling the
+    handle as Horovod's, returns the sparse tensor holding every rank's entries (values
+    divided by size for Average, the default; Sum keeps them), uncoalesced as Horovod's."""
+    op = reduce_op(op)
+    if op not in (Average, Sum):
+        raise ValueError(f"sparse_allreduce_async: op {op.name}, expected Average or Sum")
+    t = tensor.detach()
+    base = tensor_name(name)
+    indices = allgather_async(t._indices().t().contiguous(), f"{base}.indices" if base else None)
+    values = allgather_async(t._values().contiguous(), f"{base}.values" if base else None)
+
+    def finish(results: list[torch.Tensor]) -> torch.Tensor:
+        gathered_indices, gathered_values = results
+        if op == Average:
+            gathered_values = gathered_values / runtime.size()
+        return torch.sparse_coo_tensor(gathered_indices.t(), gathered_values, t.size())
+
+    return _CompositeHandle([indices, values], finish, base or "sparse_allreduce")
 
 
 # ---- control -----------------------------------------------------------------------------
@@ -469,14 +699,19 @@ __all__ = [
     "broadcast_",
     "broadcast_async",
     "broadcast_async_",
+    "grouped_allgather",
+    "grouped_allgather_async",
     "grouped_allreduce",
     "grouped_allreduce_",
     "grouped_allreduce_async",
     "grouped_allreduce_async_",
+    "grouped_reducescatter",
+    "grouped_reducescatter_async",
     "join",
     "poll",
     "reducescatter",
     "reducescatter_async",
+    "sparse_allreduce_async",
     "synchronize",
 ]
 __all__ += reduce_ops.__all__

@@ -28,7 +28,7 @@ import hora
 from hora import _core
 from hora._internal.args import reduce_op, wire
 from hora._internal.reduce_ops import ReduceOp
-from hora.compression import Compression, Compressor
+from hora.compression import Compression, Compressor, user_compressor
 from hora.errors import FailedPreconditionError
 from hora.ops import Handle
 from hora.torch import _tensors, mpi_ops
@@ -55,10 +55,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         super(self.__class__, self).__init__(param_groups)  # type: ignore[call-arg]
         params = [p for g in self.param_groups for p in g["params"] if p.requires_grad]
         names = self._hora_names(params, named_parameters)
+        # Horovod's map of each parameter to its tensor name, which scripts read.
+        self._parameter_names = dict(zip(params, names, strict=True))
         op = reduce_op(op)
         if op not in (hora.Average, hora.Sum):
             raise ValueError(f"DistributedOptimizer: op {op.name}, expected Average or Sum")
-        wire_format = wire(compression)
+        # A user's Compressor runs in the hooks and at synchronize (Horovod's way); the
+        # built-in ones in the engine.
+        self._hora_compressor = user_compressor(compression)
+        self._hora_compressed: dict[int, tuple[torch.Tensor, Any]] = {}
+        wire_format = wire(None if self._hora_compressor is not None else compression)
         if wire_format != _core.Compression.none:
             for p, n in zip(params, names, strict=True):
                 if p.dtype != torch.float32:
@@ -87,18 +93,29 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._hora_sparse: dict[int, tuple[Handle, Handle, torch.Size]] = {}
         ready = self._hora_reducer.ready_param
         self._hora_hooks = [
-            p.register_post_accumulate_grad_hook(functools.partial(ready, i, self._hora_hook(i)))
+            p.register_post_accumulate_grad_hook(
+                functools.partial(ready, i, self._hora_hook(i))
+                if self._hora_compressor is None
+                else self._hora_hook(i)
+            )
             for i, p in enumerate(params)
         ]
 
-    @staticmethod
     def _hora_names(
+        self,
         params: list[torch.nn.Parameter],
         named_parameters: Iterable[tuple[str, torch.nn.Parameter]] | None,
     ) -> list[str]:
         if named_parameters is None:
-            return [f"noname.{i}" for i in range(len(params))]
-        named = list(named_parameters)
+            # Horovod 0.28's names: by param group i and index j within it (parameters that
+            # need no gradient count too).
+            named = [
+                (f"allreduce.noname.{i}.{j}", p)
+                for i, group in enumerate(self.param_groups)
+                for j, p in enumerate(group["params"])
+            ]
+        else:
+            named = list(named_parameters)
         by_param, seen = {}, set()
         for name, p in named:
             if name in seen:
@@ -165,9 +182,28 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     return
             if not g.is_contiguous():
                 p.grad = g = g.contiguous()
+            if self._hora_compressor is not None:
+                self._hora_reducer.backward_seen = True  # ready_param's, which is not the hook
+                g = self._hora_compress(index, g)
             self._hora_reducer.gradient_ready(index, g, stream=_tensors.stream_of(g))
 
         return hook
+
+    def _hora_compress(self, index: int, grad: torch.Tensor) -> torch.Tensor:
+        """The user's Compressor's tensor for parameter ``index``'s gradient, kept (with its
+        context) until synchronize decompresses the reduced one into the gradient."""
+        compressed, ctx = self._hora_compressor.compress(grad)
+        compressed = _tensors.contiguous(compressed)
+        if compressed.data_ptr() == grad.data_ptr():  # reduced in place: not into p.grad
+            compressed = compressed.clone()
+        self._hora_compressed[index] = (compressed, ctx)
+        return compressed
+
+    def _hora_decompress(self) -> None:
+        for index, (reduced, ctx) in self._hora_compressed.items():
+            p = self._hora_params[index]
+            p.grad.copy_(self._hora_compressor.decompress(reduced, ctx))
+        self._hora_compressed = {}
 
     def _hora_sparse_start(self, index: int, grad: torch.Tensor) -> None:
         """A sparse gradient (an Embedding with sparse=True) travels as an allgather of its
@@ -207,8 +243,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 p.grad = torch.zeros_like(p, memory_format=torch.contiguous_format)
             elif p.grad.is_sparse:
                 p.grad = p.grad.to_dense()
-            self._hora_reducer.flush(i, p.grad, stream=_tensors.stream_of(p.grad))
+            g = p.grad if self._hora_compressor is None else self._hora_compress(i, p.grad)
+            self._hora_reducer.flush(i, g, stream=_tensors.stream_of(g))
         self._hora_reducer.synchronize()
+        self._hora_decompress()
         self._hora_sparse_finish()
         self._hora_synchronized = True
 
@@ -269,13 +307,16 @@ def DistributedOptimizer(
     """Wraps ``optimizer`` so that step() applies the gradients averaged over every rank.
 
     ``named_parameters``: ``model.named_parameters()``, so that tensors are named by the model
-    (the same names on every rank); without it parameters are named by position.
-    ``compression``: Compression.none / fp16 / bf16 (float32 gradients travel as the half
-    type). ``backward_passes_per_step``: reduce every k-th backward pass (local accumulation
-    in between). ``op``: Average or Sum. ``gradient_predivide_factor``: divide by f before the
-    sum and by size/f after. ``num_groups`` / ``groups``: reduce these parameters together as
-    one fused unit. ``sparse_as_dense``: densify sparse gradients (else they travel as an
-    allgather of indices and values). Process sets are not supported (hora has one group)."""
+    (the same names on every rank); without it parameters are named as Horovod names them,
+    ``allreduce.noname.<group>.<index>``. ``compression``: Compression.none / fp16 / bf16
+    (float32 gradients travel as the half type, cast inside the engine), or a Compressor
+    subclass of one's own, whose compress and decompress run around each gradient's
+    allreduce as in Horovod. ``backward_passes_per_step``: reduce every k-th backward pass
+    (local accumulation in between). ``op``: Average or Sum. ``gradient_predivide_factor``:
+    divide by f before the sum and by size/f after. ``num_groups`` / ``groups``: reduce these
+    parameters together as one fused unit. ``sparse_as_dense``: densify sparse gradients (else
+    they travel as an allgather of indices and values). Process sets are not supported (hora
+    has one group)."""
     if groups is not None and num_groups:
         raise ValueError("DistributedOptimizer: pass num_groups or groups, not both")
     cls = type(
