@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
     two_sets(rounds, iters);
   } else if (hora::size() == 2) {
     std::vector<double> small;
+    small.reserve(static_cast<size_t>(std::max(rounds, 0)));
     for (int r = 0; r < rounds; ++r) small.push_back(small_us(hora::kGlobalProcessSet, 2000));
     if (hora::rank() == 0) {
       std::printf("process_sets_bench: ranks 2\n");

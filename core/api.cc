@@ -541,6 +541,7 @@ std::vector<Handle> enqueue_batch(
   auto fail_all = [&](const Status& s) {
     std::vector<Handle> out;
     std::string unnamed;
+    out.reserve(names.size());
     for (const std::string& name : names) out.push_back(fail(label_of(name, type, &unnamed), s));
     return out;
   };

@@ -107,7 +107,7 @@ StatusOr<ProcessSet> register_process_set(Context& context, ProcessSetTable& tab
   const std::string ask =
       checked.ok() ? "add [" + rank_list(checked.value()) + "]" : "add an invalid set";
   HORA_RETURN_IF_ERROR(agree(context, serial, ask));
-  HORA_RETURN_IF_ERROR(checked.status());
+  if (!checked.ok()) return checked.status();
   if (static_cast<int>(checked.value().size()) == context.layout().size)
     return Status::invalid_argument("process set ranks [" + rank_list(checked.value()) +
                                     "] are every rank of the job: that is the global process "
@@ -147,6 +147,7 @@ Status register_initial_process_sets(Context& context, ProcessSetTable& table,
 ProcessSet global_process_set() {
   const int n = hora::size();
   std::vector<int> ranks;
+  ranks.reserve(static_cast<size_t>(std::max(n, 0)));
   for (int r = 0; r < n; ++r) ranks.push_back(r);
   return ProcessSetAccess::make(kGlobalProcessSet, std::move(ranks));
 }
