@@ -37,8 +37,8 @@ ASAN_UNIT="base_test config_test layout_test round_counts_test engine_units_test
 # Multi-process: each backend (builtin shm, builtin TCP, gloo, mpi) at 3 ranks, the engine on
 # three of them, its pause, a killed peer, and the MPI backend's own suite.
 ASAN_MP_TARGETS="communicator_mp_test engine_mp_test engine_pause_mp_test peer_kill_probe
-  chaos_probe mpi_communicator_mp_test"
-ASAN_MP='^(communicator_mp_test\.np3\.(builtin|builtin_tcp|gloo|mpi)|engine_mp_test\.np3\.(builtin|gloo)|engine_mp_test\.np2\.mpi|engine_pause_mp_test\.np2\.builtin|peer_kill\.np3\.builtin|chaos\.kill\.allreduce\.np3\.builtin|mpi_communicator_mp_test_np2)$'
+  chaos_probe mpi_communicator_mp_test process_sets_mp_test"
+ASAN_MP='^(communicator_mp_test\.np3\.(builtin|builtin_tcp|gloo|mpi)|engine_mp_test\.np3\.(builtin|gloo)|engine_mp_test\.np2\.mpi|engine_pause_mp_test\.np2\.builtin|peer_kill\.np3\.builtin|chaos\.kill\.allreduce\.np3\.builtin|mpi_communicator_mp_test_np2|process_sets_mp_test\.np3\.(builtin|gloo))$'
 # TSan: what has threads of its own or is called from several: the engine (its thread, the
 # API's callers, handles, the queue, the timeline writer), the stores (the TCP store server's
 # thread, clients from many threads), the builtin transports' in-process tests. Gloo and MPI
@@ -46,8 +46,9 @@ ASAN_MP='^(communicator_mp_test\.np3\.(builtin|builtin_tcp|gloo|mpi)|engine_mp_t
 # their own synchronisation.
 TSAN_UNIT="base_test engine_units_test handle_test request_version_test burst_end_test engine_lease_test gradient_reducer_test device_engine_test
   device_collectives_test store_test builtin_communicator_test builtin_shm_allreduce_test builtin_tcp_security_test"
-TSAN_MP_TARGETS="engine_mp_test engine_pause_mp_test engine_api_mp_test engine_help_mp_test"
-TSAN_MP='^(engine_mp_test\.np2\.(builtin|builtin_tcp)|engine_pause_mp_test\.np2\.builtin|engine_api_mp_test\.np2\.builtin|engine_help_mp_test\.np2\.builtin)$'
+TSAN_MP_TARGETS="engine_mp_test engine_pause_mp_test engine_api_mp_test engine_help_mp_test
+  process_sets_mp_test"
+TSAN_MP='^(engine_mp_test\.np2\.(builtin|builtin_tcp)|engine_pause_mp_test\.np2\.builtin|engine_api_mp_test\.np2\.builtin|engine_help_mp_test\.np2\.builtin|process_sets_mp_test\.np3\.builtin)$'
 
 configure() {  # configure DIR SANITIZER_FLAGS EXTRA_CXX_FLAGS
   local dir=$1 san=$2 extra=$3

@@ -280,6 +280,18 @@ TEST(ProcessSets, BadInputIsRefusedAndTheJobGoesOn) {
   EXPECT_EQ(x[0], static_cast<float>(n));
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 int count_entries(const char* dir) {
   DIR* d = opendir(dir);
   if (d == nullptr) return -1;
@@ -336,7 +348,10 @@ TEST(ProcessSets, AddAndRemoveInALoopLeaksNothing) {
   ASSERT_TRUE(barrier().ok());
   EXPECT_EQ(count_entries("/proc/self/fd"), fds);
   EXPECT_EQ(shm_mappings(), shm);
-  EXPECT_LT(resident_kib() - rss, 16 * 1024) << "resident memory grew by more than 16 MiB";
+  // Under AddressSanitizer freed memory waits in its quarantine (hundreds of MiB), so resident
+  // memory says nothing there; its leak checker covers that build at exit instead.
+  if (!kAddressSanitizer)
+    EXPECT_LT(resident_kib() - rss, 16 * 1024) << "resident memory grew by more than 16 MiB";
 }
 
 }  // namespace
