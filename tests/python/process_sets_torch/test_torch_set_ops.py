@@ -14,14 +14,6 @@ DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.float16]
 
 
 @pytest.fixture
-def job_size():
-    hvd.init()
-    n = hvd.size()
-    hvd.shutdown()
-    return n
-
-
-@pytest.fixture
 def sets(job_size):
     """The sets that fit the job, registered, with the global set last (at N = 1 it is the
     only one: a set of every rank is refused)."""
