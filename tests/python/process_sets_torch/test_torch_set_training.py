@@ -57,6 +57,26 @@ def test_optimizer_per_set_trains_its_own_model(halves):
     )
 
 
+def test_sparse_gradients_average_over_the_set(halves):
+    # Member i looks up rows i and i + 1; the step applies the set's average gradient.
+    k = halves.size()
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(k + 1, 3, sparse=True).double()
+    reference = models.clone(emb)
+    opt = hvd.DistributedOptimizer(
+        torch.optim.SGD(emb.parameters(), lr=0.5),
+        named_parameters=emb.named_parameters(),
+        process_set=halves,
+    )
+    i = halves.rank()
+    emb(torch.tensor([i, i + 1])).sum().backward()
+    opt.step()
+    sum(reference(torch.tensor([j, j + 1])).sum() for j in range(k)).backward()
+    with torch.no_grad():
+        reference.weight -= 0.5 * reference.weight.grad.to_dense() / k
+    torch.testing.assert_close(emb.weight, reference.weight)
+
+
 def _adam_state_of(rank):
     """Rank ``rank``'s model and Adam optimizer after one step (its own seed)."""
     torch.manual_seed(rank)

@@ -45,7 +45,9 @@ Sum = reduce_ops.Sum
 def set_size_rank(process_set: ProcessSet) -> tuple[int, int]:
     """The registered set's size and this rank's index in it (-1 outside it); ValueError for
     a set that is not registered. The gradients and averages of the set's collectives use
-    them."""
+    them. None is the global set, as for set_id."""
+    if process_set is None:
+        process_set = global_process_set
     set_id(process_set)
     return process_set.size(), process_set.rank()
 
