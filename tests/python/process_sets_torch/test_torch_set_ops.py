@@ -168,6 +168,15 @@ def test_non_member_gets_an_error(sets):
             hvd.broadcast_(torch.ones(2), ps.ranks[0], name="x", process_set=ps)
         with pytest.raises(hvd.InvalidArgumentError, match="not a member"):
             hvd.barrier(process_set=ps)
+        model = torch.nn.Linear(2, 1)
+        opt = hvd.DistributedOptimizer(
+            torch.optim.SGD(model.parameters(), lr=0.1),
+            named_parameters=model.named_parameters(),
+            process_set=ps,
+        )
+        with pytest.raises(hvd.InvalidArgumentError, match=match):
+            model(torch.ones(1, 2)).sum().backward()
+            opt.step()
     # The job goes on, on the global set.
     assert hvd.allreduce(torch.ones(1), op=hvd.Sum, name="after").item() == hvd.size()
 

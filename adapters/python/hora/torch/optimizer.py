@@ -322,7 +322,8 @@ def DistributedOptimizer(
     divide by f before the sum and by size/f after. ``num_groups`` / ``groups``: reduce these
     parameters together as one fused unit. ``sparse_as_dense``: densify sparse gradients (else
     they travel as an allgather of indices and values). ``process_set``: the ranks whose
-    gradients are reduced together; only members may make the optimizer."""
+    gradients are reduced together (on a non-member, the backward pass raises
+    InvalidArgumentError naming the set when the first allreduce starts)."""
     if groups is not None and num_groups:
         raise ValueError("DistributedOptimizer: pass num_groups or groups, not both")
     cls = type(
