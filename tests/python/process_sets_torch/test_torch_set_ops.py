@@ -23,6 +23,13 @@ def sets(job_size):
     hvd.shutdown()
 
 
+class Negated(hvd.Compressor):
+    """Sends -tensor and negates the result back (exact), so a result shows that both ran."""
+
+    compress = staticmethod(lambda tensor: (-tensor, None))
+    decompress = staticmethod(lambda tensor, ctx: -tensor)
+
+
 def check_allreduce(ps: hvd.ProcessSet) -> None:
     me, ranks = hvd.rank(), ps.ranks
     for dtype in DTYPES:
@@ -43,6 +50,17 @@ def check_allreduce(ps: hvd.ProcessSet) -> None:
     assert int(pair[0]) == ranks[-1] and int(pair[1]) == -ranks[0]
     handle = hvd.grouped_allreduce_async([torch.ones(2), torch.ones(3)], op=hvd.Sum, process_set=ps)
     assert [t.tolist() for t in hvd.synchronize(handle)] == [[len(ranks)] * 2, [len(ranks)] * 3]
+    # The built-in compression (in the engine) and a user's Compressor (around the call).
+    for compression in (hvd.Compression.fp16, Negated):
+        tag = compression.__name__
+        got = hvd.allreduce(
+            torch.full((4,), float(me)), name=f"c.{tag}", compression=compression, process_set=ps
+        )
+        np.testing.assert_allclose(got.numpy(), np.mean(ranks))
+        (got,) = hvd.grouped_allreduce(
+            [torch.full((2,), float(me))], op=hvd.Sum, compression=compression, process_set=ps
+        )
+        np.testing.assert_allclose(got.numpy(), sum(ranks))
 
 
 def check_allgather_broadcast(ps: hvd.ProcessSet) -> None:
