@@ -101,6 +101,9 @@ def check_alltoall_reducescatter(ps: hvd.ProcessSet) -> None:
     )
     assert splits.tolist() == [i + 1 for i in range(k)]
     assert out.tolist() == [r for i, r in enumerate(ranks) for _ in range(i + 1)]
+    # Horovod 0.28's order: (tensor, name, compression, op, process_set, prescale, postscale).
+    scaled = hvd.reducescatter(torch.ones(k), "rs_pos", None, hvd.Sum, ps, 2.0, 0.5)
+    assert scaled.tolist() == [k]
     avg = hvd.reducescatter(torch.full((k, 2), float(me)), name="rs_avg", process_set=ps)
     np.testing.assert_allclose(avg.numpy(), np.full((1, 2), np.mean(ranks)))
     blocks = hvd.grouped_reducescatter(

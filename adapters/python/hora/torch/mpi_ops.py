@@ -626,9 +626,9 @@ def reducescatter_async(
     tensor: torch.Tensor,
     name: str | None = None,
     op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
-    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts a reducescatter along the first dimension (this rank's block of
     ``postscale_factor * op(prescale_factor * tensor)``); returns a handle."""
@@ -674,7 +674,7 @@ class _Reducescatter(torch.autograd.Function):
         ctx.op, ctx.scale = op, prescale_factor * postscale_factor
         ctx.process_set = process_set
         handle = reducescatter_async(
-            tensor, name, op, prescale_factor, postscale_factor, process_set
+            tensor, name, op, process_set, prescale_factor, postscale_factor
         )
         return synchronize(handle)
 
@@ -689,9 +689,9 @@ def reducescatter(
     name: str | None = None,
     compression: Compressor | None = Compression.none,
     op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
-    process_set: ProcessSet = global_process_set,
 ) -> torch.Tensor:
     """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` over the set,
     along the first dimension (the first rows % size members get a row more). Differentiable
@@ -705,9 +705,9 @@ def grouped_reducescatter_async(
     tensors: Sequence[torch.Tensor],
     name: str | None = None,
     op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
-    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts a reducescatter of each tensor, enqueued together (all or none; members named
     ``name.0``, ...); one handle, whose synchronize returns the list of this rank's blocks.
@@ -740,7 +740,7 @@ class _GroupedReducescatter(torch.autograd.Function):
         ctx.op, ctx.scale = op, prescale_factor * postscale_factor
         ctx.process_set = process_set
         handle = grouped_reducescatter_async(
-            tensors, name, op, prescale_factor, postscale_factor, process_set
+            tensors, name, op, process_set, prescale_factor, postscale_factor
         )
         return tuple(synchronize(handle))
 
@@ -755,9 +755,9 @@ def grouped_reducescatter(
     name: str | None = None,
     compression: Compressor | None = Compression.none,
     op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
-    process_set: ProcessSet = global_process_set,
 ) -> list[torch.Tensor]:
     """reducescatter of each tensor, as a list of this rank's blocks. Differentiable for
     Average and Sum."""
