@@ -130,12 +130,13 @@ void bind_reducer(py::module_& m) {
   py::class_<PyGradientReducer>(
       m, "GradientReducer",
       "Per-parameter gradient bookkeeping shared by the framework adapters: pass counting, "
-      "allreduce at the k-th backward pass, groups, unused parameters, the first error.")
+      "allreduce at the k-th backward pass, groups, unused parameters, the first error. "
+      "process_set: the id of the set whose ranks average the gradients (0: every rank).")
       .def(py::init([](std::vector<std::string> names, ReduceOp op, Compression compression,
                        int backward_passes_per_step, bool average_aggregated_gradients,
                        double gradient_predivide_factor, std::string name_prefix,
                        std::vector<std::vector<size_t>> groups, bool overlap_backward,
-                       py::object param_exporter, py::object param_stream) {
+                       py::object param_exporter, py::object param_stream, int process_set) {
              GradientReducerOptions o;
              o.op = op;
              o.compression = compression;
@@ -145,6 +146,7 @@ void bind_reducer(py::module_& m) {
              o.name_prefix = std::move(name_prefix);
              o.groups = std::move(groups);
              o.overlap_backward = overlap_backward;
+             o.process_set = process_set;
              return std::make_unique<PyGradientReducer>(std::move(names), std::move(o),
                                                         std::move(param_exporter),
                                                         std::move(param_stream));
@@ -155,7 +157,7 @@ void bind_reducer(py::module_& m) {
            py::arg("gradient_predivide_factor") = 1.0, py::arg("name_prefix") = "grad/",
            py::arg("groups") = std::vector<std::vector<size_t>>{},
            py::arg("overlap_backward") = true, py::arg("param_exporter") = py::none(),
-           py::arg("param_stream") = py::none())
+           py::arg("param_stream") = py::none(), py::arg("process_set") = 0)
       .def("gradient_ready", &PyGradientReducer::gradient_ready, py::arg("index"),
            py::arg("tensor"), py::arg("stream") = 0,
            "Parameter `index`'s gradient is complete for this backward pass; on the k-th pass "

@@ -12,6 +12,7 @@ import torch
 
 from hora import runtime
 from hora._internal import objects
+from hora.process_sets import ProcessSet, global_process_set
 from hora.torch import mpi_ops
 
 
@@ -32,11 +33,13 @@ def _named_tensors(
 
 
 def broadcast_parameters(
-    params: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]], root_rank: int
+    params: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
+    root_rank: int,
+    process_set: ProcessSet = global_process_set,
 ) -> None:
-    """Overwrites every rank's parameters with root's, in place. ``params``: a state_dict
-    (``model.state_dict()``) or ``model.named_parameters()``. Sorted by name, so every rank
-    broadcasts in the same order."""
+    """Overwrites every member's parameters with root's (a global rank in the set), in place.
+    ``params``: a state_dict (``model.state_dict()``) or ``model.named_parameters()``. Sorted
+    by name, so every member broadcasts in the same order."""
     handles = []
     for name, p in _named_tensors(params):
         if p is None:
@@ -44,7 +47,11 @@ def broadcast_parameters(
         t = p.data if isinstance(p, torch.nn.Parameter) else p
         if not torch.is_tensor(t):
             raise ValueError(f"parameter '{name}': expected a tensor, got {type(t).__name__}")
-        handles.append(mpi_ops.broadcast_async_(t, root_rank, name=f"broadcast.param.{name}"))
+        handles.append(
+            mpi_ops.broadcast_async_(
+                t, root_rank, name=f"broadcast.param.{name}", process_set=process_set
+            )
+        )
     for h in handles:
         mpi_ops.synchronize(h)
 
@@ -63,15 +70,22 @@ def _torch_loads(data: bytes) -> Any:
 _SERIALIZER = objects.Serializer(_torch_dumps, _torch_loads)
 
 
-def broadcast_object(obj: Any, root_rank: int = 0, name: str | None = None) -> Any:
-    """Root's ``obj`` on every rank (serialised with torch.save, so tensors inside travel
-    too). Every rank must call it; only root's ``obj`` matters."""
-    return objects.broadcast_object(obj, root_rank, name, _SERIALIZER)
+def broadcast_object(
+    obj: Any,
+    root_rank: int = 0,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> Any:
+    """Root's ``obj`` on every member of the set (serialised with torch.save, so tensors
+    inside travel too). Every member must call it; only root's ``obj`` matters."""
+    return objects.broadcast_object(obj, root_rank, name, _SERIALIZER, process_set)
 
 
-def allgather_object(obj: Any, name: str | None = None) -> list[Any]:
-    """The list of every rank's ``obj``, in rank order."""
-    return objects.allgather_object(obj, name, _SERIALIZER)
+def allgather_object(
+    obj: Any, name: str | None = None, process_set: ProcessSet = global_process_set
+) -> list[Any]:
+    """The list of every member's ``obj``, in the order of the set's ranks."""
+    return objects.allgather_object(obj, name, _SERIALIZER, process_set)
 
 
 def _zero_grads(optimizer: torch.optim.Optimizer) -> None:
@@ -86,13 +100,18 @@ def _zero_grads(optimizer: torch.optim.Optimizer) -> None:
                     p.grad = p.grad.to_sparse()
 
 
-def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int) -> None:
-    """Makes every rank's optimizer state root's: every torch.optim optimizer, with state
-    created lazily (none before the first step), scalars, step counters and hyperparameters
-    of each param group. Root's state_dict travels as one serialised object and is loaded on
-    the other ranks, which keeps tensors' dtypes (a step counter stays a float32 tensor) and
-    handles state that only root has. As after Horovod's, when this rank's optimizer had no
-    state yet every parameter that requires grad has a zero ``.grad`` afterwards."""
+def broadcast_optimizer_state(
+    optimizer: torch.optim.Optimizer,
+    root_rank: int,
+    process_set: ProcessSet = global_process_set,
+) -> None:
+    """Makes every member's optimizer state root's (root: a global rank in the set): every
+    torch.optim optimizer, with state created lazily (none before the first step), scalars,
+    step counters and hyperparameters of each param group. Root's state_dict travels as one
+    serialised object and is loaded on the other members, which keeps tensors' dtypes (a step
+    counter stays a float32 tensor) and handles state that only root has. As after Horovod's,
+    when this rank's optimizer had no state yet every parameter that requires grad has a zero
+    ``.grad`` afterwards."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise ValueError("broadcast_optimizer_state does not support LBFGS (nor does Horovod)")
     if not optimizer.state:
@@ -101,6 +120,7 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int) 
         optimizer.state_dict() if runtime.rank() == root_rank else None,
         root_rank,
         name="broadcast.optimizer_state",
+        process_set=process_set,
     )
     if runtime.rank() != root_rank:
         optimizer.load_state_dict(state)

@@ -14,7 +14,10 @@ Where hora departs from Horovod:
 - grouped allgather and reducescatter enqueue their members together (all or none), but
   each member negotiates on its own (the engine fuses groups of allreduces only).
 - Adasum is not built into hora: op=Adasum raises UnimplementedError.
-- process sets are not supported: every collective spans the whole job.
+
+Every call takes ``process_set=`` (a registered :class:`hora.ProcessSet`; the global set by
+default), as in Horovod: root ranks stay global ranks, results are the set's, and the
+gradients of the differentiable calls run on the same set.
 """
 
 from __future__ import annotations
@@ -32,10 +35,21 @@ from hora._internal.reduce_ops import ReduceOp
 from hora.compression import Compression, Compressor, user_compressor
 from hora.errors import UnimplementedError
 from hora.ops import Handle
+from hora.process_sets import ProcessSet, global_process_set, set_id
 from hora.torch import _tensors
 
 Average = reduce_ops.Average
 Sum = reduce_ops.Sum
+
+
+def set_size_rank(process_set: ProcessSet) -> tuple[int, int]:
+    """The registered set's size and this rank's index in it (-1 outside it); ValueError for
+    a set that is not registered. The gradients and averages of the set's collectives use
+    them. None is the global set, as for set_id."""
+    if process_set is None:
+        process_set = global_process_set
+    set_id(process_set)
+    return process_set.size(), process_set.rank()
 
 
 def _wire(tensor: torch.Tensor, compression: Compressor | None) -> _core.Compression:
@@ -105,13 +119,14 @@ def _start_allreduce(
     prescale_factor: float,
     postscale_factor: float,
     compression: Compressor | None,
+    process_set: ProcessSet,
 ) -> Handle:
     """The binding's allreduce of the contiguous, detached ``t`` into ``output`` (None: in
     place) on ``t``'s current stream; a user's Compressor runs around it."""
     user = user_compressor(compression)
     if user is not None:
         return _start_user_compressed(
-            [t], [output], name, op, average, prescale_factor, postscale_factor, user, False
+            [t], [output], name, op, average, prescale_factor, postscale_factor, user, process_set
         )
     return _core.allreduce_async(
         t,
@@ -119,6 +134,7 @@ def _start_allreduce(
         tensor_name(name),
         *reduction(op, average, prescale_factor, postscale_factor, _wire(t, compression)),
         stream=_tensors.stream_of(t),
+        process_set=set_id(process_set),
     )
 
 
@@ -131,6 +147,7 @@ def _start_grouped_allreduce(
     prescale_factor: float,
     postscale_factor: float,
     compression: Compressor | None,
+    process_set: ProcessSet,
 ) -> Handle:
     """The binding's grouped allreduce of the contiguous, detached ``ts`` into ``outputs``
     (None each: in place). Compressed only when every member is float32; a user's
@@ -138,7 +155,16 @@ def _start_grouped_allreduce(
     user = user_compressor(compression)
     if user is not None:
         return _start_user_compressed(
-            ts, outputs, name, op, average, prescale_factor, postscale_factor, user, True
+            ts,
+            outputs,
+            name,
+            op,
+            average,
+            prescale_factor,
+            postscale_factor,
+            user,
+            process_set,
+            grouped=True,
         )
     same_dtype = bool(ts) and all(t.dtype == ts[0].dtype for t in ts)
     wire_format = _wire(ts[0], compression) if same_dtype else _core.Compression.none
@@ -148,6 +174,7 @@ def _start_grouped_allreduce(
         group_names(len(ts), None, name),
         *reduction(op, average, prescale_factor, postscale_factor, wire_format),
         stream=_tensors.stream_of(ts[0]) if ts else 0,
+        process_set=set_id(process_set),
     )
 
 
@@ -160,7 +187,8 @@ def _start_user_compressed(
     prescale_factor: float,
     postscale_factor: float,
     user: Any,
-    grouped: bool,
+    process_set: ProcessSet,
+    grouped: bool = False,
 ) -> _CompositeHandle:
     """A (grouped) allreduce with a user's Compressor, as Horovod runs one: each tensor's
     ``compress`` before, the reduction of what it returned, ``decompress`` after, written into
@@ -169,7 +197,7 @@ def _start_user_compressed(
     packed = [user.compress(t) for t in ts]
     sent = [_tensors.contiguous(c) for c, _ in packed]
     received = [torch.empty_like(c, memory_format=torch.contiguous_format) for c in sent]
-    reduction_args = (name, op, average, prescale_factor, postscale_factor, None)
+    reduction_args = (name, op, average, prescale_factor, postscale_factor, None, process_set)
     if grouped:
         handle = _start_grouped_allreduce(sent, received, *reduction_args)
     else:
@@ -193,12 +221,13 @@ def allreduce_async(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     compression: Compressor | None = Compression.none,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts an allreduce of ``tensor`` into a new tensor; returns a handle."""
     t = _tensors.contiguous(tensor)
     output = torch.empty_like(t, memory_format=torch.contiguous_format)
     return _start_allreduce(
-        t, output, name, op, average, prescale_factor, postscale_factor, compression
+        t, output, name, op, average, prescale_factor, postscale_factor, compression, process_set
     )
 
 
@@ -210,11 +239,12 @@ def allreduce_async_(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     compression: Compressor | None = Compression.none,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts an in-place allreduce of ``tensor``; returns a handle."""
     t = _tensors.in_place(tensor, name)
     return _start_allreduce(
-        t, None, name, op, average, prescale_factor, postscale_factor, compression
+        t, None, name, op, average, prescale_factor, postscale_factor, compression, process_set
     )
 
 
@@ -226,10 +256,13 @@ def allreduce_(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     compression: Compressor | None = Compression.none,
+    process_set: ProcessSet = global_process_set,
 ) -> torch.Tensor:
-    """Reduces ``tensor`` over every rank in place; returns it."""
+    """Reduces ``tensor`` over the set's ranks in place; returns it."""
     synchronize(
-        allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, compression)
+        allreduce_async_(
+            tensor, average, name, op, prescale_factor, postscale_factor, compression, process_set
+        )
     )
     return tensor
 
@@ -244,11 +277,18 @@ class _Allreduce(torch.autograd.Function):
         prescale_factor: float,
         postscale_factor: float,
         compression: Compressor | None,
+        process_set: ProcessSet,
     ) -> torch.Tensor:
-        ctx.op, ctx.pre, ctx.post = op, prescale_factor, postscale_factor
-        return synchronize(
-            allreduce_async(tensor, None, name, op, prescale_factor, postscale_factor, compression)
+        ctx.op, ctx.pre, ctx.post, ctx.process_set = (
+            op,
+            prescale_factor,
+            postscale_factor,
+            process_set,
         )
+        handle = allreduce_async(
+            tensor, None, name, op, prescale_factor, postscale_factor, compression, process_set
+        )
+        return synchronize(handle)
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
@@ -257,8 +297,10 @@ class _Allreduce(torch.autograd.Function):
                 f"the gradient of allreduce with op {ctx.op.name} is not defined in hora "
                 "(Average and Sum only, as in Horovod)"
             )
-        grad = synchronize(allreduce_async(grad_output, None, None, ctx.op, ctx.pre, ctx.post))
-        return grad, None, None, None, None, None
+        handle = allreduce_async(
+            grad_output, None, None, ctx.op, ctx.pre, ctx.post, process_set=ctx.process_set
+        )
+        return synchronize(handle), None, None, None, None, None, None
 
 
 def allreduce(
@@ -269,11 +311,13 @@ def allreduce(
     op: ReduceOp | None = None,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
+    process_set: ProcessSet = global_process_set,
 ) -> torch.Tensor:
-    """The reduction of ``tensor`` over every rank (average by default), a new tensor.
+    """The reduction of ``tensor`` over the set's ranks (average by default), a new tensor.
     Differentiable: the gradient is the same reduction of the output's gradient."""
+    op = reduce_op(op, average)
     return _Allreduce.apply(
-        tensor, name, reduce_op(op, average), prescale_factor, postscale_factor, compression
+        tensor, name, op, prescale_factor, postscale_factor, compression, process_set
     )
 
 
@@ -285,12 +329,13 @@ def grouped_allreduce_async(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     compression: Compressor | None = Compression.none,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts one fused allreduce of a list of tensors into new tensors."""
     ts = [_tensors.contiguous(t) for t in tensors]
     outs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in ts]
     return _start_grouped_allreduce(
-        ts, outs, name, op, average, prescale_factor, postscale_factor, compression
+        ts, outs, name, op, average, prescale_factor, postscale_factor, compression, process_set
     )
 
 
@@ -302,11 +347,12 @@ def grouped_allreduce(
     op: ReduceOp | None = None,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
+    process_set: ProcessSet = global_process_set,
 ) -> list[torch.Tensor]:
     """The reductions of a list of tensors, fused as one unit, as a list of new tensors."""
     return synchronize(
         grouped_allreduce_async(
-            tensors, average, name, op, prescale_factor, postscale_factor, compression
+            tensors, average, name, op, prescale_factor, postscale_factor, compression, process_set
         )
     )
 
@@ -319,11 +365,13 @@ def grouped_allreduce_async_(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     compression: Compressor | None = Compression.none,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Starts one fused in-place allreduce of a list of tensors."""
     ts = [_tensors.in_place(t, name) for t in tensors]
+    outs = [None] * len(ts)
     return _start_grouped_allreduce(
-        ts, [None] * len(ts), name, op, average, prescale_factor, postscale_factor, compression
+        ts, outs, name, op, average, prescale_factor, postscale_factor, compression, process_set
     )
 
 
@@ -335,11 +383,12 @@ def grouped_allreduce_(
     op: ReduceOp | None = None,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
+    process_set: ProcessSet = global_process_set,
 ) -> list[torch.Tensor]:
     """Reduces a list of tensors in place, fused as one unit; returns the list."""
     synchronize(
         grouped_allreduce_async_(
-            tensors, average, name, op, prescale_factor, postscale_factor, compression
+            tensors, average, name, op, prescale_factor, postscale_factor, compression, process_set
         )
     )
     return list(tensors)
@@ -348,41 +397,56 @@ def grouped_allreduce_(
 # ---- allgather ---------------------------------------------------------------------------
 
 
-def allgather_async(tensor: torch.Tensor, name: str | None = None) -> Handle:
+def allgather_async(
+    tensor: torch.Tensor, name: str | None = None, process_set: ProcessSet = global_process_set
+) -> Handle:
     """Starts an allgather of ``tensor`` along the first dimension; returns a handle."""
     t = _tensors.contiguous(tensor)
     return _core.allgather_async(
-        t, _tensors.allocator_like(t), tensor_name(name), stream=_tensors.stream_of(t)
+        t,
+        _tensors.allocator_like(t),
+        tensor_name(name),
+        stream=_tensors.stream_of(t),
+        process_set=set_id(process_set),
     )
 
 
 class _Allgather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, tensor: torch.Tensor, name: str | None) -> torch.Tensor:
-        ctx.rows = tensor.shape[0]
-        return synchronize(allgather_async(tensor, name))
+    def forward(
+        ctx: Any, tensor: torch.Tensor, name: str | None, process_set: ProcessSet
+    ) -> torch.Tensor:
+        ctx.rows, ctx.process_set = tensor.shape[0], process_set
+        return synchronize(allgather_async(tensor, name, process_set))
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        return _allgather_grad(grad_output, ctx.rows), None
+        return _allgather_grad(grad_output, ctx.rows, ctx.process_set), None, None
 
 
-def _allgather_grad(grad_output: torch.Tensor, rows: int) -> torch.Tensor:
-    """An allgather's input gradient: every rank's output depends on every rank's input, so
-    the gradients are summed over ranks, then this rank's ``rows`` rows kept."""
-    grad = synchronize(allreduce_async(grad_output, None, None, Sum))
-    every = synchronize(allgather_async(torch.tensor([rows], dtype=torch.int64)))
-    start = int(every[: runtime.rank()].sum())
+def _allgather_grad(grad_output: torch.Tensor, rows: int, process_set: ProcessSet) -> torch.Tensor:
+    """An allgather's input gradient: every member's output depends on every member's input,
+    so the gradients are summed over the set, then this rank's ``rows`` rows kept (its block
+    is at its index in the set)."""
+    grad = synchronize(allreduce_async(grad_output, None, None, Sum, process_set=process_set))
+    every = synchronize(allgather_async(torch.tensor([rows], dtype=torch.int64), None, process_set))
+    start = int(every[: set_size_rank(process_set)[1]].sum())
     return grad[start : start + rows]
 
 
-def allgather(tensor: torch.Tensor, name: str | None = None) -> torch.Tensor:
-    """Every rank's ``tensor`` concatenated along the first dimension (which may differ per
-    rank). Differentiable."""
-    return _Allgather.apply(tensor, name)
+def allgather(
+    tensor: torch.Tensor, name: str | None = None, process_set: ProcessSet = global_process_set
+) -> torch.Tensor:
+    """Every member's ``tensor`` concatenated along the first dimension (which may differ per
+    rank), in the order of the set's ranks. Differentiable."""
+    return _Allgather.apply(tensor, name, process_set)
 
 
-def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: str | None = None) -> Handle:
+def grouped_allgather_async(
+    tensors: Sequence[torch.Tensor],
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> Handle:
     """Starts an allgather of each tensor, enqueued together (all or none; members named
     ``name.0``, ``name.1``, ... when named); one handle, whose synchronize returns the list of
     outputs. Departure from Horovod: each member negotiates on its own (hora's engine fuses
@@ -393,70 +457,104 @@ def grouped_allgather_async(tensors: Sequence[torch.Tensor], name: str | None = 
         [_tensors.allocator_like(t) for t in ts],
         group_names(len(ts), None, name),
         stream=_tensors.stream_of(ts[0]) if ts else 0,
+        process_set=set_id(process_set),
     )
     return _CompositeHandle(handles, list, name or "grouped_allgather")
 
 
 class _GroupedAllgather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, name: str | None, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        ctx.rows = [t.shape[0] for t in tensors]
-        return tuple(synchronize(grouped_allgather_async(tensors, name)))
+    def forward(
+        ctx: Any, name: str | None, process_set: ProcessSet, *tensors: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        ctx.rows, ctx.process_set = [t.shape[0] for t in tensors], process_set
+        return tuple(synchronize(grouped_allgather_async(tensors, name, process_set)))
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        return (None, *(_allgather_grad(g, r) for g, r in zip(grads, ctx.rows, strict=True)))
+        pairs = zip(grads, ctx.rows, strict=True)
+        return (None, None, *(_allgather_grad(g, r, ctx.process_set) for g, r in pairs))
 
 
 def grouped_allgather(
-    tensors: Sequence[torch.Tensor], name: str | None = None
+    tensors: Sequence[torch.Tensor],
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> list[torch.Tensor]:
-    """Every rank's tensors concatenated along the first dimension, one output per input, as
-    a list. Differentiable."""
-    return list(_GroupedAllgather.apply(name, *tensors))
+    """Every member's tensors concatenated along the first dimension, one output per input,
+    as a list. Differentiable."""
+    return list(_GroupedAllgather.apply(name, process_set, *tensors))
 
 
 # ---- broadcast ---------------------------------------------------------------------------
 
 
-def broadcast_async(tensor: torch.Tensor, root_rank: int, name: str | None = None) -> Handle:
-    """Starts a broadcast of root's ``tensor`` into a new tensor; returns a handle."""
+def broadcast_async(
+    tensor: torch.Tensor,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> Handle:
+    """Starts a broadcast of root's ``tensor`` (root: a global rank in the set) into a new
+    tensor; returns a handle."""
     output = _tensors.contiguous(tensor).clone(memory_format=torch.contiguous_format)
+    return broadcast_async_(output, root_rank, name, process_set)
+
+
+def broadcast_async_(
+    tensor: torch.Tensor,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> Handle:
+    """Starts an in-place broadcast; returns a handle."""
+    t = _tensors.in_place(tensor, name)
     return _core.broadcast_async(
-        output, int(root_rank), tensor_name(name), stream=_tensors.stream_of(output)
+        t,
+        int(root_rank),
+        tensor_name(name),
+        stream=_tensors.stream_of(t),
+        process_set=set_id(process_set),
     )
 
 
-def broadcast_async_(tensor: torch.Tensor, root_rank: int, name: str | None = None) -> Handle:
-    """Starts an in-place broadcast; returns a handle."""
-    t = _tensors.in_place(tensor, name)
-    return _core.broadcast_async(t, int(root_rank), tensor_name(name), stream=_tensors.stream_of(t))
-
-
-def broadcast_(tensor: torch.Tensor, root_rank: int, name: str | None = None) -> torch.Tensor:
+def broadcast_(
+    tensor: torch.Tensor,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> torch.Tensor:
     """Overwrites ``tensor`` with root's, in place; returns it."""
-    synchronize(broadcast_async_(tensor, root_rank, name))
+    synchronize(broadcast_async_(tensor, root_rank, name, process_set))
     return tensor
 
 
 class _Broadcast(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, tensor: torch.Tensor, root_rank: int, name: str | None) -> torch.Tensor:
-        ctx.root = root_rank
-        return synchronize(broadcast_async(tensor, root_rank, name))
+    def forward(
+        ctx: Any, tensor: torch.Tensor, root_rank: int, name: str | None, process_set: ProcessSet
+    ) -> torch.Tensor:
+        ctx.root, ctx.process_set = root_rank, process_set
+        return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        grad = synchronize(allreduce_async(grad_output, None, None, Sum))
+        handle = allreduce_async(grad_output, None, None, Sum, process_set=ctx.process_set)
+        grad = synchronize(handle)
         if runtime.rank() != ctx.root:
             grad = torch.zeros_like(grad)
-        return grad, None, None
+        return grad, None, None, None
 
 
-def broadcast(tensor: torch.Tensor, root_rank: int, name: str | None = None) -> torch.Tensor:
-    """Root's ``tensor`` on every rank, a new tensor. Differentiable (the root's input gets the
-    sum of every rank's output gradient, the others zero)."""
-    return _Broadcast.apply(tensor, root_rank, name)
+def broadcast(
+    tensor: torch.Tensor,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> torch.Tensor:
+    """Root's ``tensor`` on every member (root: a global rank), a new tensor. Differentiable
+    (the root's input gets the sum of the members' output gradients, the others zero)."""
+    return _Broadcast.apply(tensor, root_rank, name, process_set)
 
 
 # ---- alltoall ----------------------------------------------------------------------------
@@ -466,8 +564,10 @@ def alltoall_async(
     tensor: torch.Tensor,
     splits: Sequence[int] | torch.Tensor | None = None,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
-    """Starts an alltoall: ``splits[p]`` first-dimension rows go to rank p (None: even)."""
+    """Starts an alltoall: ``splits[i]`` first-dimension rows go to the set's i-th rank
+    (None: even)."""
     t = _tensors.contiguous(tensor)
     s = (
         []
@@ -475,7 +575,12 @@ def alltoall_async(
         else [int(v) for v in (splits.tolist() if isinstance(splits, torch.Tensor) else splits)]
     )
     return _core.alltoall_async(
-        t, s, _tensors.allocator_like(t), tensor_name(name), stream=_tensors.stream_of(t)
+        t,
+        s,
+        _tensors.allocator_like(t),
+        tensor_name(name),
+        stream=_tensors.stream_of(t),
+        process_set=set_id(process_set),
     )
 
 
@@ -486,9 +591,10 @@ class _Alltoall(torch.autograd.Function):
         tensor: torch.Tensor,
         splits: Sequence[int] | torch.Tensor | None,
         name: str | None,
+        process_set: ProcessSet,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        output, received = synchronize(alltoall_async(tensor, splits, name))
-        ctx.received = received
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.received, ctx.process_set = received, process_set
         ctx.mark_non_differentiable(received)
         return output, received
 
@@ -497,18 +603,19 @@ class _Alltoall(torch.autograd.Function):
         ctx: Any, grad_output: torch.Tensor, grad_received: torch.Tensor
     ) -> tuple[torch.Tensor | None, ...]:
         # The gradient goes back the way the rows came.
-        grad, _ = synchronize(alltoall_async(grad_output, ctx.received))
-        return grad, None, None
+        grad, _ = synchronize(alltoall_async(grad_output, ctx.received, None, ctx.process_set))
+        return grad, None, None, None
 
 
 def alltoall(
     tensor: torch.Tensor,
     splits: Sequence[int] | torch.Tensor | None = None,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """The rows every rank sent here, in rank order. With ``splits`` returns
-    ``(output, received_splits)``, as Horovod does. Differentiable."""
-    output, received = _Alltoall.apply(tensor, splits, name)
+    """The rows every member sent here, in the order of the set's ranks. With ``splits``
+    returns ``(output, received_splits)``, as Horovod does. Differentiable."""
+    output, received = _Alltoall.apply(tensor, splits, name, process_set)
     return output if splits is None else (output, received)
 
 
@@ -519,6 +626,7 @@ def reducescatter_async(
     tensor: torch.Tensor,
     name: str | None = None,
     op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
 ) -> Handle:
@@ -533,19 +641,22 @@ def reducescatter_async(
         stream=_tensors.stream_of(t),
         prescale=float(prescale_factor),
         postscale=float(postscale_factor),
+        process_set=set_id(process_set),
     )
 
 
-def _reducescatter_grad(grad_output: torch.Tensor, op: ReduceOp, scale: float) -> torch.Tensor:
-    """A reducescatter's input gradient: the blocks' gradients gathered (divided by size for
-    Average), times the product of the scale factors."""
+def _reducescatter_grad(
+    grad_output: torch.Tensor, op: ReduceOp, scale: float, process_set: ProcessSet
+) -> torch.Tensor:
+    """A reducescatter's input gradient: the blocks' gradients gathered over the set
+    (divided by the set's size for Average), times the product of the scale factors."""
     if op not in (Average, Sum):
         raise UnimplementedError(
             f"the gradient of reducescatter with op {op.name} is not defined in hora"
         )
-    grad = synchronize(allgather_async(grad_output))
+    grad = synchronize(allgather_async(grad_output, None, process_set))
     if op == Average:
-        grad = grad / runtime.size()
+        grad = grad / set_size_rank(process_set)[0]
     return grad * scale if scale != 1.0 else grad
 
 
@@ -558,13 +669,19 @@ class _Reducescatter(torch.autograd.Function):
         op: ReduceOp,
         prescale_factor: float,
         postscale_factor: float,
+        process_set: ProcessSet,
     ) -> torch.Tensor:
         ctx.op, ctx.scale = op, prescale_factor * postscale_factor
-        return synchronize(reducescatter_async(tensor, name, op, prescale_factor, postscale_factor))
+        ctx.process_set = process_set
+        handle = reducescatter_async(
+            tensor, name, op, process_set, prescale_factor, postscale_factor
+        )
+        return synchronize(handle)
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        return _reducescatter_grad(grad_output, ctx.op, ctx.scale), None, None, None, None
+        grad = _reducescatter_grad(grad_output, ctx.op, ctx.scale, ctx.process_set)
+        return grad, None, None, None, None, None
 
 
 def reducescatter(
@@ -572,22 +689,23 @@ def reducescatter(
     name: str | None = None,
     compression: Compressor | None = Compression.none,
     op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
 ) -> torch.Tensor:
-    """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` along the first
-    dimension (the first rows % size ranks get a row more). Differentiable for Average and
-    Sum. ``compression`` is accepted for Horovod's signature; reducescatter travels
-    uncompressed."""
-    return _Reducescatter.apply(
-        tensor, name, reduce_op(op), float(prescale_factor), float(postscale_factor)
-    )
+    """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` over the set,
+    along the first dimension (the first rows % size members get a row more). Differentiable
+    for Average and Sum. ``compression`` is accepted for Horovod's signature; reducescatter
+    travels uncompressed."""
+    pre, post = float(prescale_factor), float(postscale_factor)
+    return _Reducescatter.apply(tensor, name, reduce_op(op), pre, post, process_set)
 
 
 def grouped_reducescatter_async(
     tensors: Sequence[torch.Tensor],
     name: str | None = None,
     op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
 ) -> Handle:
@@ -603,6 +721,7 @@ def grouped_reducescatter_async(
         prescale=float(prescale_factor),
         postscale=float(postscale_factor),
         stream=_tensors.stream_of(ts[0]) if ts else 0,
+        process_set=set_id(process_set),
     )
     return _CompositeHandle(handles, list, name or "grouped_reducescatter")
 
@@ -615,15 +734,20 @@ class _GroupedReducescatter(torch.autograd.Function):
         op: ReduceOp,
         prescale_factor: float,
         postscale_factor: float,
+        process_set: ProcessSet,
         *tensors: torch.Tensor,
     ) -> tuple[torch.Tensor, ...]:
         ctx.op, ctx.scale = op, prescale_factor * postscale_factor
-        handle = grouped_reducescatter_async(tensors, name, op, prescale_factor, postscale_factor)
+        ctx.process_set = process_set
+        handle = grouped_reducescatter_async(
+            tensors, name, op, process_set, prescale_factor, postscale_factor
+        )
         return tuple(synchronize(handle))
 
     @staticmethod
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        return (None, None, None, None, *(_reducescatter_grad(g, ctx.op, ctx.scale) for g in grads))
+        grad_inputs = [_reducescatter_grad(g, ctx.op, ctx.scale, ctx.process_set) for g in grads]
+        return (None, None, None, None, None, *grad_inputs)
 
 
 def grouped_reducescatter(
@@ -631,40 +755,47 @@ def grouped_reducescatter(
     name: str | None = None,
     compression: Compressor | None = Compression.none,
     op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
 ) -> list[torch.Tensor]:
     """reducescatter of each tensor, as a list of this rank's blocks. Differentiable for
     Average and Sum."""
-    return list(
-        _GroupedReducescatter.apply(
-            name, reduce_op(op), float(prescale_factor), float(postscale_factor), *tensors
-        )
-    )
+    pre, post = float(prescale_factor), float(postscale_factor)
+    return list(_GroupedReducescatter.apply(name, reduce_op(op), pre, post, process_set, *tensors))
 
 
 # ---- sparse ------------------------------------------------------------------------------
 
 
 def sparse_allreduce_async(
-    tensor: torch.Tensor, name: str | None = None, op: ReduceOp | None = None
+    tensor: torch.Tensor,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
 ) -> Handle:
     """Horovod's allreduce of a sparse COO tensor: an allgather of its indices and one of its
     values (named ``name.indices`` and ``name.values``). synchronize(handle), or calling the
-    handle as Horovod's, returns the sparse tensor holding every rank's entries (values
-    divided by size for Average, the default; Sum keeps them), uncoalesced as Horovod's."""
+    handle as Horovod's, returns the sparse tensor holding every member's entries (values
+    divided by the set's size for Average, the default; Sum keeps them), uncoalesced as
+    Horovod's."""
     op = reduce_op(op)
     if op not in (Average, Sum):
         raise ValueError(f"sparse_allreduce_async: op {op.name}, expected Average or Sum")
     t = tensor.detach()
     base = tensor_name(name)
-    indices = allgather_async(t._indices().t().contiguous(), f"{base}.indices" if base else None)
-    values = allgather_async(t._values().contiguous(), f"{base}.values" if base else None)
+    indices = allgather_async(
+        t._indices().t().contiguous(), f"{base}.indices" if base else None, process_set
+    )
+    values = allgather_async(
+        t._values().contiguous(), f"{base}.values" if base else None, process_set
+    )
+    size = set_size_rank(process_set)[0]
 
     def finish(results: list[torch.Tensor]) -> torch.Tensor:
         gathered_indices, gathered_values = results
         if op == Average:
-            gathered_values = gathered_values / runtime.size()
+            gathered_values = gathered_values / size
         return torch.sparse_coo_tensor(gathered_indices.t(), gathered_values, t.size())
 
     return _CompositeHandle([indices, values], finish, base or "sparse_allreduce")
@@ -673,16 +804,17 @@ def sparse_allreduce_async(
 # ---- control -----------------------------------------------------------------------------
 
 
-def barrier() -> None:
-    """Returns once every rank called barrier."""
-    ops.barrier()
+def barrier(process_set: ProcessSet = global_process_set) -> None:
+    """Returns once every member of the set called barrier."""
+    ops.barrier(process_set=process_set)
 
 
-def join(device: int = -1) -> int:
-    """This rank has no more data: until every rank joined it contributes zeros to the
-    others' allreduces. Returns the last rank to join (the same on every rank). ``device`` is
-    accepted for Horovod's signature; hora's join does not need it."""
-    return ops.join()
+def join(device: int = -1, process_set: ProcessSet = global_process_set) -> int:
+    """This rank has no more data: until every member of the set joined it contributes zeros
+    to the others' allreduces on the set. Returns the last member to join (a global rank, the
+    same on every member). ``device`` is accepted for Horovod's signature; hora's join does
+    not need it."""
+    return ops.join(process_set=process_set)
 
 
 __all__ = [

@@ -31,6 +31,7 @@ from hora._internal.reduce_ops import ReduceOp
 from hora.compression import Compression, Compressor, user_compressor
 from hora.errors import FailedPreconditionError
 from hora.ops import Handle
+from hora.process_sets import ProcessSet, global_process_set, set_id
 from hora.torch import _tensors, mpi_ops
 
 
@@ -50,6 +51,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         gradient_predivide_factor: float,
         groups: int | Sequence[Sequence[torch.nn.Parameter]] | None,
         sparse_as_dense: bool,
+        process_set: ProcessSet,
     ) -> None:
         # The wrapped optimizer's __init__ (SGD's, Adam's, ...: defaults from param_groups).
         super(self.__class__, self).__init__(param_groups)  # type: ignore[call-arg]
@@ -76,6 +78,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._hora_param_names = names
         self._hora_sparse_as_dense = bool(sparse_as_dense)
         self._hora_op = op
+        self._hora_process_set = process_set
         self._hora_reducer = _core.GradientReducer(
             names,
             op=op,
@@ -86,6 +89,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             groups=self._hora_groups(params, groups),
             param_exporter=_tensors.DLPACK_EXPORTER,
             param_stream=_tensors.stream_of,
+            process_set=set_id(process_set),
         )
         self._hora_should_synchronize = True
         self._hora_synchronized = False
@@ -209,10 +213,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """A sparse gradient (an Embedding with sparse=True) travels as an allgather of its
         indices and values; the sum of the gathered sparse tensors is the reduced gradient."""
         g = grad.coalesce()
-        name = self._hora_param_names[index]
+        name, ps = self._hora_param_names[index], self._hora_process_set
         self._hora_sparse[index] = (
-            mpi_ops.allgather_async(g.indices().t().contiguous(), name=f"grad/{name}.indices"),
-            mpi_ops.allgather_async(g.values().contiguous(), name=f"grad/{name}.values"),
+            mpi_ops.allgather_async(g.indices().t().contiguous(), f"grad/{name}.indices", ps),
+            mpi_ops.allgather_async(g.values().contiguous(), f"grad/{name}.values", ps),
             g.shape,
         )
 
@@ -221,7 +225,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             indices = mpi_ops.synchronize(hi).t()
             values = mpi_ops.synchronize(hv)
             if self._hora_op == hora.Average:
-                values = values / hora.size()
+                values = values / mpi_ops.set_size_rank(self._hora_process_set)[0]
             p = self._hora_params[index]
             p.grad = torch.sparse_coo_tensor(indices, values, shape).coalesce()
         self._hora_sparse = {}
@@ -303,8 +307,10 @@ def DistributedOptimizer(
     num_groups: int = 0,
     groups: Sequence[Sequence[torch.nn.Parameter]] | None = None,
     sparse_as_dense: bool = False,
+    process_set: ProcessSet = global_process_set,
 ) -> torch.optim.Optimizer:
-    """Wraps ``optimizer`` so that step() applies the gradients averaged over every rank.
+    """Wraps ``optimizer`` so that step() applies the gradients averaged over every rank (every
+    member of ``process_set``: each data-parallel group of a job can train its own model).
 
     ``named_parameters``: ``model.named_parameters()``, so that tensors are named by the model
     (the same names on every rank); without it parameters are named as Horovod names them,
@@ -315,8 +321,9 @@ def DistributedOptimizer(
     (local accumulation in between). ``op``: Average or Sum. ``gradient_predivide_factor``:
     divide by f before the sum and by size/f after. ``num_groups`` / ``groups``: reduce these
     parameters together as one fused unit. ``sparse_as_dense``: densify sparse gradients (else
-    they travel as an allgather of indices and values). Process sets are not supported (hora
-    has one group)."""
+    they travel as an allgather of indices and values). ``process_set``: the ranks whose
+    gradients are reduced together (on a non-member, the backward pass raises
+    InvalidArgumentError naming the set when the first allreduce starts)."""
     if groups is not None and num_groups:
         raise ValueError("DistributedOptimizer: pass num_groups or groups, not both")
     cls = type(
@@ -331,6 +338,7 @@ def DistributedOptimizer(
         gradient_predivide_factor,
         groups if groups is not None else num_groups,
         sparse_as_dense,
+        process_set,
     )
     if optimizer.state:
         wrapped.load_state_dict(optimizer.state_dict())
