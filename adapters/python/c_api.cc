@@ -279,7 +279,8 @@ void bind_c_api(py::module_& m) {
       py::arg("names"), py::arg("op"), py::arg("compression"), py::arg("gradient_predivide_factor"),
       py::arg("name_prefix"), py::arg("groups"), py::arg("process_set") = 0,
       "Makes a GradientReducer that native ops drive through the C API "
-      "(reducer_gradient_ready / reducer_synchronize) and returns its id.");
+      "(reducer_gradient_ready / reducer_synchronize) and returns its id; it reduces over "
+      "the ranks of process set `process_set` (0: every rank).");
   m.def(
       "c_api_reducer_release",
       [](int64_t id) {

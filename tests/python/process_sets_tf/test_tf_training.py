@@ -56,7 +56,7 @@ def tape_train(model, x, y, tape_wrapper):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean(tf.square(model(xb) - yb))
         grads = tape_wrapper(tape).gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
     return [v.numpy() for v in model.trainable_variables]
 
 
@@ -139,6 +139,45 @@ def test_sync_batch_norm_on_set(halves):
     np.testing.assert_allclose(
         layer.moving_mean.numpy(), 0.01 * x.mean(axis=0), rtol=1e-4, atol=1e-6
     )
+
+
+def test_keras_exports():
+    """hora.keras's names of Horovod's keras module: the job queries, Compressor, the timeline
+    and the process sets, the same objects as hora.tensorflow's."""
+    names = [
+        "ProcessSet",
+        "global_process_set",
+        "add_process_set",
+        "remove_process_set",
+        "Compressor",
+        "is_homogeneous",
+        "mpi_enabled",
+        "gloo_enabled",
+        "mpi_built",
+        "gloo_built",
+        "nccl_built",
+        "ddl_built",
+        "ccl_built",
+        "cuda_built",
+        "rocm_built",
+        "start_timeline",
+        "stop_timeline",
+    ]
+    for name in names:
+        assert name in hora.keras.__all__, name
+        assert getattr(hora.keras, name) is getattr(hvd, name), name
+
+
+def test_partial_tape_on_set(halves):
+    """A local layer's gradient stays this rank's own, divided by the set's size."""
+    ps, _ = halves
+    layer = keras.layers.Dense(1, use_bias=False, kernel_initializer="ones")
+    x = tf.constant([[float(hvd.rank() + 1)]])
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(x))
+    tape = hvd.PartialDistributedGradientTape(tape, local_layers=layer, process_set=ps)
+    (grad,) = tape.gradient(loss, layer.trainable_weights)
+    np.testing.assert_allclose(grad.numpy(), [[(hvd.rank() + 1) / len(ps.ranks)]])
 
 
 def test_global_set_at_any_size(job_size):

@@ -78,7 +78,7 @@ class _DistributedGradientTape:
         output_gradients: Any = None,
         unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE,
     ) -> Any:
-        """The wrapped tape's gradients, reduced over every rank (averaged by default).
+        """The wrapped tape's gradients, reduced over the set's ranks (averaged by default).
         None gradients stay None (they must be None on every rank)."""
         grads = self._tape.gradient(target, sources, output_gradients, unconnected_gradients)
         flat_sources = tf.nest.flatten(sources)
