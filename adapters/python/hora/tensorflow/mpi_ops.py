@@ -253,8 +253,8 @@ def grouped_allreduce(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     process_set: ProcessSet = global_process_set,
-    name: str | None = None,
     ignore_name_scope: bool = False,
+    name: str | None = None,
 ) -> list[tf.Tensor | tf.IndexedSlices]:
     """Allreduces a list of tensors over the set's ranks as one unit (fused together);
     returns the list.
