@@ -21,7 +21,8 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     """At the start of training, overwrites every rank's model variables and optimizer
     variables with root_rank's, so every rank starts from the same state (whatever the
     random initialisation or checkpoint each rank had). Put it first among the callbacks.
-    With ``process_set``, only the set's members take it (root_rank a global rank in the set).
+    With ``process_set`` (hora's addition), only the set's members take it (root_rank a global
+    rank in the set).
 
     Departure from Horovod: it broadcasts in on_train_begin, before the first step, not after
     the first batch. An optimizer whose variables do not exist yet then (tf_keras builds them
@@ -63,9 +64,9 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
 
 class MetricAverageCallback(keras.callbacks.Callback):
     """At the end of each epoch, replaces every metric in the logs with its average over
-    the ranks (of ``process_set``), so that every rank (and the callbacks after this one:
-    checkpoints, early stopping, the progress bar) sees the same values. Put it before those
-    callbacks."""
+    the ranks (of ``process_set``, hora's addition), so that every rank (and the callbacks
+    after this one: checkpoints, early stopping, the progress bar) sees the same values. Put
+    it before those callbacks."""
 
     def __init__(self, device: str = "", process_set: ProcessSet = global_process_set) -> None:
         super().__init__()
