@@ -169,6 +169,26 @@ def test_gradients_on_sets(sets, mode):
             check_gradients(ps, mode)
 
 
+def test_dynamic_sets(job_size):
+    """Sets added and removed after init: their collectives, then the removed set's
+    ValueError."""
+    hvd.init(process_sets="dynamic")
+    try:
+        for ranks in shapes(job_size):
+            ps = hvd.add_process_set(ranks)
+            if ps.included():
+                check_reductions(ps, "function")
+            else:
+                check_outside(ps)
+            assert hvd.remove_process_set(ps)
+            with pytest.raises(ValueError, match="not registered"):
+                hvd.allreduce(tf.ones([1]), process_set=ps)
+        total = hvd.allreduce(tf.ones([2]), op=hvd.Sum)
+        np.testing.assert_allclose(total.numpy(), job_size)
+    finally:
+        hvd.shutdown()
+
+
 def test_unregistered_set_raises(sets):
     with pytest.raises(ValueError, match="not registered"):
         hvd.allreduce(tf.ones([1]), process_set=hvd.ProcessSet([0]))

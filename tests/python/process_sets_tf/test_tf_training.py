@@ -4,6 +4,8 @@ and the broadcast and metric callbacks), each equal to its own single-process ru
 broadcast within a set; SyncBatchNormalization's statistics over a set. Each test owns init
 and shutdown."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -86,7 +88,7 @@ def fit(model, x, y, batch, optimizer, callbacks):
     return [v.numpy() for v in model.trainable_variables], history.history["loss"]
 
 
-def test_keras_fit_per_set(halves):
+def test_keras_fit_per_set(halves, tmp_path):
     ps, _ = halves
     features = 3 + ps.process_set_id
     x, y = group_data(ps, features)
@@ -101,6 +103,9 @@ def test_keras_fit_per_set(halves):
     callbacks = [
         hora.keras.callbacks.BroadcastGlobalVariablesCallback(root, process_set=ps),
         hora.keras.callbacks.MetricAverageCallback(process_set=ps),
+        hora.keras.callbacks.BestModelCheckpoint(
+            monitor="loss", filepath=str(tmp_path / "best.keras"), process_set=ps
+        ),
     ]
     mine_x = shard_batches(x, k * PER_RANK, position, k)
     mine_y = shard_batches(y, k * PER_RANK, position, k)
@@ -110,6 +115,8 @@ def test_keras_fit_per_set(halves):
     # The metric callback averaged the loss over the set: every member logs the same.
     logged = hvd.allgather_object(losses, process_set=ps)
     assert all(entry == logged[0] for entry in logged)
+    # The set's first rank saved the best model (each rank has a directory of its own).
+    assert os.path.exists(tmp_path / "best.keras") == (hvd.rank() == root)
 
 
 def test_broadcast_state_on_sets(halves):
