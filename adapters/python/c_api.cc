@@ -122,8 +122,8 @@ int32_t c_rank() { return hora::rank(); }
 int32_t c_size() { return hora::size(); }
 
 void c_allreduce(const char* name, const HoraTensor* in, const HoraTensor* out, int32_t op,
-                 double prescale, double postscale, int32_t compression, HoraDoneFn done,
-                 void* done_ctx) {
+                 double prescale, double postscale, int32_t compression, int32_t process_set,
+                 HoraDoneFn done, void* done_ctx) {
   const std::string n = name ? name : "";
   HORA_C_TRY_VIEW(vin, in, n, "input");
   HORA_C_TRY_VIEW(vout, out, n, "output");
@@ -132,12 +132,14 @@ void c_allreduce(const char* name, const HoraTensor* in, const HoraTensor* out, 
   o.prescale = prescale;
   o.postscale = postscale;
   o.compression = static_cast<Compression>(compression);
+  o.process_set = process_set;
   finish_on_complete(hora::allreduce_async(n, vin, vout, o), done, done_ctx);
 }
 
 void c_grouped_allreduce(int32_t count, const char* const* names, const HoraTensor* ins,
                          const HoraTensor* outs, int32_t op, double prescale, double postscale,
-                         int32_t compression, HoraDoneFn done, void* done_ctx) {
+                         int32_t compression, int32_t process_set, HoraDoneFn done,
+                         void* done_ctx) {
   std::vector<std::string> ns;
   std::vector<TensorView> vins, vouts;
   for (int32_t i = 0; i < count; ++i) {
@@ -152,50 +154,54 @@ void c_grouped_allreduce(int32_t count, const char* const* names, const HoraTens
   o.prescale = prescale;
   o.postscale = postscale;
   o.compression = static_cast<Compression>(compression);
+  o.process_set = process_set;
   finish_on_complete(hora::grouped_allreduce_async(ns, vins, vouts, o), done, done_ctx);
 }
 
 void c_allgather(const char* name, const HoraTensor* in, HoraAllocFn alloc, void* alloc_ctx,
-                 HoraDoneFn done, void* done_ctx) {
+                 int32_t process_set, HoraDoneFn done, void* done_ctx) {
   const std::string n = name ? name : "";
   HORA_C_TRY_VIEW(vin, in, n, "input");
-  finish_on_complete(hora::allgather_async(n, vin, c_allocator(alloc, alloc_ctx, n)), done,
-                     done_ctx);
+  finish_on_complete(hora::allgather_async(n, vin, c_allocator(alloc, alloc_ctx, n), process_set),
+                     done, done_ctx);
 }
 
-void c_broadcast(const char* name, const HoraTensor* tensor, int32_t root, HoraDoneFn done,
-                 void* done_ctx) {
+void c_broadcast(const char* name, const HoraTensor* tensor, int32_t root, int32_t process_set,
+                 HoraDoneFn done, void* done_ctx) {
   const std::string n = name ? name : "";
   HORA_C_TRY_VIEW(v, tensor, n, "tensor");
-  finish_on_complete(hora::broadcast_async(n, v, root), done, done_ctx);
+  finish_on_complete(hora::broadcast_async(n, v, root, process_set), done, done_ctx);
 }
 
 void c_alltoall(const char* name, const HoraTensor* in, const int64_t* splits, int32_t splits_count,
-                HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done, void* done_ctx) {
+                HoraAllocFn alloc, void* alloc_ctx, int32_t process_set, HoraDoneFn done,
+                void* done_ctx) {
   const std::string n = name ? name : "";
   HORA_C_TRY_VIEW(vin, in, n, "input");
   std::vector<int64_t> s;
   if (splits != nullptr && splits_count > 0) s.assign(splits, splits + splits_count);
-  finish_with_results_on_complete(hora::alltoall_async(n, vin, s, c_allocator(alloc, alloc_ctx, n)),
-                                  done, done_ctx);
+  finish_with_results_on_complete(
+      hora::alltoall_async(n, vin, s, c_allocator(alloc, alloc_ctx, n), process_set), done,
+      done_ctx);
 }
 
 void c_reducescatter(const char* name, const HoraTensor* in, int32_t op, double prescale,
-                     double postscale, HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done,
-                     void* done_ctx) {
+                     double postscale, HoraAllocFn alloc, void* alloc_ctx, int32_t process_set,
+                     HoraDoneFn done, void* done_ctx) {
   const std::string n = name ? name : "";
   HORA_C_TRY_VIEW(vin, in, n, "input");
-  finish_on_complete(hora::reducescatter_async(n, vin, static_cast<ReduceOp>(op), prescale,
-                                               postscale, c_allocator(alloc, alloc_ctx, n)),
-                     done, done_ctx);
+  finish_on_complete(
+      hora::reducescatter_async(n, vin, static_cast<ReduceOp>(op), prescale, postscale,
+                                c_allocator(alloc, alloc_ctx, n), process_set),
+      done, done_ctx);
 }
 
-void c_barrier(HoraDoneFn done, void* done_ctx) {
-  finish_on_complete(hora::barrier_async(), done, done_ctx);
+void c_barrier(int32_t process_set, HoraDoneFn done, void* done_ctx) {
+  finish_on_complete(hora::barrier_async(process_set), done, done_ctx);
 }
 
-void c_join(HoraDoneFn done, void* done_ctx) {
-  finish_with_results_on_complete(hora::join_async(), done, done_ctx);
+void c_join(int32_t process_set, HoraDoneFn done, void* done_ctx) {
+  finish_with_results_on_complete(hora::join_async(process_set), done, done_ctx);
 }
 
 #undef HORA_C_TRY_VIEW
@@ -260,19 +266,21 @@ void bind_c_api(py::module_& m) {
       "c_api_reducer_create",
       [](std::vector<std::string> names, ReduceOp op, Compression compression,
          double gradient_predivide_factor, std::string name_prefix,
-         std::vector<std::vector<size_t>> groups) {
+         std::vector<std::vector<size_t>> groups, int process_set) {
         GradientReducerOptions o;
         o.op = op;
         o.compression = compression;
         o.gradient_predivide_factor = gradient_predivide_factor;
         o.name_prefix = std::move(name_prefix);
         o.groups = std::move(groups);
+        o.process_set = process_set;
         return check(c_api_reducers().create(std::move(names), std::move(o)));
       },
       py::arg("names"), py::arg("op"), py::arg("compression"), py::arg("gradient_predivide_factor"),
-      py::arg("name_prefix"), py::arg("groups"),
+      py::arg("name_prefix"), py::arg("groups"), py::arg("process_set") = 0,
       "Makes a GradientReducer that native ops drive through the C API "
-      "(reducer_gradient_ready / reducer_synchronize) and returns its id.");
+      "(reducer_gradient_ready / reducer_synchronize) and returns its id; it reduces over "
+      "the ranks of process set `process_set` (0: every rank).");
   m.def(
       "c_api_reducer_release",
       [](int64_t id) {

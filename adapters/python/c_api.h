@@ -17,6 +17,9 @@
  * call; `done` must be short and must not wait on hora (it runs on the engine thread).
  * Buffers belong to the caller and must stay valid and untouched until `done` ran.
  * Names: empty means unnamed (numbered in call order, which must then match across ranks).
+ * Process sets (version 3): every collective takes `process_set`, the id of the set it runs on
+ * (0: the global set; hora/process_set.h); root ranks stay global ranks, results are the
+ * set's, and a rank outside the set completes at once with HORA_C_INVALID_ARGUMENT.
  *
  * Threads: every entry may be called from any thread once hora.init() returned; before
  * init (or after shutdown) each completes at once with HORA_C_FAILED_PRECONDITION.
@@ -31,7 +34,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever HoraCApi changes; an op library refuses a table of another version. */
-#define HORA_C_API_VERSION 2
+#define HORA_C_API_VERSION 3
 
 /* Element types: the values of hora::DataType (hora/data_type.h). */
 enum {
@@ -105,32 +108,33 @@ typedef struct HoraCApi {
 
   /* out = postscale * op_over_ranks(prescale * in); out may equal in (in place). */
   void (*allreduce)(const char* name, const HoraTensor* in, const HoraTensor* out, int32_t op,
-                    double prescale, double postscale, int32_t compression, HoraDoneFn done,
-                    void* done_ctx);
+                    double prescale, double postscale, int32_t compression, int32_t process_set,
+                    HoraDoneFn done, void* done_ctx);
   /* `count` allreduces enqueued atomically and fused as a unit; one done for the group. */
   void (*grouped_allreduce)(int32_t count, const char* const* names, const HoraTensor* ins,
                             const HoraTensor* outs, int32_t op, double prescale, double postscale,
-                            int32_t compression, HoraDoneFn done, void* done_ctx);
+                            int32_t compression, int32_t process_set, HoraDoneFn done,
+                            void* done_ctx);
   /* Concatenation of every rank's `in` along the first dimension, into alloc's memory. */
   void (*allgather)(const char* name, const HoraTensor* in, HoraAllocFn alloc, void* alloc_ctx,
-                    HoraDoneFn done, void* done_ctx);
+                    int32_t process_set, HoraDoneFn done, void* done_ctx);
   /* Root's `tensor` into every rank's `tensor`, in place. */
-  void (*broadcast)(const char* name, const HoraTensor* tensor, int32_t root, HoraDoneFn done,
-                    void* done_ctx);
+  void (*broadcast)(const char* name, const HoraTensor* tensor, int32_t root, int32_t process_set,
+                    HoraDoneFn done, void* done_ctx);
   /* splits[p] first-dimension rows go to rank p (splits_count 0: an even split); the
    * received splits come back in the result. */
   void (*alltoall)(const char* name, const HoraTensor* in, const int64_t* splits,
-                   int32_t splits_count, HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done,
-                   void* done_ctx);
+                   int32_t splits_count, HoraAllocFn alloc, void* alloc_ctx, int32_t process_set,
+                   HoraDoneFn done, void* done_ctx);
   /* This rank's block of postscale * op_over_ranks(prescale * in) along the first
    * dimension (version 2 added the scale factors). */
   void (*reducescatter)(const char* name, const HoraTensor* in, int32_t op, double prescale,
-                        double postscale, HoraAllocFn alloc, void* alloc_ctx, HoraDoneFn done,
-                        void* done_ctx);
+                        double postscale, HoraAllocFn alloc, void* alloc_ctx, int32_t process_set,
+                        HoraDoneFn done, void* done_ctx);
   /* Completes once every rank called barrier (no deadline of its own: a dead peer fails it). */
-  void (*barrier)(HoraDoneFn done, void* done_ctx);
+  void (*barrier)(int32_t process_set, HoraDoneFn done, void* done_ctx);
   /* This rank has no more data; result.last_joined once every rank joined. */
-  void (*join)(HoraDoneFn done, void* done_ctx);
+  void (*join)(int32_t process_set, HoraDoneFn done, void* done_ctx);
 
   /* Gradient reducers (hora/gradient_reducer.h) made by hora._core.c_api_reducer_create.
    * gradient_ready: parameter `index`'s gradient lies in `grad` (which the reducer reduces

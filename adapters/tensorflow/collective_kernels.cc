@@ -26,12 +26,21 @@ absl::Status check_rank1(const tf::Tensor& t, const std::string& name) {
   return absl::OkStatus();
 }
 
+// Every collective's attrs: the process set it runs on (HoraBarrier, HoraJoin).
+struct SetAttrs {
+  int process_set = 0;
+
+  explicit SetAttrs(OpKernelConstruction* c) {
+    OP_REQUIRES_OK(c, c->GetAttr("process_set_id", &process_set));
+  }
+};
+
 // A named collective's attrs: its name (collective_name) and its tensor as errors name it.
-struct CollectiveAttrs {
+struct CollectiveAttrs : SetAttrs {
   std::string name;
   std::string what;
 
-  explicit CollectiveAttrs(OpKernelConstruction* c) {
+  explicit CollectiveAttrs(OpKernelConstruction* c) : SetAttrs(c) {
     OP_REQUIRES_OK(c, collective_name(c, &name));
     what = "tensor '" + name + "'";
   }
@@ -80,7 +89,7 @@ absl::Status enqueue_allreduce(const AllreduceAttrs& a, const HoraCApi& api, OpK
   TF_RETURN_IF_ERROR(describe(ctx->input(0), a.what, &in_ref));
   TF_RETURN_IF_ERROR(describe(*out, a.what, &out_ref));
   api.allreduce(a.name.c_str(), &in_ref.c, &out_ref.c, a.op, a.prescale, a.postscale, a.compression,
-                &Completion::trampoline, completion);
+                a.process_set, &Completion::trampoline, completion);
   return absl::OkStatus();
 }
 
@@ -106,7 +115,7 @@ absl::Status enqueue_grouped_allreduce(const AllreduceAttrs& a, const HoraCApi& 
     outs[i] = out_refs[i].c;
   }
   api.grouped_allreduce(n, name_ptrs.data(), ins.data(), outs.data(), a.op, a.prescale, a.postscale,
-                        a.compression, &Completion::trampoline, completion);
+                        a.compression, a.process_set, &Completion::trampoline, completion);
   return absl::OkStatus();
 }
 
@@ -128,7 +137,7 @@ absl::Status enqueue_broadcast(const BroadcastAttrs& a, const HoraCApi& api, OpK
   TF_RETURN_IF_ERROR(output_like_input(ctx, 0, &out, true));
   TensorRef ref;
   TF_RETURN_IF_ERROR(describe(*out, a.what, &ref));
-  api.broadcast(a.name.c_str(), &ref.c, a.root, &Completion::trampoline, completion);
+  api.broadcast(a.name.c_str(), &ref.c, a.root, a.process_set, &Completion::trampoline, completion);
   return absl::OkStatus();
 }
 
@@ -138,7 +147,7 @@ absl::Status enqueue_allgather(const CollectiveAttrs& a, const HoraCApi& api, Op
                                Completion* completion) {
   TensorRef ref;
   TF_RETURN_IF_ERROR(a.describe_rows(ctx, &ref));
-  api.allgather(a.name.c_str(), &ref.c, &Completion::allocate_output0, completion,
+  api.allgather(a.name.c_str(), &ref.c, &Completion::allocate_output0, completion, a.process_set,
                 &Completion::trampoline, completion);
   return absl::OkStatus();
 }
@@ -165,7 +174,8 @@ absl::Status enqueue_alltoall(const CollectiveAttrs& a, const HoraCApi& api, OpK
     return absl::OkStatus();
   };
   api.alltoall(a.name.c_str(), &ref.c, splits.data(), static_cast<int32_t>(splits.size()),
-               &Completion::allocate_output0, completion, &Completion::trampoline, completion);
+               &Completion::allocate_output0, completion, a.process_set, &Completion::trampoline,
+               completion);
   return absl::OkStatus();
 }
 
@@ -176,21 +186,22 @@ absl::Status enqueue_reducescatter(const ScaledAttrs& a, const HoraCApi& api, Op
   TensorRef ref;
   TF_RETURN_IF_ERROR(a.describe_rows(ctx, &ref));
   api.reducescatter(a.name.c_str(), &ref.c, a.op, a.prescale, a.postscale,
-                    &Completion::allocate_output0, completion, &Completion::trampoline, completion);
+                    &Completion::allocate_output0, completion, a.process_set,
+                    &Completion::trampoline, completion);
   return absl::OkStatus();
 }
 
 using ReducescatterOp = AsyncKernel<ScaledAttrs, enqueue_reducescatter>;
 
-absl::Status enqueue_barrier(const NoAttrs& /*a*/, const HoraCApi& api, OpKernelContext* /*ctx*/,
+absl::Status enqueue_barrier(const SetAttrs& a, const HoraCApi& api, OpKernelContext* /*ctx*/,
                              Completion* completion) {
-  api.barrier(&Completion::trampoline, completion);
+  api.barrier(a.process_set, &Completion::trampoline, completion);
   return absl::OkStatus();
 }
 
-using BarrierOp = AsyncKernel<NoAttrs, enqueue_barrier>;
+using BarrierOp = AsyncKernel<SetAttrs, enqueue_barrier>;
 
-absl::Status enqueue_join(const NoAttrs& /*a*/, const HoraCApi& api, OpKernelContext* ctx,
+absl::Status enqueue_join(const SetAttrs& a, const HoraCApi& api, OpKernelContext* ctx,
                           Completion* completion) {
   completion->on_success = [ctx](const HoraResult& r) {
     tf::Tensor* out = nullptr;
@@ -198,11 +209,11 @@ absl::Status enqueue_join(const NoAttrs& /*a*/, const HoraCApi& api, OpKernelCon
     out->scalar<int32_t>()() = r.last_joined;
     return absl::OkStatus();
   };
-  api.join(&Completion::trampoline, completion);
+  api.join(a.process_set, &Completion::trampoline, completion);
   return absl::OkStatus();
 }
 
-using JoinOp = AsyncKernel<NoAttrs, enqueue_join>;
+using JoinOp = AsyncKernel<SetAttrs, enqueue_join>;
 
 }  // namespace
 

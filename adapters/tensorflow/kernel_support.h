@@ -107,10 +107,5 @@ class AsyncKernel final : public ::tensorflow::AsyncOpKernel {
   const Attrs attrs_;
 };
 
-// The Attrs of an op without any.
-struct NoAttrs {
-  explicit NoAttrs(::tensorflow::OpKernelConstruction* /*c*/) {}
-};
-
 }  // namespace tf_ops
 }  // namespace hora

@@ -7,6 +7,9 @@
 // and the same on every rank that builds the same graph, Horovod's rule); when both are
 // unset (eager calls without a name) hora numbers the call (call order must then match).
 //
+// Process sets: every collective op runs on the set whose id is its process_set_id attr (0:
+// the global set, Horovod's attr); only the set's members may run it.
+//
 // Every op is stateful: a collective must run at every call, with the other ranks, so
 // TensorFlow must neither fold it into a constant at graph-optimisation time (grappler folds
 // stateless ops whose inputs are constants, running the kernel once) nor merge two identical
@@ -59,6 +62,7 @@ absl::Status unknown_first_dim(InferenceContext* c) {
 
 REGISTER_OP("HoraAllreduce")
     .SetIsStateful()
+    .Attr("process_set_id: int = 0")
     .Attr("T: " HORA_TF_TYPES)
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")
@@ -73,6 +77,7 @@ REGISTER_OP("HoraAllreduce")
 
 REGISTER_OP("HoraGroupedAllreduce")
     .SetIsStateful()
+    .Attr("process_set_id: int = 0")
     .Attr("T: list(" HORA_TF_TYPES ")")
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")
@@ -87,6 +92,7 @@ REGISTER_OP("HoraGroupedAllreduce")
 
 REGISTER_OP("HoraAllgather")
     .SetIsStateful()
+    .Attr("process_set_id: int = 0")
     .Attr("T: " HORA_TF_TYPES)
     .Attr("tensor_name: string = ''")
     .Attr("name_from_node: bool = true")
@@ -97,6 +103,7 @@ REGISTER_OP("HoraAllgather")
 
 REGISTER_OP("HoraBroadcast")
     .SetIsStateful()
+    .Attr("process_set_id: int = 0")
     .Attr("T: " HORA_TF_TYPES)
     .Attr("root_rank: int")
     .Attr("tensor_name: string = ''")
@@ -108,6 +115,7 @@ REGISTER_OP("HoraBroadcast")
 
 REGISTER_OP("HoraAlltoall")
     .SetIsStateful()
+    .Attr("process_set_id: int = 0")
     .Attr("T: " HORA_TF_TYPES)
     .Attr("tensor_name: string = ''")
     .Attr("name_from_node: bool = true")
@@ -124,6 +132,7 @@ REGISTER_OP("HoraAlltoall")
 
 REGISTER_OP("HoraReducescatter")
     .SetIsStateful()
+    .Attr("process_set_id: int = 0")
     .Attr("T: " HORA_TF_TYPES)
     .Attr("reduce_op: int")
     .Attr("prescale_factor: float = 1.0")
@@ -139,14 +148,16 @@ REGISTER_OP("HoraReducescatter")
 
 REGISTER_OP("HoraBarrier")
     .SetIsStateful()
+    .Attr("process_set_id: int = 0")
     .SetShapeFn(::tensorflow::shape_inference::NoOutputs)
-    .Doc("Completes once every rank ran it.");
+    .Doc("Completes once every rank of the process set ran it.");
 
 REGISTER_OP("HoraJoin")
     .SetIsStateful()
+    .Attr("process_set_id: int = 0")
     .Output("last_joined: int32")
     .SetShapeFn(::tensorflow::shape_inference::ScalarShape)
-    .Doc("This rank has no more data; the last rank to join.");
+    .Doc("This rank has no more data; the last rank of the process set to join.");
 
 // Not named "...Enqueue...": grappler takes every op whose name holds "Enqueue" for a queue
 // enqueue, and its shape inference then gives up on the graph.

@@ -167,5 +167,6 @@ def c_api_reducer_create(
     gradient_predivide_factor: float,
     name_prefix: str,
     groups: Sequence[Sequence[int]],
+    process_set: int = 0,
 ) -> int: ...
 def c_api_reducer_release(id: int) -> None: ...

@@ -78,7 +78,9 @@ def test_rank_ops(hvd, mode):
         got = run_in(mode, getattr(hvd, name))
         assert got.dtype == tf.int32 and got.shape == ()
         assert int(got) == want, name
-    with pytest.raises(hvd.UnimplementedError, match="process_set_id=1"):
+    assert int(run_in(mode, hvd.process_set_included_op)) == 1
+    # The sets' own: tests/python/process_sets_tf/.
+    with pytest.raises(ValueError, match="no process set with id 1"):
         hvd.size_op(process_set_id=1)
 
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import hora
 from hora._internal.keras import LEGACY, keras
+from hora.process_sets import ProcessSet, global_process_set, set_id
 from hora.tensorflow.functions import broadcast_variables
 
 
@@ -20,13 +21,19 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     """At the start of training, overwrites every rank's model variables and optimizer
     variables with root_rank's, so every rank starts from the same state (whatever the
     random initialisation or checkpoint each rank had). Put it first among the callbacks.
+    With ``process_set`` (hora's addition), only the set's members take it (root_rank a global
+    rank in the set).
 
     Departure from Horovod: it broadcasts in on_train_begin, before the first step, not after
     the first batch. An optimizer whose variables do not exist yet then (tf_keras builds them
     in the first step) has them broadcast after the first batch as well."""
 
-    def __init__(self, root_rank: int = 0, device: str = "") -> None:
+    def __init__(
+        self, root_rank: int = 0, device: str = "", process_set: ProcessSet = global_process_set
+    ) -> None:
         super().__init__()
+        set_id(process_set)  # a ValueError now for an unregistered set
+        self.process_set = process_set
         self.root_rank = root_rank
         self.broadcast_done = False
         self._optimizer_pending = False
@@ -44,29 +51,34 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
         # Keras 3 builds the optimizer before training; tf_keras in the first step.
         self._optimizer_pending = LEGACY
         optimizer_variables = [] if LEGACY else self._optimizer_variables()
-        broadcast_variables(list(self.model.variables) + optimizer_variables, self.root_rank)
+        broadcast_variables(
+            list(self.model.variables) + optimizer_variables, self.root_rank, self.process_set
+        )
         self.broadcast_done = True
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if self._optimizer_pending:
             self._optimizer_pending = False
-            broadcast_variables(self._optimizer_variables(), self.root_rank)
+            broadcast_variables(self._optimizer_variables(), self.root_rank, self.process_set)
 
 
 class MetricAverageCallback(keras.callbacks.Callback):
     """At the end of each epoch, replaces every metric in the logs with its average over
-    the ranks, so that every rank (and the callbacks after this one: checkpoints, early
-    stopping, the progress bar) sees the same values. Put it before those callbacks."""
+    the ranks (of ``process_set``, hora's addition), so that every rank (and the callbacks
+    after this one: checkpoints, early stopping, the progress bar) sees the same values. Put
+    it before those callbacks."""
 
-    def __init__(self, device: str = "") -> None:
+    def __init__(self, device: str = "", process_set: ProcessSet = global_process_set) -> None:
         super().__init__()
+        set_id(process_set)  # a ValueError now for an unregistered set
+        self.process_set = process_set
 
     def _average(self, logs: dict[str, Any] | None) -> None:
-        if not logs or hora.size() == 1:
+        if not logs or (self.process_set.size() or 1) == 1:
             return
         keys = sorted(k for k, v in logs.items() if np.ndim(v) == 0)
         values = np.array([float(logs[k]) for k in keys], dtype=np.float64)
-        averaged = hora.allreduce(values, name="keras.metric_average")
+        averaged = hora.allreduce(values, name="keras.metric_average", process_set=self.process_set)
         for k, v in zip(keys, averaged.tolist(), strict=True):
             logs[k] = v
 
@@ -214,6 +226,8 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
     """Horovod's: keras.callbacks.ModelCheckpoint with save_best_only=True, saving the whole
     model (or its weights) to ``filepath`` when the ``monitor``ed metric improves, on rank 0
     only (every rank tracks the best value; put MetricAverageCallback before it so they agree).
+    With ``process_set`` (hora's addition, for a set training a model of its own) the set's
+    first rank saves instead.
     Horovod's estimators set ``filepath`` later, so it may be given after construction
     (``callback.filepath = ...``) but must be set before training."""
 
@@ -225,7 +239,9 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
         save_freq: str | int = "epoch",
         filepath: str | os.PathLike[str] | None = None,
         save_weights_only: bool = False,
+        process_set: ProcessSet = global_process_set,
     ) -> None:
+        set_id(process_set)  # a ValueError now for an unregistered set
         placeholder = "unset.weights.h5" if save_weights_only else "unset.keras"
         super().__init__(
             filepath=placeholder if filepath is None else filepath,
@@ -237,6 +253,7 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
             save_freq=save_freq,
         )
         self._filepath_set = filepath is not None
+        self._saver = (process_set.ranks or [0])[0]
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -249,7 +266,7 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
         super().on_train_begin(logs)
 
     def _save_model(self, *args: Any, **kwargs: Any) -> None:
-        if hora.rank() == 0:
+        if hora.rank() == getattr(self, "_saver", 0):
             super()._save_model(*args, **kwargs)
 
 

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from hora._internal.reduce_ops import ReduceOp
 from hora.compression import Compression, Compressor
+from hora.process_sets import ProcessSet, global_process_set
 from hora.tensorflow import mpi_ops
 
 
@@ -22,8 +23,9 @@ def allreduce(
     postscale_factor: float = 1.0,
     op: ReduceOp | None = None,
     compression: Compressor | None = Compression.none,
+    process_set: ProcessSet = global_process_set,
 ) -> tf.Tensor:
-    """``postscale * op(prescale * value)`` over every rank (Average by default)."""
+    """``postscale * op(prescale * value)`` over the set's ranks (Average by default)."""
     return mpi_ops.allreduce(
         tf.convert_to_tensor(value),
         average=average,
@@ -32,22 +34,40 @@ def allreduce(
         prescale_factor=prescale_factor,
         postscale_factor=postscale_factor,
         name=name,
+        process_set=process_set,
     )
 
 
-def allgather(value: Any, name: str | None = None) -> tf.Tensor:
-    """Every rank's value concatenated along the first dimension (which may differ)."""
-    return mpi_ops.allgather(tf.convert_to_tensor(value), name=name)
+def allgather(
+    value: Any, name: str | None = None, process_set: ProcessSet = global_process_set
+) -> tf.Tensor:
+    """Every set member's value concatenated along the first dimension (which may differ)."""
+    return mpi_ops.allgather(tf.convert_to_tensor(value), name=name, process_set=process_set)
 
 
-def broadcast(value: Any, root_rank: int, name: str | None = None) -> tf.Tensor:
-    """root_rank's value, on every rank."""
-    return mpi_ops.broadcast(tf.convert_to_tensor(value), root_rank, name=name)
+def broadcast(
+    value: Any,
+    root_rank: int,
+    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> tf.Tensor:
+    """root_rank's value (a global rank, a member of the set), on every member of the set."""
+    return mpi_ops.broadcast(
+        tf.convert_to_tensor(value), root_rank, name=name, process_set=process_set
+    )
 
 
-def reducescatter(value: Any, name: str | None = None, op: ReduceOp | None = None) -> tf.Tensor:
-    """This rank's block of the reduction (Average by default) along the first dimension."""
-    return mpi_ops.reducescatter(tf.convert_to_tensor(value), op=op, name=name)
+def reducescatter(
+    value: Any,
+    name: str | None = None,
+    op: ReduceOp | None = None,
+    process_set: ProcessSet = global_process_set,
+) -> tf.Tensor:
+    """This rank's block of the reduction over the set (Average by default) along the first
+    dimension."""
+    return mpi_ops.reducescatter(
+        tf.convert_to_tensor(value), op=op, name=name, process_set=process_set
+    )
 
 
 __all__ = ["allgather", "allreduce", "broadcast", "reducescatter"]

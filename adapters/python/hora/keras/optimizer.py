@@ -1,6 +1,6 @@
 """hora.keras.DistributedOptimizer: any Keras optimizer (Keras 3 with the TensorFlow backend,
 or tf_keras's when tf.keras is Keras 2: hora/_internal/keras.py), its gradients reduced over
-every rank before it applies them.
+every rank of a process set (the global set by default) before it applies them.
 
 Keras 3's model.fit calls ``optimizer.apply(grads, variables)`` inside its tf.function
 train step, tf_keras's ``optimizer.apply_gradients(grads_and_vars)``; the wrapper's reduces
@@ -24,6 +24,7 @@ import hora
 from hora._internal.keras import keras
 from hora._internal.reduce_ops import ReduceOp
 from hora.compression import Compression, Compressor
+from hora.process_sets import ProcessSet, global_process_set, set_id
 from hora.tensorflow import mpi_ops
 from hora.tensorflow.gradient_reducer import OpsGradientReducer
 from hora.tensorflow.gradient_tape import local_gradient, local_layer_variables
@@ -44,8 +45,10 @@ class _HoraSettings:
         sparse_as_dense: bool = False,
         groups: Sequence[Sequence[keras.Variable]] | int | None = None,
         scale_local_gradients: bool = True,
+        process_set: ProcessSet = global_process_set,
         **_ignored: object,
     ) -> None:
+        set_id(process_set)  # a ValueError now for an unregistered set
         if backward_passes_per_step < 1:
             raise ValueError(f"backward_passes_per_step {backward_passes_per_step}: must be >= 1")
         op = hora.Average if op is None else op
@@ -59,6 +62,7 @@ class _HoraSettings:
         self.sparse_as_dense = bool(sparse_as_dense)
         self.groups = None if isinstance(groups, int) else groups  # a count: fused by size
         self.scale_local = bool(scale_local_gradients)
+        self.process_set = process_set
         self.local_vars: dict[int, Any] = {}  # register_local_var's, by id
         self.reducers: dict[tuple[int, ...], OpsGradientReducer] = {}  # by variable ids
 
@@ -78,8 +82,12 @@ class _HoraSettings:
                 gradient_predivide_factor=self.predivide,
                 name_prefix="keras.grad/",
                 groups=groups,
+                process_set=self.process_set,
             )
         return self.reducers[key]
+
+    def set_size(self) -> int:
+        return self.process_set.size() or 1
 
 
 # For type checkers the mixin is a Keras optimizer (whose methods it calls through super());
@@ -102,13 +110,14 @@ class _DistributedOptimizer(_OptimizerBase):
 
     def register_local_var(self, var: Any) -> None:
         """Horovod's: ``var``'s gradient is this rank's own, applied without an allreduce
-        (divided by size with scale_local_gradients, the default)."""
+        (divided by the set's size with scale_local_gradients, the default)."""
         self._hora.local_vars[id(var)] = var
 
     def _hora_reduce(self, grads: list[Gradient], variables: list[Any]) -> list[Gradient]:
-        """Every gradient reduced over the ranks (None stays None); local variables' own."""
+        """Every gradient reduced over the set's ranks (None stays None); local variables'
+        own."""
         settings = self._hora
-        if hora.size() == 1 and settings.predivide == 1.0:
+        if settings.set_size() == 1 and settings.predivide == 1.0:
             return list(grads)
         dense = list(grads)
         sparse = {}
@@ -125,9 +134,15 @@ class _DistributedOptimizer(_OptimizerBase):
         reduced = settings.reducer(variables).reduce(dense)
         for i, g in sparse.items():
             name = f"keras.grad.sparse/{i}.{getattr(variables[i], 'path', i)}"
-            reduced[i] = mpi_ops.allreduce(g, op=settings.op, name=name, ignore_name_scope=True)
+            reduced[i] = mpi_ops.allreduce(
+                g,
+                op=settings.op,
+                name=name,
+                ignore_name_scope=True,
+                process_set=settings.process_set,
+            )
         for i in local:
-            reduced[i] = local_gradient(grads[i], settings.scale_local)
+            reduced[i] = local_gradient(grads[i], settings.scale_local, settings.set_size())
         return reduced
 
     def _hora_step(
@@ -296,11 +311,13 @@ def DistributedOptimizer(
     average_aggregated_gradients: bool = False,
     num_groups: int = 0,
     groups: Sequence[Sequence[keras.Variable]] | int | None = None,
+    process_set: ProcessSet = global_process_set,
     scale_local_gradients: bool = True,
 ) -> keras.optimizers.Optimizer:
     """Wraps a Keras optimizer so that ``model.compile(optimizer=DistributedOptimizer(opt))``
     and ``model.fit`` train data-parallel: each step's gradients are averaged over every rank
-    (op=hora.Sum sums) before the optimizer applies them.
+    of ``process_set`` (op=hora.Sum sums) before the optimizer applies them. Only the set's
+    members may train with it; other sets may train models of their own at the same time.
 
     - compression: hora.Compression.fp16 / bf16 put float32 gradients on the wire as 16 bits.
     - backward_passes_per_step k: gradients accumulate locally (in optimizer variables) and
@@ -330,6 +347,7 @@ def DistributedOptimizer(
         sparse_as_dense=sparse_as_dense,
         groups=groups,
         scale_local_gradients=scale_local_gradients,
+        process_set=process_set,
     )
     cls = _wrapped_class(type(optimizer))
     wrapped = cls.from_config(optimizer.get_config())
@@ -349,6 +367,7 @@ def PartialDistributedOptimizer(
     backward_passes_per_step: int = 1,
     average_aggregated_gradients: bool = False,
     groups: Sequence[Sequence[keras.Variable]] | int | None = None,
+    process_set: ProcessSet = global_process_set,
     local_layers: Any = None,
     scale_local_gradients: bool = True,
 ) -> keras.optimizers.Optimizer:
@@ -365,6 +384,7 @@ def PartialDistributedOptimizer(
         backward_passes_per_step=backward_passes_per_step,
         average_aggregated_gradients=average_aggregated_gradients,
         groups=groups,
+        process_set=process_set,
         scale_local_gradients=scale_local_gradients,
     )
     for var in local_layer_variables(local_layers, keras.layers.Layer):

@@ -25,12 +25,13 @@ from hora._internal.args import reduce_op, wire
 from hora._internal.reduce_ops import ReduceOp
 from hora._internal.tensorflow import run
 from hora.compression import Compression, Compressor
+from hora.process_sets import ProcessSet, global_process_set, set_id
 from hora.tensorflow._library import ops as _ops
 
 
 class OpsGradientReducer:
     """A GradientReducer over a fixed list of parameter names (the same on every rank, in the
-    same order). op: hora.Average or hora.Sum."""
+    same order), reducing over the ranks of ``process_set``. op: hora.Average or hora.Sum."""
 
     def __init__(
         self,
@@ -40,6 +41,7 @@ class OpsGradientReducer:
         gradient_predivide_factor: float = 1.0,
         name_prefix: str = "grad/",
         groups: Iterable[Iterable[int]] | None = None,
+        process_set: ProcessSet = global_process_set,
     ) -> None:
         self.names = list(names)
         self._compression = compression
@@ -50,6 +52,7 @@ class OpsGradientReducer:
             float(gradient_predivide_factor),
             name_prefix,
             [list(g) for g in (groups or [])],
+            set_id(process_set),
         )
         self._release = weakref.finalize(self, _core.c_api_reducer_release, self.id)
 

@@ -1,5 +1,6 @@
 """DistributedGradientTape (horovod.tensorflow.DistributedGradientTape): a tf.GradientTape
-whose gradient() returns the gradients averaged over every rank."""
+whose gradient() returns the gradients averaged over every rank of a process set (the global
+set by default)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Any
 
 import tensorflow as tf
 
-from hora import runtime
 from hora._internal.args import reduce_op
 from hora._internal.reduce_ops import Average, ReduceOp, Sum
 from hora.compression import Compression, Compressor
+from hora.process_sets import ProcessSet, global_process_set, set_id
 from hora.tensorflow import mpi_ops
 
 
@@ -33,7 +34,10 @@ class _DistributedGradientTape:
         num_groups: int,
         groups: Sequence[Sequence[tf.Variable]] | None,
         scale_local_gradients: bool = True,
+        process_set: ProcessSet = global_process_set,
     ) -> None:
+        set_id(process_set)  # a ValueError now for an unregistered set
+        self._process_set = process_set
         self._tape = tape
         self._local_sources: dict[int, tf.Variable] = {}  # register_local_source's, by id
         self._scale_local = bool(scale_local_gradients)
@@ -64,7 +68,7 @@ class _DistributedGradientTape:
 
     def register_local_source(self, source: tf.Variable) -> None:
         """Horovod's: ``source``'s gradient is this rank's own, returned without an
-        allreduce (divided by size with scale_local_gradients, the default)."""
+        allreduce (divided by the set's size with scale_local_gradients, the default)."""
         self._local_sources[id(source)] = source
 
     def gradient(
@@ -74,7 +78,7 @@ class _DistributedGradientTape:
         output_gradients: Any = None,
         unconnected_gradients: tf.UnconnectedGradients = tf.UnconnectedGradients.NONE,
     ) -> Any:
-        """The wrapped tape's gradients, reduced over every rank (averaged by default).
+        """The wrapped tape's gradients, reduced over the set's ranks (averaged by default).
         None gradients stay None (they must be None on every rank)."""
         grads = self._tape.gradient(target, sources, output_gradients, unconnected_gradients)
         flat_sources = tf.nest.flatten(sources)
@@ -86,24 +90,27 @@ class _DistributedGradientTape:
         self, grads: list[tf.Tensor | tf.IndexedSlices | None], sources: list[tf.Variable]
     ) -> list[tf.Tensor | tf.IndexedSlices | None]:
         """``grads`` (one per source) reduced as gradient() reduces them: the local sources'
-        kept, the others reduced over every rank (hora.tensorflow.DistributedOptimizer's
+        kept, the others reduced over the set's ranks (hora.tensorflow.DistributedOptimizer's
         TensorFlow 1 wrapper reduces through this too)."""
         local = [i for i, s in enumerate(sources) if id(s) in self._local_sources]
         shared = [None if i in local else g for i, g in enumerate(grads)]
         reduced = self._reduce(shared, sources)
         for i in local:
-            reduced[i] = local_gradient(grads[i], self._scale_local)
+            reduced[i] = local_gradient(grads[i], self._scale_local, self._set_size())
         return reduced
+
+    def _set_size(self) -> int:
+        return self._process_set.size() or 1
 
     def _scales(self) -> tuple[ReduceOp, float, float]:
         if self._predivide != 1.0:  # Horovod's split: sum of g / f, then times f / size
-            return Sum, 1.0 / self._predivide, self._predivide / runtime.size()
+            return Sum, 1.0 / self._predivide, self._predivide / self._set_size()
         return self._op, 1.0, 1.0
 
     def _reduce(
         self, grads: list[tf.Tensor | tf.IndexedSlices | None], sources: list[tf.Variable]
     ) -> list[tf.Tensor | tf.IndexedSlices | None]:
-        if runtime.size() == 1 and self._predivide == 1.0:
+        if self._set_size() == 1 and self._predivide == 1.0:
             return [
                 tf.convert_to_tensor(g)
                 if self._sparse_as_dense and isinstance(g, tf.IndexedSlices)
@@ -125,6 +132,7 @@ class _DistributedGradientTape:
                     op=op if self._predivide == 1.0 else Average,
                     name=name,
                     ignore_name_scope=True,
+                    process_set=self._process_set,
                 )
             else:
                 present.append((i, g))
@@ -136,6 +144,7 @@ class _DistributedGradientTape:
                 postscale_factor=postscale,
                 compression=self._compression,
                 name=f"tape.group{group_no}" if tf.executing_eagerly() else None,
+                process_set=self._process_set,
             )
             for (i, _), r in zip(members, reduced, strict=True):
                 out[i] = r
@@ -181,9 +190,11 @@ def DistributedGradientTape(
     gradient_predivide_factor: float = 1.0,
     num_groups: int = 0,
     groups: Sequence[Sequence[tf.Variable]] | None = None,
+    process_set: ProcessSet = global_process_set,
     scale_local_gradients: bool = True,
 ) -> _DistributedGradientTape:
-    """Wraps ``gradtape`` so that ``gradient()`` returns gradients reduced over every rank:
+    """Wraps ``gradtape`` so that ``gradient()`` returns gradients reduced over the ranks of
+    ``process_set`` (every rank by default; only its members may call gradient()):
 
         with tf.GradientTape() as tape:
             loss = ...
@@ -194,8 +205,9 @@ def DistributedGradientTape(
     groups, or in the caller's ``groups`` (lists of variables). A sparse gradient
     (tf.IndexedSlices) is allgathered (values and indices), or densified first with
     ``sparse_as_dense=True``. ``gradient_predivide_factor`` f splits the average as Horovod
-    does: sum of g/f, then times f/size. device_dense/device_sparse are ignored (hora's
-    TensorFlow ops run on the CPU). At one rank the gradients are returned as they are.
+    does: sum of g/f, then times f/size (the set's size). device_dense/device_sparse are
+    ignored (hora's TensorFlow ops run on the CPU). In a set of one rank the gradients are
+    returned as they are.
     ``tape.register_local_source(var)``: var's gradient stays this rank's own (divided by
     size with ``scale_local_gradients``, Horovod's default).
     """
@@ -208,18 +220,19 @@ def DistributedGradientTape(
         num_groups,
         groups,
         scale_local_gradients,
+        process_set,
     )
 
 
-def local_gradient(grad: tf.Tensor | tf.IndexedSlices | None, scale: bool) -> Any:
-    """A local variable's gradient: its own, divided by size when ``scale`` (Horovod's
-    scale_local_gradients, so that it weighs as an averaged one would)."""
-    if grad is None or not scale or runtime.size() == 1:
+def local_gradient(grad: tf.Tensor | tf.IndexedSlices | None, scale: bool, size: int) -> Any:
+    """A local variable's gradient: its own, divided by ``size`` (the set's) when ``scale``
+    (Horovod's scale_local_gradients, so that it weighs as an averaged one would)."""
+    if grad is None or not scale or size == 1:
         return grad
     if isinstance(grad, tf.IndexedSlices):
-        values = grad.values / tf.cast(runtime.size(), grad.values.dtype)
+        values = grad.values / tf.cast(size, grad.values.dtype)
         return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
-    return grad / tf.cast(runtime.size(), grad.dtype)
+    return grad / tf.cast(size, grad.dtype)
 
 
 def local_layer_variables(local_layers: Any, layer_type: type | None = None) -> list[Any]:
@@ -248,6 +261,7 @@ def PartialDistributedGradientTape(
     gradient_predivide_factor: float = 1.0,
     num_groups: int = 0,
     groups: Sequence[Sequence[tf.Variable]] | None = None,
+    process_set: ProcessSet = global_process_set,
     local_layers: Any = None,
     scale_local_gradients: bool = True,
 ) -> _DistributedGradientTape:
@@ -265,6 +279,7 @@ def PartialDistributedGradientTape(
         gradient_predivide_factor,
         num_groups,
         groups,
+        process_set,
         scale_local_gradients,
     )
     for var in local_layer_variables(local_layers):

@@ -21,6 +21,7 @@ from tensorflow.types.experimental import TensorLike
 from hora._internal.reduce_ops import ReduceOp
 from hora._internal.tensorflow import run
 from hora.compression import Compression, Compressor
+from hora.process_sets import ProcessSet, global_process_set
 from hora.tensorflow import mpi_ops
 
 
@@ -65,11 +66,14 @@ def _grouped(
 
 
 def grouped_allgather(
-    tensors: Sequence[TensorLike], name: str | None = None, ignore_name_scope: bool = False
+    tensors: Sequence[TensorLike],
+    name: str | None = None,
+    ignore_name_scope: bool = False,
+    process_set: ProcessSet = global_process_set,
 ) -> list[tf.Tensor]:
-    """allgather of every tensor of the list (each concatenated along its first dimension,
-    which may differ between ranks), enqueued together; returns the list."""
-    return _grouped(mpi_ops.allgather, tensors, name, ignore_name_scope)
+    """allgather over the set's ranks of every tensor of the list (each concatenated along its
+    first dimension, which may differ between ranks), enqueued together; returns the list."""
+    return _grouped(mpi_ops.allgather, tensors, name, ignore_name_scope, process_set=process_set)
 
 
 def grouped_reducescatter(
@@ -78,11 +82,13 @@ def grouped_reducescatter(
     compression: Compressor | None = Compression.none,
     op: ReduceOp | None = None,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
     ignore_name_scope: bool = False,
     **reducescatter_options: Any,
 ) -> list[tf.Tensor]:
-    """reducescatter of every tensor of the list (this rank's block of each reduction along
-    the first dimension; op Average by default), enqueued together; returns the list.
+    """reducescatter over the set's ranks of every tensor of the list (this rank's block of
+    each reduction along the first dimension; op Average by default), enqueued together;
+    returns the list.
     ``reducescatter_options`` go to every member's hora.tensorflow.reducescatter."""
     return _grouped(
         mpi_ops.reducescatter,
@@ -91,6 +97,7 @@ def grouped_reducescatter(
         ignore_name_scope,
         compression=compression,
         op=op,
+        process_set=process_set,
         **reducescatter_options,
     )
 

@@ -21,11 +21,15 @@ Where hora departs from Horovod:
 - the built-in compressions happen inside the engine: float32 tensors travel as
   float16/bfloat16 and are cast back on arrival; tensors of other dtypes travel
   uncompressed. A Compressor of one's own runs around allreduce and grouped_allreduce.
-- op=Adasum raises UnimplementedError; process sets are not supported (every collective
-  spans the job); device_dense/device_sparse are accepted and ignored (CPU ops only: hora's
-  TensorFlow kernels are CPU kernels, matching the tensorflow-cpu build).
+- op=Adasum raises UnimplementedError; device_dense/device_sparse are accepted and ignored
+  (CPU ops only: hora's TensorFlow kernels are CPU kernels, matching the tensorflow-cpu build).
 - alltoall always returns ``(received, received_splits)`` (Horovod >= 0.26's form).
-- join() and barrier() take no process set.
+
+Process sets: every collective takes ``process_set=`` (a registered hora.ProcessSet; the
+global set by default) and runs among its members only (the op's ``process_set_id`` attr, as
+in Horovod). Root ranks are global ranks; results are the set's (allgather's blocks in the
+order of the set's ranks, Average divides by the set's size). A rank outside the set gets
+InvalidArgumentError naming the set.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from hora._internal.reduce_ops import *  # noqa: F403 - Horovod's mpi_ops export
 from hora._internal.reduce_ops import ReduceOp
 from hora._internal.tensorflow import run
 from hora.compression import Compression, Compressor, user_compressor
+from hora.process_sets import ProcessSet, global_process_set, process_set_by_id, set_id
 from hora.tensorflow._library import ops as _ops
 
 _SUM = int(reduce_ops.Sum)
@@ -110,6 +115,24 @@ def _naming(name: str | None, ignore_name_scope: bool = False) -> tuple[str, boo
     return name, False
 
 
+def _set_ranks(process_set_id: int) -> list[int]:
+    """The global ranks of registered set ``process_set_id``, in its order."""
+    ranks = process_set_by_id(process_set_id).ranks
+    return list(ranks) if ranks else list(range(hora.size()))
+
+
+def _attrs(
+    name: str | None, ignore_name_scope: bool, process_set: ProcessSet | None
+) -> dict[str, Any]:
+    """Every collective op's attrs: its naming (tensor_name, name_from_node) and set."""
+    tensor_name, from_node = _naming(name, ignore_name_scope)
+    return {
+        "tensor_name": tensor_name,
+        "name_from_node": from_node,
+        "process_set_id": set_id(process_set),
+    }
+
+
 def _reduction_attrs(
     reduce_op: int,
     prescale_factor: float,
@@ -117,16 +140,15 @@ def _reduction_attrs(
     compression: int,
     name: str | None,
     ignore_name_scope: bool,
+    process_set: ProcessSet | None,
 ) -> dict[str, Any]:
-    """The attrs of an (grouped) allreduce op: its reduction, wire format and naming."""
-    tensor_name, from_node = _naming(name, ignore_name_scope)
+    """The attrs of an (grouped) allreduce op: its reduction, wire format, naming and set."""
     return {
+        **_attrs(name, ignore_name_scope, process_set),
         "reduce_op": reduce_op,
         "prescale_factor": float(prescale_factor),
         "postscale_factor": float(postscale_factor),
         "compression": compression,
-        "tensor_name": tensor_name,
-        "name_from_node": from_node,
     }
 
 
@@ -140,28 +162,31 @@ def allreduce(
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
     ignore_name_scope: bool = False,
 ) -> tf.Tensor | tf.IndexedSlices:
-    """``postscale * op(prescale * tensor)`` over every rank (op: Average by default).
+    """``postscale * op(prescale * tensor)`` over the set's ranks (op: Average by default).
 
     A ``tf.IndexedSlices`` is gathered instead (values and indices from every rank, values
-    divided by size for Average), as Horovod does for sparse gradients. A Compressor of
-    one's own runs around the reduction (compress before, decompress after), as in Horovod."""
+    divided by the set's size for Average), as Horovod does for sparse gradients. A
+    Compressor of one's own runs around the reduction (compress before, decompress after),
+    as in Horovod."""
     reduce_op = _reduce_op(op, average)
     if isinstance(tensor, tf.IndexedSlices):
-        return _sparse_allreduce(tensor, reduce_op, name, ignore_name_scope)
+        return _sparse_allreduce(tensor, reduce_op, name, ignore_name_scope, process_set)
     tensor = tf.convert_to_tensor(tensor)
     user = user_compressor(compression)
     if user is not None:
         reduce = lambda ts, *a, **k: [allreduce(ts[0], *a, **k)]  # noqa: E731
         scales = (prescale_factor, postscale_factor)
-        return _around(user, [tensor], reduce, average, op, scales, name, ignore_name_scope)[0]
+        naming = (name, ignore_name_scope, process_set)
+        return _around(user, [tensor], reduce, average, op, scales, naming)[0]
     wire = _wire(tensor.dtype, compression)
     return run(
         _ops.hora_allreduce,
         tensor,
         **_reduction_attrs(
-            reduce_op, prescale_factor, postscale_factor, wire, name, ignore_name_scope
+            reduce_op, prescale_factor, postscale_factor, wire, name, ignore_name_scope, process_set
         ),
     )
 
@@ -173,11 +198,11 @@ def _around(
     average: bool | None,
     op: ReduceOp | None,
     scales: tuple[float, float],
-    name: str | None,
-    ignore_name_scope: bool,
+    naming: tuple[str | None, bool, ProcessSet],
 ) -> list[tf.Tensor | tf.IndexedSlices]:
     """A user's Compressor around ``reduce`` (grouped_allreduce's signature), as Horovod runs
-    one: each dense tensor's compress before, decompress after (IndexedSlices as they are)."""
+    one: each dense tensor's compress before, decompress after (IndexedSlices as they are).
+    ``naming``: (name, ignore_name_scope, process_set)."""
     packed = [
         t if isinstance(t, tf.IndexedSlices) else user.compress(tf.convert_to_tensor(t))
         for t in tensors
@@ -189,8 +214,9 @@ def _around(
         op=op,
         prescale_factor=scales[0],
         postscale_factor=scales[1],
-        name=name,
-        ignore_name_scope=ignore_name_scope,
+        name=naming[0],
+        ignore_name_scope=naming[1],
+        process_set=naming[2],
     )
     return [
         r if isinstance(p, tf.IndexedSlices) else user.decompress(r, p[1])
@@ -199,16 +225,21 @@ def _around(
 
 
 def _sparse_allreduce(
-    slices: tf.IndexedSlices, reduce_op: int, name: str | None, ignore_name_scope: bool
+    slices: tf.IndexedSlices,
+    reduce_op: int,
+    name: str | None,
+    ignore_name_scope: bool,
+    process_set: ProcessSet,
 ) -> tf.IndexedSlices:
     if reduce_op not in (_SUM, _AVERAGE):
         raise ValueError("allreduce of a tf.IndexedSlices supports op Average or Sum only")
     values_name = None if name is None else f"{name}.values"
     indices_name = None if name is None else f"{name}.indices"
-    values = allgather(slices.values, name=values_name, ignore_name_scope=ignore_name_scope)
-    indices = allgather(slices.indices, name=indices_name, ignore_name_scope=ignore_name_scope)
+    naming = {"ignore_name_scope": ignore_name_scope, "process_set": process_set}
+    values = allgather(slices.values, name=values_name, **naming)
+    indices = allgather(slices.indices, name=indices_name, **naming)
     if reduce_op == _AVERAGE:
-        values = values / tf.cast(hora.size(), values.dtype)
+        values = values / tf.cast(len(_set_ranks(set_id(process_set))), values.dtype)
     return tf.IndexedSlices(values, indices, dense_shape=slices.dense_shape)
 
 
@@ -221,10 +252,12 @@ def grouped_allreduce(
     op: ReduceOp | None = None,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
-    name: str | None = None,
+    process_set: ProcessSet = global_process_set,
     ignore_name_scope: bool = False,
+    name: str | None = None,
 ) -> list[tf.Tensor | tf.IndexedSlices]:
-    """Allreduces a list of tensors as one unit (fused together); returns the list.
+    """Allreduces a list of tensors over the set's ranks as one unit (fused together);
+    returns the list.
 
     Members are named ``<name>.<i>``. Members of one dtype form one fused unit (with several
     dtypes, the units after the first are named ``<name>.<dtype>``); compression applies to
@@ -232,9 +265,8 @@ def grouped_allreduce(
     user = user_compressor(compression)
     if user is not None:
         scales = (prescale_factor, postscale_factor)
-        return _around(
-            user, tensors, grouped_allreduce, average, op, scales, name, ignore_name_scope
-        )
+        naming = (name, ignore_name_scope, process_set)
+        return _around(user, tensors, grouped_allreduce, average, op, scales, naming)
     tensors = list(tensors)
     reduce_op = _reduce_op(op, average)
     results = [None] * len(tensors)
@@ -242,7 +274,7 @@ def grouped_allreduce(
     for i, t in enumerate(tensors):
         if isinstance(t, tf.IndexedSlices):
             member = None if name is None else f"{name}.{i}"
-            results[i] = _sparse_allreduce(t, reduce_op, member, ignore_name_scope)
+            results[i] = _sparse_allreduce(t, reduce_op, member, ignore_name_scope, process_set)
         else:
             dense.append((i, tf.convert_to_tensor(t)))
     if not dense:
@@ -259,7 +291,13 @@ def grouped_allreduce(
             _ops.hora_grouped_allreduce,
             [t for _, t in members],
             **_reduction_attrs(
-                reduce_op, prescale_factor, postscale_factor, wire, part_name, ignore_name_scope
+                reduce_op,
+                prescale_factor,
+                postscale_factor,
+                wire,
+                part_name,
+                ignore_name_scope,
+                process_set,
             ),
         )
         for (i, _), r in zip(members, reduced, strict=True):
@@ -268,29 +306,33 @@ def grouped_allreduce(
 
 
 def allgather(
-    tensor: TensorLike, name: str | None = None, ignore_name_scope: bool = False
+    tensor: TensorLike,
+    name: str | None = None,
+    ignore_name_scope: bool = False,
+    process_set: ProcessSet = global_process_set,
 ) -> tf.Tensor:
-    """Every rank's tensor concatenated along the first dimension (which may differ)."""
-    tensor_name, from_node = _naming(name, ignore_name_scope)
+    """Every set member's tensor concatenated along the first dimension (which may differ),
+    in the order of the set's ranks."""
     return run(
         _ops.hora_allgather,
         tf.convert_to_tensor(tensor),
-        tensor_name=tensor_name,
-        name_from_node=from_node,
+        **_attrs(name, ignore_name_scope, process_set),
     )
 
 
 def broadcast(
-    tensor: TensorLike, root_rank: int, name: str | None = None, ignore_name_scope: bool = False
+    tensor: TensorLike,
+    root_rank: int,
+    name: str | None = None,
+    ignore_name_scope: bool = False,
+    process_set: ProcessSet = global_process_set,
 ) -> tf.Tensor:
-    """root_rank's tensor, on every rank."""
-    tensor_name, from_node = _naming(name, ignore_name_scope)
+    """root_rank's tensor (a global rank, a member of the set), on every member of the set."""
     return run(
         _ops.hora_broadcast,
         tf.convert_to_tensor(tensor),
         root_rank=int(root_rank),
-        tensor_name=tensor_name,
-        name_from_node=from_node,
+        **_attrs(name, ignore_name_scope, process_set),
     )
 
 
@@ -299,20 +341,19 @@ def alltoall(
     splits: TensorLike | None = None,
     name: str | None = None,
     ignore_name_scope: bool = False,
+    process_set: ProcessSet = global_process_set,
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """Sends ``splits[p]`` first-dimension rows to rank p (None: an even split) and returns
-    ``(received, received_splits)``: the rows from every rank in rank order, and how many
-    came from each."""
+    """Sends ``splits[p]`` first-dimension rows to the set's p-th rank (None: an even split)
+    and returns ``(received, received_splits)``: the rows from every member in the set's
+    order, and how many came from each."""
     if splits is None:
         splits = tf.zeros([0], dtype=tf.int64)
     splits = tf.cast(tf.convert_to_tensor(splits), tf.int64)
-    tensor_name, from_node = _naming(name, ignore_name_scope)
     received, received_splits = run(
         _ops.hora_alltoall,
         tf.convert_to_tensor(tensor),
         splits,
-        tensor_name=tensor_name,
-        name_from_node=from_node,
+        **_attrs(name, ignore_name_scope, process_set),
     )
     return received, received_splits
 
@@ -323,48 +364,56 @@ def reducescatter(
     compression: Compressor | None = Compression.none,
     op: ReduceOp | None = None,
     name: str | None = None,
+    process_set: ProcessSet = global_process_set,
     ignore_name_scope: bool = False,
     prescale_factor: float = 1.0,
     postscale_factor: float = 1.0,
 ) -> tf.Tensor:
-    """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` along the
-    first dimension (the first rows % size ranks get one row more). op: Average (default) or
-    Sum, Min, Max, Product. compression is accepted for Horovod's signature; reducescatter
-    travels uncompressed."""
-    tensor_name, from_node = _naming(name, ignore_name_scope)
+    """This rank's block of ``postscale_factor * op(prescale_factor * tensor)`` over the set,
+    along the first dimension (the set's first rows % size members get one row more). op:
+    Average (default) or Sum, Min, Max, Product. compression is accepted for Horovod's
+    signature; reducescatter travels uncompressed."""
     return run(
         _ops.hora_reducescatter,
         tf.convert_to_tensor(tensor),
         reduce_op=_reduce_op(op),
         prescale_factor=float(prescale_factor),
         postscale_factor=float(postscale_factor),
-        tensor_name=tensor_name,
-        name_from_node=from_node,
+        **_attrs(name, ignore_name_scope, process_set),
     )
 
 
-def join() -> int | tf.Tensor:
-    """This rank has no more data. Until every rank joined, it contributes zeros to the
-    others' allreduces. Returns the last rank to join (eagerly an int, else a tensor)."""
-    last = run(_ops.hora_join)
+def join(process_set: ProcessSet = global_process_set) -> int | tf.Tensor:
+    """This rank has no more data. Until every member of the set joined, it contributes zeros
+    to the others' allreduces. Returns the last rank (global) to join (eagerly an int, else a
+    tensor)."""
+    last = run(_ops.hora_join, process_set_id=set_id(process_set))
     return int(last) if tf.executing_eagerly() else last
 
 
-def barrier() -> tf.Operation | None:
-    """Returns once every rank called barrier (eagerly; inside a tf.function it is an op)."""
-    return run(_ops.hora_barrier)
+def barrier(process_set: ProcessSet = global_process_set) -> tf.Operation | None:
+    """Returns once every member of the set called barrier (eagerly; inside a tf.function it
+    is an op)."""
+    return run(_ops.hora_barrier, process_set_id=set_id(process_set))
 
 
 # Gradients, as in Horovod. The global loss is the sum of the ranks' losses, each rank
-# holding its own copy of every collective's output.
+# holding its own copy of every collective's output. A gradient runs on its forward op's set.
 
 
-def _grad_naming(op: tf.Operation) -> tuple[str, bool]:
-    """A gradient op's naming: eagerly '<forward name>.grad' (or numbered), else its node."""
+def _grad_attrs(op: tf.Operation) -> dict[str, Any]:
+    """A gradient op's naming (eagerly '<forward name>.grad' or numbered, else its node) and
+    its forward op's set."""
     if tf.executing_eagerly():
         forward = op.get_attr("tensor_name")
-        return (f"{forward}.grad" if forward else ""), False
-    return "", True
+        tensor_name, from_node = (f"{forward}.grad" if forward else ""), False
+    else:
+        tensor_name, from_node = "", True
+    return {
+        "tensor_name": tensor_name,
+        "name_from_node": from_node,
+        "process_set_id": op.get_attr("process_set_id"),
+    }
 
 
 def _check_differentiable(reduce_op: int, what: str) -> None:
@@ -380,24 +429,17 @@ def _reduction_grad_attrs(op: tf.Operation, what: str) -> dict[str, Any]:
     to the output gradients (only Average and Sum have a gradient)."""
     reduce_op = op.get_attr("reduce_op")
     _check_differentiable(reduce_op, what)
-    tensor_name, from_node = _grad_naming(op)
     return {
         "reduce_op": reduce_op,
         "prescale_factor": op.get_attr("prescale_factor"),
         "postscale_factor": op.get_attr("postscale_factor"),
-        "tensor_name": tensor_name,
-        "name_from_node": from_node,
+        **_grad_attrs(op),
     }
 
 
-def _sum_over_ranks(grad: tf.Tensor, tensor_name: str, from_node: bool) -> tf.Tensor:
-    """The sum of every rank's ``grad``, by an allreduce named as a gradient op."""
-    return _ops.hora_allreduce(
-        tf.convert_to_tensor(grad),
-        reduce_op=_SUM,
-        tensor_name=tensor_name,
-        name_from_node=from_node,
-    )
+def _sum_over_ranks(grad: tf.Tensor, attrs: dict[str, Any]) -> tf.Tensor:
+    """The sum of every set member's ``grad``, by an allreduce with a gradient op's attrs."""
+    return _ops.hora_allreduce(tf.convert_to_tensor(grad), reduce_op=_SUM, **attrs)
 
 
 @tf.RegisterGradient("HoraAllreduce")
@@ -416,20 +458,23 @@ def _grouped_allreduce_grad(op: tf.Operation, *grads: tf.Tensor | None) -> list[
 
 @tf.RegisterGradient("HoraAllgather")
 def _allgather_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
-    # Sum every rank's gradient of the gathered tensor, then keep this rank's rows.
-    tensor_name, from_node = _grad_naming(op)
-    grad = _sum_over_ranks(grad, tensor_name, from_node)
+    # Sum every member's gradient of the gathered tensor, then keep this rank's rows.
+    attrs = _grad_attrs(op)
+    grad = _sum_over_ranks(grad, attrs)
     rows = tf.shape(op.inputs[0], out_type=tf.int64)[0:1]
-    rows_name = f"{tensor_name}.rows" if tensor_name else ""
-    all_rows = _ops.hora_allgather(rows, tensor_name=rows_name, name_from_node=from_node)
-    begin = tf.reduce_sum(all_rows[: hora.rank()])
+    rows_attrs = dict(attrs)
+    if attrs["tensor_name"]:
+        rows_attrs["tensor_name"] = f"{attrs['tensor_name']}.rows"
+    all_rows = _ops.hora_allgather(rows, **rows_attrs)
+    position = _set_ranks(attrs["process_set_id"]).index(hora.rank())
+    begin = tf.reduce_sum(all_rows[:position])
     return grad[begin : begin + rows[0]]
 
 
 @tf.RegisterGradient("HoraBroadcast")
 def _broadcast_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
-    # Only the root's input reaches the outputs: it gets every rank's gradient, summed.
-    summed = _sum_over_ranks(grad, *_grad_naming(op))
+    # Only the root's input reaches the outputs: it gets every member's gradient, summed.
+    summed = _sum_over_ranks(grad, _grad_attrs(op))
     if hora.rank() != op.get_attr("root_rank"):
         return tf.zeros_like(summed)
     return summed
@@ -440,10 +485,7 @@ def _alltoall_grad(
     op: tf.Operation, grad: tf.Tensor, _grad_splits: tf.Tensor
 ) -> tuple[tf.Tensor, None]:
     # The rows go back where they came from.
-    tensor_name, from_node = _grad_naming(op)
-    back, _ = _ops.hora_alltoall(
-        tf.convert_to_tensor(grad), op.outputs[1], tensor_name=tensor_name, name_from_node=from_node
-    )
+    back, _ = _ops.hora_alltoall(tf.convert_to_tensor(grad), op.outputs[1], **_grad_attrs(op))
     return back, None
 
 
@@ -451,12 +493,11 @@ def _alltoall_grad(
 def _reducescatter_grad(op: tf.Operation, grad: tf.Tensor) -> tf.Tensor:
     reduce_op = op.get_attr("reduce_op")
     _check_differentiable(reduce_op, "reducescatter")
-    tensor_name, from_node = _grad_naming(op)
-    gathered = _ops.hora_allgather(
-        tf.convert_to_tensor(grad), tensor_name=tensor_name, name_from_node=from_node
-    )
+    attrs = _grad_attrs(op)
+    gathered = _ops.hora_allgather(tf.convert_to_tensor(grad), **attrs)
     if reduce_op == _AVERAGE:
-        gathered = gathered / tf.cast(hora.size(), gathered.dtype)
+        set_size = len(_set_ranks(attrs["process_set_id"]))
+        gathered = gathered / tf.cast(set_size, gathered.dtype)
     scale = op.get_attr("prescale_factor") * op.get_attr("postscale_factor")
     if scale != 1.0:
         gathered = gathered * tf.cast(scale, gathered.dtype)

@@ -13,6 +13,7 @@ import tensorflow as tf
 from hora import errors
 from hora._internal.reduce_ops import Adasum, Average, ReduceOp
 from hora.compression import Compression, Compressor
+from hora.process_sets import ProcessSet, global_process_set
 from hora.tensorflow.gradient_tape import DistributedGradientTape
 
 
@@ -65,13 +66,15 @@ def DistributedOptimizer(
     average_aggregated_gradients: bool = False,
     num_groups: int = 0,
     groups: Sequence[Sequence[tf.Variable]] | None = None,
+    process_set: ProcessSet = global_process_set,
     scale_local_gradients: bool = True,
 ) -> Any:
     """Horovod's dispatch: a Keras optimizer becomes hora.keras.DistributedOptimizer (every
     option applies); a tf.compat.v1.train.Optimizer is wrapped so that compute_gradients (and
-    so minimize) reduces the gradients over every rank (backward_passes_per_step must be 1
-    there: UnimplementedError otherwise, use the Keras optimizer to accumulate). Anything else
-    is a ValueError. op=Adasum raises as every hora reduction does."""
+    so minimize) reduces the gradients over the ranks of ``process_set``
+    (backward_passes_per_step must be 1 there: UnimplementedError otherwise, use the Keras
+    optimizer to accumulate). Anything else is a ValueError. op=Adasum raises as every hora
+    reduction does."""
     if op is Adasum:
         raise errors.UnimplementedError("DistributedOptimizer: hora has no Adasum reduction")
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
@@ -91,6 +94,7 @@ def DistributedOptimizer(
             gradient_predivide_factor=gradient_predivide_factor,
             num_groups=num_groups,
             groups=groups,
+            process_set=process_set,
             scale_local_gradients=scale_local_gradients,
         )
     if not isinstance(optimizer, _keras_optimizer_types()):
@@ -110,6 +114,7 @@ def DistributedOptimizer(
         average_aggregated_gradients=average_aggregated_gradients,
         num_groups=num_groups,
         groups=groups,
+        process_set=process_set,
         scale_local_gradients=scale_local_gradients,
     )
 
