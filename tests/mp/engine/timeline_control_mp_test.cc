@@ -76,8 +76,11 @@ TEST(TimelineControl, WritesWhatRanBetweenStartAndStop) {
   EXPECT_FALSE(has(names, "tl.after"));
   EXPECT_GT(count(trace, "ALLREDUCE"), 0);
   EXPECT_GT(count(trace, "CYCLE_START"), 0);
-  for (const auto& e : trace)
-    if (e.value("name", "") == "CYCLE_START") EXPECT_EQ(e["s"], "g");
+  for (const auto& e : trace) {
+    if (e.value("name", "") == "CYCLE_START") {
+      EXPECT_EQ(e["s"], "g");
+    }
+  }
   std::remove(path.c_str());
 }
 

@@ -188,9 +188,10 @@ TEST(ProcessSets, LateSetDoesNotHoldBackAnother) {
     std::vector<float> x{1.0f, 2.0f};
     ASSERT_TRUE(allreduce("step", view(x), view(x), options).ok());
   }
-  if (&mine == &sets[0])
+  if (&mine == &sets[0]) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, kSleep)
         << "set A's 200 allreduces waited for set B's sleeping ranks";
+  }
   remove_all(sets);
 }
 
@@ -350,8 +351,9 @@ TEST(ProcessSets, AddAndRemoveInALoopLeaksNothing) {
   EXPECT_EQ(shm_mappings(), shm);
   // Under AddressSanitizer freed memory waits in its quarantine (hundreds of MiB), so resident
   // memory says nothing there; its leak checker covers that build at exit instead.
-  if (!kAddressSanitizer)
+  if (!kAddressSanitizer) {
     EXPECT_LT(resident_kib() - rss, 16 * 1024) << "resident memory grew by more than 16 MiB";
+  }
 }
 
 }  // namespace
