@@ -30,12 +30,6 @@ bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-std::string join_ranks(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out;
-}
-
 // Ranks r in [0, size) whose "<prefix><r>" key is absent (checked one by one).
 std::vector<int> missing_ranks(collectives::Store& store, const std::string& prefix, int size) {
   std::vector<int> missing;
@@ -304,7 +298,7 @@ Status Context::wait_for_ranks(const StartPlan& plan) {
                          " waited HORA_START_TIMEOUT_S=" + seconds_text(config_.start_timeout_s) +
                          " s for every rank; " + std::to_string(missing.size()) +
                          " never arrived: rank" + (missing.size() > 1 ? "s " : " ") +
-                         join_ranks(missing) + " (not started, crashed, or not calling hora init)");
+                         rank_list(missing) + " (not started, crashed, or not calling hora init)");
 }
 
 // Nobody returns from init until every rank has its communicator: a backend's connect can
@@ -318,7 +312,7 @@ Status Context::wait_for_communicators(const StartPlan& plan) {
   if (all_ready.ok()) return Status::OK();
   std::vector<int> missing = missing_ranks(*store_, ready, l.size);
   return Status::timeout("hora init: " + plan.who + ": rank" + (missing.size() > 1 ? "s " : " ") +
-                         join_ranks(missing) + " did not finish connecting within " +
+                         rank_list(missing) + " did not finish connecting within " +
                          seconds_text(config_.start_timeout_s) + " s (HORA_START_TIMEOUT_S)");
 }
 
@@ -413,7 +407,7 @@ Status Context::shutdown() {
             Status::timeout("hora shutdown: the store host (rank " + std::to_string(layout_.rank) +
                             ") stopped waiting after " + seconds_text(config_.start_timeout_s) +
                             " s; ranks that never reached shutdown: " +
-                            join_ranks(missing_ranks(*store_, prefix, layout_.size)));
+                            rank_list(missing_ranks(*store_, prefix, layout_.size)));
       }
     }
   }

@@ -20,6 +20,12 @@ const char* layout_source_name(LayoutSource source) {
   return "unknown";
 }
 
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
 Status validate_layout(const RankLayout& l) {
   auto bad = [&](const std::string& what) {
     return Status::invalid_argument(

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/engine/round_counts.h"
 #include "core/env_source.h"
@@ -65,6 +66,9 @@ struct RankLayout {
 // size, 0 <= cross_rank < cross_size <= size, a store port in [1, 65535] when a store address is
 // given. The message names the source and the variables read.
 Status validate_layout(const RankLayout& layout);
+
+// Ranks as messages list them: "0, 2, 3".
+std::string rank_list(const std::vector<int>& ranks);
 
 // Reads the rank layout (the sources above, in that precedence) through `lookup`, validated.
 // Fails (kInvalidArgument) on an incomplete source (HORA_RANK without HORA_SIZE), a malformed

@@ -10,12 +10,6 @@
 
 namespace hora {
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
-  return out;
-}
-
 int ProcessSetInfo::set_rank_of(int global) const {
   auto it = std::lower_bound(ranks.begin(), ranks.end(), global);
   return it != ranks.end() && *it == global ? static_cast<int>(it - ranks.begin()) : -1;

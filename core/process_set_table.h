@@ -58,9 +58,6 @@ struct ProcessSetInfo {
   std::string name() const;
 };
 
-// "0, 2, 3".
-std::string rank_list(const std::vector<int>& ranks);
-
 // Makes set `id` of `ranks` (sorted, distinct, ranks of the job): on a member, connects its
 // communicator (collective over the members, bounded by `deadline`) and starts its engine.
 StatusOr<std::shared_ptr<ProcessSetInfo>> make_process_set(Context& context, int id,

@@ -29,3 +29,10 @@ def size(hora_job):
 def ranks_of_job():
     """HORA_SIZE as horarun set it (1 outside horarun)."""
     return int(os.environ.get("HORA_SIZE", "1"))
+
+
+@pytest.fixture(scope="session")
+def job_size():
+    """The job's size as horarun set it, for tests that own init and shutdown (process sets:
+    the sets are part of init)."""
+    return ranks_of_job()

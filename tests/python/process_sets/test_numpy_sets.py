@@ -9,15 +9,6 @@ from helpers import shapes
 import hora
 from hora import ProcessSet
 
-
-@pytest.fixture
-def job_size():
-    hora.init()
-    n = hora.size()
-    hora.shutdown()
-    return n
-
-
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.float16]
 
 

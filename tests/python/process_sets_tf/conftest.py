@@ -12,15 +12,7 @@ for _folder in ("process_sets", "tensorflow"):
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(2)
-
-
-@pytest.fixture(scope="session")
-def job_size():
-    import hora
-
-    return int(os.environ.get("HORA_SIZE", "1")) if not hora.is_initialized() else hora.size()
