@@ -203,6 +203,9 @@ void Engine::finish(const Status& fatal) {
 }
 
 void Engine::fail_all(const Status& why) {
+  // Device work in flight completes (or fails) first: a handle completes only once its output
+  // was written.
+  device_executor_->drain().IgnoreError();  // its failures reached their handles
   for (Entry& e : queue_.close(why)) {
     e.handle->complete(Status(why.code(), "tensor '" + e.request.name + "': " + why.message()));
   }

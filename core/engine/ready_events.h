@@ -55,6 +55,9 @@ class ReadyEvents {
   // `engine_stream` on `device` waits for every event of `events` (the last per framework
   // stream); returns how many stream waits that took.
   StatusOr<int> wait(int device, DeviceStream engine_stream, const std::vector<Ready>& events);
+  // An event of `device` from the pool (created when the pool has none); back to the pool when
+  // its last holder drops it. The engine's completion events come from here too.
+  StatusOr<std::shared_ptr<void>> acquire(int device);
 
  private:
   struct Pool {
@@ -65,8 +68,6 @@ class ReadyEvents {
     std::map<int, std::vector<DeviceEvent>> free HORA_GUARDED_BY(mu);  // by device
   };
   static constexpr size_t kMaxPooled = 4096;  // per device; more are destroyed when dropped
-
-  StatusOr<std::shared_ptr<void>> acquire(int device);
 
   DeviceRuntime* const runtime_;
   const std::shared_ptr<Pool> pool_;

@@ -1,8 +1,11 @@
 #include "tests/support/fake_device_runtime.h"
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <utility>
 
 #include "kernels/kernels.h"
 
@@ -28,6 +31,39 @@ static Status check_aligned(const char* what, DataType dtype, const void* p) {
     return Status::invalid_argument(std::string(what) + ": a " + data_type_name(dtype) +
                                     " buffer is not aligned to its element size");
   return Status::OK();
+}
+
+void FakeDeviceRuntime::spin(int64_t FakeLatencies::*which) const {
+  int64_t ns = 0;
+  {
+    MutexLock lock(&mu_);
+    ns = latencies_.*which;
+  }
+  if (ns <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+void FakeDeviceRuntime::set_latencies(const FakeLatencies& latencies) {
+  MutexLock lock(&mu_);
+  latencies_ = latencies;
+}
+
+void FakeDeviceRuntime::pause_device() {
+  MutexLock lock(&mu_);
+  paused_ = true;
+}
+
+void FakeDeviceRuntime::resume_device() {
+  MutexLock lock(&mu_);
+  paused_ = false;
+  for (auto& [event, state] : events_) state.held = false;
+}
+
+void FakeDeviceRuntime::fail_copy_to(const void* dst, Status status) {
+  MutexLock lock(&mu_);
+  fail_copy_to_[dst] = std::move(status);
 }
 
 void FakeDeviceRuntime::note(const std::string& op) {
@@ -59,14 +95,21 @@ void FakeDeviceRuntime::destroy_event(int, DeviceEvent) {
 
 Status FakeDeviceRuntime::record_event(int device, DeviceEvent event, DeviceStream stream) {
   HORA_RETURN_IF_ERROR(check_device(device, "record_event"));
+  spin(&FakeLatencies::event_record_ns);
   note("record_event");
   MutexLock lock(&mu_);
-  recorded_on_[event] = stream;
+  EventState& st = events_[event];
+  st.stream = stream;
+  st.held = paused_;
+  auto err = stream_errors_.find(stream);
+  st.error = err == stream_errors_.end() ? Status::OK() : err->second;
+  if (err != stream_errors_.end()) stream_errors_.erase(err);
   return Status::OK();
 }
 
 Status FakeDeviceRuntime::stream_wait_event(int device, DeviceStream stream, DeviceEvent event) {
   HORA_RETURN_IF_ERROR(check_device(device, "stream_wait_event"));
+  spin(&FakeLatencies::event_record_ns);
   note("stream_wait_event");
   MutexLock lock(&mu_);
   stream_waits_.push_back({stream, event});
@@ -80,14 +123,39 @@ std::vector<FakeDeviceRuntime::StreamWait> FakeDeviceRuntime::stream_waits() con
 
 DeviceStream FakeDeviceRuntime::recorded_on(DeviceEvent event) const {
   MutexLock lock(&mu_);
-  auto it = recorded_on_.find(event);
-  return it == recorded_on_.end() ? nullptr : it->second;
+  auto it = events_.find(event);
+  return it == events_.end() ? nullptr : it->second.stream;
 }
 
-Status FakeDeviceRuntime::wait_event(int device, DeviceEvent, Deadline, const std::string&) {
+StatusOr<bool> FakeDeviceRuntime::event_done(DeviceEvent event, const std::string& what) const {
+  MutexLock lock(&mu_);
+  auto it = events_.find(event);
+  if (it == events_.end()) return true;  // never recorded: complete, as cudaEventQuery says
+  if (it->second.held) return false;
+  if (!it->second.error.ok())
+    return Status(it->second.error.code(), what + " on fake:0: " + it->second.error.message());
+  return true;
+}
+
+Status FakeDeviceRuntime::wait_event(int device, DeviceEvent event, Deadline deadline,
+                                     const std::string& what) {
   HORA_RETURN_IF_ERROR(check_device(device, "wait_event"));
+  spin(&FakeLatencies::event_sync_ns);
   note("host_wait");
-  return Status::OK();
+  for (;;) {
+    HORA_ASSIGN_OR_RETURN(bool done, event_done(event, what));
+    if (done) return Status::OK();
+    if (deadline.expired())
+      return Status::timeout(what + " on fake:0: the work did not complete before the deadline");
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+StatusOr<bool> FakeDeviceRuntime::query_event(int device, DeviceEvent event,
+                                              const std::string& what) {
+  HORA_RETURN_IF_ERROR(check_device(device, "query_event"));
+  spin(&FakeLatencies::event_query_ns);
+  return event_done(event, what);
 }
 
 StatusOr<void*> FakeDeviceRuntime::alloc_device(int device, size_t bytes) {
@@ -137,6 +205,7 @@ bool FakeDeviceRuntime::is_pinned_memory(const void* p) const {
 Status FakeDeviceRuntime::memcpy_async(int device, void* dst, const void* src, size_t bytes,
                                        DeviceStream) {
   HORA_RETURN_IF_ERROR(check_device(device, "memcpy_async"));
+  spin(&FakeLatencies::copy_ns);
   {
     MutexLock lock(&mu_);
     const bool to_host = in_block_locked(dst, true), from_host = in_block_locked(src, true);
@@ -148,10 +217,22 @@ Status FakeDeviceRuntime::memcpy_async(int device, void* dst, const void* src, s
 
 Status FakeDeviceRuntime::batched_scale_copy_async(int device,
                                                    const std::vector<DeviceCopyItem>& items,
-                                                   DataType dtype, double factor, DeviceStream) {
+                                                   DataType dtype, double factor,
+                                                   DeviceStream stream) {
   HORA_RETURN_IF_ERROR(check_device(device, "batched_scale_copy_async"));
   if (items.empty()) return Status::OK();
+  spin(&FakeLatencies::launch_ns);
   note("batched_copy x" + std::to_string(items.size()));
+  {
+    MutexLock lock(&mu_);
+    for (const DeviceCopyItem& it : items) {
+      auto f = fail_copy_to_.find(it.dst);
+      if (f == fail_copy_to_.end()) continue;
+      stream_errors_[stream] = std::move(f->second);  // the kernel "faulted": nothing written
+      fail_copy_to_.erase(f);
+      return Status::OK();
+    }
+  }
   for (const DeviceCopyItem& it : items) {
     if (!is_device_memory(it.dst) || !is_device_memory(it.src))
       return Status::invalid_argument("batched_scale_copy_async: an item is not device memory");
@@ -166,6 +247,7 @@ Status FakeDeviceRuntime::batched_scale_copy_async(int device,
 
 Status FakeDeviceRuntime::memset_zero_async(int device, void* buf, size_t bytes, DeviceStream) {
   HORA_RETURN_IF_ERROR(check_device(device, "memset_zero_async"));
+  spin(&FakeLatencies::launch_ns);
   note("memset_zero");
   if (bytes > 0) std::memset(buf, 0, bytes);
   return Status::OK();
@@ -174,6 +256,7 @@ Status FakeDeviceRuntime::memset_zero_async(int device, void* buf, size_t bytes,
 Status FakeDeviceRuntime::cast_async(int device, void* dst, DataType dst_dtype, const void* src,
                                      DataType src_dtype, size_t count, DeviceStream) {
   HORA_RETURN_IF_ERROR(check_device(device, "cast_async"));
+  spin(&FakeLatencies::launch_ns);
   if (count > 0 && (!is_device_memory(dst) || !is_device_memory(src)))
     return Status::invalid_argument("cast_async: a buffer is not device memory");
   HORA_RETURN_IF_ERROR(check_aligned("cast_async", dst_dtype, dst));

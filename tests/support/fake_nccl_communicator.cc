@@ -1,7 +1,9 @@
 #include "tests/support/fake_nccl_communicator.h"
 
+#include <chrono>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "collectives/algorithms/algorithms.h"
 
@@ -35,6 +37,31 @@ StatusOr<std::unique_ptr<collectives::Request>> FakeNcclCommunicator::irecv(int 
                                                                             size_t bytes,
                                                                             uint32_t tag) {
   return inner_->irecv(peer, data, bytes, tag);
+}
+
+Status FakeNcclCommunicator::allreduce_on_stream(const void* in, void* out, size_t count,
+                                                 DataType dtype, ReduceOp op, void*,
+                                                 Deadline deadline) {
+  if (op == ReduceOp::kAverage)
+    return Status::invalid_argument("fake nccl: stream-ordered allreduce of an average");
+  const int64_t ns = launch_ns.load();
+  if (ns > 0) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+  ++stream_allreduces;
+  return allreduce(in, out, count, dtype, op, deadline);
+}
+
+Status FakeNcclCommunicator::async_error() {
+  MutexLock lock(&mu_);
+  return async_error_;
+}
+
+void FakeNcclCommunicator::fail_async(Status status) {
+  MutexLock lock(&mu_);
+  async_error_ = std::move(status);
 }
 
 Status FakeNcclCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,

@@ -68,6 +68,27 @@ Status NcclCommunicator::allreduce(const void* in, void* out, size_t count, Data
   return wait_stream(collective_event_, what, deadline);
 }
 
+Status NcclCommunicator::allreduce_on_stream(const void* in, void* out, size_t count,
+                                             DataType dtype, ReduceOp op, void* stream,
+                                             Deadline deadline) {
+  const std::string what = describe_call("stream-ordered allreduce", count, dtype);
+  if (op == ReduceOp::kAverage)
+    return Status::invalid_argument("nccl: " + describe() + ": " + what +
+                                    ": average (the caller scales a sum)");
+  HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "nccl: " + describe() + ": " + what));
+  HORA_ASSIGN_OR_RETURN(ncclDataType_t type, nccl_reduce_type(dtype));
+  if (count == 0) return check_usable(what);
+  const size_t bytes = count * data_type_bytes(dtype);
+  HORA_RETURN_IF_ERROR(check_device_memory(in, bytes, what + " input"));
+  HORA_RETURN_IF_ERROR(check_device_memory(out, bytes, what + " output"));
+  // Enqueued on the caller's stream, behind its work: no wait here, on the host or between
+  // streams.
+  return run_collective(what, deadline, [&] {
+    return api_.all_reduce(in, out, count, type, nccl_reduce_op(op), comm_,
+                           static_cast<cudaStream_t>(stream));
+  });
+}
+
 Status NcclCommunicator::broadcast(void* buf, size_t count, DataType dtype, int root,
                                    Deadline deadline) {
   const std::string what =

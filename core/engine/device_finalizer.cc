@@ -1,0 +1,165 @@
+#include "core/engine/device_finalizer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+namespace hora {
+namespace engine {
+namespace {
+
+// Polling: yields for the first kYieldPolls queries (a bucket of small tensors completes within
+// microseconds), then sleeps from kFirstSleep doubling to kMaxSleep, so a long collective costs
+// little CPU.
+constexpr int kYieldPolls = 64;
+constexpr std::chrono::microseconds kFirstSleep{10};
+constexpr std::chrono::microseconds kMaxSleep{500};
+
+}  // namespace
+
+DeviceFinalizer::DeviceFinalizer(DeviceRuntime* runtime, HealthFn health, double timeout_s)
+    : runtime_(runtime), health_(std::move(health)), timeout_s_(timeout_s) {}
+
+DeviceFinalizer::~DeviceFinalizer() {
+  drain(Deadline::after_seconds(timeout_s_)).IgnoreError();  // its failures reached the handles
+  {
+    MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status DeviceFinalizer::submit(Job job) {
+  Status fatal;
+  {
+    MutexLock lock(&mu_);
+    fatal = fatal_;
+    if (fatal.ok()) {
+      jobs_.emplace_back(std::move(job), Deadline::after_seconds(timeout_s_));
+      max_pending_ = std::max(max_pending_, ++pending_);
+      if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    }
+  }
+  if (!fatal.ok()) {
+    job.complete(fatal);
+    return fatal;
+  }
+  cv_.notify_all();
+  return Status::OK();
+}
+
+Status DeviceFinalizer::wait_for(const Job& job, Deadline deadline, bool* fatal) {
+  std::chrono::microseconds sleep = kFirstSleep;
+  for (int polls = 0;; ++polls) {
+    StatusOr<bool> done = runtime_->query_event(job.device, job.event.get(), job.what);
+    if (!done.ok()) return done.status();
+    if (*done) return Status::OK();
+    if (health_) {
+      Status h = health_();
+      if (!h.ok()) {
+        *fatal = true;
+        return Status(h.code(), job.what + " on the device: " + h.message());
+      }
+    }
+    {
+      MutexLock lock(&mu_);
+      if (!abandon_.ok()) return abandon_;
+    }
+    if (deadline.expired())
+      return Status::timeout(job.what + ": the device work did not complete within " +
+                             std::to_string(timeout_s_) + " s (HORA_TIMEOUT_S)");
+    if (polls < kYieldPolls) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, kMaxSleep);
+    }
+  }
+}
+
+void DeviceFinalizer::fail_queued(const Status& why) {
+  std::deque<std::pair<Job, Deadline>> failed;
+  {
+    MutexLock lock(&mu_);
+    failed.swap(jobs_);
+  }
+  for (auto& [job, deadline] : failed)
+    job.complete(Status(why.code(), job.what + ": " + why.message()));
+  MutexLock lock(&mu_);
+  pending_ -= static_cast<int64_t>(failed.size());
+  finished_ += static_cast<int64_t>(failed.size());
+  cv_.notify_all();
+}
+
+void DeviceFinalizer::loop() {
+  for (;;) {
+    Job* job = nullptr;
+    Deadline deadline = Deadline::after_seconds(0);
+    {
+      MutexLock lock(&mu_);
+      while (jobs_.empty() && !stop_) cv_.wait(mu_);
+      if (jobs_.empty()) return;
+      // Only this thread pops: the front stays put while the engine's thread appends.
+      job = &jobs_.front().first;
+      deadline = jobs_.front().second;
+    }
+    bool fatal = false;
+    Status s = wait_for(*job, deadline, &fatal);
+    Job done;
+    {
+      MutexLock lock(&mu_);
+      done = std::move(jobs_.front().first);
+      jobs_.pop_front();
+      if (fatal) fatal_ = s;
+    }
+    done.complete(s);
+    {
+      MutexLock lock(&mu_);
+      --pending_;
+      ++finished_;
+    }
+    cv_.notify_all();
+    Status rest;
+    {
+      MutexLock lock(&mu_);
+      rest = fatal_.ok() ? abandon_ : fatal_;
+    }
+    if (!rest.ok()) fail_queued(rest);
+  }
+}
+
+Status DeviceFinalizer::drain(Deadline deadline) {
+  MutexLock lock(&mu_);
+  while (pending_ > 0 && !deadline.expired()) cv_.wait_until(mu_, deadline.at());
+  Status result = fatal_;
+  if (pending_ > 0) {
+    // The GPU did not finish in time: the waiting job and the rest fail (their outputs may
+    // still be written later; the engine is stopping).
+    abandon_ = Status::timeout("the device work did not complete before the drain's deadline");
+    result = abandon_;
+    const Deadline grace = Deadline::after(std::chrono::milliseconds(2000));
+    while (pending_ > 0 && !grace.expired()) cv_.wait_until(mu_, grace.at());
+    abandon_ = Status::OK();
+  }
+  return result;
+}
+
+int64_t DeviceFinalizer::in_flight() const {
+  MutexLock lock(&mu_);
+  return pending_;
+}
+
+int64_t DeviceFinalizer::max_in_flight() const {
+  MutexLock lock(&mu_);
+  return max_pending_;
+}
+
+int64_t DeviceFinalizer::finished() const {
+  MutexLock lock(&mu_);
+  return finished_;
+}
+
+}  // namespace engine
+}  // namespace hora
