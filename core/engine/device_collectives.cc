@@ -73,7 +73,7 @@ Status DeviceExecutor::run_single(const Response& r, const CompleteFn& complete)
 
   // A device buffer for the result when it goes to the host (native) -- the fusion buffer.
   HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, native && to_host ? out_bytes : 0));
-  HORA_RETURN_IF_ERROR(wait_ready(device, *d, r.name));
+  HORA_RETURN_IF_ERROR(wait_ready(device, *d, *e));
   const auto start = Clock::now();
   if (native) {
     // NCCL runs on its communicator's stream: the host waits for the input first; the

@@ -61,6 +61,7 @@ collectives::AlgorithmOptions DeviceExecutor::algorithm_options() {
 }
 
 Status DeviceExecutor::admit(std::vector<Entry>& entries) {
+  const ReadyEvents::Ready* shared = nullptr;  // this call's record on the stream of the last
   for (Entry& e : entries) {
     const std::string& name = e.request.name;
     if (e.in.device().is_cpu() && e.out.device().is_cpu()) continue;
@@ -84,10 +85,18 @@ Status DeviceExecutor::admit(std::vector<Entry>& entries) {
                                       data_type_name(e.request.dtype) + " tensor on " +
                                       e.in.device().to_string() + " (float32 only)");
     // The framework's kernels that produce the input run on its stream: record where they end,
-    // so the engine's stream can wait for exactly that on the GPU.
-    Status s = ready_.record(name, e.in.device().index, e.in.stream());
-    if (!s.ok())
-      return Status(s.code(), "tensor '" + name + "': recording its ready event: " + s.message());
+    // so the engine's stream can wait for exactly that on the GPU. The tensors of one call are
+    // all ready by the time it was made: one record per stream serves them all.
+    if (shared != nullptr && shared->stream == e.in.stream()) {
+      e.ready = *shared;
+      continue;
+    }
+    StatusOr<ReadyEvents::Ready> ready = ready_.record(e.in.device().index, e.in.stream());
+    if (!ready.ok())
+      return Status(ready.status().code(), "tensor '" + name + "': recording its ready event: " +
+                                               ready.status().message());
+    e.ready = std::move(ready).value();
+    shared = &e.ready;
   }
   return Status::OK();
 }
@@ -147,9 +156,10 @@ Status DeviceExecutor::host_wait(int device, PerDevice& d, const std::string& wh
   return rt->wait_event(device, d.event, Deadline::after_seconds(options_.timeout_s), what);
 }
 
-Status DeviceExecutor::wait_ready(int device, PerDevice& d, const std::string& name) {
+Status DeviceExecutor::wait_ready(int device, PerDevice& d, Entry& e) {
+  if (e.ready.event == nullptr) return Status::OK();
   std::vector<ReadyEvents::Ready> ready(1);
-  if (!ready_.take(name, &ready[0])) return Status::OK();
+  ready[0] = std::move(e.ready);
   ++stats_.ready_waits;
   return ready_.wait(device, d.stream, ready).status();
 }
@@ -218,14 +228,11 @@ Status DeviceExecutor::run_allreduce(const std::vector<Response>& responses, con
   return finish(b.device, *b.d, b.entries, std::move(what));
 }
 
-Status DeviceExecutor::wait_inputs(const DeviceBucket& b, const std::vector<Response>& responses,
-                                   const Bucket& bucket) {
+Status DeviceExecutor::wait_inputs(const DeviceBucket& b) {
   std::vector<ReadyEvents::Ready> ready_events;  // waited for together
   ready_events.reserve(b.entries.size());
-  for (size_t m = 0; m < b.entries.size(); ++m) {
-    ReadyEvents::Ready ready;
-    if (b.entries[m] != nullptr && ready_.take(responses[bucket.members[m]].name, &ready))
-      ready_events.push_back(std::move(ready));
+  for (Entry* e : b.entries) {
+    if (e != nullptr && e->ready.event != nullptr) ready_events.push_back(std::move(e->ready));
   }
   HORA_RETURN_IF_ERROR(ready_.wait(b.device, b.d->stream, ready_events).status());
   stats_.ready_waits += static_cast<int64_t>(ready_events.size());
@@ -236,7 +243,7 @@ Status DeviceExecutor::copy_local(const DeviceBucket& b, const std::vector<Respo
                                   const Bucket& bucket) {
   DeviceRuntime* rt = resources_.runtime;
   const auto start = Clock::now();
-  HORA_RETURN_IF_ERROR(wait_inputs(b, responses, bucket));
+  HORA_RETURN_IF_ERROR(wait_inputs(b));
   const double pre = responses[bucket.members.front()].prescale, post = b.plan.postscale;
   std::vector<DeviceCopyItem> items, in_place;
   items.reserve(b.entries.size());
@@ -293,7 +300,7 @@ Status DeviceExecutor::open_bucket(const std::vector<Response>& responses, const
       compressed ? (total + kStagingAlign - 1) / kStagingAlign * kStagingAlign : 0;
   const size_t f32_bytes = compressed ? total / elem * sizeof(float) : 0;
   // Alone, an uncompressed bucket is copied from its inputs to its outputs: no fusion buffer.
-  b->local = host_comm_.size() == 1 && !compressed;
+  b->local = host_comm_.size() == 1 && !compressed && !options_.host_waits;
   HORA_ASSIGN_OR_RETURN(b->d, device_state(b->device, b->local     ? 0
                                                       : compressed ? f32_offset + f32_bytes
                                                                    : total));
@@ -308,7 +315,7 @@ Status DeviceExecutor::pack(const DeviceBucket& b, const std::vector<Response>& 
                             const Bucket& bucket) {
   DeviceRuntime* rt = resources_.runtime;
   const Response& head = responses[bucket.members.front()];
-  HORA_RETURN_IF_ERROR(wait_inputs(b, responses, bucket));
+  HORA_RETURN_IF_ERROR(wait_inputs(b));
   std::vector<DeviceCopyItem> in_items;
   in_items.reserve(b.entries.size());
   for (size_t m = 0; m < b.entries.size(); ++m) {
@@ -346,7 +353,7 @@ Status DeviceExecutor::reduce_bucket(const DeviceBucket& b, const std::vector<Re
     const bool nccl_reduces =
         dtype != DataType::kInt16 && dtype != DataType::kUint16 && dtype != DataType::kBool;
     collectives::Communicator& comm = *resources_.device_comm;
-    const bool on_stream = nccl_reduces && comm.has_stream_allreduce();
+    const bool on_stream = nccl_reduces && comm.has_stream_allreduce() && !options_.host_waits;
     if (!on_stream)
       HORA_RETURN_IF_ERROR(host_wait(b.device, *b.d, "allreduce of '" + first + "' (pack)"));
     record_bucket(timeline_, responses, bucket, "MEMCPY_IN_FUSION_BUFFER", start);
@@ -419,7 +426,7 @@ Status DeviceExecutor::run_broadcast(const Response& r, const CompleteFn& comple
   const size_t count = static_cast<size_t>(r.element_count());
   const size_t bytes = count * data_type_bytes(r.dtype);
   HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, 0));
-  HORA_RETURN_IF_ERROR(wait_ready(device, *d, r.name));
+  HORA_RETURN_IF_ERROR(wait_ready(device, *d, *e));
   if (support.mode == DeviceMode::kNative) {
     HORA_RETURN_IF_ERROR(host_wait(device, *d, "broadcast of '" + r.name + "' (ready)"));
     HORA_RETURN_IF_ERROR(

@@ -90,6 +90,11 @@ struct DeviceExecutorOptions {
   double timeout_s = 300;
   collectives::Algorithm algorithm = collectives::Algorithm::kAuto;  // staged host allreduce
   const collectives::Topology* topology = nullptr;
+  // The device path without the finalizer, for A/B benchmarks (EngineOptions::
+  // device_host_waits): the host waits for the pack before a blocking NCCL allreduce, one rank
+  // runs the collective too, and the engine's thread waits for each bucket's completion event
+  // and completes its handles itself before it goes on.
+  bool host_waits = false;
 };
 
 // Counters for tests and stats; background thread writes, any thread reads after a wait.
@@ -160,8 +165,8 @@ class DeviceExecutor {
   StatusOr<PerDevice*> device_state(int device, size_t fusion_bytes);
   Status ensure_pinned(size_t bytes);
   Status host_wait(int device, PerDevice& d, const std::string& what);
-  // Waits (on the engine's stream) for the ready event admit() recorded for `name`.
-  Status wait_ready(int device, PerDevice& d, const std::string& name);
+  // Waits (on the engine's stream) for the ready event admit() recorded for `e`.
+  Status wait_ready(int device, PerDevice& d, Entry& e);
   // Records a pooled completion event after the work enqueued so far on d's stream, publishes
   // it on the handles of `entries` (null entries skipped) for Handle::wait_on_stream, and hands
   // it to the finalizer, which completes those handles with `status` once it completed. A
@@ -196,8 +201,7 @@ class DeviceExecutor {
   // Refuses a rank without a GPU path, plans the bucket and sizes this device's fusion buffer.
   Status open_bucket(const std::vector<Response>& responses, const Bucket& bucket, DeviceBucket* b);
   // Step 1: the engine's stream waits for the inputs' ready events.
-  Status wait_inputs(const DeviceBucket& b, const std::vector<Response>& responses,
-                     const Bucket& bucket);
+  Status wait_inputs(const DeviceBucket& b);
   // One rank: the inputs scaled into the outputs (the file comment).
   Status copy_local(const DeviceBucket& b, const std::vector<Response>& responses,
                     const Bucket& bucket);
@@ -223,9 +227,8 @@ class DeviceExecutor {
   const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
   DeviceExecutorStats stats_;
   DeviceFinalizer finalizer_;
-  // Ready events by tensor name, from admit() (enqueuing threads) to the background thread. A
-  // name enqueued again while in flight (refused by the queue) replaces the event with a later
-  // one on the same stream: waiting for it is later than needed, never too early.
+  // The ready events' pool (the events travel in the entries) and the engine's completion
+  // events.
   ReadyEvents ready_;
 };
 

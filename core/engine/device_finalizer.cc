@@ -33,6 +33,7 @@ DeviceFinalizer::~DeviceFinalizer() {
 
 Status DeviceFinalizer::submit(Job job) {
   Status fatal;
+  bool wake = false;
   {
     MutexLock lock(&mu_);
     fatal = fatal_;
@@ -40,13 +41,16 @@ Status DeviceFinalizer::submit(Job job) {
       jobs_.emplace_back(std::move(job), Deadline::after_seconds(timeout_s_));
       max_pending_ = std::max(max_pending_, ++pending_);
       if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+      // A thread busy with earlier jobs finds this one without a wake-up (a system call per
+      // bucket on the engine's thread otherwise).
+      wake = idle_;
     }
   }
   if (!fatal.ok()) {
     job.complete(fatal);
     return fatal;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
   return Status::OK();
 }
 
@@ -65,7 +69,7 @@ Status DeviceFinalizer::wait_for(const Job& job, Deadline deadline, bool* fatal)
     }
     {
       MutexLock lock(&mu_);
-      if (!abandon_.ok()) return abandon_;
+      if (!abandon_.ok()) return Status(abandon_.code(), job.what + ": " + abandon_.message());
     }
     if (deadline.expired())
       return Status::timeout(job.what + ": the device work did not complete within " +
@@ -99,7 +103,9 @@ void DeviceFinalizer::loop() {
     Deadline deadline = Deadline::after_seconds(0);
     {
       MutexLock lock(&mu_);
+      idle_ = true;
       while (jobs_.empty() && !stop_) cv_.wait(mu_);
+      idle_ = false;
       if (jobs_.empty()) return;
       // Only this thread pops: the front stays put while the engine's thread appends.
       job = &jobs_.front().first;
@@ -115,12 +121,14 @@ void DeviceFinalizer::loop() {
       if (fatal) fatal_ = s;
     }
     done.complete(s);
+    bool drainers = false;
     {
       MutexLock lock(&mu_);
       --pending_;
       ++finished_;
+      drainers = drainers_ > 0;
     }
-    cv_.notify_all();
+    if (drainers) cv_.notify_all();
     Status rest;
     {
       MutexLock lock(&mu_);
@@ -132,6 +140,7 @@ void DeviceFinalizer::loop() {
 
 Status DeviceFinalizer::drain(Deadline deadline) {
   MutexLock lock(&mu_);
+  ++drainers_;
   while (pending_ > 0 && !deadline.expired()) cv_.wait_until(mu_, deadline.at());
   Status result = fatal_;
   if (pending_ > 0) {
@@ -143,6 +152,7 @@ Status DeviceFinalizer::drain(Deadline deadline) {
     while (pending_ > 0 && !grace.expired()) cv_.wait_until(mu_, grace.at());
     abandon_ = Status::OK();
   }
+  --drainers_;
   return result;
 }
 

@@ -81,6 +81,8 @@ class DeviceFinalizer {
   int64_t max_pending_ HORA_GUARDED_BY(mu_) = 0;
   int64_t finished_ HORA_GUARDED_BY(mu_) = 0;
   bool stop_ HORA_GUARDED_BY(mu_) = false;
+  bool idle_ HORA_GUARDED_BY(mu_) = false;  // the thread sleeps on cv_ for a job: submit wakes it
+  int64_t drainers_ HORA_GUARDED_BY(mu_) = 0;  // drain() calls waiting on cv_
   Status fatal_ HORA_GUARDED_BY(mu_);
   Status abandon_ HORA_GUARDED_BY(mu_);  // set by a drain past its deadline
   std::thread thread_;                   // started by the first submit (engine thread)

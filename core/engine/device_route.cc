@@ -24,20 +24,21 @@ const char* device_step_name(DeviceStep step) { return name_of(kStepNames, step,
 StatusOr<DevicePath> route_tensor(const std::string& name, const char* what, const Device& device,
                                   const DeviceSupport& support) {
   if (device.is_cpu()) return DevicePath::kHost;
-  const std::string who = "tensor '" + name + "': " + what + " is on " + device.to_string();
+  // Built only for an error: routing is on every device tensor's enqueue.
+  auto who = [&] { return "tensor '" + name + "': " + what + " is on " + device.to_string(); };
   switch (support.mode) {
     case DeviceMode::kNone:
-      return Status::failed_precondition(who +
+      return Status::failed_precondition(who() +
                                          " but this job has no GPU path: " + support.why_none);
     case DeviceMode::kNative:
     case DeviceMode::kStaged:
       if (device.index != support.device)
         return Status::invalid_argument(
-            who + " but this rank's GPU is cuda:" + std::to_string(support.device) +
+            who() + " but this rank's GPU is cuda:" + std::to_string(support.device) +
             " (one GPU per rank: move the tensor there, or set CUDA_VISIBLE_DEVICES per rank)");
       return support.mode == DeviceMode::kNative ? DevicePath::kNative : DevicePath::kStaged;
   }
-  return Status::internal(who + ": unknown device mode");
+  return Status::internal(who() + ": unknown device mode");
 }
 
 DeviceBucketPlan plan_device_allreduce(DevicePath path, const std::vector<size_t>& counts,

@@ -79,6 +79,7 @@ Engine::Engine(collectives::Communicator& comm, const EngineOptions& options,
   deo.timeout_s = options.timeout_s;
   deo.algorithm = eo.algorithm;
   deo.topology = eo.topology;
+  deo.host_waits = options.device_host_waits;
   device_executor_ = std::make_unique<DeviceExecutor>(device ? *device : DeviceResources{}, comm_,
                                                       deo, queue_, &timeline_);
   eo.device = device_executor_.get();

@@ -17,6 +17,13 @@ collectives::AlgorithmOptions with(Deadline deadline) {
   return ao;
 }
 
+void spin(int64_t ns) {
+  if (ns <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 size_t sum(const std::vector<size_t>& v) { return std::accumulate(v.begin(), v.end(), size_t{0}); }
 
 }  // namespace
@@ -44,14 +51,9 @@ Status FakeNcclCommunicator::allreduce_on_stream(const void* in, void* out, size
                                                  Deadline deadline) {
   if (op == ReduceOp::kAverage)
     return Status::invalid_argument("fake nccl: stream-ordered allreduce of an average");
-  const int64_t ns = launch_ns.load();
-  if (ns > 0) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
-    while (std::chrono::steady_clock::now() < until) {
-    }
-  }
+  spin(launch_ns.load());
   ++stream_allreduces;
-  return allreduce(in, out, count, dtype, op, deadline);
+  return reduce(in, out, count, dtype, op, deadline);
 }
 
 Status FakeNcclCommunicator::async_error() {
@@ -66,6 +68,12 @@ void FakeNcclCommunicator::fail_async(Status status) {
 
 Status FakeNcclCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
                                        ReduceOp op, Deadline deadline) {
+  spin(launch_ns.load() + sync_ns.load());
+  return reduce(in, out, count, dtype, op, deadline);
+}
+
+Status FakeNcclCommunicator::reduce(const void* in, void* out, size_t count, DataType dtype,
+                                    ReduceOp op, Deadline deadline) {
   ++allreduces;
   last_dtype = dtype;
   HORA_RETURN_IF_ERROR(device_only("allreduce input", in, count));

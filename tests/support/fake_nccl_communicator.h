@@ -5,8 +5,9 @@
 // FakeDeviceRuntime (where the engine must hand NCCL its buffers). Point-to-point goes to the
 // in-process world, so hora's own algorithms also run over it. The stream-ordered allreduce
 // runs at once, as the fake device does (counted in allreduces and stream_allreduces), after
-// spinning launch_ns (NCCL's enqueue on the host); async_error() returns what
-// fail_async() set, as a peer lost under an in-flight collective. Thread-safe as the world is.
+// spinning launch_ns (NCCL's enqueue on the host); the blocking allreduce spins launch_ns and
+// sync_ns (the enqueue, then the event record and query that wait for it); async_error() returns
+// what fail_async() set, as a peer lost under an in-flight collective. Thread-safe as the world is.
 #pragma once
 
 #include <atomic>
@@ -50,6 +51,7 @@ class FakeNcclCommunicator : public collectives::Communicator {
   void abort() override { inner_->abort(); }
 
   std::atomic<int64_t> launch_ns{0};
+  std::atomic<int64_t> sync_ns{0};
   std::atomic<int> stream_allreduces{0};
 
   std::atomic<int> allreduces{0};
@@ -62,6 +64,8 @@ class FakeNcclCommunicator : public collectives::Communicator {
  private:
   // kInvalidArgument naming `what` unless `p` is device memory (or nothing is moved).
   Status device_only(const char* what, const void* p, size_t count) const;
+  Status reduce(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
+                Deadline deadline);
 
   std::unique_ptr<InProcCommunicator> inner_;
   FakeDeviceRuntime* runtime_;
