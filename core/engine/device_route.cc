@@ -12,8 +12,8 @@ namespace {
 constexpr const char* kModeNames[] = {"none", "nccl", "staged"};
 constexpr const char* kPathNames[] = {"host", "nccl", "staged"};
 constexpr const char* kStepNames[] = {"wait_ready", "pack",           "copy_to_host", "host_wait",
-                                      "collective", "copy_to_device", "unpack"};
-static_assert(std::size(kStepNames) == static_cast<size_t>(DeviceStep::kUnpack) + 1);
+                                      "collective", "copy_to_device", "unpack",       "finalize"};
+static_assert(std::size(kStepNames) == static_cast<size_t>(DeviceStep::kFinalize) + 1);
 
 }  // namespace
 
@@ -52,14 +52,14 @@ DeviceBucketPlan plan_device_allreduce(DevicePath path, const std::vector<size_t
   }
   plan.steps = {DeviceStep::kWaitReady, DeviceStep::kPack};
   if (path == DevicePath::kStaged) {
+    // The host reduces the pinned copy: it waits for that copy, and only for it.
     plan.steps.insert(plan.steps.end(),
                       {DeviceStep::kCopyToHost, DeviceStep::kHostWait, DeviceStep::kCollective,
-                       DeviceStep::kCopyToDevice, DeviceStep::kUnpack, DeviceStep::kHostWait});
+                       DeviceStep::kCopyToDevice, DeviceStep::kUnpack, DeviceStep::kFinalize});
   } else {
-    // The NCCL communicator runs on its own stream: the host waits for the pack first, and
-    // the communicator returns once its collective completed on the GPU.
-    plan.steps.insert(plan.steps.end(), {DeviceStep::kHostWait, DeviceStep::kCollective,
-                                         DeviceStep::kUnpack, DeviceStep::kHostWait});
+    // NCCL's allreduce is enqueued on the engine's stream behind the pack: no host wait.
+    plan.steps.insert(plan.steps.end(),
+                      {DeviceStep::kCollective, DeviceStep::kUnpack, DeviceStep::kFinalize});
   }
   return plan;
 }

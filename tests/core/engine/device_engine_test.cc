@@ -153,14 +153,14 @@ TEST(DevicePlan, StagedCopiesThroughHostAroundTheCollective) {
   EXPECT_EQ(p.offsets, (std::vector<size_t>{0, 12, 12}));
   EXPECT_EQ(names(p.steps),
             (std::vector<std::string>{"wait_ready", "pack", "copy_to_host", "host_wait",
-                                      "collective", "copy_to_device", "unpack", "host_wait"}));
+                                      "collective", "copy_to_device", "unpack", "finalize"}));
 }
 
 TEST(DevicePlan, NativeRunsTheCollectiveOnTheDevice) {
   DeviceBucketPlan p = plan_device_allreduce(DevicePath::kNative, {2}, 2);
   EXPECT_EQ(p.total_bytes, 4u);
-  EXPECT_EQ(names(p.steps), (std::vector<std::string>{"wait_ready", "pack", "host_wait",
-                                                      "collective", "unpack", "host_wait"}));
+  EXPECT_EQ(names(p.steps),
+            (std::vector<std::string>{"wait_ready", "pack", "collective", "unpack", "finalize"}));
 }
 
 // --- fusion never mixes devices --------------------------------------------------------------
