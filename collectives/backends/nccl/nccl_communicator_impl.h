@@ -127,6 +127,9 @@ class NcclCommunicator final : public Communicator {
   Status run_collective(const std::string& what, Deadline deadline,
                         const std::function<ncclResult_t()>& enqueue);
   Status scale_average(void* out, size_t count, DataType dtype, const std::string& what);
+  // allreduce's and allreduce_on_stream's checks and ncclAllReduce on `stream`, not waited.
+  Status enqueue_allreduce(const std::string& what, const void* in, void* out, size_t count,
+                           DataType dtype, ReduceOp op, cudaStream_t stream, Deadline deadline);
   // Launches the queued ops that `op` needs (nccl_communicator.h's rule), as one group.
   Status launch_for(const P2pOp& op, Deadline deadline);
   // Launches every queued op (before a collective, so stream order follows posting order).

@@ -36,9 +36,7 @@ namespace {
 using test_support::FakeDeviceRuntime;
 using test_support::FakeNcclCommunicator;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test_support::contains;
 
 DeviceSupport support(DeviceMode mode, int device = 0) {
   DeviceSupport s;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -25,12 +26,9 @@ namespace hora {
 namespace engine {
 namespace {
 
+using test_support::contains;
 using test_support::FakeDeviceRuntime;
 using test_support::FakeNcclCommunicator;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A job whose event is recorded now on `stream`; its completion appends `index` to *order.
 DeviceFinalizer::Job job(FakeDeviceRuntime& rt, DeviceStream stream, int index,
@@ -185,6 +183,34 @@ Config config(double timeout_s = 20) {
   return c;
 }
 
+// One rank over the fake NCCL communicator with the device paused: `n` tensors "<prefix><i>"
+// enqueued and every bucket's completion event recorded (the engine's thread does not wait for
+// the device), then `body` with the engine, the runtime, the communicator and the tensors.
+using PausedBody =
+    std::function<Status(Engine&, FakeDeviceRuntime&, FakeNcclCommunicator&, std::vector<Tensor>&)>;
+Status with_paused_engine(double timeout_s, int n, const PausedBody& body) {
+  FakeDeviceRuntime rt(1);
+  test_support::InProcWorld device_world(1);
+  FakeNcclCommunicator nccl(device_world.communicator(0), &rt);
+  Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
+    DeviceResources res = native(&rt, &nccl);
+    Engine eng(host, engine_options_from(config(timeout_s)), nullptr, "", nullptr, &res);
+    rt.pause_device();
+    std::vector<Tensor> ts;
+    for (int i = 0; i < n; ++i) ts.push_back(allreduce(eng, rt, "t" + std::to_string(i), 8, 1));
+    // A ready event per tensor (admit) and a completion event per bucket.
+    for (int spins = 0; spins < 5000 && rt.count("record_event") < 2 * n; ++spins)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (rt.count("record_event") < 2 * n) return Status::internal("buckets were not enqueued");
+    Status outcome = body(eng, rt, nccl, ts);
+    rt.resume_device();
+    return outcome;
+  });
+  if (s.ok() && rt.live_events() != 0)
+    return Status::internal(std::to_string(rt.live_events()) + " events leaked");
+  return s;
+}
+
 // Rank 0's unpack into 'b' faults on the device: 'b' fails there with the device's error,
 // naming it; 'a' and 'c' (other buckets) and every tensor of rank 1 complete.
 TEST(DeviceFinalizerEngine, ADeviceErrorFailsExactlyItsBucket) {
@@ -228,86 +254,56 @@ TEST(DeviceFinalizerEngine, ADeviceErrorFailsExactlyItsBucket) {
 // Shutdown while the device still works: stop() waits for the work in flight and the handles
 // complete with their results, not with the shutdown's error.
 TEST(DeviceFinalizerEngine, ShutdownDrainsWorkInFlight) {
-  FakeDeviceRuntime rt(1);
-  test_support::InProcWorld device_world(1);
-  FakeNcclCommunicator nccl(device_world.communicator(0), &rt);
-  Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
-    DeviceResources res = native(&rt, &nccl);
-    Engine eng(host, engine_options_from(config()), nullptr, "", nullptr, &res);
-    rt.pause_device();
-    std::vector<Tensor> ts;
-    for (int i = 0; i < 16; ++i) ts.push_back(allreduce(eng, rt, "t" + std::to_string(i), 8, 1));
-    // Every bucket was enqueued, its completion event recorded after the ready event admit()
-    // recorded (the engine's thread does not wait for the device)...
-    for (int spins = 0; spins < 5000 && rt.count("record_event") < 32; ++spins)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (rt.count("record_event") < 32) return Status::internal("buckets were not enqueued");
-    // ...but none completed.
-    for (Tensor& t : ts)
-      if (t.handle.poll()) return Status::internal("completed while the device was paused");
-    std::thread resume([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      rt.resume_device();
-    });
-    Status stopped = eng.stop();
-    resume.join();
-    HORA_RETURN_IF_ERROR(stopped);
-    for (Tensor& t : ts) HORA_RETURN_IF_ERROR(t.handle.wait());
-    return Status::OK();
-  });
+  Status s = with_paused_engine(
+      20, 16,
+      [](Engine& eng, FakeDeviceRuntime& rt, FakeNcclCommunicator&, std::vector<Tensor>& ts) {
+        for (Tensor& t : ts)
+          if (t.handle.poll()) return Status::internal("completed while the device was paused");
+        std::thread resume([&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          rt.resume_device();
+        });
+        Status stopped = eng.stop();
+        resume.join();
+        HORA_RETURN_IF_ERROR(stopped);
+        for (Tensor& t : ts) HORA_RETURN_IF_ERROR(t.handle.wait());
+        return Status::OK();
+      });
   ASSERT_TRUE(s.ok()) << s.to_string();
-  EXPECT_EQ(rt.live_events(), 0);
 }
 
 // The device never finishes: shutdown fails the work in flight at the deadline, naming it.
 TEST(DeviceFinalizerEngine, ShutdownWithAStuckDeviceFailsAtTheDeadline) {
-  FakeDeviceRuntime rt(1);
-  test_support::InProcWorld device_world(1);
-  FakeNcclCommunicator nccl(device_world.communicator(0), &rt);
-  Status b_status;
-  Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
-    DeviceResources res = native(&rt, &nccl);
-    Engine eng(host, engine_options_from(config(0.3)), nullptr, "", nullptr, &res);
-    rt.pause_device();
-    Tensor t = allreduce(eng, rt, "stuck", 8, 1);
-    eng.stop().IgnoreError();  // reports the shutdown; the handle says what happened to it
-    b_status = t.handle.wait();
-    rt.resume_device();
-    return Status::OK();
-  });
+  Status stuck;
+  Status s = with_paused_engine(
+      0.3, 1, [&](Engine& eng, FakeDeviceRuntime&, FakeNcclCommunicator&, std::vector<Tensor>& ts) {
+        eng.stop().IgnoreError();  // reports the shutdown; the handle says what happened to it
+        stuck = ts[0].handle.wait();
+        return Status::OK();
+      });
   ASSERT_TRUE(s.ok()) << s.to_string();
-  EXPECT_EQ(b_status.code(), StatusCode::kTimeout) << b_status.to_string();
-  EXPECT_TRUE(contains(b_status.message(), "allreduce of 'stuck'")) << b_status.message();
+  EXPECT_EQ(stuck.code(), StatusCode::kTimeout) << stuck.to_string();
+  EXPECT_TRUE(contains(stuck.message(), "allreduce of 't0'")) << stuck.message();
 }
 
 // The NCCL communicator fails under work in flight (a peer lost): every pending handle fails
 // with its error, and the engine stops.
 TEST(DeviceFinalizerEngine, ALostPeerFailsEveryPendingHandle) {
-  FakeDeviceRuntime rt(1);
-  test_support::InProcWorld device_world(1);
-  FakeNcclCommunicator nccl(device_world.communicator(0), &rt);
-  Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
-    DeviceResources res = native(&rt, &nccl);
-    Engine eng(host, engine_options_from(config()), nullptr, "", nullptr, &res);
-    rt.pause_device();
-    std::vector<Tensor> ts;
-    for (int i = 0; i < 8; ++i) ts.push_back(allreduce(eng, rt, "p" + std::to_string(i), 8, 1));
-    for (int spins = 0; spins < 5000 && rt.count("record_event") < 16; ++spins)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    nccl.fail_async(Status::remote("rank 3 (pid 7 on host b) is gone"));
-    for (Tensor& t : ts) {
-      Status w = t.handle.wait();
-      if (w.code() != StatusCode::kRemote || !contains(w.message(), "rank 3"))
-        return Status::internal("pending handle got: " + w.to_string());
-    }
-    // The next device bucket finds the failure and the engine stops.
-    Tensor late = allreduce(eng, rt, "late", 8, 1);
-    Status w = late.handle.wait();
-    rt.resume_device();
-    if (w.ok()) return Status::internal("a bucket after the failure completed");
-    eng.stop().IgnoreError();
-    return Status::OK();
-  });
+  Status s = with_paused_engine(
+      20, 8,
+      [](Engine& eng, FakeDeviceRuntime& rt, FakeNcclCommunicator& nccl, std::vector<Tensor>& ts) {
+        nccl.fail_async(Status::remote("rank 3 (pid 7 on host b) is gone"));
+        for (Tensor& t : ts) {
+          Status w = t.handle.wait();
+          if (w.code() != StatusCode::kRemote || !contains(w.message(), "rank 3"))
+            return Status::internal("pending handle got: " + w.to_string());
+        }
+        // The next device bucket finds the failure and the engine stops.
+        Status late = allreduce(eng, rt, "late", 8, 1).handle.wait();
+        if (late.ok()) return Status::internal("a bucket after the failure completed");
+        eng.stop().IgnoreError();
+        return Status::OK();
+      });
   ASSERT_TRUE(s.ok()) << s.to_string();
 }
 
