@@ -30,110 +30,104 @@ using test_support::contains;
 using test_support::FakeDeviceRuntime;
 using test_support::FakeNcclCommunicator;
 
-// A job whose event is recorded now on `stream`; its completion appends `index` to *order.
-DeviceFinalizer::Job job(FakeDeviceRuntime& rt, DeviceStream stream, int index,
-                         std::vector<int>* order, std::vector<Status>* outcomes, Mutex* mu) {
-  DeviceEvent e = rt.create_event(0).value();
-  EXPECT_TRUE(rt.record_event(0, e, stream).ok());
-  DeviceFinalizer::Job j;
-  j.device = 0;
-  j.event = std::shared_ptr<void>(e, [&rt](void* p) { rt.destroy_event(0, p); });
-  j.what = "job " + std::to_string(index);
-  j.complete = [=](const Status& s) {
-    MutexLock lock(mu);
-    order->push_back(index);
-    outcomes->push_back(s);
-  };
-  return j;
-}
-
-TEST(DeviceFinalizer, CompletesInSubmissionOrderOnlyOnceTheDeviceDidWithManyInFlight) {
-  FakeDeviceRuntime rt(1);
+// Jobs on one fake stream; each job's completion appends its index and outcome.
+struct Jobs {
+  FakeDeviceRuntime rt{1};
   DeviceStream stream = rt.create_stream(0).value();
   Mutex mu;
-  std::vector<int> order;
-  std::vector<Status> outcomes;
+  std::vector<int> order HORA_GUARDED_BY(mu);
+  std::vector<Status> outcomes HORA_GUARDED_BY(mu);
+
+  // A job whose event is recorded now on the stream.
+  DeviceFinalizer::Job make(int index) {
+    DeviceEvent e = rt.create_event(0).value();
+    EXPECT_TRUE(rt.record_event(0, e, stream).ok());
+    DeviceFinalizer::Job j;
+    j.device = 0;
+    j.event = std::shared_ptr<void>(e, [this](void* p) { rt.destroy_event(0, p); });
+    j.what = "job " + std::to_string(index);
+    j.complete = [this, index](const Status& s) {
+      MutexLock lock(&mu);
+      order.push_back(index);
+      outcomes.push_back(s);
+    };
+    return j;
+  }
+};
+
+TEST(DeviceFinalizer, CompletesInSubmissionOrderOnlyOnceTheDeviceDidWithManyInFlight) {
+  Jobs jobs;
   {
-    DeviceFinalizer f(&rt, nullptr, 20);
-    rt.pause_device();
+    DeviceFinalizer f(&jobs.rt, nullptr, 20);
+    jobs.rt.pause_device();
     constexpr int kJobs = 64;
-    for (int i = 0; i < kJobs; ++i)
-      ASSERT_TRUE(f.submit(job(rt, stream, i, &order, &outcomes, &mu)).ok());
+    for (int i = 0; i < kJobs; ++i) ASSERT_TRUE(f.submit(jobs.make(i)).ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     {
-      MutexLock lock(&mu);
-      EXPECT_TRUE(order.empty()) << "completed while the device still ran";
+      MutexLock lock(&jobs.mu);
+      EXPECT_TRUE(jobs.order.empty()) << "completed while the device still ran";
     }
     EXPECT_EQ(f.in_flight(), kJobs);
     EXPECT_EQ(f.max_in_flight(), kJobs);
-    rt.resume_device();
+    jobs.rt.resume_device();
     ASSERT_TRUE(f.drain(Deadline::after_seconds(20)).ok());
     EXPECT_EQ(f.in_flight(), 0);
     EXPECT_EQ(f.finished(), kJobs);
-    MutexLock lock(&mu);
-    ASSERT_EQ(order.size(), static_cast<size_t>(kJobs));
+    MutexLock lock(&jobs.mu);
+    ASSERT_EQ(jobs.order.size(), static_cast<size_t>(kJobs));
     for (int i = 0; i < kJobs; ++i) {
-      EXPECT_EQ(order[i], i);
-      EXPECT_TRUE(outcomes[i].ok()) << outcomes[i].to_string();
+      EXPECT_EQ(jobs.order[i], i);
+      EXPECT_TRUE(jobs.outcomes[i].ok()) << jobs.outcomes[i].to_string();
     }
   }
-  EXPECT_EQ(rt.live_events(), 0);
+  EXPECT_EQ(jobs.rt.live_events(), 0);
 }
 
 TEST(DeviceFinalizer, ADrainPastItsDeadlineFailsWhatIsStillRunningNamingIt) {
-  FakeDeviceRuntime rt(1);
-  DeviceStream stream = rt.create_stream(0).value();
-  Mutex mu;
-  std::vector<int> order;
-  std::vector<Status> outcomes;
-  DeviceFinalizer f(&rt, nullptr, 20);
-  ASSERT_TRUE(f.submit(job(rt, stream, 0, &order, &outcomes, &mu)).ok());
-  rt.pause_device();
-  ASSERT_TRUE(f.submit(job(rt, stream, 1, &order, &outcomes, &mu)).ok());
-  ASSERT_TRUE(f.submit(job(rt, stream, 2, &order, &outcomes, &mu)).ok());
+  Jobs jobs;
+  DeviceFinalizer f(&jobs.rt, nullptr, 20);
+  ASSERT_TRUE(f.submit(jobs.make(0)).ok());
+  jobs.rt.pause_device();
+  ASSERT_TRUE(f.submit(jobs.make(1)).ok());
+  ASSERT_TRUE(f.submit(jobs.make(2)).ok());
   Status s = f.drain(Deadline::after(std::chrono::milliseconds(100)));
   EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.to_string();
-  rt.resume_device();
-  MutexLock lock(&mu);
-  ASSERT_EQ(order, (std::vector<int>{0, 1, 2}));
-  EXPECT_TRUE(outcomes[0].ok());
+  jobs.rt.resume_device();
+  MutexLock lock(&jobs.mu);
+  ASSERT_EQ(jobs.order, (std::vector<int>{0, 1, 2}));
+  EXPECT_TRUE(jobs.outcomes[0].ok());
   for (int i : {1, 2}) {
-    EXPECT_EQ(outcomes[i].code(), StatusCode::kTimeout) << outcomes[i].to_string();
-    EXPECT_TRUE(contains(outcomes[i].message(), "job " + std::to_string(i)))
-        << outcomes[i].message();
+    EXPECT_EQ(jobs.outcomes[i].code(), StatusCode::kTimeout) << jobs.outcomes[i].to_string();
+    EXPECT_TRUE(contains(jobs.outcomes[i].message(), "job " + std::to_string(i)))
+        << jobs.outcomes[i].message();
   }
 }
 
 TEST(DeviceFinalizer, ALostPeerFailsEveryPendingJobAndLaterSubmits) {
-  FakeDeviceRuntime rt(1);
-  DeviceStream stream = rt.create_stream(0).value();
-  Mutex mu;
-  std::vector<int> order;
-  std::vector<Status> outcomes;
+  Jobs jobs;
   Mutex health_mu;
   Status health;
   DeviceFinalizer f(
-      &rt,
+      &jobs.rt,
       [&]() {
         MutexLock lock(&health_mu);
         return health;
       },
       20);
-  rt.pause_device();
-  for (int i = 0; i < 3; ++i)
-    ASSERT_TRUE(f.submit(job(rt, stream, i, &order, &outcomes, &mu)).ok());
+  jobs.rt.pause_device();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(f.submit(jobs.make(i)).ok());
   {
     MutexLock lock(&health_mu);
     health = Status::remote("rank 1 is gone");
   }
   Status s = f.drain(Deadline::after_seconds(20));
   EXPECT_EQ(s.code(), StatusCode::kRemote) << s.to_string();
-  Status later = f.submit(job(rt, stream, 3, &order, &outcomes, &mu));
+  Status later = f.submit(jobs.make(3));
   EXPECT_EQ(later.code(), StatusCode::kRemote);
-  rt.resume_device();
-  MutexLock lock(&mu);
-  ASSERT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
-  for (const Status& o : outcomes) {
+  jobs.rt.resume_device();
+  MutexLock lock(&jobs.mu);
+  ASSERT_EQ(jobs.order, (std::vector<int>{0, 1, 2, 3}));
+  for (const Status& o : jobs.outcomes) {
     EXPECT_EQ(o.code(), StatusCode::kRemote) << o.to_string();
     EXPECT_TRUE(contains(o.message(), "rank 1 is gone")) << o.message();
   }
@@ -146,10 +140,11 @@ struct Tensor {
   float* data = nullptr;
 };
 
+// An allreduce of `count` elements of `value`, in place in `data` (null: fresh device memory).
 Tensor allreduce(Engine& eng, FakeDeviceRuntime& rt, const std::string& name, size_t count,
-                 float value) {
+                 float value, float* data = nullptr) {
   Tensor t;
-  t.data = static_cast<float*>(rt.tensor_memory(count * sizeof(float)));
+  t.data = data != nullptr ? data : static_cast<float*>(rt.tensor_memory(count * sizeof(float)));
   for (size_t i = 0; i < count; ++i) t.data[i] = value;
   Entry e;
   e.request.name = name;
@@ -225,18 +220,10 @@ TEST(DeviceFinalizerEngine, ADeviceErrorFailsExactlyItsBucket) {
     DeviceResources res = native(&rt, nccl[rank].get());
     Engine eng(host, engine_options_from(config()), nullptr, "", nullptr, &res);
     Tensor a = allreduce(eng, rt, "a", 8, 1.0f);
+    // The fault is set up before 'b' is enqueued, on b's memory: its unpack.
     float* b_data = static_cast<float*>(rt.tensor_memory(8 * sizeof(float)));
     if (rank == 0) rt.fail_copy_to(b_data, Status::internal("illegal memory access"));
-    // 'b' enqueued on its own memory so the fault targets its unpack.
-    Entry e;
-    e.request.name = "b";
-    e.request.type = CollectiveType::kAllreduce;
-    e.request.dtype = DataType::kFloat32;
-    e.request.shape = {8};
-    e.request.device = Device::cuda(0);
-    e.in = TensorView::flat(b_data, DataType::kFloat32, 8, Device::cuda(0)).value();
-    e.out = e.in;
-    Handle b = test_support::enqueue_entry(eng, std::move(e), 30.0);
+    Handle b = allreduce(eng, rt, "b", 8, 2.0f, b_data).handle;
     Tensor c = allreduce(eng, rt, "c", 8, 3.0f);
     HORA_RETURN_IF_ERROR(a.handle.wait());
     b_status[rank] = b.wait();
