@@ -142,6 +142,7 @@ StatusOr<Figures> run_engine(collectives::Communicator& host, FakeDeviceRuntime&
   Engine eng(host, eo, nullptr, "", nullptr, &res);
   std::vector<Handle> handles(tensors.size());
   std::vector<std::string> names;
+  names.reserve(tensors.size());
   for (size_t t = 0; t < tensors.size(); ++t) names.push_back("grad." + std::to_string(t));
   Figures f;
   std::vector<double> steps, enqueues, lone;
@@ -184,6 +185,7 @@ int run(const Options& o) {
       rt.set_latencies(lat);
       test_support::InProcWorld device_world(n);
       std::vector<std::unique_ptr<FakeNcclCommunicator>> nccl;
+      nccl.reserve(n);
       for (int r = 0; r < n; ++r) {
         nccl.push_back(std::make_unique<FakeNcclCommunicator>(device_world.communicator(r), &rt));
         nccl.back()->launch_ns = static_cast<int64_t>(o.nccl_us * 1000);
@@ -193,6 +195,7 @@ int run(const Options& o) {
       Status s = test_support::run_ranks(n, [&](collectives::Communicator& host) -> Status {
         const int r = host.rank();
         std::vector<float*> tensors;
+        tensors.reserve(o.tensors);
         for (int t = 0; t < o.tensors; ++t)
           tensors.push_back(static_cast<float*>(rt.tensor_memory(o.floats * sizeof(float))));
         HORA_ASSIGN_OR_RETURN(waits[r], run_engine(host, rt, *nccl[r], o, true, tensors));

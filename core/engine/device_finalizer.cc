@@ -33,11 +33,14 @@ DeviceFinalizer::~DeviceFinalizer() {
 
 Status DeviceFinalizer::submit(Job job) {
   Status fatal;
+  std::function<void(const Status&)> refused;  // the job's completion, after a fatal failure
   bool wake = false;
   {
     MutexLock lock(&mu_);
-    fatal = fatal_;
-    if (fatal.ok()) {
+    if (!fatal_.ok()) {
+      fatal = fatal_;
+      refused = std::move(job.complete);
+    } else {
       jobs_.emplace_back(std::move(job), Deadline::after_seconds(timeout_s_));
       max_pending_ = std::max(max_pending_, ++pending_);
       if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
@@ -46,8 +49,8 @@ Status DeviceFinalizer::submit(Job job) {
       wake = idle_;
     }
   }
-  if (!fatal.ok()) {
-    job.complete(fatal);
+  if (refused) {
+    refused(fatal);
     return fatal;
   }
   if (wake) cv_.notify_all();
