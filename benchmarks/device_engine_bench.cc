@@ -1,8 +1,9 @@
 // device_engine_bench --fake-device: the host-side cost of the engine's device path without a
 // GPU. The engine runs on FakeDeviceRuntime and FakeNcclCommunicator (tests/support), whose
 // calls spin for configured latencies (a kernel launch, an event record or query, a copy, an
-// NCCL enqueue), so what is timed is the engine's host-side critical path as on a GPU whose
-// kernels take no time. Two engines alternate in each round, in one process:
+// NCCL enqueue) and whose streams run each kernel, copy and collective for a configured device
+// time, so what is timed is the engine's host-side critical path as on a GPU. Two engines alternate
+// in each round, in one process:
 //   host waits  the path before the finalizer (EngineOptions::device_host_waits): the host
 //               waits for the pack, a blocking NCCL allreduce, one rank runs the collective
 //               too, and the engine's thread waits for each bucket before it goes on;
@@ -15,8 +16,8 @@
 // medians and their ratios close the output.
 //
 // Usage: device_engine_bench --fake-device [--ranks 1,2] [--tensors 200] [--floats 64]
-//          [--launch-us 5] [--event-us 2] [--copy-us 5] [--nccl-us 10] [--steps 30]
-//          [--rounds 3]
+//          [--launch-us 5] [--event-us 2] [--copy-us 5] [--nccl-us 10] [--kernel-us 3]
+//          [--nccl-device-us 8] [--steps 30] [--rounds 3]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,6 +50,7 @@ struct Options {
   int tensors = 200;
   int floats = 64;
   double launch_us = 5, event_us = 2, copy_us = 5, nccl_us = 10;
+  double kernel_us = 3, nccl_device_us = 8;  // device time of a kernel or copy, of NCCL's
   int steps = 30;
   int rounds = 3;
 };
@@ -80,6 +82,10 @@ bool parse(int argc, char** argv, Options* o) {
       o->copy_us = std::atof(v);
     } else if (a == "--nccl-us" && (v = next())) {
       o->nccl_us = std::atof(v);
+    } else if (a == "--kernel-us" && (v = next())) {
+      o->kernel_us = std::atof(v);
+    } else if (a == "--nccl-device-us" && (v = next())) {
+      o->nccl_device_us = std::atof(v);
     } else if (a == "--steps" && (v = next())) {
       o->steps = std::atoi(v);
     } else if (a == "--rounds" && (v = next())) {
@@ -170,9 +176,11 @@ StatusOr<Figures> run_engine(collectives::Communicator& host, FakeDeviceRuntime&
 
 int run(const Options& o) {
   std::printf(
-      "device_engine_bench: fake device (launch %.1f us, event %.1f us, copy %.1f us, nccl "
-      "enqueue %.1f us), %d float32 tensors x %d B, median of %d steps, %d rounds\n",
-      o.launch_us, o.event_us, o.copy_us, o.nccl_us, o.tensors, o.floats * 4, o.steps, o.rounds);
+      "device_engine_bench: fake device (host: launch %.1f us, event %.1f us, copy %.1f us, nccl "
+      "enqueue %.1f us; device: kernel %.1f us, nccl %.1f us), %d float32 tensors x %d B, median "
+      "of %d steps, %d rounds\n",
+      o.launch_us, o.event_us, o.copy_us, o.nccl_us, o.kernel_us, o.nccl_device_us, o.tensors,
+      o.floats * 4, o.steps, o.rounds);
   std::map<std::string, std::vector<double>> all;  // "<figure> <mode> np<N>" -> per round
   for (int round = 0; round < o.rounds; ++round) {
     for (int n : o.ranks) {
@@ -182,7 +190,9 @@ int run(const Options& o) {
       lat.event_record_ns = lat.event_query_ns = lat.event_sync_ns =
           static_cast<int64_t>(o.event_us * 1000);
       lat.copy_ns = static_cast<int64_t>(o.copy_us * 1000);
+      lat.kernel_ns = static_cast<int64_t>(o.kernel_us * 1000);
       rt.set_latencies(lat);
+      rt.set_logging(false);
       test_support::InProcWorld device_world(n);
       std::vector<std::unique_ptr<FakeNcclCommunicator>> nccl;
       nccl.reserve(n);
@@ -190,6 +200,7 @@ int run(const Options& o) {
         nccl.push_back(std::make_unique<FakeNcclCommunicator>(device_world.communicator(r), &rt));
         nccl.back()->launch_ns = static_cast<int64_t>(o.nccl_us * 1000);
         nccl.back()->sync_ns = static_cast<int64_t>(2 * o.event_us * 1000);
+        nccl.back()->device_ns = static_cast<int64_t>(o.nccl_device_us * 1000);
       }
       std::vector<Figures> waits(n), fin(n);
       Status s = test_support::run_ranks(n, [&](collectives::Communicator& host) -> Status {
@@ -253,7 +264,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: device_engine_bench --fake-device [--ranks 1,2] [--tensors 200] "
                  "[--floats 64] [--launch-us 5] [--event-us 2] [--copy-us 5] [--nccl-us 10] "
-                 "[--steps 30] [--rounds 3]\n");
+                 "[--kernel-us 3] [--nccl-device-us 8] [--steps 30] [--rounds 3]\n");
     return 2;
   }
   return hora::run(o);

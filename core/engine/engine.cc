@@ -123,7 +123,9 @@ void Engine::stop_timeline() {
 }
 
 Status Engine::enqueue(std::vector<Entry>&& entries) {
-  {
+  // As enqueue_allreduce: the engine's mutex only before the start and after the stop (the
+  // background thread takes it every round; a burst of device tensors contended for it).
+  if (!accepting_.load(std::memory_order_acquire)) {
     MutexLock lock(&mu_);
     if (stopped_)
       return Status::failed_precondition(

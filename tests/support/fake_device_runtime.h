@@ -15,6 +15,8 @@
 // Thread-safe (one mutex).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -35,6 +37,9 @@ struct FakeLatencies {
   int64_t event_query_ns = 0;   // query_event
   int64_t event_sync_ns = 0;    // wait_event (beyond waiting for the event)
   int64_t copy_ns = 0;          // memcpy_async's enqueue
+  // Device side: how long each kernel or copy runs on its stream, in order after the work
+  // before it there. An event completes once its stream's work before it ran.
+  int64_t kernel_ns = 0;
 };
 
 class FakeDeviceRuntime final : public DeviceRuntime {
@@ -66,9 +71,15 @@ class FakeDeviceRuntime final : public DeviceRuntime {
                     size_t count, DeviceStream stream) override;
 
   void set_latencies(const FakeLatencies& latencies);
+  // Off: calls are not logged (log(), count() and stream_waits() then see nothing new), so a
+  // benchmark's
+  // millions of calls neither grow the log nor allocate under its mutex. On by default.
+  void set_logging(bool on) { logging_.store(on, std::memory_order_relaxed); }
   // Events recorded from now on stay incomplete until resume_device().
   void pause_device();
   void resume_device();
+  // `ns` of device time on `stream` (a collective that another fake enqueued there).
+  void run_on_stream(DeviceStream stream, int64_t ns);
   // The next batched copy with an item writing `dst` fails on the device with `status`.
   void fail_copy_to(const void* dst, Status status);
 
@@ -97,11 +108,14 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   };
   struct EventState {
     DeviceStream stream = nullptr;
-    bool held = false;  // recorded while the device was paused
-    Status error;       // the work before it failed
+    bool held = false;                                // recorded while the device was paused
+    Status error;                                     // the work before it failed
+    std::chrono::steady_clock::time_point done_at{};  // when the work before it has run
   };
   void note(const std::string& op);
-  void spin(int64_t FakeLatencies::*which) const;
+  // Device time: `ns` more on `stream` (kernel_ns_ when negative).
+  void queue_work(DeviceStream stream, int64_t ns = -1);
+  void spin(const std::atomic<int64_t>& ns) const;
   // The event's state: complete (true), held (false) or its error.
   StatusOr<bool> event_done(DeviceEvent event, const std::string& what) const;
   bool in_block_locked(const void* p, bool pinned) const HORA_REQUIRES(mu_);
@@ -114,7 +128,13 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   int64_t live_events_ HORA_GUARDED_BY(mu_) = 0;
   std::vector<StreamWait> stream_waits_ HORA_GUARDED_BY(mu_);
   std::map<DeviceEvent, EventState> events_ HORA_GUARDED_BY(mu_);
-  FakeLatencies latencies_ HORA_GUARDED_BY(mu_);
+  // FakeLatencies' fields, read by every call without the mutex.
+  std::atomic<int64_t> launch_ns_{0}, event_record_ns_{0}, event_query_ns_{0}, event_sync_ns_{0},
+      copy_ns_{0};
+  std::atomic<bool> logging_{true};
+  std::atomic<int64_t> kernel_ns_{0};
+  // When each stream's queued work will have run (device time).
+  std::map<DeviceStream, std::chrono::steady_clock::time_point> stream_done_ HORA_GUARDED_BY(mu_);
   bool paused_ HORA_GUARDED_BY(mu_) = false;
   std::map<const void*, Status> fail_copy_to_ HORA_GUARDED_BY(mu_);
   std::map<DeviceStream, Status> stream_errors_ HORA_GUARDED_BY(mu_);  // until the next record

@@ -47,11 +47,12 @@ StatusOr<std::unique_ptr<collectives::Request>> FakeNcclCommunicator::irecv(int 
 }
 
 Status FakeNcclCommunicator::allreduce_on_stream(const void* in, void* out, size_t count,
-                                                 DataType dtype, ReduceOp op, void*,
+                                                 DataType dtype, ReduceOp op, void* stream,
                                                  Deadline deadline) {
   if (op == ReduceOp::kAverage)
     return Status::invalid_argument("fake nccl: stream-ordered allreduce of an average");
   spin(launch_ns.load());
+  runtime_->run_on_stream(stream, device_ns.load());
   ++stream_allreduces;
   return reduce(in, out, count, dtype, op, deadline);
 }
@@ -68,7 +69,7 @@ void FakeNcclCommunicator::fail_async(Status status) {
 
 Status FakeNcclCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
                                        ReduceOp op, Deadline deadline) {
-  spin(launch_ns.load() + sync_ns.load());
+  spin(launch_ns.load() + sync_ns.load() + device_ns.load());
   return reduce(in, out, count, dtype, op, deadline);
 }
 

@@ -52,6 +52,9 @@ class FakeNcclCommunicator : public collectives::Communicator {
 
   std::atomic<int64_t> launch_ns{0};
   std::atomic<int64_t> sync_ns{0};
+  // Device time of a collective: on the stream of a stream-ordered allreduce (the runtime's
+  // device clock), spun by the blocking one.
+  std::atomic<int64_t> device_ns{0};
   std::atomic<int> stream_allreduces{0};
 
   std::atomic<int> allreduces{0};
