@@ -205,7 +205,13 @@ Status DeviceExecutor::finish(int device, PerDevice& d, const std::vector<Entry*
     queue->remove_all(done_entries);
     for (const auto& h : handles) h->complete(outcome.ok() ? status : outcome);
   };
-  return finalizer_.submit(std::move(job));
+  if (!options_.host_waits) return finalizer_.submit(std::move(job));
+  // The path before the finalizer (benchmarks): this thread waits and completes.
+  ++stats_.host_waits;
+  Status s = rt->wait_event(device, job.event.get(), Deadline::after_seconds(options_.timeout_s),
+                            job.what);
+  job.complete(s);
+  return s;
 }
 
 // The steps of device_executor.h's file comment (plan_device_allreduce lists them).

@@ -9,12 +9,12 @@ namespace hora {
 namespace engine {
 namespace {
 
-// Polling: yields for the first kYieldPolls queries (a bucket of small tensors completes within
-// microseconds), then sleeps from kFirstSleep doubling to kMaxSleep, so a long collective costs
-// little CPU.
-constexpr int kYieldPolls = 64;
+// Polling: yields between queries for the first kYieldFor of a job's wait (most buckets finish
+// within it, and a completion seen late is a handle completed late), then sleeps from
+// kFirstSleep doubling to kMaxSleep, so a long collective costs little CPU.
+constexpr std::chrono::microseconds kYieldFor{200};
 constexpr std::chrono::microseconds kFirstSleep{10};
-constexpr std::chrono::microseconds kMaxSleep{500};
+constexpr std::chrono::microseconds kMaxSleep{200};
 
 }  // namespace
 
@@ -59,7 +59,8 @@ Status DeviceFinalizer::submit(Job job) {
 
 Status DeviceFinalizer::wait_for(const Job& job, Deadline deadline, bool* fatal) {
   std::chrono::microseconds sleep = kFirstSleep;
-  for (int polls = 0;; ++polls) {
+  const auto yield_until = std::chrono::steady_clock::now() + kYieldFor;
+  for (;;) {
     StatusOr<bool> done = runtime_->query_event(job.device, job.event.get(), job.what);
     if (!done.ok()) return done.status();
     if (*done) return Status::OK();
@@ -77,7 +78,7 @@ Status DeviceFinalizer::wait_for(const Job& job, Deadline deadline, bool* fatal)
     if (deadline.expired())
       return Status::timeout(job.what + ": the device work did not complete within " +
                              std::to_string(timeout_s_) + " s (HORA_TIMEOUT_S)");
-    if (polls < kYieldPolls) {
+    if (std::chrono::steady_clock::now() < yield_until) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(sleep);

@@ -114,11 +114,13 @@ class DeviceEngineFake(common.Section):
         "allreduce, the collective at one rank too, and the engine thread waiting for each "
         "bucket), `finalizer` the engine thread only enqueueing while a finalizer thread "
         "completes the handles. A step is 200 float32 tensors of 256 B enqueued back to back "
-        "and waited; a lone tensor is one enqueue to its completion. In-process ranks; medians "
-        "of the rounds' medians. On a 2-core machine the step is bound by the enqueueing "
+        "and waited; a lone tensor is one enqueue to its completion. In-process ranks; times "
+        "are medians of the rounds' medians, ratios medians of each round's own ratio (what "
+        "compares on a busy machine). On a 2-core machine the step is bound by the enqueueing "
         "thread (each device tensor's ready event is recorded there, 2 us each) and by the "
         "cores the engine's and the finalizer's threads share with it; the lone tensor is the "
-        "path's latency. At 2 ranks the in-process negotiation dominates both."
+        "path's latency. At 2 ranks the negotiation's burst window dominates both, and single "
+        "rounds of either path stall for milliseconds on the loaded cores."
     )
 
     output = ("output", "device_engine_bench's output")

@@ -238,6 +238,28 @@ TEST(DeviceFinalizerEngine, ADeviceErrorFailsExactlyItsBucket) {
   EXPECT_TRUE(b_status[1].ok()) << b_status[1].to_string();
 }
 
+// EngineOptions::device_host_waits (the benchmarks' baseline): the same results, NCCL's blocking
+// allreduce even at one rank, and no stream-ordered one.
+TEST(DeviceFinalizerEngine, TheHostWaitsBaselineGivesTheSameResults) {
+  FakeDeviceRuntime rt(1);
+  test_support::InProcWorld device_world(1);
+  FakeNcclCommunicator nccl(device_world.communicator(0), &rt);
+  Status s = test_support::run_ranks(1, [&](collectives::Communicator& host) -> Status {
+    DeviceResources res = native(&rt, &nccl);
+    EngineOptions eo = engine_options_from(config());
+    eo.device_host_waits = true;
+    Engine eng(host, eo, nullptr, "", nullptr, &res);
+    Tensor a = allreduce(eng, rt, "a", 8, 3.0f);
+    HORA_RETURN_IF_ERROR(a.handle.wait());
+    if (a.data[5] != 3.0f) return Status::internal("wrong result");
+    return eng.stop();
+  });
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(nccl.allreduces.load(), 1);
+  EXPECT_EQ(nccl.stream_allreduces.load(), 0);
+  EXPECT_GE(rt.count("host_wait"), 2);  // the pack's, the bucket's completion
+}
+
 // Shutdown while the device still works: stop() waits for the work in flight and the handles
 // complete with their results, not with the shutdown's error.
 TEST(DeviceFinalizerEngine, ShutdownDrainsWorkInFlight) {
