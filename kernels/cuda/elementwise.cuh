@@ -157,7 +157,8 @@ __device__ __forceinline__ void for_each_element(E* dst, const E* a, const E* b,
     }
     done = vectors * V::kCount;
   }
-  for (size_t i = done + first; i < count; i += stride) dst[i] = f(a[i], b != nullptr ? b[i] : a[i]);
+  for (size_t i = done + first; i < count; i += stride)
+    dst[i] = f(a[i], b != nullptr ? b[i] : a[i]);
 }
 
 // Threads to launch for `count` elements of `elem_bytes` (one per 16-byte vector).
