@@ -30,6 +30,7 @@ export CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1
 ASAN_UNIT="base_test config_test layout_test round_counts_test engine_units_test handle_test
   request_version_test
   gradient_reducer_test engine_lease_test device_engine_test device_collectives_test ready_events_test context_test registry_test
+  device_finalizer_test
   store_test
   builtin_frame_test builtin_communicator_test builtin_shm_allreduce_test
   builtin_shm_span_allreduce_test builtin_tcp_security_test gloo_communicator_test
@@ -45,7 +46,8 @@ ASAN_MP='^(communicator_mp_test\.np3\.(builtin|builtin_tcp|gloo|mpi)|engine_mp_t
 # are left to the ASan stage: their libraries are not built with TSan, so it would not see
 # their own synchronisation.
 TSAN_UNIT="base_test engine_units_test handle_test request_version_test burst_end_test engine_lease_test gradient_reducer_test device_engine_test
-  device_collectives_test store_test builtin_communicator_test builtin_shm_allreduce_test builtin_tcp_security_test"
+  device_collectives_test device_finalizer_test store_test builtin_communicator_test
+  builtin_shm_allreduce_test builtin_tcp_security_test"
 TSAN_MP_TARGETS="engine_mp_test engine_pause_mp_test engine_api_mp_test engine_help_mp_test
   process_sets_mp_test"
 TSAN_MP='^(engine_mp_test\.np2\.(builtin|builtin_tcp)|engine_pause_mp_test\.np2\.builtin|engine_api_mp_test\.np2\.builtin|engine_help_mp_test\.np2\.builtin|process_sets_mp_test\.np3\.builtin)$'

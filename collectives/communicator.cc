@@ -48,6 +48,10 @@ Status Communicator::reducescatter(const void*, void*, const std::vector<size_t>
   return lacks(*this, "reducescatter");
 }
 Status Communicator::barrier(Deadline) { return lacks(*this, "barrier"); }
+Status Communicator::allreduce_on_stream(const void*, void*, size_t, DataType, ReduceOp, void*,
+                                         Deadline) {
+  return lacks(*this, "stream-ordered allreduce");
+}
 
 }  // namespace collectives
 }  // namespace hora

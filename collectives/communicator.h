@@ -102,6 +102,21 @@ class Communicator {
   virtual Status allreduce_spans(const std::vector<ReduceSpan>& spans, DataType dtype, ReduceOp op,
                                  double prescale, double postscale, Deadline deadline);
 
+  // Stream-ordered allreduce (a device communicator: NCCL): enqueues the allreduce of `count`
+  // elements on `stream` (a cudaStream_t of the communicator's device) behind the work already
+  // there, and returns without waiting for it to run; `deadline` bounds only the enqueue.
+  // Completion is what an event recorded on `stream` afterwards says; a failure while it runs
+  // (a peer gone, abort()) is what async_error() says. kSum, kMin, kMax and kProduct (kAverage
+  // is kInvalidArgument: the caller scales). Every rank calls it together, as allreduce().
+  // The default returns kUnimplemented; has_stream_allreduce() says whether it is there.
+  virtual bool has_stream_allreduce() const { return false; }
+  virtual Status allreduce_on_stream(const void* in, void* out, size_t count, DataType dtype,
+                                     ReduceOp op, void* stream, Deadline deadline);
+  // The failure of work enqueued earlier that no wait of this communicator saw (a stream-ordered
+  // collective whose peer failed, abort()), or OK. Does not block. Any thread (the engine's
+  // finalizer polls it while the communicator's thread enqueues). Default: OK.
+  virtual Status async_error() { return Status::OK(); }
+
   // Memory of at least `bytes` that the backend's peers on this host can read directly (the
   // builtin backend's shared-memory exchange), or nullptr when the backend has none or not that
   // much (the default). A collective whose input lies inside it skips its copy-in (single

@@ -28,7 +28,8 @@ fi
 # The binaries scripts/gpu_check.sh runs, at their paths in a build tree.
 bins=(tests/kernels/cuda/cuda_kernels_test tests/collectives/backends/nccl/nccl_backend_test
       tests/mp/nccl/nccl_mp_test benchmarks/cuda_kernels_bench benchmarks/hora-bench
-      launcher/horarun tests/core/device_engine_test tests/core/device_engine_gpu_test
+      launcher/horarun tests/core/device_engine_test tests/core/device_finalizer_test
+      tests/core/device_engine_gpu_test
       tests/core/device_collectives_test tests/core/device_collectives_gpu_test)
 # What the binding links (adapters/python/CMakeLists.txt: hora and what it depends on).
 libs=(core/libhora.a collectives/libhora_collectives.a kernels/cpu/libhora_kernels.a

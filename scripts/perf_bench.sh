@@ -24,6 +24,7 @@
 #   allreduce_auto       auto against hora's own algorithms under horarun and mpirun
 #   allreduce_load       auto's allreduce idle and beside one busy thread per rank
 #   engine_fusion        engine_fusion_bench: the fused step, the engine's own cost
+#   device_engine        the engine's device path on the fake CUDA runtime: host waits vs finalizer
 #   engine_latency       a lone small allreduce through the engine
 #   process_sets         a set of 2 in a job of 4 against a 2-rank job, two sets side by side
 #   trainer_scaling      the reference trainer at 2 ranks (benchmarks/trainer_scaling.sh)
@@ -42,7 +43,7 @@ BENCH=$BUILD_DIR/benchmarks/hora-bench
 HORARUN=$BUILD_DIR/launcher/horarun
 OUT=docs/bench
 RAW=$BUILD_DIR/perf
-LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion engine_latency process_sets trainer_scaling
+LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion device_engine engine_latency process_sets trainer_scaling
        torch_scaling keras_scaling binding_overhead kernels)
 sections=("$@")
 ((${#sections[@]} > 0)) || sections=("${LOCAL[@]}")
@@ -126,6 +127,12 @@ bench_engine_fusion() {
   local cmd=("$HORARUN" -np 2 "$BUILD_DIR/benchmarks/engine_fusion_bench")
   run "$RAW/engine_fusion.txt" "${cmd[@]}"
   ingest engine_fusion --command "$(shown "${cmd[@]}")" "$RAW/engine_fusion.txt"
+}
+
+bench_device_engine() {
+  local cmd=("$BUILD_DIR/benchmarks/device_engine_bench" --fake-device --ranks 1,2 --rounds 3)
+  run "$RAW/device_engine.txt" "${cmd[@]}"
+  ingest device_engine --command "$(shown "${cmd[@]}")" "$RAW/device_engine.txt"
 }
 
 bench_engine_latency() {

@@ -29,6 +29,7 @@ SECTIONS = [
     collectives.AutoChoice(),
     collectives.BusyCores(),
     engine.EngineFusion(),
+    engine.DeviceEngineFake(),
     engine.EngineLatency(),
     engine.ProcessSets(),
     engine.TrainerScaling(),

@@ -57,6 +57,9 @@ class DeviceRuntime {
   // An error of the work before the event is returned here.
   virtual Status wait_event(int device, DeviceEvent event, Deadline deadline,
                             const std::string& what) = 0;
+  // Host side, without waiting: true once `event` completed, false while the work before it
+  // runs (cudaEventQuery); an error of that work is returned, naming `what`.
+  virtual StatusOr<bool> query_event(int device, DeviceEvent event, const std::string& what) = 0;
 
   // Device memory of `bytes` on `device` (bytes may be 0: a null pointer).
   virtual StatusOr<void*> alloc_device(int device, size_t bytes) = 0;

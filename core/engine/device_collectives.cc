@@ -73,7 +73,7 @@ Status DeviceExecutor::run_single(const Response& r, const CompleteFn& complete)
 
   // A device buffer for the result when it goes to the host (native) -- the fusion buffer.
   HORA_ASSIGN_OR_RETURN(PerDevice * d, device_state(device, native && to_host ? out_bytes : 0));
-  HORA_RETURN_IF_ERROR(wait_ready(device, *d, r.name));
+  HORA_RETURN_IF_ERROR(wait_ready(device, *d, *e));
   const auto start = Clock::now();
   if (native) {
     // NCCL runs on its communicator's stream: the host waits for the input first; the
@@ -101,8 +101,6 @@ Status DeviceExecutor::run_single(const Response& r, const CompleteFn& complete)
       HORA_RETURN_IF_ERROR(rt->memcpy_async(device, out, pin_out, out_bytes, d->stream));
     ++stats_.staged_buckets;
   }
-  if (out != nullptr) HORA_RETURN_IF_ERROR(publish_done(device, *d, {e}));
-  HORA_RETURN_IF_ERROR(host_wait(device, *d, what + " (result)"));
   if (timeline_ != nullptr && timeline_->enabled()) {
     const std::string phase = timeline_phase(r.type);
     timeline_->event(
@@ -111,8 +109,8 @@ Status DeviceExecutor::run_single(const Response& r, const CompleteFn& complete)
          {"device_path", native ? "nccl" : "staged"},
          {"bytes", std::to_string(out_bytes)}});
   }
-  complete(r.name, std::move(allocator_error));
-  return Status::OK();
+  (void)complete;  // the finalizer completes the handle once the result is written
+  return finish(device, *d, {e}, what, std::move(allocator_error));
 }
 
 }  // namespace engine

@@ -12,8 +12,8 @@ namespace {
 constexpr const char* kModeNames[] = {"none", "nccl", "staged"};
 constexpr const char* kPathNames[] = {"host", "nccl", "staged"};
 constexpr const char* kStepNames[] = {"wait_ready", "pack",           "copy_to_host", "host_wait",
-                                      "collective", "copy_to_device", "unpack"};
-static_assert(std::size(kStepNames) == static_cast<size_t>(DeviceStep::kUnpack) + 1);
+                                      "collective", "copy_to_device", "unpack",       "finalize"};
+static_assert(std::size(kStepNames) == static_cast<size_t>(DeviceStep::kFinalize) + 1);
 
 }  // namespace
 
@@ -24,20 +24,21 @@ const char* device_step_name(DeviceStep step) { return name_of(kStepNames, step,
 StatusOr<DevicePath> route_tensor(const std::string& name, const char* what, const Device& device,
                                   const DeviceSupport& support) {
   if (device.is_cpu()) return DevicePath::kHost;
-  const std::string who = "tensor '" + name + "': " + what + " is on " + device.to_string();
+  // Built only for an error: routing is on every device tensor's enqueue.
+  auto who = [&] { return "tensor '" + name + "': " + what + " is on " + device.to_string(); };
   switch (support.mode) {
     case DeviceMode::kNone:
-      return Status::failed_precondition(who +
+      return Status::failed_precondition(who() +
                                          " but this job has no GPU path: " + support.why_none);
     case DeviceMode::kNative:
     case DeviceMode::kStaged:
       if (device.index != support.device)
         return Status::invalid_argument(
-            who + " but this rank's GPU is cuda:" + std::to_string(support.device) +
+            who() + " but this rank's GPU is cuda:" + std::to_string(support.device) +
             " (one GPU per rank: move the tensor there, or set CUDA_VISIBLE_DEVICES per rank)");
       return support.mode == DeviceMode::kNative ? DevicePath::kNative : DevicePath::kStaged;
   }
-  return Status::internal(who + ": unknown device mode");
+  return Status::internal(who() + ": unknown device mode");
 }
 
 DeviceBucketPlan plan_device_allreduce(DevicePath path, const std::vector<size_t>& counts,
@@ -51,14 +52,14 @@ DeviceBucketPlan plan_device_allreduce(DevicePath path, const std::vector<size_t
   }
   plan.steps = {DeviceStep::kWaitReady, DeviceStep::kPack};
   if (path == DevicePath::kStaged) {
+    // The host reduces the pinned copy: it waits for that copy, and only for it.
     plan.steps.insert(plan.steps.end(),
                       {DeviceStep::kCopyToHost, DeviceStep::kHostWait, DeviceStep::kCollective,
-                       DeviceStep::kCopyToDevice, DeviceStep::kUnpack, DeviceStep::kHostWait});
+                       DeviceStep::kCopyToDevice, DeviceStep::kUnpack, DeviceStep::kFinalize});
   } else {
-    // The NCCL communicator runs on its own stream: the host waits for the pack first, and
-    // the communicator returns once its collective completed on the GPU.
-    plan.steps.insert(plan.steps.end(), {DeviceStep::kHostWait, DeviceStep::kCollective,
-                                         DeviceStep::kUnpack, DeviceStep::kHostWait});
+    // NCCL's allreduce is enqueued on the engine's stream behind the pack: no host wait.
+    plan.steps.insert(plan.steps.end(),
+                      {DeviceStep::kCollective, DeviceStep::kUnpack, DeviceStep::kFinalize});
   }
   return plan;
 }

@@ -58,6 +58,7 @@ enum class DeviceStep : uint8_t {
   kCollective,    // the collective: on the NCCL communicator, or over the host one
   kCopyToDevice,  // staged: pinned host buffer -> device fusion buffer
   kUnpack,        // batched copy out of the fusion buffer into the outputs, postscaled
+  kFinalize,      // completion event recorded; the finalizer completes the handles after it
 };
 const char* device_step_name(DeviceStep step);
 

@@ -79,6 +79,7 @@ Engine::Engine(collectives::Communicator& comm, const EngineOptions& options,
   deo.timeout_s = options.timeout_s;
   deo.algorithm = eo.algorithm;
   deo.topology = eo.topology;
+  deo.host_waits = options.device_host_waits;
   device_executor_ = std::make_unique<DeviceExecutor>(device ? *device : DeviceResources{}, comm_,
                                                       deo, queue_, &timeline_);
   eo.device = device_executor_.get();
@@ -122,7 +123,9 @@ void Engine::stop_timeline() {
 }
 
 Status Engine::enqueue(std::vector<Entry>&& entries) {
-  {
+  // As enqueue_allreduce: the engine's mutex only before the start and after the stop (the
+  // background thread takes it every round; a burst of device tensors contended for it).
+  if (!accepting_.load(std::memory_order_acquire)) {
     MutexLock lock(&mu_);
     if (stopped_)
       return Status::failed_precondition(
@@ -203,6 +206,9 @@ void Engine::finish(const Status& fatal) {
 }
 
 void Engine::fail_all(const Status& why) {
+  // Device work in flight completes (or fails) first: a handle completes only once its output
+  // was written.
+  device_executor_->drain().IgnoreError();  // its failures reached their handles
   for (Entry& e : queue_.close(why)) {
     e.handle->complete(Status(why.code(), "tensor '" + e.request.name + "': " + why.message()));
   }

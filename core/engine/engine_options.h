@@ -37,6 +37,9 @@ struct EngineOptions {
   int autotune_samples = 3;                                          // HORA_AUTOTUNE_SAMPLES
   HierarchicalMode hierarchical_allreduce = HierarchicalMode::kAuto;
   HierarchicalMode hierarchical_allgather = HierarchicalMode::kAuto;
+  // Benchmarks only (device_engine_bench): the device path with the engine's thread waiting
+  // for each device bucket, as before the finalizer (DeviceExecutorOptions::host_waits).
+  bool device_host_waits = false;
 };
 
 }  // namespace engine

@@ -18,12 +18,6 @@ ReadyEvents::ReadyEvents(DeviceRuntime* runtime)
     : runtime_(runtime), pool_(std::make_shared<Pool>(runtime)) {}
 
 ReadyEvents::~ReadyEvents() {
-  std::unordered_map<std::string, Ready> held;
-  {
-    MutexLock lock(&mu_);
-    held.swap(by_name_);
-  }
-  held.clear();  // their events go back to the pool
   std::map<int, std::vector<DeviceEvent>> pooled;
   {
     MutexLock lock(&pool_->mu);
@@ -60,7 +54,7 @@ StatusOr<std::shared_ptr<void>> ReadyEvents::acquire(int device) {
   });
 }
 
-Status ReadyEvents::record(const std::string& name, int device, DeviceStream stream) {
+StatusOr<ReadyEvents::Ready> ReadyEvents::record(int device, DeviceStream stream) {
   HORA_ASSIGN_OR_RETURN(std::shared_ptr<void> event, acquire(device));
   Ready ready;
   {
@@ -70,23 +64,7 @@ Status ReadyEvents::record(const std::string& name, int device, DeviceStream str
   }
   ready.event = std::move(event);
   ready.stream = stream;
-  Ready replaced;  // dropped outside the mutex
-  {
-    MutexLock lock(&mu_);
-    Ready& slot = by_name_[name];
-    replaced = std::move(slot);
-    slot = std::move(ready);
-  }
-  return Status::OK();
-}
-
-bool ReadyEvents::take(const std::string& name, Ready* out) {
-  MutexLock lock(&mu_);
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return false;
-  *out = std::move(it->second);
-  by_name_.erase(it);
-  return true;
+  return ready;
 }
 
 StatusOr<int> ReadyEvents::wait(int device, DeviceStream engine_stream,

@@ -143,6 +143,7 @@ void TensorQueue::release(int32_t id) {
   --in_flight_;
   slot.entry.handle.reset();
   slot.entry.allocate = nullptr;
+  slot.entry.ready = {};  // a device input's event goes back to its pool
   if (names_.size() > kMaxNames) names_.forget(id);
 }
 

@@ -27,6 +27,7 @@
 #include "core/engine/handle_state.h"
 #include "core/engine/message.h"
 #include "core/engine/name_table.h"
+#include "core/engine/ready_events.h"
 #include "hora/mutex.h"
 #include "hora/status.h"
 #include "hora/tensor_view.h"
@@ -49,6 +50,8 @@ struct Entry {
   TensorView in;
   TensorView out;  // allreduce: where the result goes; broadcast: the tensor itself
   Request request;
+  // A device input: where it is ready on its framework's stream (DeviceExecutor::admit).
+  ReadyEvents::Ready ready;
 };
 
 // A single allreduce of host tensors, as the API hands it over: the queue fills its name's

@@ -109,6 +109,15 @@ class CudaDeviceRuntime final : public DeviceRuntime {
     }
   }
 
+  StatusOr<bool> query_event(int device, DeviceEvent event, const std::string& what) override {
+    DeviceGuard guard(device);
+    HORA_RETURN_IF_ERROR(guard.status());
+    const cudaError_t e = cudaEventQuery(as_event(event));
+    if (e == cudaSuccess) return true;
+    if (e == cudaErrorNotReady) return false;
+    return cuda_status(e, on(what.c_str(), device));
+  }
+
   StatusOr<void*> alloc_device(int device, size_t bytes) override {
     if (bytes == 0) return static_cast<void*>(nullptr);
     DeviceGuard guard(device);

@@ -1,4 +1,5 @@
-// reduce / reduce3 on the device: one grid-stride kernel per (dtype, op).
+// reduce / reduce3 on the device: one grid-stride kernel per (dtype, op), moving 16-byte
+// vectors when the buffers are 16-byte aligned (elementwise.cuh's for_each_element).
 #include "kernels/cuda/elementwise.cuh"
 
 namespace hora {
@@ -11,17 +12,15 @@ template <DataType kDt, Op kOp>
 __global__ void binary_kernel(typename Traits<kDt>::Elem* dst, const typename Traits<kDt>::Elem* a,
                               const typename Traits<kDt>::Elem* b, size_t count) {
   using T = Traits<kDt>;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    dst[i] = T::store(combine<kDt, kOp>(T::load(a[i]), T::load(b[i])));
-  }
+  using E = typename T::Elem;
+  for_each_element(dst, a, b, count,
+                   [](E x, E y) { return T::store(combine<kDt, kOp>(T::load(x), T::load(y))); });
 }
 
 template <DataType kDt, Op kOp>
 void launch_binary(void* dst, const void* a, const void* b, size_t count, Stream stream) {
   using E = typename Traits<kDt>::Elem;
-  binary_kernel<kDt, kOp><<<blocks_for(count), kThreads, 0, stream>>>(
+  binary_kernel<kDt, kOp><<<blocks_for(vector_units(count, sizeof(E))), kThreads, 0, stream>>>(
       static_cast<E*>(dst), static_cast<const E*>(a), static_cast<const E*>(b), count);
 }
 

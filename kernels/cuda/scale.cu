@@ -4,7 +4,9 @@
 // the kernel's argument. Grid y is the item; grid x strides over the item's elements (sized
 // for the group's largest item, capped at kMaxBlocks / 4 per item), so many small tensors
 // fill the GPU together instead of one tiny launch each. A plain copy (factor 1) moves
-// 16-byte words when the item's pointers and length allow, else 4-byte words, else bytes.
+// 16-byte words when the item's pointers and length allow, else 4-byte words, else bytes; a
+// scaled one moves 16-byte vectors of elements when the item's pointers are 16-byte aligned
+// (elementwise.cuh's for_each_element), the tail element by element.
 #include <algorithm>
 
 #include "kernels/cuda/elementwise.cuh"
@@ -33,13 +35,18 @@ __device__ __forceinline__ typename Traits<kDt>::Elem scale_one(typename Traits<
 }
 
 template <DataType kDt>
+__device__ __forceinline__ void scale_range(typename Traits<kDt>::Elem* dst,
+                                            const typename Traits<kDt>::Elem* src, size_t count,
+                                            double factor) {
+  using E = typename Traits<kDt>::Elem;
+  for_each_element(dst, src, static_cast<const E*>(nullptr), count,
+                   [factor](E x, E) { return scale_one<kDt>(x, factor); });
+}
+
+template <DataType kDt>
 __global__ void scale_kernel(typename Traits<kDt>::Elem* dst, const typename Traits<kDt>::Elem* src,
                              size_t count, double factor) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    dst[i] = scale_one<kDt>(src[i], factor);
-  }
+  scale_range<kDt>(dst, src, count, factor);
 }
 
 struct Batch {
@@ -50,13 +57,7 @@ template <DataType kDt>
 __global__ void batched_scale_kernel(Batch batch, double factor) {
   using E = typename Traits<kDt>::Elem;
   const CopyItem item = batch.items[blockIdx.y];
-  E* dst = static_cast<E*>(item.dst);
-  const E* src = static_cast<const E*>(item.src);
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < item.count;
-       i += stride) {
-    dst[i] = scale_one<kDt>(src[i], factor);
-  }
+  scale_range<kDt>(static_cast<E*>(item.dst), static_cast<const E*>(item.src), item.count, factor);
 }
 
 template <typename W>
@@ -104,8 +105,9 @@ Status scale_copy(void* dst, const void* src, size_t count, DataType dtype, doub
   return detail::for_dtype(dtype, [&](auto tag) -> Status {
     constexpr DataType kDt = decltype(tag)::value;
     using E = typename detail::Traits<kDt>::Elem;
-    detail::scale_kernel<kDt><<<detail::blocks_for(count), detail::kThreads, 0, stream>>>(
-        static_cast<E*>(dst), static_cast<const E*>(src), count, factor);
+    detail::scale_kernel<kDt>
+        <<<detail::blocks_for(detail::vector_units(count, sizeof(E))), detail::kThreads, 0,
+           stream>>>(static_cast<E*>(dst), static_cast<const E*>(src), count, factor);
     return detail::launch_status("cuda scale");
   });
 }
@@ -132,8 +134,9 @@ Status batched_scale_copy(const CopyItem* items, size_t num_items, DataType dtyp
       largest = std::max(largest, items[first + k].count);
     }
     if (largest == 0) continue;
-    // Threads per item cover its elements (or 16-byte words, for a plain copy).
-    const size_t units = factor == 1.0 ? (largest * data_type_bytes(dtype) + 15) / 16 : largest;
+    // Threads per item cover its 16-byte words (a plain copy) or vectors of elements.
+    const size_t units = factor == 1.0 ? (largest * data_type_bytes(dtype) + 15) / 16
+                                       : detail::vector_units(largest, data_type_bytes(dtype));
     const dim3 grid(std::min(detail::blocks_for(units), detail::kMaxBlocks / 4),
                     static_cast<unsigned>(n));
     if (factor == 1.0) {

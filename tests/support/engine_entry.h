@@ -28,6 +28,10 @@ inline Handle enqueue_entry(engine::Engine& eng, engine::Entry e, double timeout
   return detail::HandleAccess::make(state);
 }
 
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 // OK when `got` equals `want` element for element; else an error naming `what`, the index
 // and both values.
 inline Status expect_eq(const std::vector<float>& got, const std::vector<float>& want,

@@ -1,7 +1,9 @@
 #include "tests/support/fake_nccl_communicator.h"
 
+#include <chrono>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "collectives/algorithms/algorithms.h"
 
@@ -13,6 +15,13 @@ collectives::AlgorithmOptions with(Deadline deadline) {
   collectives::AlgorithmOptions ao;
   ao.deadline = deadline;
   return ao;
+}
+
+void spin(int64_t ns) {
+  if (ns <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+  while (std::chrono::steady_clock::now() < until) {
+  }
 }
 
 size_t sum(const std::vector<size_t>& v) { return std::accumulate(v.begin(), v.end(), size_t{0}); }
@@ -37,8 +46,35 @@ StatusOr<std::unique_ptr<collectives::Request>> FakeNcclCommunicator::irecv(int 
   return inner_->irecv(peer, data, bytes, tag);
 }
 
+Status FakeNcclCommunicator::allreduce_on_stream(const void* in, void* out, size_t count,
+                                                 DataType dtype, ReduceOp op, void* stream,
+                                                 Deadline deadline) {
+  if (op == ReduceOp::kAverage)
+    return Status::invalid_argument("fake nccl: stream-ordered allreduce of an average");
+  spin(launch_ns.load());
+  runtime_->run_on_stream(stream, device_ns.load());
+  ++stream_allreduces;
+  return reduce(in, out, count, dtype, op, deadline);
+}
+
+Status FakeNcclCommunicator::async_error() {
+  MutexLock lock(&mu_);
+  return async_error_;
+}
+
+void FakeNcclCommunicator::fail_async(Status status) {
+  MutexLock lock(&mu_);
+  async_error_ = std::move(status);
+}
+
 Status FakeNcclCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
                                        ReduceOp op, Deadline deadline) {
+  spin(launch_ns.load() + sync_ns.load() + device_ns.load());
+  return reduce(in, out, count, dtype, op, deadline);
+}
+
+Status FakeNcclCommunicator::reduce(const void* in, void* out, size_t count, DataType dtype,
+                                    ReduceOp op, Deadline deadline) {
   ++allreduces;
   last_dtype = dtype;
   HORA_RETURN_IF_ERROR(device_only("allreduce input", in, count));

@@ -52,20 +52,40 @@ Status NcclCommunicator::scale_average(void* out, size_t count, DataType dtype,
   return status.ok() ? status : fail(status.with_context(" (nccl: " + what + ")"));
 }
 
-Status NcclCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
-                                   ReduceOp op, Deadline deadline) {
-  const std::string what = describe_call("allreduce", count, dtype);
+Status NcclCommunicator::enqueue_allreduce(const std::string& what, const void* in, void* out,
+                                           size_t count, DataType dtype, ReduceOp op,
+                                           cudaStream_t stream, Deadline deadline) {
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "nccl: " + describe() + ": " + what));
   HORA_ASSIGN_OR_RETURN(ncclDataType_t type, nccl_reduce_type(dtype));
   if (count == 0) return check_usable(what);
   const size_t bytes = count * data_type_bytes(dtype);
   HORA_RETURN_IF_ERROR(check_device_memory(in, bytes, what + " input"));
   HORA_RETURN_IF_ERROR(check_device_memory(out, bytes, what + " output"));
-  HORA_RETURN_IF_ERROR(run_collective(what, deadline, [&] {
-    return api_.all_reduce(in, out, count, type, nccl_reduce_op(op), comm_, stream_);
-  }));
+  return run_collective(what, deadline, [&] {
+    return api_.all_reduce(in, out, count, type, nccl_reduce_op(op), comm_, stream);
+  });
+}
+
+Status NcclCommunicator::allreduce(const void* in, void* out, size_t count, DataType dtype,
+                                   ReduceOp op, Deadline deadline) {
+  const std::string what = describe_call("allreduce", count, dtype);
+  HORA_RETURN_IF_ERROR(enqueue_allreduce(what, in, out, count, dtype, op, stream_, deadline));
+  if (count == 0) return Status::OK();
   if (op == ReduceOp::kAverage) HORA_RETURN_IF_ERROR(scale_average(out, count, dtype, what));
   return wait_stream(collective_event_, what, deadline);
+}
+
+Status NcclCommunicator::allreduce_on_stream(const void* in, void* out, size_t count,
+                                             DataType dtype, ReduceOp op, void* stream,
+                                             Deadline deadline) {
+  const std::string what = describe_call("stream-ordered allreduce", count, dtype);
+  if (op == ReduceOp::kAverage)
+    return Status::invalid_argument("nccl: " + describe() + ": " + what +
+                                    ": average (the caller scales a sum)");
+  // Enqueued on the caller's stream, behind its work: no wait here, on the host or between
+  // streams.
+  return enqueue_allreduce(what, in, out, count, dtype, op, static_cast<cudaStream_t>(stream),
+                           deadline);
 }
 
 Status NcclCommunicator::broadcast(void* buf, size_t count, DataType dtype, int root,

@@ -209,9 +209,13 @@ Status NcclCommunicator::use_device() {
 Status NcclCommunicator::fail(const Status& status) {
   if (!broken_.ok()) return status;
   broken_ = status;
-  if (comm_ != nullptr) {
-    api_.comm_abort(comm_);  // ends NCCL's kernels so the buffers are free again
-    comm_ = nullptr;
+  {
+    MutexLock lock(&health_mu_);
+    health_error_ = status;
+    if (comm_ != nullptr) {
+      api_.comm_abort(comm_);  // ends NCCL's kernels so the buffers are free again
+      comm_ = nullptr;
+    }
   }
   for (auto& op : queued_) {
     op->done = true;
@@ -249,6 +253,20 @@ Status NcclCommunicator::check_device_memory(const void* ptr, size_t bytes,
                                     " is on cuda:" + std::to_string(device) +
                                     ", not on this communicator's cuda:" + std::to_string(device_));
   return Status::OK();
+}
+
+Status NcclCommunicator::async_error() {
+  if (aborted_.load(std::memory_order_acquire))
+    return aborted_status("nccl", describe(), "a stream-ordered collective");
+  MutexLock lock(&health_mu_);
+  if (!health_error_.ok()) return health_error_;
+  if (comm_ == nullptr) return Status::OK();
+  ncclResult_t async = ncclSuccess;
+  const ncclResult_t r = api_.comm_get_async_error(comm_, &async);
+  if (r != ncclSuccess) return nccl_status(r, "nccl: " + describe() + ": ncclCommGetAsyncError");
+  if (async == ncclSuccess || async == ncclInProgress) return Status::OK();
+  return nccl_status(async, "nccl: " + describe() + ": a stream-ordered collective",
+                     api_.get_last_error(comm_));
 }
 
 Status NcclCommunicator::finish_enqueue(ncclResult_t result, const std::string& what,

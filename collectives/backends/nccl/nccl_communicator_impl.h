@@ -14,6 +14,8 @@
 #include "collectives/backends/nccl/nccl_communicator.h"
 #include "collectives/backends/nccl/nccl_poll.h"
 #include "collectives/rendezvous/failure_board.h"
+#include "hora/mutex.h"
+#include "hora/thread_annotations.h"
 
 namespace hora {
 namespace collectives {
@@ -81,6 +83,10 @@ class NcclCommunicator final : public Communicator {
   Status reducescatter(const void* in, void* out, const std::vector<size_t>& recv_counts,
                        DataType dtype, ReduceOp op, Deadline deadline) override;
   Status barrier(Deadline deadline) override;
+  bool has_stream_allreduce() const override { return true; }
+  Status allreduce_on_stream(const void* in, void* out, size_t count, DataType dtype, ReduceOp op,
+                             void* stream, Deadline deadline) override;
+  Status async_error() override;
 
   // The CUDA kernels, device copies and device scratch hora's algorithms use here.
   BufferOps* buffer_ops() override { return buffer_ops_.get(); }
@@ -121,6 +127,9 @@ class NcclCommunicator final : public Communicator {
   Status run_collective(const std::string& what, Deadline deadline,
                         const std::function<ncclResult_t()>& enqueue);
   Status scale_average(void* out, size_t count, DataType dtype, const std::string& what);
+  // allreduce's and allreduce_on_stream's checks and ncclAllReduce on `stream`, not waited.
+  Status enqueue_allreduce(const std::string& what, const void* in, void* out, size_t count,
+                           DataType dtype, ReduceOp op, cudaStream_t stream, Deadline deadline);
   // Launches the queued ops that `op` needs (nccl_communicator.h's rule), as one group.
   Status launch_for(const P2pOp& op, Deadline deadline);
   // Launches every queued op (before a collective, so stream order follows posting order).
@@ -144,7 +153,11 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t collective_event_ = nullptr;
   void* scratch_ = nullptr;  // kScratchBytes of device memory (barrier, 0-byte messages)
   std::atomic<bool> aborted_{false};
-  Status broken_;                               // the first failure; the communicator's thread only
+  Status broken_;  // the first failure; the communicator's thread only
+  // async_error()'s view from other threads: fail() aborts comm_ and sets health_error_ under
+  // it, so a concurrent ncclCommGetAsyncError never sees a freed communicator.
+  Mutex health_mu_;
+  Status health_error_ HORA_GUARDED_BY(health_mu_);
   std::vector<std::shared_ptr<P2pOp>> queued_;  // posted, not launched, in posting order
   std::string hostname_;
   struct PeerProcess {

@@ -165,9 +165,11 @@ TEST(GpuNative, OverTheNcclCommunicatorAtOneRank) {
 }
 
 // The engine target, measured and printed (not asserted: one GPU's numbers vary): a
-// fused step of 200 tensors of 64 KiB through the engine against one raw allreduce of the same
-// bytes on the NCCL communicator (at N = 1 the collective is a copy, so this is the engine's
-// own cost: negotiation, ready-event waits, pack, unpack, completion). Target <= 1.3x.
+// fused step of 200 tensors of 64 KiB through the engine at one rank against one raw
+// ncclAllReduce of the same bytes on the NCCL communicator plus one device memcpy of them (what
+// a fused step needs at least: the engine copies the inputs to the outputs at one rank), so the
+// difference is the engine's own cost: negotiation, ready-event waits, the copy's launch,
+// completion. Target <= 1.1x.
 TEST(GpuNative, FusedStepOf200TensorsAgainstOneNcclAllreduce) {
   auto rt = cuda();
   collectives::MemoryStore store;
@@ -216,6 +218,8 @@ TEST(GpuNative, FusedStepOf200TensorsAgainstOneNcclAllreduce) {
       for (auto& st : states) HORA_RETURN_IF_ERROR(detail::HandleAccess::make(st).wait());
       return Status::OK();
     };
+    HORA_ASSIGN_OR_RETURN(void* copy, rt->alloc_device(0, kTensors * kCount * 4));
+    HORA_ASSIGN_OR_RETURN(DeviceEvent copied, rt->create_event(0));
     std::vector<double> engine_ms, raw_ms;
     for (int i = 0; i < 25; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -227,15 +231,27 @@ TEST(GpuNative, FusedStepOf200TensorsAgainstOneNcclAllreduce) {
       HORA_RETURN_IF_ERROR(nccl.value()->allreduce(block, block, kTensors * kCount,
                                                    DataType::kFloat32, ReduceOp::kSum,
                                                    Deadline::after_seconds(60)));
+      HORA_RETURN_IF_ERROR(rt->memcpy_async(0, copy, block, kTensors * kCount * 4, fw));
+      HORA_RETURN_IF_ERROR(rt->record_event(0, copied, fw));
+      HORA_RETURN_IF_ERROR(
+          rt->wait_event(0, copied, Deadline::after_seconds(60), "the reference's memcpy"));
       if (i >= 5) raw_ms.push_back(Ms(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(engine_ms.begin(), engine_ms.end());
     std::sort(raw_ms.begin(), raw_ms.end());
     const double e_med = engine_ms[engine_ms.size() / 2], r_med = raw_ms[raw_ms.size() / 2];
+    const double ratio = e_med / r_med;
     std::printf(
         "engine fused step, %d x 64 KiB on cuda:0 over NCCL: median %.3f ms; one "
-        "ncclAllReduce of %.1f MiB: median %.3f ms; ratio %.2fx (target <= 1.3x)\n",
-        kTensors, e_med, kTensors * kCount * 4 / 1048576.0, r_med, e_med / r_med);
+        "ncclAllReduce of %.1f MiB plus one device memcpy of it: median %.3f ms; ratio %.2fx "
+        "(target <= 1.1x)\n",
+        kTensors, e_med, kTensors * kCount * 4 / 1048576.0, r_med, ratio);
+    std::printf(
+        "target: engine fused step (200 x 64 KiB, one rank) over ncclAllReduce + memcpy: "
+        "%.2fx (target <= 1.10x): %s\n",
+        ratio, ratio <= 1.1 ? "met" : "missed");
+    rt->destroy_event(0, copied);
+    rt->free_device(0, copy);
     rt->free_device(0, block);
     rt->destroy_stream(0, fw);
     return eng.stop();

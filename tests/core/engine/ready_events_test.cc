@@ -17,10 +17,10 @@ using test_support::FakeDeviceRuntime;
 DeviceStream stream(uintptr_t handle) { return reinterpret_cast<DeviceStream>(handle); }
 const DeviceStream kEngine = stream(0x1000);
 
-ReadyEvents::Ready take(ReadyEvents& ready, const std::string& name) {
-  ReadyEvents::Ready r;
-  EXPECT_TRUE(ready.take(name, &r)) << name;
-  return r;
+ReadyEvents::Ready record(ReadyEvents& ready, DeviceStream s) {
+  StatusOr<ReadyEvents::Ready> r = ready.record(0, s);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return r.ok() ? std::move(r).value() : ReadyEvents::Ready();
 }
 
 TEST(ReadyEvents, WaitsOncePerStreamForItsLastRecord) {
@@ -28,13 +28,10 @@ TEST(ReadyEvents, WaitsOncePerStreamForItsLastRecord) {
   {
     ReadyEvents ready(&rt);
     const DeviceStream a = stream(0x100), b = stream(0x200);
-    ASSERT_TRUE(ready.record("a1", 0, a).ok());
-    ASSERT_TRUE(ready.record("b1", 0, b).ok());
-    ASSERT_TRUE(ready.record("a2", 0, a).ok());
-    ASSERT_TRUE(ready.record("a3", 0, a).ok());
-    // Taken out of order: the wait still picks each stream's last record.
-    std::vector<ReadyEvents::Ready> events = {take(ready, "a3"), take(ready, "a1"),
-                                              take(ready, "b1"), take(ready, "a2")};
+    ReadyEvents::Ready r_a1 = record(ready, a), r_b1 = record(ready, b), r_a2 = record(ready, a),
+                       r_a3 = record(ready, a);
+    // Listed out of order: the wait still picks each stream's last record.
+    std::vector<ReadyEvents::Ready> events = {r_a3, r_a1, r_b1, r_a2};
     const DeviceEvent a3 = events[0].event.get(), b1 = events[2].event.get();
     StatusOr<int> waits = ready.wait(0, kEngine, events);
     ASSERT_TRUE(waits.ok()) << waits.status().to_string();
@@ -54,9 +51,8 @@ TEST(ReadyEvents, PerThreadDefaultStreamEventsAreEachWaitedFor) {
   FakeDeviceRuntime rt(1);
   ReadyEvents ready(&rt);
   const DeviceStream per_thread = stream(0x2);  // cudaStreamPerThread: one stream per thread
-  ASSERT_TRUE(ready.record("x", 0, per_thread).ok());
-  ASSERT_TRUE(ready.record("y", 0, per_thread).ok());
-  StatusOr<int> waits = ready.wait(0, kEngine, {take(ready, "x"), take(ready, "y")});
+  StatusOr<int> waits =
+      ready.wait(0, kEngine, {record(ready, per_thread), record(ready, per_thread)});
   ASSERT_TRUE(waits.ok());
   EXPECT_EQ(waits.value(), 2);
 }
@@ -67,11 +63,7 @@ TEST(ReadyEvents, EventsArePooledAcrossSteps) {
     ReadyEvents ready(&rt);
     for (int step = 0; step < 5; ++step) {
       std::vector<ReadyEvents::Ready> events;
-      for (int t = 0; t < 50; ++t) {
-        const std::string name = "g" + std::to_string(t);
-        ASSERT_TRUE(ready.record(name, 0, stream(0x100)).ok());
-        events.push_back(take(ready, name));
-      }
+      for (int t = 0; t < 50; ++t) events.push_back(record(ready, stream(0x100)));
       ASSERT_TRUE(ready.wait(0, kEngine, events).ok());
     }
     EXPECT_EQ(rt.count("create_event"), 50);  // the first step's, reused by the next four
@@ -80,21 +72,19 @@ TEST(ReadyEvents, EventsArePooledAcrossSteps) {
   EXPECT_EQ(rt.live_events(), 0);
 }
 
-TEST(ReadyEvents, ARecordReplacesTheNamesEarlierEventAndTakeEmpties) {
+TEST(ReadyEvents, RecordsAreNumberedInOrder) {
   FakeDeviceRuntime rt(1);
   ReadyEvents ready(&rt);
-  ASSERT_TRUE(ready.record("t", 0, stream(0x100)).ok());
-  ASSERT_TRUE(ready.record("t", 0, stream(0x100)).ok());
-  ReadyEvents::Ready r = take(ready, "t");
-  EXPECT_EQ(r.seq, 2u);
-  EXPECT_FALSE(ready.take("t", &r));
-  EXPECT_FALSE(ready.take("never", &r));
+  ReadyEvents::Ready first = record(ready, stream(0x100)), second = record(ready, stream(0x100));
+  EXPECT_EQ(first.seq, 1u);
+  EXPECT_EQ(second.seq, 2u);
+  EXPECT_NE(first.event.get(), second.event.get());
 }
 
 TEST(ReadyEvents, ARecordOnAMissingDeviceFailsNamingIt) {
   FakeDeviceRuntime rt(1);
   ReadyEvents ready(&rt);
-  Status s = ready.record("t", 3, stream(0x100));
+  Status s = ready.record(3, stream(0x100)).status();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("3"), std::string::npos) << s.to_string();
 }

@@ -81,7 +81,8 @@ ncclResult_t FakeNcclApi::recv(void*, size_t count, ncclDataType_t, int peer, nc
   return ncclSuccess;
 }
 ncclResult_t FakeNcclApi::all_reduce(const void*, void*, size_t count, ncclDataType_t type,
-                                     ncclRedOp_t op, ncclComm_t, cudaStream_t) {
+                                     ncclRedOp_t op, ncclComm_t, cudaStream_t stream) {
+  last_all_reduce_stream = stream;
   log.push_back("all_reduce " + std::to_string(count) + " type " + std::to_string(type) + " op " +
                 std::to_string(op));
   return ncclSuccess;
@@ -132,6 +133,7 @@ int FakeNcclApi::event_destroy(cudaEvent_t) {
 }
 int FakeNcclApi::event_record(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
 int FakeNcclApi::event_query(cudaEvent_t) {
+  ++event_queries;
   return events_never_complete ? cudaErrorNotReady : cudaSuccess;
 }
 int FakeNcclApi::malloc_device(void** ptr, size_t bytes) {

@@ -29,6 +29,9 @@ class FakeNcclApi : public nccl_backend::NcclApi {
   // From this many ncclCommGetAsyncError calls after init on, the async error is `async_error`.
   int async_error_after_polls = -1;
   ncclResult_t async_error = ncclRemoteError;
+  // The stream of the last all_reduce, and how many event queries were made.
+  cudaStream_t last_all_reduce_stream = nullptr;
+  std::atomic<int> event_queries{0};
   bool events_never_complete = false;
   std::set<const void*> host_pointers;  // pointer_kind says kHost for these
   int pointer_device = 0;               // the device of every other pointer

@@ -184,6 +184,34 @@ TEST(NcclCommunicator, NativeCollectivesPickNcclsCallsByShape) {
                        "send 8 to 0", "recv 8 from 0", "group_end", "all_reduce 1 type 2 op 0"}));
 }
 
+// The engine's stream-ordered allreduce: ncclAllReduce on the caller's stream, and nothing
+// waited for; the async error is what the finalizer polls.
+TEST(NcclCommunicator, StreamAllreduceEnqueuesOnTheCallersStreamWithoutWaiting) {
+  FakeNcclApi api;
+  MemoryStore store;
+  auto comm = make(api, store, 0, 1);
+  ASSERT_NE(comm, nullptr);
+  ASSERT_TRUE(comm->has_stream_allreduce());
+  const size_t before = api.log.size();
+  const int queries = api.event_queries.load();
+  void* stream = dev(0x77);
+  Status s = comm->allreduce_on_stream(dev(0x1000), dev(0x1000), 8, DataType::kFloat32,
+                                       ReduceOp::kSum, stream, Deadline::after_seconds(1));
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(std::vector<std::string>(api.log.begin() + before, api.log.end()),
+            (std::vector<std::string>{"all_reduce 8 type 7 op 0"}));
+  EXPECT_EQ(api.last_all_reduce_stream, static_cast<cudaStream_t>(stream));
+  EXPECT_EQ(api.event_queries.load(), queries);  // no wait for the GPU
+  s = comm->allreduce_on_stream(dev(0x1000), dev(0x1000), 8, DataType::kFloat32, ReduceOp::kAverage,
+                                stream, Deadline::after_seconds(1));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_TRUE(comm->async_error().ok());
+  api.async_error_after_polls = api.async_polls.load();
+  s = comm->async_error();
+  EXPECT_EQ(s.code(), StatusCode::kRemote) << s.to_string();
+  EXPECT_TRUE(contains(s.message(), "ncclRemoteError")) << s.message();
+}
+
 TEST(NcclCommunicatorRefusals, WhatNcclCannotReduceOrReach) {
   FakeNcclApi api;
   MemoryStore store;
