@@ -68,35 +68,26 @@ grep -E '^\[[0-9]+\]<stderr>: (hora-bench: rank [0-9]+:|\[hora [0-9]+ E\] engine
   fail "no survivor names rank $victim"
 check_clean
 
-echo "== set STOP: allreduce in process set 1, SIGSTOP to rank $victim of $np"
-start_job "$np" allreduce --in-set 1
-wait_ready "$np"
-sleep 0.2
-at=$(now)
-kill -STOP "$(pid_of "$victim")"
-end_job $((${HORA_TIMEOUT_S%.*} * 3 + 10))
-[ "$RC" -ne 0 ] || fail "horarun exited 0 although rank $victim was stopped"
-check_job_end "$at" 1.8
-r=0
-while [ "$r" -lt "$np" ]; do
-  [ "$r" -eq "$victim" ] || check_survivor "$r" "$victim" "$at"
-  r=$((r + 1))
-done
-check_clean
+# probe_case SIG FACTOR PROBE_ARGS...: a chaos_probe job, SIG to the victim once every rank is
+# ready; every survivor names it within HORA_TIMEOUT_S + MARGIN_S and the job ends within
+# FACTOR x HORA_TIMEOUT_S.
+probe_case() {
+  local sig=$1 factor=$2 at
+  shift 2
+  start_job "$np" "$@"
+  wait_ready "$np"
+  sleep 0.2
+  at=$(now)
+  kill -"$sig" "$(pid_of "$victim")"
+  end_job $((${HORA_TIMEOUT_S%.*} * 3 + 10))
+  [ "$RC" -ne 0 ] || fail "horarun exited 0 although rank $victim got SIG$sig"
+  check_job_end "$at" "$factor"
+  check_survivors "$np" "$victim" "$at"
+  check_clean
+}
 
+echo "== set STOP: allreduce in process set 1, SIGSTOP to rank $victim of $np"
+probe_case STOP 1.8 allreduce --in-set 1
 echo "== probe KILL: allreduce, SIGKILL to rank $victim of $np"
-start_job "$np" allreduce
-wait_ready "$np"
-sleep 0.2
-at=$(now)
-kill -KILL "$(pid_of "$victim")"
-end_job $((${HORA_TIMEOUT_S%.*} * 3 + 10))
-[ "$RC" -ne 0 ] || fail "horarun exited 0 although rank $victim was killed"
-r=0
-while [ "$r" -lt "$np" ]; do
-  [ "$r" -eq "$victim" ] || check_survivor "$r" "$victim" "$at"
-  r=$((r + 1))
-done
-check_job_end "$at" 0.9
-check_clean
+probe_case KILL 0.9 allreduce
 echo "PASS: one failure ended every wait on rank $victim at $np ranks"
