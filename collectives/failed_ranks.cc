@@ -20,9 +20,11 @@ std::string dead_key(const std::string& prefix, int rank) {
 }  // namespace
 
 FailedRanks& FailedRanks::process() {
-  // The one process-wide instance: every communicator and engine of the job shares it.
-  static FailedRanks registry;
-  return registry;
+  // The one process-wide instance: every communicator and engine of the job shares it. Never
+  // destroyed (as core/hora.cc's Runtime): an engine thread still running while the process
+  // exits without hora::shutdown may use it.
+  static FailedRanks* const registry = new FailedRanks();
+  return *registry;
 }
 
 void FailedRanks::begin(int64_t generation, Store* store, const std::string& prefix, int self,

@@ -16,7 +16,9 @@
 //      100 ms per process (poll_store()), so a rank another process found stopped fails
 //      here too without a second deadline.
 // Ranks are the job's global ranks: a process set's communicator maps its own ranks through
-// its members. One registry per process (process()), for the job generation it was last
+// its members. One registry per process (process()), not one per Context, since every
+// communicator of the process must see it: the job's, each process set's, and those that
+// hora's benchmarks and tests make themselves, for the job generation it was last
 // begun for (begin(): hora::init; re-initialisation begins a new one and forgets the old
 // membership's failures).
 //
