@@ -1,6 +1,7 @@
 #include "collectives/failed_ranks.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "core/base/deadline.h"
 
@@ -72,17 +73,21 @@ bool FailedRanks::record(int rank, const Status& cause) {
   return true;
 }
 
-bool FailedRanks::record_timeout(int rank, const Status& cause) {
-  {
-    MutexLock store_lock(&store_mu_);
-    poll_locked(false);
+bool FailedRanks::record_timeout(int rank, const Status& cause, std::chrono::milliseconds grace) {
+  const Deadline until = Deadline::after(grace);
+  for (;;) {
+    {
+      MutexLock store_lock(&store_mu_);
+      poll_locked(false);
+    }
+    {
+      MutexLock lock(&mu_);
+      for (int known : ranks_)
+        if (known != rank) return false;  // rank most likely waits on that one
+    }
+    if (until.expired()) return record(rank, cause);
+    std::this_thread::sleep_for(std::min<Clock::duration>(kPollEvery, until.remaining()));
   }
-  {
-    MutexLock lock(&mu_);
-    for (int known : ranks_)
-      if (known != rank) return false;  // rank most likely waits on that one
-  }
-  return record(rank, cause);
 }
 
 void FailedRanks::post(int rank, const std::string& text) {

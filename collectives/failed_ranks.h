@@ -68,12 +68,16 @@ class FailedRanks {
   // ranks out of range and this process's own rank.
   bool record(int rank, const Status& cause);
   // record() for a wait that timed out on `rank` (which may only be waiting on another rank
-  // itself: in a chain 0 -> 2 -> stopped 1, rank 0's wait times out on 2). Reads the other
-  // processes' posts first (bounded by 100 ms) and records nothing when another rank is
-  // already known failed, the likelier cause. Returns true when it recorded `rank`.
-  bool record_timeout(int rank, const Status& cause);
-  bool record_member_timeout(const std::vector<int>& members, int rank, const Status& cause) {
-    return record_timeout(global_rank(members, rank), cause);
+  // itself: in a chain 0 -> 2 -> stopped 1, rank 0's wait times out on 2, about when rank 2's
+  // on 1 does). Reads the other processes' posts for up to `grace` (each read bounded by
+  // 100 ms; blocks that long) and records nothing once another rank is known failed, the
+  // likelier cause. `grace` 0 where the caller knows `rank` itself is stopped or gone.
+  // Returns true when it recorded `rank`.
+  bool record_timeout(int rank, const Status& cause,
+                      std::chrono::milliseconds grace = std::chrono::milliseconds(500));
+  bool record_member_timeout(const std::vector<int>& members, int rank, const Status& cause,
+                             std::chrono::milliseconds grace = std::chrono::milliseconds(500)) {
+    return record_timeout(global_rank(members, rank), cause, grace);
   }
   // The error for a wait of global rank `self` on `rank` (recorded): the recorded cause's
   // code, naming `rank` and carrying the first error's text. OK when `rank` is not recorded.

@@ -522,8 +522,13 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
     if (now >= deadline.at()) {
       Status late = timeout_status(op, started);
       // A peer that runs is alive and most likely waits on another rank itself: not blamed.
-      if (process_may_be_blamed(engines_[op.peer]->link().peer_pid()))
-        FailedRanks::process().record_member_timeout(options_.members, op.peer, late);
+      // One seen stopped or gone is blamed at once; one whose process is not known (TCP)
+      // after the grace in which the rank it may wait on is posted.
+      const int32_t pid = engines_[op.peer]->link().peer_pid();
+      if (process_may_be_blamed(pid))
+        FailedRanks::process().record_member_timeout(
+            options_.members, op.peer, late,
+            pid > 0 ? std::chrono::milliseconds(0) : std::chrono::milliseconds(500));
       return late;
     }
     if (!lost_core && now - last_progress < spin_budget_.current()) {

@@ -264,7 +264,8 @@ Status ShmExchange::time_out(uint64_t seq, const char* what, Clock::duration wai
   // A missing rank whose process runs is alive and most likely waits elsewhere: not blamed.
   for (int p : missing)
     if (process_may_be_blamed(control(p)->pid.load(std::memory_order_acquire)))
-      FailedRanks::process().record_member_timeout(members_, p, status);
+      FailedRanks::process().record_member_timeout(members_, p, status,
+                                                   std::chrono::milliseconds(0));
   return fail(status, rank_);
 }
 

@@ -72,7 +72,10 @@ Status GlooCommunicator::check_usable(const char* what, int peer) const {
 }
 
 void GlooCommunicator::record_failed(int peer, const Status& cause) const {
-  FailedRanks::process().record_member_timeout(options_.members, peer, cause);
+  // At two ranks the peer can only have waited on this rank: no grace for a third's post.
+  FailedRanks::process().record_member_timeout(
+      options_.members, peer, cause,
+      size_ == 2 ? std::chrono::milliseconds(0) : std::chrono::milliseconds(500));
 }
 
 Status GlooCommunicator::mark_broken(const Status& status) {
