@@ -31,7 +31,7 @@ ASAN_UNIT="base_test config_test layout_test round_counts_test engine_units_test
   request_version_test
   gradient_reducer_test engine_lease_test device_engine_test device_collectives_test ready_events_test context_test registry_test
   device_finalizer_test
-  store_test
+  store_test failed_ranks_test
   builtin_frame_test builtin_communicator_test builtin_shm_allreduce_test
   builtin_shm_span_allreduce_test builtin_tcp_security_test gloo_communicator_test
   hora_collectives_algorithms_test launcher_unit_test horarun_process_test"

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "collectives/selector.h"
 
@@ -40,6 +41,10 @@ struct EngineOptions {
   // Benchmarks only (device_engine_bench): the device path with the engine's thread waiting
   // for each device bucket, as before the finalizer (DeviceExecutorOptions::host_waits).
   bool device_host_waits = false;
+  // A process set's engine: the job's global ranks of its communicator's ranks, under which
+  // the failure board looks up ranks known failed (collectives/failed_ranks.h); empty: the
+  // job's own engine.
+  std::vector<int> members;
 };
 
 }  // namespace engine

@@ -96,6 +96,15 @@ check_survivor() {
   echo "  rank $r: failed $took s after the fault, naming rank $victim"
 }
 
+# check_survivors NP VICTIM FAULT_AT: check_survivor for every rank of NP but VICTIM.
+check_survivors() {
+  local r=0
+  while [ "$r" -lt "$1" ]; do
+    [ "$r" -eq "$2" ] || check_survivor "$r" "$2" "$3"
+    r=$((r + 1))
+  done
+}
+
 # check_clean: no process of the job is left, and none of its ranks left a segment in /dev/shm
 # (builtin segments are named /dev/shm/hora-<creator pid>-...).
 check_clean() {

@@ -21,11 +21,7 @@ while [ "$victim" -lt "$np" ]; do
   kill -"$sig" "$(pid_of "$victim")"
   finish_job $((${HORA_TIMEOUT_S%.*} + MARGIN_S + GRACE_S + 10))
   [ "$RC" -ne 0 ] || fail "horarun exited 0 although rank $victim got SIG$sig"
-  r=0
-  while [ "$r" -lt "$np" ]; do
-    [ "$r" -eq "$victim" ] || check_survivor "$r" "$victim" "$at"
-    r=$((r + 1))
-  done
+  check_survivors "$np" "$victim" "$at"
   check_clean
   victim=$((victim + 1))
 done
