@@ -269,6 +269,7 @@ void ElasticState::end_generation(double now_s, ElasticActions& out) {
     return;
   }
   survivors_ = survivors;
+  wait_noted_ = false;
   composing_ = true;
   composing_since_s_ = now_s;
   try_compose(now_s, out);
@@ -294,6 +295,13 @@ void ElasticState::try_compose(double now_s, ElasticActions& out) {
                 "; " + (config_.discovery ? "discovery offers " : "the hosts are ") + offered() +
                 ", " + std::to_string(have) + " worker(s) still running",
             out);
+    } else if (!wait_noted_ && (generation_ >= 0 || !hosts_.empty())) {
+      wait_noted_ = true;
+      out.notes.push_back("only " + std::to_string(have + add) + " worker(s) available, below " +
+                          "--min-np " + std::to_string(config_.min_np) + ": waiting up to " +
+                          seconds_text(config_.timeout_s) + " s (--elastic-timeout) for slots (" +
+                          (config_.discovery ? "discovery offers " : "the hosts are ") + offered() +
+                          ")");
     }
     return;
   }

@@ -123,6 +123,7 @@ class ElasticState {
   bool composing_ = false;
   std::vector<int64_t> survivors_;
   double composing_since_s_ = 0;
+  bool wait_noted_ = false;
   // Of the current generation:
   std::optional<double> trouble_s_;  // the first report or failure
   std::optional<int> first_failure_status_;
