@@ -271,7 +271,9 @@ void ElasticState::end_generation(double now_s, ElasticActions& out) {
   survivors_ = survivors;
   wait_noted_ = false;
   composing_ = true;
-  composing_since_s_ = now_s;
+  // The wait for slots counts from the generation's first failure or report: before any
+  // survivor's own wait (HORA_ELASTIC_TIMEOUT_S, from its report on) runs out.
+  composing_since_s_ = trouble_s_.value_or(now_s);
   try_compose(now_s, out);
 }
 

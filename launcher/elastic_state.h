@@ -22,9 +22,11 @@
 //    size < --max-np, no member finished with 0): hosts_updated is set for g once, and the
 //    workers reset together (their reports make them accounted for as above).
 //  - Fewer than --min-np workers for the next generation: wait for slots up to
-//    --elastic-timeout, then abort naming min-np and what discovery offers. Without a
-//    discovery script and with no host coming back from a cooldown, nothing can add slots:
-//    abort at once. A discovery script failing for --elastic-timeout in a row also aborts.
+//    --elastic-timeout (counted from the first failure or report of the generation that
+//    ended, so the driver decides before the survivors' own waits end), then abort naming
+//    min-np and what discovery offers. Without a discovery script and with no host coming
+//    back from a cooldown, nothing can add slots: abort at once. A discovery script failing
+//    for --elastic-timeout in a row also aborts.
 // Not thread-safe.
 #pragma once
 

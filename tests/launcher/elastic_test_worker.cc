@@ -1,18 +1,22 @@
 // A worker of an elastic job for horarun's process tests: speaks the elastic protocol
 // (collectives/rendezvous/elastic_protocol.h) through the store directly, with no hora
-// runtime. In each generation it appends "worker=ID generation=G rank=R size=N" to LOG, marks
-// itself ready (test/<g>/ready/<id>) and waits up to 2 s for every peer's mark: a peer missing
-// is reported as failed (reset_key with its rank) and the worker waits for the next
-// generation. Otherwise it waits (up to 8 s) until the size reaches TARGET, resetting when the
-// driver sets hosts_updated_key(g), and then exits 0.
+// runtime. In each generation it appends "worker=ID generation=G rank=R size=N pid=P" to LOG,
+// marks itself ready (test/<g>/ready/<id> = its pid) and waits up to 2 s for every peer's mark.
+// Then: size == TARGET -> exit 0. Otherwise it watches, for up to 8 s, for a peer that did not
+// become ready or whose process ended (reported as failed ranks) or hosts_updated_key(g) set
+// by the driver; it posts its reset report and waits for the next generation.
 //
-// usage: elastic_test_worker LOG TARGET [fail=ID:G] [stop=ID:G] ...
+// usage: elastic_test_worker LOG TARGET [fail=ID:G] [stop=ID:G] [shm=ID:G] ...
 //   fail=ID:G  worker ID exits 1 in generation G, before it marks itself ready
 //   stop=ID:G  worker ID stops itself (SIGSTOP) there instead
+//   shm=ID:G   worker ID creates /dev/shm/hora-<pid>-0-elastic-test there (never unlinked)
 // Exits 3 when a wait of the protocol fails (the driver aborted, a timeout), printing why.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -52,13 +56,41 @@ std::string ready_key(int64_t g, int64_t id) {
   return "test/" + std::to_string(g) + "/ready/" + std::to_string(id);
 }
 
-// The rank of the first peer of `a` whose ready mark did not come within 2 s, or -1.
-int missing_peer(Store& store, const el::Assignment& a) {
-  const Deadline deadline = Deadline::after(std::chrono::seconds(2));
+// The reset report of a worker of `a` that is not ending: a peer that failed, or hosts
+// updated; kTimeout after 8 s without either.
+hora::StatusOr<el::ResetReport> watch(Store& store, const el::Assignment& a) {
+  el::ResetReport report;
+  std::vector<pid_t> pids;
+  const Deadline ready_deadline = Deadline::after(std::chrono::seconds(2));
   for (const el::WorkerSlot& s : a.workers) {
-    if (!store.wait({ready_key(a.generation, s.worker_id)}, deadline).ok()) return s.rank;
+    auto pid = store.get(ready_key(a.generation, s.worker_id), ready_deadline);
+    if (!pid.ok()) {
+      report.failed_ranks = {s.rank};
+      report.reason = "rank " + std::to_string(s.rank) + " never became ready";
+      return report;
+    }
+    pids.push_back(std::atoi(std::string(pid->begin(), pid->end()).c_str()));
   }
-  return -1;
+  const Deadline patience = Deadline::after(std::chrono::seconds(8));
+  while (!patience.expired()) {
+    for (size_t r = 0; r < pids.size(); ++r) {
+      if (::kill(pids[r], 0) != 0 && errno == ESRCH) report.failed_ranks.push_back(int(r));
+    }
+    if (!report.failed_ranks.empty()) {
+      report.reason = "a peer's process ended";
+      return report;
+    }
+    auto updated = store.check({el::hosts_updated_key(a.generation)});
+    if (!updated.ok()) return updated.status();
+    if (*updated) {
+      report.hosts_updated = true;
+      report.reason = "hosts updated";
+      return report;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return hora::Status::timeout("no failure and no hosts update in generation " +
+                               std::to_string(a.generation));
 }
 
 }  // namespace
@@ -90,27 +122,27 @@ int main(int argc, char** argv) {
       log << "worker=" << id << " generation=" << g << " rank=" << me->rank << " size=" << a->size()
           << " pid=" << ::getpid() << "\n";
     }
+    if (acts(args, "shm", id, g)) {
+      const std::string name = "/hora-" + std::to_string(::getpid()) + "-0-elastic-test";
+      const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT, 0600);
+      if (fd < 0) return die("shm_open " + name);
+      ::close(fd);
+    }
     if (acts(args, "fail", id, g)) return 1;
     if (acts(args, "stop", id, g)) ::raise(SIGSTOP);
-    if (!store.set(ready_key(g, id), {'1'}).ok()) return die("cannot mark ready");
-    el::ResetReport report;
-    const int missing = missing_peer(store, *a);
-    if (missing >= 0) {
-      report.failed_ranks = {missing};
-      report.reason = "rank " + std::to_string(missing) + " never became ready";
-    } else {
-      const Deadline patience = Deadline::after(std::chrono::seconds(8));
-      while (a->size() < target && !patience.expired()) {
-        auto updated = store.check({el::hosts_updated_key(g)});
-        if (!updated.ok()) return die(updated.status().to_string());
-        if (*updated) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      if (a->size() >= target) return 0;
-      report.hosts_updated = true;
-      report.reason = "hosts updated";
+    const std::string pid = std::to_string(::getpid());
+    if (!store.set(ready_key(g, id), Bytes(pid.begin(), pid.end())).ok())
+      return die("cannot mark ready");
+    if (a->size() == target) {
+      // Every peer ready too before leaving, so no peer takes this exit for a failure.
+      for (const el::WorkerSlot& s : a->workers)
+        if (!store.wait({ready_key(g, s.worker_id)}, Deadline::after(std::chrono::seconds(5))).ok())
+          return die("a peer never became ready in the last generation");
+      return 0;
     }
-    if (!store.set(el::reset_key(g, id), el::format_reset_report(report)).ok())
+    auto report = watch(store, *a);
+    if (!report.ok()) return die(report.status().to_string());
+    if (!store.set(el::reset_key(g, id), el::format_reset_report(*report)).ok())
       return die("cannot post the reset report");
     after = g;
   }
