@@ -128,9 +128,7 @@ std::optional<DiscoveryResult> DiscoveryScript::poll(double now_s) {
   if (now_s >= started_s_ + run_limit_s_) {
     stop();
     DiscoveryResult failed;
-    std::ostringstream limit;
-    limit << run_limit_s_;
-    failed.error = "still running after " + limit.str() + " s (killed)";
+    failed.error = "still running after " + format_seconds(run_limit_s_) + " s (killed)";
     return failed;
   }
   return std::nullopt;

@@ -5,20 +5,11 @@
 #include <cmath>
 #include <sstream>
 
+#include "launcher/rank_process.h"
 #include "launcher/supervisor.h"
 
 namespace hora {
 namespace launcher {
-namespace {
-
-std::string seconds_text(double s) {
-  std::ostringstream out;
-  out << s;
-  return out.str();
-}
-
-}  // namespace
-
 collectives::elastic::Assignment make_assignment(int64_t generation,
                                                  const std::vector<int64_t>& ids,
                                                  const std::vector<std::string>& hosts) {
@@ -114,7 +105,7 @@ void ElasticState::fail_worker(int64_t id, const std::string& why, bool blacklis
     const double cooldown = blacklist_.record_failure(w.host, now_s);
     line += "; host " + w.host + " blacklisted " +
             (std::isinf(cooldown) ? std::string("for the rest of the job")
-                                  : "for " + seconds_text(cooldown) + " s");
+                                  : "for " + format_seconds(cooldown) + " s");
   }
   out.notes.push_back(line);
   if (!trouble_s_) trouble_s_ = now_s;
@@ -197,7 +188,7 @@ ElasticActions ElasticState::on_discovery_failed(const std::string& error, doubl
     out.notes.push_back("host discovery script " + error + "; keeping the hosts it offered last (" +
                         offered() + ")");
   } else if (now_s - *discovery_failing_since_s_ >= config_.timeout_s) {
-    abort("the host discovery script has failed for " + seconds_text(config_.timeout_s) +
+    abort("the host discovery script has failed for " + format_seconds(config_.timeout_s) +
               " s (--elastic-timeout): " + error,
           out);
     return out;
@@ -221,7 +212,7 @@ void ElasticState::advance(double now_s, ElasticActions& out) {
   if (trouble_s_ && now_s >= *trouble_s_ + config_.fallback_s) {
     for (int64_t id : awaited())
       kill_worker(id,
-                  "did not report within " + seconds_text(config_.fallback_s) +
+                  "did not report within " + format_seconds(config_.fallback_s) +
                       " s after generation " + std::to_string(generation_) + " failed",
                   true, now_s, out);
   }
@@ -292,7 +283,7 @@ void ElasticState::try_compose(double now_s, ElasticActions& out) {
       abort("only " + std::to_string(have + add) + " worker(s) available, below --min-np " +
                 std::to_string(config_.min_np) +
                 (stuck ? ""
-                       : " after waiting " + seconds_text(config_.timeout_s) +
+                       : " after waiting " + format_seconds(config_.timeout_s) +
                              " s (--elastic-timeout)") +
                 "; " + (config_.discovery ? "discovery offers " : "the hosts are ") + offered() +
                 ", " + std::to_string(have) + " worker(s) still running",
@@ -301,7 +292,7 @@ void ElasticState::try_compose(double now_s, ElasticActions& out) {
       wait_noted_ = true;
       out.notes.push_back("only " + std::to_string(have + add) + " worker(s) available, below " +
                           "--min-np " + std::to_string(config_.min_np) + ": waiting up to " +
-                          seconds_text(config_.timeout_s) + " s (--elastic-timeout) for slots (" +
+                          format_seconds(config_.timeout_s) + " s (--elastic-timeout) for slots (" +
                           (config_.discovery ? "discovery offers " : "the hosts are ") + offered() +
                           ")");
     }

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,12 +34,6 @@ constexpr int kExitLauncherFailure = 1;
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "horarun: %s\n", message.c_str());
   return code;
-}
-
-std::string format_seconds(double s) {
-  std::ostringstream out;
-  out << s;
-  return out.str();
 }
 
 std::string join(const std::vector<std::string>& words) {

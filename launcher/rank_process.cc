@@ -19,12 +19,6 @@ namespace hora {
 namespace launcher {
 namespace {
 
-std::string format_seconds(double s) {
-  std::ostringstream out;
-  out << s;
-  return out.str();
-}
-
 std::string env_key(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
 void close_fd(int* fd) {
@@ -123,6 +117,12 @@ void add_job_variables(const JobEnvironment& job, EnvVars& vars) {
 }
 
 }  // namespace
+
+std::string format_seconds(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
+}
 
 EnvVars rank_environment(const RankPlacement& p, const JobEnvironment& job) {
   EnvVars vars = {

@@ -50,6 +50,10 @@ EnvVars rank_environment(const RankPlacement& placement, const JobEnvironment& j
 EnvVars elastic_worker_environment(int64_t worker_id, const std::string& host,
                                    const JobEnvironment& job, double elastic_timeout_s);
 
+// `s` as the shortest decimal that reads back the same ("2", "0.5"): how horarun writes
+// seconds into variables and messages.
+std::string format_seconds(double s);
+
 // "abc" stays abc when it is made only of safe characters; anything else becomes 'a'\''b'.
 std::string shell_quote(const std::string& word);
 // Splits an --rsh command into words: blanks separate, '...' and "..." group, \ escapes.

@@ -29,6 +29,14 @@ bool mentions(const ElasticActions& a, const std::string& text) {
   return false;
 }
 
+// Worker 1 of generation 0 exits 1 at t=1 and workers 0 and 2 report; returns what the last
+// report brought.
+ElasticActions fail_worker_one(ElasticState& s) {
+  s.on_exit(1, 1, 0, 1);
+  s.on_report(0, {}, 1);
+  return s.on_report(2, {}, 1);
+}
+
 ElasticConfig three_of(int min_np) {
   ElasticConfig c;
   c.np = 3;
@@ -36,6 +44,16 @@ ElasticConfig three_of(int min_np) {
   c.fallback_s = 10;
   c.timeout_s = 5;
   return c;
+}
+
+// Three workers on `hosts` that discovery offered, --min-np `min_np`.
+ElasticState discovering_three(int min_np, const std::vector<HostSlots>& hosts) {
+  ElasticConfig c = three_of(min_np);
+  c.discovery = true;
+  ElasticState s = make_state(c);
+  s.start({}, 0);
+  s.on_hosts(hosts, 0);
+  return s;
 }
 
 TEST(ElasticState, StartsNpWorkersAndPublishesGenerationZero) {
@@ -154,11 +172,7 @@ TEST(ElasticState, AddedSlotsSetHostsUpdatedThenNewWorkersJoin) {
 }
 
 TEST(ElasticState, RemovedHostEndsItsWorkersWithoutBlacklisting) {
-  ElasticConfig c = three_of(1);
-  c.discovery = true;
-  ElasticState s = make_state(c);
-  s.start({}, 0);
-  s.on_hosts({{"a", 2}, {"b", 1}}, 0);
+  ElasticState s = discovering_three(1, {{"a", 2}, {"b", 1}});
   ElasticActions a = s.on_hosts({{"a", 2}}, 1);
   EXPECT_EQ(a.kill, (std::vector<int64_t>{2}));
   EXPECT_FALSE(mentions(a, "blacklisted"));
@@ -172,14 +186,8 @@ TEST(ElasticState, RemovedHostEndsItsWorkersWithoutBlacklisting) {
 }
 
 TEST(ElasticState, BelowMinNpWaitsForDiscoveryThenAborts) {
-  ElasticConfig c = three_of(3);
-  c.discovery = true;
-  ElasticState s = make_state(c);
-  s.start({}, 0);
-  s.on_hosts({{"localhost", 3}}, 0);
-  s.on_exit(1, 1, 0, 1);
-  s.on_report(0, {}, 1);
-  ElasticActions a = s.on_report(2, {}, 1);
+  ElasticState s = discovering_three(3, {{"localhost", 3}});
+  ElasticActions a = fail_worker_one(s);
   EXPECT_FALSE(a.publish);
   EXPECT_FALSE(a.abort);
   EXPECT_TRUE(mentions(a, "waiting up to 5 s"));
@@ -192,14 +200,8 @@ TEST(ElasticState, BelowMinNpWaitsForDiscoveryThenAborts) {
 }
 
 TEST(ElasticState, BelowMinNpRecoversWhenDiscoveryOffersAHost) {
-  ElasticConfig c = three_of(3);
-  c.discovery = true;
-  ElasticState s = make_state(c);
-  s.start({}, 0);
-  s.on_hosts({{"a", 3}}, 0);
-  s.on_exit(1, 1, 0, 1);
-  s.on_report(0, {}, 1);
-  s.on_report(2, {}, 1);
+  ElasticState s = discovering_three(3, {{"a", 3}});
+  fail_worker_one(s);
   ElasticActions a = s.on_hosts({{"a", 3}, {"b", 1}}, 2);
   ASSERT_TRUE(a.publish);
   EXPECT_EQ(ids_of(*a.publish), (std::vector<int64_t>{0, 2, 3}));
@@ -208,9 +210,7 @@ TEST(ElasticState, BelowMinNpRecoversWhenDiscoveryOffersAHost) {
 TEST(ElasticState, BelowMinNpWithFixedHostsAbortsAtOnce) {
   ElasticState s = make_state(three_of(3));
   s.start({{"localhost", 3}}, 0);
-  s.on_exit(1, 1, 0, 1);
-  s.on_report(0, {}, 1);
-  ElasticActions a = s.on_report(2, {}, 1);
+  ElasticActions a = fail_worker_one(s);
   ASSERT_TRUE(a.abort);
   EXPECT_NE(a.abort->find("below --min-np 3"), std::string::npos) << *a.abort;
 }
@@ -233,9 +233,7 @@ TEST(ElasticState, ResetLimitAborts) {
   c.reset_limit = 1;
   ElasticState s = make_state(c);
   s.start({{"localhost", 3}}, 0);
-  s.on_exit(1, 1, 0, 1);
-  s.on_report(0, {}, 1);
-  ASSERT_TRUE(s.on_report(2, {}, 1).publish);  // reset 1 of 1
+  ASSERT_TRUE(fail_worker_one(s).publish);  // reset 1 of 1
   s.on_exit(2, 1, 0, 2);
   ElasticActions a = s.on_report(0, {}, 2);
   ASSERT_TRUE(a.abort);
@@ -243,11 +241,7 @@ TEST(ElasticState, ResetLimitAborts) {
 }
 
 TEST(ElasticState, PersistentDiscoveryFailureAborts) {
-  ElasticConfig c = three_of(1);
-  c.discovery = true;
-  ElasticState s = make_state(c);
-  s.start({}, 0);
-  s.on_hosts({{"a", 3}}, 0);
+  ElasticState s = discovering_three(1, {{"a", 3}});
   ElasticActions a = s.on_discovery_failed("failed (exit code 3)", 1);
   EXPECT_TRUE(mentions(a, "failed (exit code 3)"));
   EXPECT_FALSE(a.abort);

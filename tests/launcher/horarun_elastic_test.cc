@@ -64,6 +64,19 @@ bool wait_for_log(const std::string& path, size_t lines) {
   return false;
 }
 
+// Runs horarun with `args` and a discovery script that prints the file `hosts` (first
+// `before`), and changes the file to `after` once the workers logged `lines` lines.
+RunResult run_with_hosts_change(std::vector<std::string> args, const TempDir& dir,
+                                const std::string& before, const std::string& after, size_t lines) {
+  const std::string hosts = dir.file("hosts");
+  write_file(hosts, before);
+  args.insert(args.begin(), {"--host-discovery-script", "cat " + hosts});
+  Horarun h(args, dir);
+  EXPECT_TRUE(wait_for_log(dir.file("log"), lines));
+  write_file(hosts, after);
+  return h.wait(30);
+}
+
 TEST(HorarunElastic, SurvivorsOfAFailureGoOnInGenerationOne) {
   TempDir dir;
   const std::string log = dir.file("log");
@@ -112,14 +125,9 @@ TEST(HorarunElastic, StoppedWorkerNamedByAReportIsKilled) {
 
 TEST(HorarunElastic, SlotAddedByDiscoveryBringsANewWorker) {
   TempDir dir;
-  const std::string log = dir.file("log"), hosts = dir.file("hosts");
-  write_file(hosts, "localhost:2\n");
-  Horarun h(
-      {"-np", "2", "--max-np", "3", "--host-discovery-script", "cat " + hosts, kWorker, log, "3"},
-      dir);
-  ASSERT_TRUE(wait_for_log(log, 2));
-  write_file(hosts, "localhost:3\n");
-  RunResult r = h.wait(30);
+  const std::string log = dir.file("log");
+  RunResult r = run_with_hosts_change({"-np", "2", "--max-np", "3", kWorker, log, "3"}, dir,
+                                      "localhost:2\n", "localhost:3\n", 2);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::vector<Seen> seen = read_log(log);
@@ -131,14 +139,10 @@ TEST(HorarunElastic, SlotAddedByDiscoveryBringsANewWorker) {
 
 TEST(HorarunElastic, HostRemovedByDiscoveryEndsItsWorker) {
   TempDir dir;
-  const std::string log = dir.file("log"), hosts = dir.file("hosts");
-  write_file(hosts, "localhost:2\nfakehost:1\n");
-  Horarun h({"-np", "3", "--min-np", "2", "--rsh", test_source_dir() + "/fake_rsh.sh",
-             "--host-discovery-script", "cat " + hosts, kWorker, log, "2"},
-            dir);
-  ASSERT_TRUE(wait_for_log(log, 3));
-  write_file(hosts, "localhost:2\n");
-  RunResult r = h.wait(30);
+  const std::string log = dir.file("log");
+  RunResult r = run_with_hosts_change(
+      {"-np", "3", "--min-np", "2", "--rsh", test_source_dir() + "/fake_rsh.sh", kWorker, log, "2"},
+      dir, "localhost:2\nfakehost:1\n", "localhost:2\n", 3);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::vector<Seen> seen = read_log(log);
