@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 
 #include "collectives/rendezvous/elastic_protocol.h"
 #include "collectives/rendezvous/tcp_store_client.h"
@@ -128,7 +129,10 @@ class ElasticDriver : public Supervisor::Observer {
     if (!discovery_) return;
     std::optional<DiscoveryResult> result = discovery_->poll(now);
     if (!result) return;
-    for (const std::string& w : result->warnings) say("host discovery script: " + w);
+    // Each run repeats a bad line: say it when it first appears.
+    for (const std::string& w : result->warnings)
+      if (!last_warnings_.count(w)) say("host discovery script: " + w);
+    last_warnings_ = std::set<std::string>(result->warnings.begin(), result->warnings.end());
     apply(result->ok ? state_.on_hosts(result->hosts, now)
                      : state_.on_discovery_failed(result->error, now));
   }
@@ -209,6 +213,7 @@ class ElasticDriver : public Supervisor::Observer {
   std::unique_ptr<DiscoveryScript> discovery_;
   std::vector<std::pair<int, int>> exits_;  // (worker id, wait status) not yet handled
   std::map<int64_t, pid_t> local_pids_;
+  std::set<std::string> last_warnings_;  // of the last discovery run
   double next_report_poll_s_ = 0;
   bool failed_ = false;
 };

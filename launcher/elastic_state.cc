@@ -300,6 +300,7 @@ void ElasticState::try_compose(double now_s, ElasticActions& out) {
   }
   std::vector<int64_t> ids = survivors_;
   std::vector<std::string> hosts;
+  hosts.reserve(ids.size() + static_cast<size_t>(add));
   for (int64_t id : ids) hosts.push_back(workers_.at(id).host);
   for (int i = 0; i < add; ++i) {
     const int64_t id = next_id_++;

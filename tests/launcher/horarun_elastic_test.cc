@@ -127,13 +127,19 @@ TEST(HorarunElastic, SlotAddedByDiscoveryBringsANewWorker) {
   TempDir dir;
   const std::string log = dir.file("log");
   RunResult r = run_with_hosts_change({"-np", "2", "--max-np", "3", kWorker, log, "3"}, dir,
-                                      "localhost:2\n", "localhost:3\n", 2);
+                                      "localhost:2\nnode9:x\n", "localhost:3\nnode9:x\n", 2);
   ASSERT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::vector<Seen> seen = read_log(log);
   EXPECT_EQ(generation_of(seen, 0), "0:0/2 1:1/2");
   EXPECT_EQ(generation_of(seen, 1), "0:0/3 1:1/3 2:2/3");
   EXPECT_EQ(count_lines_with(r.err, "discovery offers 1 more slot(s)"), 1) << r.err;
+  // A bad line is named once, not at every run.
+  EXPECT_EQ(count_lines_with(r.err,
+                             "horarun: host discovery script: line 2 'node9:x': expected "
+                             "host:slots"),
+            1)
+      << r.err;
   expect_all_gone(seen);
 }
 
@@ -189,6 +195,18 @@ TEST(HorarunElastic, ResetLimitEndsTheJob) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(generation_of(read_log(log), 1), "0:0/2 2:1/2");
   EXPECT_EQ(count_lines_with(r.err, "the reset limit is reached (--reset-limit 1)"), 1) << r.err;
+  expect_all_gone(read_log(log));
+}
+
+TEST(HorarunElastic, SigintEndsEveryWorker) {
+  TempDir dir;
+  const std::string log = dir.file("log");
+  Horarun h({"-np", "3", "--min-np", "2", kWorker, log, "5"}, dir);
+  ASSERT_TRUE(wait_for_log(log, 3));
+  ::kill(h.pid(), SIGINT);
+  RunResult r = h.wait(30);
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 128 + SIGINT) << r.err;
   expect_all_gone(read_log(log));
 }
 
