@@ -193,12 +193,18 @@ class ElasticDriver : public Supervisor::Observer {
     }
   }
 
+  // The segments of local workers that ended, but not of a pid a running worker reuses.
   void clean_dead_segments() {
     const std::vector<int64_t> running = state_.running();
-    std::vector<pid_t> dead;
-    for (const auto& [id, pid] : local_pids_)
-      if (std::find(running.begin(), running.end(), id) == running.end()) dead.push_back(pid);
-    unlink_segments_of(dead);
+    std::set<pid_t> live, dead;
+    for (const auto& [id, pid] : local_pids_) {
+      const bool runs = std::find(running.begin(), running.end(), id) != running.end();
+      (runs ? live : dead).insert(pid);
+    }
+    std::vector<pid_t> doomed;
+    for (pid_t pid : dead)
+      if (!live.count(pid)) doomed.push_back(pid);
+    unlink_segments_of(doomed);
   }
 
   const LauncherOptions& o_;
