@@ -258,7 +258,8 @@ std::string usage_text() {
          "                             between MIN and MAX seconds (default: never)\n"
          "exit status: 0 when every rank exits 0; the first failed rank's exit code, or\n"
          "128+signal if it was killed or horarun was signalled; 2 for a bad invocation;\n"
-         "1 when horarun itself fails.\n";
+         "1 when horarun itself fails. Elastic mode: 0 when the workers of the last\n"
+         "generation exit 0; 1 when horarun ends the job (below --min-np, --reset-limit).\n";
 }
 
 StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
