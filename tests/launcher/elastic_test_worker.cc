@@ -1,14 +1,14 @@
 // A worker of an elastic job for horarun's process tests: speaks the elastic protocol
 // (collectives/rendezvous/elastic_protocol.h) through the store directly, with no hora
 // runtime. In each generation it appends "worker=ID generation=G rank=R size=N pid=P" to LOG,
-// marks itself ready (test/<g>/ready/<id> = its pid) and waits up to 2 s for every peer's mark.
+// marks itself ready (test/<g>/ready/<id> = its pid) and waits up to 5 s for every peer's mark.
 // Then: size == TARGET -> exit 0. Otherwise it watches, for up to 8 s, for a peer that did not
 // become ready or whose process ended (reported as failed ranks) or hosts_updated_key(g) set
 // by the driver; it posts its reset report and waits for the next generation.
 //
 // usage: elastic_test_worker LOG TARGET [fail=ID:G] [stop=ID:G] [shm=ID:G] ...
-//   fail=ID:G  worker ID exits 1 in generation G, before it marks itself ready
-//   stop=ID:G  worker ID stops itself (SIGSTOP) there instead
+//   fail=ID:G  worker ID exits 1 in generation G, after it marked itself ready
+//   stop=ID:G  worker ID stops itself (SIGSTOP) there, before it marks itself ready
 //   shm=ID:G   worker ID creates /dev/shm/hora-<pid>-0-elastic-test there (never unlinked)
 // Exits 3 when a wait of the protocol fails (the driver aborted, a timeout), printing why.
 #include <fcntl.h>
@@ -61,7 +61,7 @@ std::string ready_key(int64_t g, int64_t id) {
 hora::StatusOr<el::ResetReport> watch(Store& store, const el::Assignment& a) {
   el::ResetReport report;
   std::vector<pid_t> pids;
-  const Deadline ready_deadline = Deadline::after(std::chrono::seconds(2));
+  const Deadline ready_deadline = Deadline::after(std::chrono::seconds(5));
   for (const el::WorkerSlot& s : a.workers) {
     auto pid = store.get(ready_key(a.generation, s.worker_id), ready_deadline);
     if (!pid.ok()) {
@@ -128,11 +128,11 @@ int main(int argc, char** argv) {
       if (fd < 0) return die("shm_open " + name);
       ::close(fd);
     }
-    if (acts(args, "fail", id, g)) return 1;
     if (acts(args, "stop", id, g)) ::raise(SIGSTOP);
     const std::string pid = std::to_string(::getpid());
     if (!store.set(ready_key(g, id), Bytes(pid.begin(), pid.end())).ok())
       return die("cannot mark ready");
+    if (acts(args, "fail", id, g)) return 1;
     if (a->size() == target) {
       // Every peer ready too before leaving, so no peer takes this exit for a failure.
       for (const el::WorkerSlot& s : a->workers)
