@@ -32,6 +32,9 @@ constexpr int kExitLauncherFailure = 1;
 constexpr int kTickMs = 100;
 constexpr double kDiscoveryRunLimitS = 30.0;
 constexpr double kMinFallbackS = 10.0;
+// A worker's wait for its next generation (HORA_ELASTIC_TIMEOUT_S) outlasts horarun's own wait
+// for slots by this much, so that horarun decides first and the workers learn why (abort_key).
+constexpr double kWorkerWaitSlackS = 10.0;
 
 double now_s() {
   return std::chrono::duration<double>(Deadline::Clock::now().time_since_epoch()).count();
@@ -153,10 +156,11 @@ class ElasticDriver : public Supervisor::Observer {
     const bool have_program = local ? !programs_.exe.empty() : !programs_.rsh_exe.empty();
     StatusOr<pid_t> pid = Status::invalid_argument(programs_error_);
     if (have_program)
-      pid = start_process(
-          o_, programs_, request.host, local, static_cast<int>(request.worker_id), label, env_,
-          elastic_worker_environment(request.worker_id, request.host, job, o_.elastic.timeout_s),
-          supervisor_);
+      pid = start_process(o_, programs_, request.host, local, static_cast<int>(request.worker_id),
+                          label, env_,
+                          elastic_worker_environment(request.worker_id, request.host, job,
+                                                     o_.elastic.timeout_s + kWorkerWaitSlackS),
+                          supervisor_);
     if (!pid.ok()) {
       say("cannot start " + label + " on " + request.host + ": " + pid.status().message());
       exits_.emplace_back(static_cast<int>(request.worker_id), 127 << 8);  // counts as failed

@@ -5,7 +5,8 @@
 // Protocol:
 //  1. horarun hosts the store (no worker's death can take it along) and talks to it through
 //     its own TcpStoreClient. Workers start with HORA_ELASTIC=1, HORA_ELASTIC_WORKER=<id>,
-//     HORA_ELASTIC_TIMEOUT_S (--elastic-timeout), HORA_HOSTNAME and the store's address,
+//     HORA_ELASTIC_TIMEOUT_S (--elastic-timeout + 10 s: horarun's own wait for slots ends
+//     first, and its abort_key() tells the workers why), HORA_HOSTNAME and the store's address,
 //     never a rank or size: a worker reads its slot from the generation that lists it.
 //  2. The Supervisor runs the processes (output tagged by worker id, signals, teardown); in
 //     elastic mode a worker's exit is handed to the driver, not the end of the job.
