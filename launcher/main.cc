@@ -1,5 +1,6 @@
 // horarun: starts the ranks of a hora job and supervises them (see launcher/options.cc for the
-// flags, supervisor.h for teardown and exit status, rank_process.h for how ranks start).
+// flags, supervisor.h for teardown and exit status, rank_process.h for how ranks start). An
+// elastic job (--min-np, --max-np, --host-discovery-script) goes to elastic_driver.h instead.
 //
 // On a cluster: `horarun -np 8 -H node1:4,node2:4 ./train` starts ranks 0-3 on node1 and 4-7
 // on node2. Hosts other than this machine are reached with `ssh HOST` (or --rsh CMD): they need
