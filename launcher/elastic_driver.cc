@@ -193,6 +193,10 @@ class ElasticDriver : public Supervisor::Observer {
       if (!set.ok()) say("cannot tell the workers: " + set.message());
       supervisor_.finish(kExitLauncherFailure);
     } else if (a.finish) {
+      // Workers still waiting for a generation learn that there is none (their wait ends at
+      // once rather than at SIGTERM).
+      const std::string m = "the job is complete";
+      client_->set(el::abort_key(), collectives::Bytes(m.begin(), m.end())).IgnoreError();
       supervisor_.finish(*a.finish);
     }
   }

@@ -247,7 +247,11 @@ void ElasticState::end_generation(double now_s, ElasticActions& out) {
     if (w.alive) survivors.push_back(id);  // every running member has reported
     any_ok = any_ok || w.exited_ok;
   }
-  if (survivors.empty() && any_ok) {
+  if (any_ok) {  // a worker finished: so did the job (Horovod's rule); the reporters are ended
+    if (!survivors.empty())
+      out.notes.push_back("a worker of generation " + std::to_string(generation_) +
+                          " exited 0: the job is complete, ending the " +
+                          std::to_string(survivors.size()) + " worker(s) waiting to go on");
     out.finish = first_failure_status_.value_or(0);
     over_ = true;
     return;

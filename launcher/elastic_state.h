@@ -14,8 +14,9 @@
 //  - A failure (non-zero exit, death by signal, named by a report, the fallback) counts against
 //    the worker's host in the Blacklist; a host that discovery stops offering is not
 //    blacklisted.
-//  - When every member is accounted for: all exited and at least one exited 0 -> the job ends
-//    (0 when none failed, else the first failure's status). Otherwise generation g+1 = the
+//  - When every member is accounted for: at least one exited 0 -> the job is complete
+//    (Horovod's rule; members waiting for g+1 are ended) with 0 when no member of g failed,
+//    else the first failure's status. Otherwise generation g+1 = the
 //    members that reported (rank order kept) + new workers on free slots of hosts not
 //    blacklisted, up to --max-np. Publishing g+1 with g+1 > --reset-limit aborts instead.
 //  - Free slots while g runs (hosts offered, not blacklisted, beyond the workers running,
@@ -67,7 +68,8 @@ struct ElasticActions {
   std::optional<int64_t> hosts_updated;  // set hosts_updated_key(g)
   std::vector<std::string> notes;        // lines for horarun's stderr
   std::optional<std::string> abort;      // set abort_key(), end the workers, exit 1
-  std::optional<int> finish;             // the job is over: horarun's exit status
+  std::optional<int> finish;             // the job is over: horarun's exit status (the
+                                         // driver sets abort_key() to end any worker's wait)
 };
 
 class ElasticState {

@@ -139,6 +139,18 @@ TEST(ElasticState, FailureAfterOthersFinishedEndsWithItsStatus) {
   EXPECT_EQ(*a.finish, 128 + 9);
 }
 
+TEST(ElasticState, AWorkerThatFinishedEndsTheJobForThoseWaiting) {
+  ElasticState s = make_state(three_of(1));
+  s.start({{"localhost", 3}}, 0);
+  s.on_exit(2, 0, 0, 1);
+  s.on_report(0, {}, 1);
+  ElasticActions a = s.on_report(1, {}, 1);
+  EXPECT_FALSE(a.publish);
+  ASSERT_TRUE(a.finish);
+  EXPECT_EQ(*a.finish, 0);
+  EXPECT_TRUE(mentions(a, "exited 0: the job is complete, ending the 2 worker(s)"));
+}
+
 TEST(ElasticState, AddedSlotsSetHostsUpdatedThenNewWorkersJoin) {
   ElasticConfig c = three_of(2);
   c.np = 2;
