@@ -225,7 +225,8 @@ void Supervisor::on_rank_exit(Rank* r, int wait_status) {
                                  : "was killed by signal " + signal_name(sig);
   const bool failed = !exited || code != 0;
   if (options_.verbose)
-    write_line(options_.stderr_fd, "horarun: rank " + std::to_string(r->rank) + " " + how + "\n");
+    write_line(options_.stderr_fd, std::string("horarun: ") + (observer_ ? "worker " : "rank ") +
+                                       std::to_string(r->rank) + " " + how + "\n");
   if (observer_ != nullptr && !tearing_down_) {
     observer_->on_rank_exit(r->rank, wait_status);
     return;
