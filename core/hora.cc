@@ -168,6 +168,11 @@ Status shutdown_locked(Runtime& r) HORA_REQUIRES(r.mu) {
   return release(r);
 }
 
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
 // The ranks of the current generation this process knows failed, for its reset report: none
 // known to the runtime yet (the driver then finds a stopped worker by its own deadline).
 std::vector<int> known_failed_ranks(Runtime& /*r*/) { return {}; }
@@ -210,11 +215,16 @@ Status reset(bool hosts_updated, const std::string& reason) {
     return posted.with_context(" (" + who + ": posting its reset report to horarun's store)");
   // The old membership's failures were reported through its handles: what stopping it says
   // is only logged.
+  const auto start = std::chrono::steady_clock::now();
   if (Status stopped = shutdown_locked(r); !stopped.ok()) {
     HORA_LOG(kDebug) << who << ": shutdown said " << stopped.to_string();
   }
+  const auto stopped_at = std::chrono::steady_clock::now();
   if (Status joined = init_locked(r, r.elastic_options); !joined.ok())
     return joined.with_context(" (" + who + ")");
+  HORA_LOG(kDebug) << who << ": shut down in " << seconds_between(start, stopped_at)
+                   << " s, joined generation " << r.elastic->generation() << " in "
+                   << seconds_between(stopped_at, std::chrono::steady_clock::now()) << " s";
   return Status::OK();
 }
 
