@@ -1,0 +1,48 @@
+#!/bin/sh
+# train_mlp --elastic under elastic_test_driver: 3 workers, faults injected by the trainer's
+# --elastic-fail. The survivors must finish every epoch in the processes they started in, end
+# with identical weights and optimizer state, and match a single-process run of the same
+# schedule (the rollback to the last commit replays the same global batches), within float
+# rounding.
+# Usage: elastic_trainer_check.sh DRIVER TRAIN_MLP COMPARE_PY MODE
+#   MODE kill:  rank 2 SIGKILLed at step 100 (3 -> 2)
+#        stop:  rank 1 SIGSTOPped at step 100, dropped after HORA_TIMEOUT_S (3 -> 2)
+#        twice: rank 2 killed at step 100, then rank 1 of the next generation at step 300
+#               (3 -> 2 -> 1)
+set -u
+driver=$1 trainer=$2 compare=$3 mode=$4
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+common="--elastic --epochs 2 --hidden 32,32 --global-batch-size 60 --commit-every 7"
+case $mode in
+  kill) faults="--elastic-fail 0:100:2:kill" survivors=2 resets=1 ;;
+  stop) faults="--elastic-fail 0:100:1:stop" survivors=2 resets=1 ;;
+  twice) faults="--elastic-fail 0:100:2:kill --elastic-fail 1:300:1:kill" survivors=1 resets=2 ;;
+  *) fail "unknown mode $mode" ;;
+esac
+# The reference: one process, no elastic job.
+env -u HORA_ELASTIC "$trainer" $common --weights-out "$dir/ref" >"$dir/ref.log" 2>&1 ||
+  { cat "$dir/ref.log"; fail "the reference run failed"; }
+# shellcheck disable=SC2086
+"$driver" -np 3 --min-survivors "$survivors" --fallback-s 5 --deadline-s 100 -- \
+  "$trainer" $common $faults --weights-out "$dir/run" >"$dir/run.log" 2>&1
+rc=$?
+cat "$dir/run.log"
+[ "$rc" -eq 0 ] || fail "the elastic job exited $rc"
+done_lines=$(grep -c "done as rank .* after $resets reset" "$dir/run.log")
+[ "$done_lines" -eq "$survivors" ] ||
+  fail "$done_lines workers finished after $resets resets; expected $survivors"
+# Each survivor is the process that joined generation 0.
+for pid in $(sed -n 's/.*worker pid \([0-9]*\) done as rank.*/\1/p' "$dir/run.log"); do
+  grep -q "worker pid $pid is rank . of 3 in generation 0" "$dir/run.log" ||
+    fail "worker pid $pid finished but did not start in generation 0"
+done
+r=1
+while [ "$r" -lt "$survivors" ]; do
+  cmp "$dir/run.0" "$dir/run.$r" || fail "rank $r's final state differs from rank 0's"
+  r=$((r + 1))
+done
+python3 "$compare" "$dir/run.0" "$dir/ref.0" --rtol 1e-3 --atol 1e-4 ||
+  fail "the survivors' weights differ from the single-process reference"
+echo "PASS: $survivors survivors, $resets reset(s), identical state equal to the reference"
