@@ -44,7 +44,7 @@ def main():
         return 1
     worst = 0.0
     for key, values in a.items():
-        for i, (x, y) in enumerate(zip(values, b[key])):
+        for i, (x, y) in enumerate(zip(values, b[key], strict=True)):
             if abs(x - y) > args.atol + args.rtol * abs(y):
                 print(f"differ: {key[1]}[{i}] = {x} against {y}")
                 return 1
