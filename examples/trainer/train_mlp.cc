@@ -216,16 +216,30 @@ void print_summary(const Flags& flags, const Totals& totals, double baseline, in
   }
 }
 
+// The data set of --seed and the MLP's layer widths for it: input, --hidden, classes.
+struct Problem {
+  SplitDataset data;
+  std::vector<int64_t> sizes;
+};
+
+StatusOr<Problem> make_problem(const Flags& flags) {
+  DatasetSpec spec;
+  spec.seed = flags.seed;
+  Problem problem;
+  HORA_ASSIGN_OR_RETURN(problem.data, make_dataset(spec));
+  problem.sizes = {spec.input_dim};
+  problem.sizes.insert(problem.sizes.end(), flags.hidden.begin(), flags.hidden.end());
+  problem.sizes.push_back(spec.class_count);
+  return problem;
+}
+
 // --elastic: the model and optimizer of run(), trained by train_elastic.
 Status run_elastic(const Flags& flags) {
   HORA_RETURN_IF_ERROR(init());
   set_blas_threads(flags.blas_threads);
-  DatasetSpec spec;
-  spec.seed = flags.seed;
-  HORA_ASSIGN_OR_RETURN(SplitDataset data, make_dataset(spec));
-  std::vector<int64_t> sizes = {spec.input_dim};
-  sizes.insert(sizes.end(), flags.hidden.begin(), flags.hidden.end());
-  sizes.push_back(spec.class_count);
+  HORA_ASSIGN_OR_RETURN(Problem problem, make_problem(flags));
+  const SplitDataset& data = problem.data;
+  const std::vector<int64_t>& sizes = problem.sizes;
   // Each worker starts from its own weights; the first sync gives every one rank 0's.
   HORA_ASSIGN_OR_RETURN(Mlp model, Mlp::create(sizes, flags.seed * 1000 + rank()));
   HORA_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> inner, make_optimizer(flags, model));
@@ -261,12 +275,9 @@ Status run(const Flags& flags) {
   const bool is_root = my_rank == 0;
   set_blas_threads(flags.blas_threads);
 
-  DatasetSpec spec;
-  spec.seed = flags.seed;
-  HORA_ASSIGN_OR_RETURN(SplitDataset data, make_dataset(spec));
-  std::vector<int64_t> sizes = {spec.input_dim};
-  sizes.insert(sizes.end(), flags.hidden.begin(), flags.hidden.end());
-  sizes.push_back(spec.class_count);
+  HORA_ASSIGN_OR_RETURN(Problem problem, make_problem(flags));
+  const SplitDataset& data = problem.data;
+  const std::vector<int64_t>& sizes = problem.sizes;
   const int64_t global_batch = flags.batch_size * ranks;
   HORA_ASSIGN_OR_RETURN(ShardedLoader loader, ShardedLoader::create(data.train, global_batch,
                                                                     my_rank, ranks, flags.seed));
