@@ -63,7 +63,8 @@ hora::Status checked_allreduce(int index) {
   HORA_RETURN_IF_ERROR(hora::allreduce("probe." + std::to_string(index), view.value(), view.value(),
                                        hora::ReduceOp::kSum));
   const int n = hora::size();
-  if (value != static_cast<float>(n * (n + 1) / 2))
+  const int expected = n * (n + 1) / 2;  // exact: one of n, n + 1 is even
+  if (value != static_cast<float>(expected))
     fail("allreduce " + std::to_string(index) + " in generation " +
          std::to_string(hora::elastic::generation()) + " gave " + std::to_string(value));
   return hora::Status::OK();

@@ -251,7 +251,7 @@ class Driver {
       }
     }
     std::printf("elastic_test_driver: generations %lld, %d workers ended with 0\n",
-                static_cast<long long>(generation_ + 1), survivors);
+                static_cast<long long>(generation_) + 1, survivors);
     return ok && survivors >= o_.min_survivors ? 0 : 1;
   }
 
