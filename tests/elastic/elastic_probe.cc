@@ -8,7 +8,9 @@
 //   elastic_probe stop     generation 0's last rank SIGSTOPs itself; the survivors fail after
 //                          HORA_TIMEOUT_S and go on without it (the driver kills it).
 //   elastic_probe hosts    every rank polls hora::elastic::hosts_updated() until the driver's
-//                          flag is seen (by all at the same call), then resets with it.
+//                          flag is seen (by all at the same call), then resets with it; a
+//                          process set made before the reset is gone after it and can be
+//                          made again (needs HORA_DYNAMIC_PROCESS_SETS=1).
 // At the end every survivor checks that it holds no more file descriptors and threads than
 // before its first init (plus the elastic store connection), and prints "elastic_probe: worker
 // W done". Any failed check exits 1 with the reason.
@@ -120,7 +122,25 @@ void run_stop() {
   check(run_generation(3, 0), "the generation after the stopped rank");
 }
 
+// A process set of ranks {0, 1} (the job has dynamic sets: HORA_DYNAMIC_PROCESS_SETS=1) and an
+// allreduce on it among its members.
+void use_process_set(const std::string& when) {
+  auto set = hora::add_process_set({0, 1});
+  check(set.status(), "add_process_set " + when);
+  if (hora::rank() > 1) return;
+  float value = 1.0f;
+  auto view = hora::TensorView::flat(&value, hora::DataType::kFloat32, 1);
+  check(view.status(), "a view");
+  hora::AllreduceOptions options;
+  options.op = hora::ReduceOp::kSum;
+  options.process_set = set.value().id();
+  check(hora::allreduce("probe.set", view.value(), view.value(), options),
+        "an allreduce on the process set " + when);
+  if (value != 2.0f) fail("the process set's allreduce gave " + std::to_string(value));
+}
+
 void run_hosts() {
+  use_process_set("in generation 0");
   const Clock::time_point start = Clock::now();
   for (int i = 0;; ++i) {
     check(checked_allreduce(i), "an allreduce before hosts_updated");
@@ -134,6 +154,9 @@ void run_hosts() {
   check(hora::elastic::reset(true, "hosts updated"), "the reset for updated hosts");
   if (hora::elastic::generation() != 1 || hora::size() != n)
     fail("expected generation 1 of the same size after a hosts-updated reset");
+  // Process sets do not survive a reset; registered again, they work.
+  if (hora::process_sets().size() != 1) fail("a process set survived the reset");
+  use_process_set("after the reset");
   auto again = hora::elastic::hosts_updated();
   check(again.status(), "hosts_updated in generation 1");
   if (again.value()) fail("hosts_updated is true again in generation 1");
