@@ -12,6 +12,7 @@
 
 #include "collectives/backends/registry.h"
 #include "collectives/calibration.h"
+#include "collectives/failed_ranks.h"
 #include "collectives/rendezvous/memory_store.h"
 #include "collectives/rendezvous/prefix_store.h"
 #include "collectives/rendezvous/tcp_store_client.h"
@@ -45,6 +46,25 @@ std::vector<std::string> rank_keys(const std::string& prefix, int size) {
   keys.reserve(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) keys.push_back(prefix + std::to_string(r));
   return keys;
+}
+
+// Waits until every rank's "<prefix><r>" key is in `store`, except the ranks this process
+// knows failed (collectives/failed_ranks.h), which never come: checked again every 200 ms,
+// so a rank found failed during the wait stops being waited for at once.
+Status wait_for_live_ranks(collectives::Store& store, const std::string& prefix, int size,
+                           Deadline deadline) {
+  collectives::FailedRanks& failed = collectives::FailedRanks::process();
+  const auto started = std::chrono::steady_clock::now();
+  for (;;) {
+    std::vector<std::string> keys;
+    keys.reserve(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r)
+      if (!failed.contains(r)) keys.push_back(prefix + std::to_string(r));
+    const Deadline slice(std::min(deadline.at(), Deadline::after_seconds(0.2).at()));
+    Status all = store.wait(keys, slice);
+    if (all.ok() || all.code() != StatusCode::kTimeout || deadline.expired()) return all;
+    failed.poll_store(std::chrono::steady_clock::now() - started);
+  }
 }
 
 // "2", "0.5": seconds as a person would write them.
@@ -182,6 +202,10 @@ Status Context::start() {
   }
   // 2-3. Every rank arrives.
   HORA_RETURN_IF_ERROR(wait_for_ranks(plan));
+  // Failures of this generation's ranks are published under its own keys.
+  collectives::FailedRanks::process().begin(generation_, store_.get(),
+                                            "hora/failed/" + std::to_string(generation_) + "/",
+                                            l.rank, l.size);
   // 4. The communicator.
   if (!communicator_first) {
     communicator_store_ = std::make_unique<collectives::PrefixStore>(
@@ -400,8 +424,8 @@ Status Context::shutdown() {
         status = Status::OK();
     }
     if (status.ok() && server_ != nullptr) {
-      Status all = store_->wait(rank_keys(prefix, layout_.size),
-                                Deadline::after_seconds(config_.start_timeout_s));
+      Status all = wait_for_live_ranks(*store_, prefix, layout_.size,
+                                       Deadline::after_seconds(config_.start_timeout_s));
       if (!all.ok()) {
         status =
             Status::timeout("hora shutdown: the store host (rank " + std::to_string(layout_.rank) +
@@ -411,6 +435,7 @@ Status Context::shutdown() {
       }
     }
   }
+  collectives::FailedRanks::process().end();  // before the store it posts to goes
   store_.reset();
   if (server_ != nullptr) server_->stop();
   server_.reset();

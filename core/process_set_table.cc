@@ -37,8 +37,10 @@ Status connect_member(Context& context, ProcessSetInfo& set, int serial, Deadlin
       set.device,
       DeviceSetup::create(backend_name_of(config), set.set_rank, size, context.layout().local_rank,
                           /*generation=*/0, config.timeout_s, *set.store, deadline));
-  set.engine = std::make_shared<engine::Engine>(*set.communicator, engine_options_from(config),
-                                                set.store.get(), "engine/",
+  engine::EngineOptions engine_options = engine_options_from(config);
+  engine_options.members = set.ranks;
+  set.engine = std::make_shared<engine::Engine>(*set.communicator, engine_options, set.store.get(),
+                                                "engine/",
                                                 /*topology=*/nullptr, &set.device->resources());
   set.engine->start();
   return Status::OK();

@@ -108,6 +108,7 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
     builtin.shm_enabled = options.shm_enabled;
     builtin.secret = options.secret;
     builtin.shm_shared_bytes = options.shared_buffer_bytes;
+    builtin.members = options.members;
     builtin.timeout_s = std::max(
         0.001, std::chrono::duration<double>(deadline.at() - Deadline::Clock::now()).count());
     return make_builtin_communicator(rank, size, store, builtin);
@@ -126,6 +127,7 @@ StatusOr<std::unique_ptr<Communicator>> make_communicator(const std::string& nam
     gloo.iface = options.gloo_iface;
     gloo.rendezvous_addr = options.rendezvous_addr;
     gloo.timeout_s = options.timeout_s;
+    gloo.members = options.members;
     return create_gloo_communicator(rank, size, store, gloo, deadline);
   }
 #endif

@@ -3,6 +3,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/failed_ranks.h"
 #include "core/base/deadline.h"
 
 namespace hora {
@@ -34,6 +35,11 @@ std::string FailureBoard::collect(const std::string& mine, std::chrono::millisec
   while (missing > 0 && !deadline.expired()) {
     for (int r = 0; r < size_; ++r) {
       if (seen[r]) continue;
+      if (FailedRanks::process().contains(FailedRanks::global_rank(members_, r))) {
+        seen[r] = true;  // a rank found dead or stopped posts nothing: no wait for it
+        --missing;
+        continue;
+      }
       const std::string key = prefix_ + "failure/" + std::to_string(r);
       StatusOr<bool> there = store_->check_until({key}, deadline);
       if (!there.ok()) return mine + reports;  // the store is gone

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "collectives/rendezvous/store.h"
 
@@ -21,13 +22,19 @@ namespace collectives {
 
 class FailureBoard {
  public:
-  // `store` may be null (no board: messages stay local). Keys live under `prefix`.
-  FailureBoard(Store* store, std::string prefix, int rank, int size)
-      : store_(store), prefix_(std::move(prefix)), rank_(rank), size_(size) {}
+  // `store` may be null (no board: messages stay local). Keys live under `prefix`. `members`:
+  // the job's global ranks of ranks 0..size-1 (a process set's), empty for the job's own.
+  FailureBoard(Store* store, std::string prefix, int rank, int size, std::vector<int> members = {})
+      : store_(store),
+        prefix_(std::move(prefix)),
+        rank_(rank),
+        size_(size),
+        members_(std::move(members)) {}
 
   // Posts this rank's error (post first, so that neighbours waiting on this rank find it once
   // it aborts), giving up after `wait` when the store does not answer. Then collect(): the
-  // other ranks' posts for at most `wait`, returned as `mine` followed by "; reports from
+  // other ranks' posts for at most `wait` (not waiting for ranks this process knows failed,
+  // collectives/failed_ranks.h, which post nothing), returned as `mine` followed by "; reports from
   // other ranks: rank R: ...", or just `mine` when none came. Neither blocks past `wait`,
   // whatever state the store's host is in.
   void post(const std::string& mine,
@@ -43,6 +50,7 @@ class FailureBoard {
   const std::string prefix_;
   const int rank_;
   const int size_;
+  const std::vector<int> members_;
 };
 
 }  // namespace collectives

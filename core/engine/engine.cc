@@ -45,7 +45,7 @@ Engine::Engine(collectives::Communicator& comm, const EngineOptions& options,
                const collectives::Topology* topology, const DeviceResources* device)
     : comm_(comm),
       options_(options),
-      board_(store, store_prefix, comm.rank(), comm.size()),
+      board_(store, store_prefix, comm.rank(), comm.size(), options.members),
       help_enabled_(options.waiters_help),
       stamp_enqueues_(comm.rank() == 0 && !options.timeline_path.empty()) {
   ControllerOptions co;

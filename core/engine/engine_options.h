@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "collectives/selector.h"
 
@@ -37,6 +38,10 @@ struct EngineOptions {
   int autotune_samples = 3;                                          // HORA_AUTOTUNE_SAMPLES
   HierarchicalMode hierarchical_allreduce = HierarchicalMode::kAuto;
   HierarchicalMode hierarchical_allgather = HierarchicalMode::kAuto;
+  // A process set's engine: the job's global ranks of its communicator's ranks, under which
+  // the failure board looks up ranks known failed (collectives/failed_ranks.h); empty: the
+  // job's own engine.
+  std::vector<int> members;
 };
 
 }  // namespace engine

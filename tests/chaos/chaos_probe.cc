@@ -9,6 +9,11 @@
 //               through the coordinator and the time is spent negotiating, not moving bytes.
 //   --steps N   steps after the warm-up (0: until a failure).
 //   --pace-ms P sleep P ms before each step (a job that lasts a known time).
+//   --in-set 1  allreduce only: the collective runs in process set 1 (ranks 0 .. size-2, given
+//               to init), by that set's own engine and communicator; the last rank, not a
+//               member, waits until this process knows a rank failed (hora::detail::
+//               failed_ranks(): its own engine's idle round found it, or the members posted it
+//               to the store) and then reports that failure like the others (60 s at most).
 //   Faults the victim rank R does to itself:
 //     exit0      after step K: std::exit(0) without hora::shutdown (a rank that leaves early).
 //     shutdown0  after step K: hora::shutdown(), then exit 0.
@@ -41,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/failed_ranks_access.h"
 #include "hora/hora.h"
 
 namespace {
@@ -56,6 +62,7 @@ struct Args {
   long after = 2;
   long sleep_ms = 0;
   long pace_ms = 0;
+  bool in_set = false;
 };
 
 bool parse(int argc, char** argv, Args* a) {
@@ -78,9 +85,12 @@ bool parse(int argc, char** argv, Args* a) {
       a->sleep_ms = std::strtol(v, nullptr, 10);
     else if (flag == "--pace-ms")
       a->pace_ms = std::strtol(v, nullptr, 10);
+    else if (flag == "--in-set")
+      a->in_set = std::atoi(v) != 0;
     else
       return false;
   }
+  if (a->in_set) return a->collective == "allreduce";
   return a->collective == "allreduce" || a->collective == "broadcast" ||
          a->collective == "allgather" || a->collective == "negotiation";
 }
@@ -114,9 +124,12 @@ hora::Status run_one(const Args& a, long step, int part, std::vector<float>& buf
   const std::string suffix = part == 0 ? "" : ".b";
   if (a.collective == "allreduce") {
     std::fill(buf.begin(), buf.end(), static_cast<float>(me + 1));
-    hora::Status s =
-        hora::allreduce("chaos.allreduce" + suffix, view(buf), view(buf), hora::ReduceOp::kSum);
-    const float want = static_cast<float>(n * (n + 1) / 2);
+    hora::AllreduceOptions options;
+    options.op = hora::ReduceOp::kSum;
+    options.process_set = a.in_set ? 1 : hora::kGlobalProcessSet;
+    hora::Status s = hora::allreduce("chaos.allreduce" + suffix, view(buf), view(buf), options);
+    const int members = a.in_set ? n - 1 : n;  // the set's ranks are 0 .. members-1
+    const float want = static_cast<float>(members * (members + 1) / 2);
     if (s.ok() && (buf.front() != want || buf.back() != want))
       return hora::Status::internal("allreduce result " + std::to_string(buf.front()) +
                                     ", expected " + std::to_string(want));
@@ -157,20 +170,47 @@ int fail(long step, const hora::Status& s) {
   return 3;
 }
 
+// The non-member of --in-set: ready at once, then waits until this process knows a rank
+// failed, and reports that failure as a member would report its own.
+int wait_for_failure() {
+  say("ready");
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(60);
+  while (hora::detail::failed_ranks().empty()) {
+    if (Clock::now() >= until) {
+      say("saw no failure within 60 s");
+      hora::shutdown().IgnoreError();
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return fail(0, hora::detail::failure_status());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) {
-    std::fprintf(
-        stderr,
-        "usage: chaos_probe allreduce|broadcast|allgather|negotiation [--bytes B] "
-        "[--steps N] [--pace-ms P] [--victim R --fault exit0|shutdown0|slow|late|hang_first "
-        "[--after K] [--sleep-ms MS]]\n");
+    std::fprintf(stderr,
+                 "usage: chaos_probe allreduce|broadcast|allgather|negotiation [--bytes B] "
+                 "[--steps N] [--pace-ms P] [--in-set 1] [--victim R --fault "
+                 "exit0|shutdown0|slow|late|hang_first "
+                 "[--after K] [--sleep-ms MS]]\n");
     return 2;
   }
   std::signal(SIGTERM, SIG_IGN);
-  hora::Status s = hora::init();
+  hora::InitOptions init_options;
+  if (a.in_set) {
+    const char* size_text = std::getenv("HORA_SIZE");
+    const int size = size_text != nullptr ? std::atoi(size_text) : 0;
+    if (size < 3) {
+      std::fprintf(stderr, "chaos_probe: --in-set needs at least 3 ranks (HORA_SIZE)\n");
+      return 2;
+    }
+    init_options.process_sets.push_back({});
+    for (int r = 0; r + 1 < size; ++r) init_options.process_sets.back().push_back(r);
+  }
+  hora::Status s = hora::init(init_options);
   if (!s.ok()) {
     std::printf("chaos_probe: init failed: %s\n", s.to_string().c_str());
     return 1;
@@ -182,6 +222,7 @@ int main(int argc, char** argv) {
   }
   if (is_victim && a.fault == "late")
     std::this_thread::sleep_for(std::chrono::milliseconds(a.sleep_ms));
+  if (a.in_set && hora::rank() == hora::size() - 1) return wait_for_failure();
   std::vector<float> buf(std::max<size_t>(1, a.bytes / sizeof(float)));
   s = run_one(a, 0, 0, buf);
   if (!s.ok()) return fail(0, s);

@@ -18,6 +18,7 @@
 #include "collectives/backends/builtin/cpu_affinity.h"
 #include "collectives/backends/builtin/loopback_link.h"
 #include "collectives/backends/builtin/peer_engine.h"
+#include "collectives/backends/builtin/process_liveness.h"
 #include "collectives/backends/builtin/shm_allreduce.h"
 #include "collectives/backends/builtin/shm_channel.h"
 #include "collectives/backends/builtin/shm_exchange.h"
@@ -25,6 +26,7 @@
 #include "collectives/backends/builtin/shm_span_allreduce.h"
 #include "collectives/backends/builtin/spin_budget.h"
 #include "collectives/backends/builtin/tcp_transport.h"
+#include "collectives/failed_ranks.h"
 #include "core/base/host_identity.h"
 
 namespace hora {
@@ -312,6 +314,7 @@ Status BuiltinCommunicator::establish_exchange(Store& store, Deadline deadline) 
   xo.spin = max_spin_;
   xo.yield_while_spinning = yield_while_spinning_;
   xo.liveness_interval = options_.liveness_interval;
+  xo.members = options_.members;
   HORA_ASSIGN_OR_RETURN(exchange_, ShmExchange::establish(store, options_.key_prefix + "xchg/",
                                                           rank_, size_, xo, &aborted_, deadline));
   shm_options_.small_bytes = options_.shm_small_bytes;
@@ -404,7 +407,9 @@ void BuiltinCommunicator::check_peers() {
   for (auto& e : engines_) {
     if (e->broken()) continue;
     Status st = e->link().check_alive();
-    if (!st.ok()) e->fail(st);
+    if (st.ok()) continue;
+    FailedRanks::process().record_member(options_.members, e->peer(), st);  // its process is gone
+    e->fail(st);
   }
 }
 
@@ -514,7 +519,13 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
       last_progress = now;
       continue;
     }
-    if (now >= deadline.at()) return timeout_status(op, started);
+    if (now >= deadline.at()) {
+      Status late = timeout_status(op, started);
+      // A peer that runs is alive and most likely waits on another rank itself: not blamed.
+      if (process_may_be_blamed(engines_[op.peer]->link().peer_pid()))
+        FailedRanks::process().record_member_timeout(options_.members, op.peer, late);
+      return late;
+    }
     if (!lost_core && now - last_progress < spin_budget_.current()) {
       // Yield now and then when this host has more ranks than CPUs: a spin that keeps the
       // core delays the peer it waits for (see ShmExchange::arrive_and_wait for why not
@@ -530,6 +541,9 @@ Status BuiltinCommunicator::wait_op(Op& op, Deadline deadline) {
       last_check = now;
       check_peers();
       if (op.complete) return finish();
+      // The peer found failed by another wait (or another rank): no second deadline on it.
+      Status known = FailedRanks::process().check_wait(options_.members, op.peer, now - started);
+      if (!known.ok()) return known;
       if (now - last_progress >= kLostMemberGrace) {
         Status lost = lost_peers_status(op);
         if (!lost.ok()) return lost;

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/store.h"
@@ -58,6 +59,10 @@ struct BuiltinOptions {
   // Per rank, what shared_buffer() can hand out (pre-faulted at creation); 0: none. Sized to
   // the fusion buffer, it lets the engine's buffer skip the allreduce copy-in.
   size_t shm_shared_bytes = 0;
+  // The job's global ranks of this communicator's ranks (a process set's members), under
+  // which failures go to the process's FailedRanks (collectives/failed_ranks.h); empty: the
+  // job's own communicator (rank r is global rank r).
+  std::vector<int> members;
 };
 
 // Connects rank `rank` of `size` to every other rank through `store`. Blocks until every

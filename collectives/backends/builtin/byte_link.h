@@ -37,6 +37,8 @@ class ByteLink {
   // Checks that the peer is still alive (shm: its process exists). Cheap but not free: called
   // only after a wait made no progress for a while.
   virtual Status check_alive() { return Status::OK(); }
+  // The peer's process id where this link knows it (shared memory on this host), else 0.
+  virtual int32_t peer_pid() const { return 0; }
   // "shm", "tcp" or "self".
   virtual const char* kind() const = 0;
 };

@@ -70,6 +70,7 @@ class ShmLink : public ByteLink {
   StatusOr<size_t> write_some(const ConstSpan* spans, int count) override;
   StatusOr<size_t> read_some(void* data, size_t bytes) override;
   Status check_alive() override;
+  int32_t peer_pid() const override { return peer_pid_->load(std::memory_order_acquire); }
   const char* kind() const override { return "shm"; }
 
   struct Control;  // defined in the .cc (the layout needs its size)

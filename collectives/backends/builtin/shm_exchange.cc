@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/backends/builtin/process_liveness.h"
+#include "collectives/failed_ranks.h"
 
 namespace hora {
 namespace collectives {
@@ -133,6 +134,7 @@ ShmExchange::ShmExchange(int rank, int size, const ShmExchangeOptions& options,
       spin_budget_(options.spin),
       yield_while_spinning_(options.yield_while_spinning),
       liveness_interval_(options.liveness_interval),
+      members_(options.members),
       segment_(std::move(segment)),
       aborted_(aborted) {}
 
@@ -208,9 +210,12 @@ Status ShmExchange::check_peers(uint64_t seq, const char* what, int* culprit) {
     int32_t pid = c->pid.load(std::memory_order_acquire);
     if (process_is_gone(pid)) {
       *culprit = p;
-      return Status::remote("rank " + std::to_string(rank_) + ": rank " + std::to_string(p) +
-                            " (pid " + std::to_string(pid) + ") died during the shared-memory " +
-                            what + ": its process is gone");
+      Status gone =
+          Status::remote("rank " + std::to_string(rank_) + ": rank " + std::to_string(p) +
+                         " (pid " + std::to_string(pid) + ") died during the shared-memory " +
+                         what + ": its process is gone");
+      FailedRanks::process().record_member(members_, p, gone);
+      return gone;
     }
   }
   for (int p = 0; p < size_; ++p) {
@@ -252,11 +257,29 @@ Status ShmExchange::time_out(uint64_t seq, const char* what, Clock::duration wai
     if (control(p)->arrive.load(std::memory_order_acquire) < seq) missing.push_back(p);
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.3f", std::chrono::duration<double>(waited).count());
-  return fail(
+  Status status =
       Status::timeout("rank " + std::to_string(rank_) + " timed out after " + secs +
                       " s in the shared-memory " + what + " (sync point " + std::to_string(seq) +
-                      ")" + rank_list(", waiting for rank(s) ", missing)),
-      rank_);
+                      ")" + rank_list(", waiting for rank(s) ", missing));
+  // A missing rank whose process runs is alive and most likely waits elsewhere: not blamed.
+  for (int p : missing)
+    if (process_may_be_blamed(control(p)->pid.load(std::memory_order_acquire)))
+      FailedRanks::process().record_member_timeout(members_, p, status);
+  return fail(status, rank_);
+}
+
+Status ShmExchange::known_failure(uint64_t seq, Clock::duration waited, int* culprit) {
+  FailedRanks& failed = FailedRanks::process();
+  failed.poll_store(waited);
+  if (!failed.any()) return Status::OK();
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_ || control(p)->arrive.load(std::memory_order_acquire) >= seq) continue;
+    Status known = failed.failure_of(FailedRanks::global_rank(members_, p));
+    if (known.ok()) continue;
+    *culprit = p;
+    return known;
+  }
+  return Status::OK();
 }
 
 void ShmExchange::sleep_until_woken(uint64_t seq, int64_t cap_us) {
@@ -318,6 +341,7 @@ Status ShmExchange::arrive_and_wait(Deadline deadline, const char* what) {
       last_check = now;
       int culprit = rank_;
       Status st = check_peers(seq, what, &culprit);
+      if (st.ok()) st = known_failure(seq, now - started, &culprit);
       if (!st.ok()) return fail(st, culprit);
     }
     if (now >= deadline.at()) return time_out(seq, what, now - started);

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/backends/builtin/shm_segment.h"
 #include "collectives/backends/builtin/spin_budget.h"
@@ -58,6 +59,9 @@ struct ShmExchangeOptions {
   // Yield the core every 64 polls while spinning: for hosts whose ranks share cores.
   bool yield_while_spinning = false;
   std::chrono::milliseconds liveness_interval{100};
+  // Global ranks of the exchange's ranks, for FailedRanks (collectives/failed_ranks.h);
+  // empty: rank r is global rank r.
+  std::vector<int> members;
 };
 
 class ShmExchange {
@@ -124,6 +128,10 @@ class ShmExchange {
   bool all_arrived(uint64_t seq) const;
   // Fails the exchange with kTimeout, naming the ranks that have not arrived after `waited`.
   Status time_out(uint64_t seq, const char* what, std::chrono::steady_clock::duration waited);
+  // A rank that has not arrived at `seq` and that this process already knows failed
+  // (collectives/failed_ranks.h; the store's posts read once the wait is `waited` long): its
+  // error, with *culprit set to it; else OK.
+  Status known_failure(uint64_t seq, std::chrono::steady_clock::duration waited, int* culprit);
   // Sleeps on this rank's futex for at most `cap_us`, unless all arrived or it was aborted.
   void sleep_until_woken(uint64_t seq, int64_t cap_us);
   Control* control(int r) const;
@@ -136,6 +144,7 @@ class ShmExchange {
   SpinBudget spin_budget_;  // the waiting thread's (one at a time: the class's contract)
   bool yield_while_spinning_;
   std::chrono::milliseconds liveness_interval_;
+  const std::vector<int> members_;  // global ranks (ShmExchangeOptions::members)
   std::unique_ptr<ShmSegment> segment_;
   const std::atomic<bool>* aborted_;
   uint64_t seq_ = 0;   // sync points passed

@@ -30,9 +30,11 @@ Status run(GlooCommunicator& comm, const std::string& what, F&& f) {
   if (status.ok()) return status;
   // gloo's timeout names no pair; at two ranks the collective can only have waited on the
   // other rank (a stopped or stalled peer), so name it as a p2p wait would.
-  if (status.code() == StatusCode::kTimeout && comm.size() == 2)
+  if (status.code() == StatusCode::kTimeout && comm.size() == 2) {
     status = Status(status.code(), status.message() + " (waiting on the peer, rank " +
                                        std::to_string(1 - comm.rank()) + ")");
+    comm.record_failed(1 - comm.rank(), status);
+  }
   return comm.mark_broken(status);
 }
 

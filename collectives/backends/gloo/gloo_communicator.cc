@@ -12,6 +12,7 @@
 #include "collectives/backends/gloo/gloo_errors.h"
 #include "collectives/backends/gloo/gloo_store_adapter.h"
 #include "collectives/backends/unusable_status.h"
+#include "collectives/failed_ranks.h"
 #include "hora/logging.h"
 
 namespace hora {
@@ -57,11 +58,21 @@ std::string GlooCommunicator::describe() const {
   return "rank " + std::to_string(rank_) + " of " + std::to_string(size_);
 }
 
-Status GlooCommunicator::check_usable(const char* what) const {
+Status GlooCommunicator::check_usable(const char* what, int peer) const {
   if (is_aborted()) return aborted_status("gloo", describe(), what);
-  MutexLock lock(&mu_);
-  if (!broken_.ok()) return broken_status("gloo", describe(), what, broken_);
-  return Status::OK();
+  {
+    MutexLock lock(&mu_);
+    if (!broken_.ok()) return broken_status("gloo", describe(), what, broken_);
+  }
+  FailedRanks& failed = FailedRanks::process();
+  if (!failed.any()) return Status::OK();
+  Status known = peer >= 0 ? failed.failure_of(FailedRanks::global_rank(options_.members, peer))
+                           : failed.check_collective(options_.members, size_, rank_, {});
+  return known.ok() ? known : known.with_context(" (gloo: " + describe() + ": " + what + ")");
+}
+
+void GlooCommunicator::record_failed(int peer, const Status& cause) const {
+  FailedRanks::process().record_member_timeout(options_.members, peer, cause);
 }
 
 Status GlooCommunicator::mark_broken(const Status& status) {
@@ -112,7 +123,7 @@ Status GlooCommunicator::validate_peer(int peer, const char* what) const {
     return Status::invalid_argument("gloo: " + describe() + ": " + what + " peer " +
                                     std::to_string(peer) + " is not another rank in [0, " +
                                     std::to_string(size_) + ")");
-  return check_usable(what);
+  return check_usable(what, peer);
 }
 
 StatusOr<std::unique_ptr<Request>> GlooCommunicator::isend(int peer, const void* data, size_t bytes,
@@ -196,6 +207,7 @@ Status GlooRequest::wait(Deadline deadline) {
   if (status.ok() && !completed) {
     status = Status::remote("gloo: " + describe() + ": aborted");
   }
+  if (status.code() == StatusCode::kTimeout) comm_.record_failed(peer_, status);
   if (!status.ok()) status = comm_.mark_broken(status);
   done_ = true;
   status_ = status;

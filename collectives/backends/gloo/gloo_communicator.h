@@ -23,6 +23,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/store.h"
@@ -45,6 +46,9 @@ struct GlooOptions {
   double timeout_s = 300.0;
   // Native allreduce: false = gloo's ring, true = bcube.
   bool allreduce_bcube = false;
+  // A process set's: the job's global ranks of ranks 0..size-1, for FailedRanks
+  // (collectives/failed_ranks.h); empty: the job's own communicator.
+  std::vector<int> members;
 };
 
 // Connects rank `rank` of `size` through `store`, which must outlive the communicator (its

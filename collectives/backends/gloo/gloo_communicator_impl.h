@@ -59,7 +59,13 @@ class GlooCommunicator : public Communicator {
   // --- for GlooRequest and the collectives ---
   bool is_aborted() const { return aborted_.load(std::memory_order_acquire); }
   // The communicator is unusable after a failed wait (gloo poisons its context) or abort.
-  Status check_usable(const char* what) const;
+  // A collective (`peer` -1) also fails at once when a rank of this communicator is known
+  // failed, a send or recv when `peer` is (collectives/failed_ranks.h): it could only wait
+  // out its deadline on that rank.
+  Status check_usable(const char* what, int peer = -1) const;
+  // Records rank `peer` of this communicator, on which a wait timed out with `cause`, as
+  // failed (FailedRanks::record_timeout: not when another rank is known failed already).
+  void record_failed(int peer, const Status& cause) const;
   // Records the first failure and returns the error to report: for a peer failure, with the
   // other ranks' first-hand reports appended (waits up to 1 s for them).
   Status mark_broken(const Status& status);

@@ -7,6 +7,7 @@
 #include "collectives/backends/mpi/mpi_communicator.h"
 #include "collectives/backends/mpi/mpi_request.h"
 #include "collectives/backends/mpi/mpi_status.h"
+#include "collectives/failed_ranks.h"
 #include "kernels/kernels.h"
 
 namespace hora {
@@ -33,7 +34,11 @@ Status MpiCommunicator::finish_collective(MPI_Request request, const std::string
     return describe() + ": " + what + " (waiting for the other ranks of " + std::to_string(size_) +
            " to join)";
   };
-  Status result = poll_request(&request, &status, deadline, aborted_, describe_wait);
+  // Every rank takes part: one known failed (collectives/failed_ranks.h) never joins.
+  auto known_failure = [this](Deadline::Clock::duration waited) {
+    return FailedRanks::process().check_collective(options_.members, size_, rank_, waited);
+  };
+  Status result = poll_request(&request, &status, deadline, aborted_, describe_wait, known_failure);
   // A collective cannot be cancelled: after any failure it may still be pending in MPI.
   if (!result.ok() && broken_.ok()) broken_ = result;
   return result;

@@ -9,6 +9,7 @@
 #include "collectives/backends/mpi/mpi_request.h"
 #include "collectives/backends/mpi/mpi_status.h"
 #include "collectives/backends/unusable_status.h"
+#include "collectives/failed_ranks.h"
 #include "hora/logging.h"
 #include "hora/mutex.h"
 #include "hora/thread_annotations.h"
@@ -279,8 +280,9 @@ StatusOr<std::unique_ptr<Request>> MpiCommunicator::post(bool is_recv, int peer,
                               std::to_string(peer) + " (tag " + std::to_string(tag) + ", " +
                               std::to_string(bytes) + " bytes)");
   }
-  return std::unique_ptr<Request>(
-      new mpi_backend::MpiRequest(request, owned, is_recv, rank_, peer, tag, bytes, &aborted_));
+  return std::unique_ptr<Request>(new mpi_backend::MpiRequest(
+      request, owned, is_recv, rank_, peer, FailedRanks::global_rank(options_.members, peer), tag,
+      bytes, &aborted_));
 }
 
 StatusOr<std::unique_ptr<Request>> MpiCommunicator::isend(int peer, const void* data, size_t bytes,

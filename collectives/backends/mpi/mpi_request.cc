@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "collectives/backends/mpi/mpi_status.h"
+#include "collectives/failed_ranks.h"
 #include "hora/logging.h"
 
 namespace hora {
@@ -15,13 +16,16 @@ namespace {
 constexpr auto kSpinTime = std::chrono::microseconds(50);
 constexpr auto kFirstSleep = std::chrono::microseconds(10);
 constexpr auto kMaxSleep = std::chrono::microseconds(1000);
+constexpr auto kCheckEvery = std::chrono::milliseconds(100);  // known failures (failed_ranks.h)
 
 }  // namespace
 
 Status poll_request(MPI_Request* request, MPI_Status* status, Deadline deadline,
-                    const std::atomic<bool>& aborted,
-                    const std::function<std::string()>& describe) {
-  const auto spin_until = Deadline::Clock::now() + kSpinTime;
+                    const std::atomic<bool>& aborted, const std::function<std::string()>& describe,
+                    const std::function<Status(Deadline::Clock::duration)>& known_failure) {
+  const auto started = Deadline::Clock::now();
+  const auto spin_until = started + kSpinTime;
+  auto next_check = started + kCheckEvery;
   auto sleep = kFirstSleep;
   while (true) {
     int flag = 0;
@@ -35,6 +39,11 @@ Status poll_request(MPI_Request* request, MPI_Status* status, Deadline deadline,
       return Status::remote("mpi: " + describe() + ": aborted");
     auto now = Deadline::Clock::now();
     if (now >= deadline.at()) return Status::timeout("mpi: " + describe() + ": deadline passed");
+    if (known_failure && now >= next_check) {
+      next_check = now + kCheckEvery;
+      Status known = known_failure(now - started);
+      if (!known.ok()) return known.with_context(" (mpi: " + describe() + ")");
+    }
     if (now < spin_until) continue;
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline.at() - now);
     std::this_thread::sleep_for(std::max(std::chrono::microseconds(1), std::min(sleep, left)));
@@ -55,12 +64,14 @@ void abandon_p2p_request(MPI_Request* request, bool is_recv) {
 }
 
 MpiRequest::MpiRequest(MPI_Request request, MPI_Datatype owned_type, bool is_recv, int rank,
-                       int peer, uint32_t tag, size_t bytes, const std::atomic<bool>* aborted)
+                       int peer, int global_peer, uint32_t tag, size_t bytes,
+                       const std::atomic<bool>* aborted)
     : request_(request),
       owned_type_(owned_type),
       is_recv_(is_recv),
       rank_(rank),
       peer_(peer),
+      global_peer_(global_peer),
       tag_(tag),
       bytes_(bytes),
       aborted_(aborted) {}
@@ -100,8 +111,14 @@ Status MpiRequest::check_received(const MPI_Status& status) const {
 Status MpiRequest::wait(Deadline deadline) {
   if (done_) return result_;
   MPI_Status status;
-  Status polled =
-      poll_request(&request_, &status, deadline, *aborted_, [this] { return describe(); });
+  FailedRanks& failed = FailedRanks::process();
+  Status polled = poll_request(
+      &request_, &status, deadline, *aborted_, [this] { return describe(); },
+      [&](Deadline::Clock::duration waited) {
+        return failed.check_wait({}, global_peer_, waited);
+      });
+  if (polled.code() == StatusCode::kTimeout && failed.failure_of(global_peer_).ok())
+    failed.record_timeout(global_peer_, polled);  // the peer stopped past the deadline
   if (polled.ok()) {
     result_ = is_recv_ ? check_received(status) : Status::OK();
   } else {

@@ -24,8 +24,13 @@ namespace mpi_backend {
 // Returns OK when *request completed (it is then MPI_REQUEST_NULL and *status filled), an
 // MPI error as Status (the request is then considered gone), or kTimeout / kRemote with
 // `describe()` in the message while *request stays active for the caller to cancel or free.
-Status poll_request(MPI_Request* request, MPI_Status* status, Deadline deadline,
-                    const std::atomic<bool>& aborted, const std::function<std::string()>& describe);
+// `known_failure(waited)` (may be empty), asked every 100 ms once the wait is that long,
+// returns the error of a rank the request waits on that this process already knows failed
+// (collectives/failed_ranks.h): the wait returns it at once, the request left active.
+Status poll_request(
+    MPI_Request* request, MPI_Status* status, Deadline deadline, const std::atomic<bool>& aborted,
+    const std::function<std::string()>& describe,
+    const std::function<Status(Deadline::Clock::duration)>& known_failure = nullptr);
 
 // Gives up on an active point-to-point request: a recv is cancelled (MPI_Cancel, then waited
 // for, which MPI guarantees to be local); a send is released with MPI_Request_free, since
@@ -37,8 +42,10 @@ void abandon_p2p_request(MPI_Request* request, bool is_recv);
 // communicator (the abort flag is borrowed).
 class MpiRequest final : public Request {
  public:
+  // `global_peer`: the job's rank of `peer`, under which a timeout is recorded and a known
+  // failure looked up (collectives/failed_ranks.h).
   MpiRequest(MPI_Request request, MPI_Datatype owned_type, bool is_recv, int rank, int peer,
-             uint32_t tag, size_t bytes, const std::atomic<bool>* aborted);
+             int global_peer, uint32_t tag, size_t bytes, const std::atomic<bool>* aborted);
   ~MpiRequest() override;
   MpiRequest(const MpiRequest&) = delete;
   MpiRequest& operator=(const MpiRequest&) = delete;
@@ -55,6 +62,7 @@ class MpiRequest final : public Request {
   bool is_recv_;
   int rank_;
   int peer_;
+  int global_peer_;
   uint32_t tag_;
   size_t bytes_;
   const std::atomic<bool>* aborted_;
