@@ -15,6 +15,7 @@
 #include "core/elastic_member.h"
 #include "core/engine/engine.h"
 #include "core/engine_access.h"
+#include "core/failed_ranks_access.h"
 #include "core/init_options.h"
 #include "core/layout.h"
 #include "core/process_set_table.h"
@@ -173,10 +174,6 @@ double seconds_between(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double>(b - a).count();
 }
 
-// The ranks of the current generation this process knows failed, for its reset report: none
-// known to the runtime yet (the driver then finds a stopped worker by its own deadline).
-std::vector<int> known_failed_ranks(Runtime& /*r*/) { return {}; }
-
 }  // namespace
 
 Status init() { return init(InitOptions{}); }
@@ -209,7 +206,10 @@ Status reset(bool hosts_updated, const std::string& reason) {
                           " leaving generation " + std::to_string(r.elastic->generation());
   collectives::elastic::ResetReport report;
   report.hosts_updated = hosts_updated;
-  report.failed_ranks = known_failed_ranks(r);
+  // The ranks of generation g this process found dead or stopped (read before the shutdown
+  // below ends the generation's failure registry), so horarun can remove a stopped worker at
+  // once instead of after its own deadline.
+  report.failed_ranks = detail::failed_ranks();
   report.reason = reason;
   if (Status posted = r.elastic->post_reset(report); !posted.ok())
     return posted.with_context(" (" + who + ": posting its reset report to horarun's store)");

@@ -6,8 +6,9 @@
 //   - publishes generation 0 with every worker, in id order;
 //   - when a worker of generation g posts its reset report or dies, waits until every worker of
 //     g is accounted for (exited, or reported), then publishes g+1: the reporting workers in
-//     their old rank order. A worker that has not reported --fallback-s after the first report
-//     of g is SIGKILLed (+SIGCONT) and counted as failed (a stopped worker);
+//     their old rank order. A worker that a report names as failed, or that has not reported
+//     --fallback-s after the first report of g, is SIGKILLed (+SIGCONT) and counted as failed
+//     (a stopped worker);
 //   - --hosts-updated-after S: S seconds after generation 0 is published, sets
 //     hosts_updated_key(0) (no worker is added: the workers' reset brings the same ones back).
 // Exits 0 when every worker that was never killed exited 0 and at least --min-survivors did,
@@ -202,6 +203,7 @@ class Driver {
         if (posted.ok() && posted.value()) {
           reported_[id] = true;
           if (!first_report_) first_report_ = Clock::now();
+          kill_named(id);
         }
       }
       if (reported_.count(id) == 0 && workers_[id].running) unaccounted.push_back(id);
@@ -222,6 +224,25 @@ class Driver {
       if (reported_.count(id) != 0 && !workers_[id].killed) next.push_back(id);
     ++generation_;
     publish(next);
+  }
+
+  // Kills the workers that `id`'s reset report names as failed (stopped ones, typically).
+  void kill_named(int64_t id) {
+    auto text = store_.get(ce::reset_key(generation_, id), hora::Deadline::after_seconds(5));
+    if (!text.ok()) return;
+    auto report = ce::parse_reset_report(text.value());
+    if (!report.ok()) die(report.status().to_string());
+    for (int rank : report.value().failed_ranks) {
+      if (rank < 0 || rank >= static_cast<int>(members_.size())) continue;
+      Worker& w = workers_[members_[static_cast<size_t>(rank)]];
+      if (!w.running || w.killed) continue;
+      std::printf(
+          "elastic_test_driver: worker %lld (rank %d) named failed by worker %lld: killed\n",
+          static_cast<long long>(w.id), rank, static_cast<long long>(id));
+      kill(w.pid, SIGKILL);
+      kill(w.pid, SIGCONT);
+      w.killed = true;
+    }
   }
 
   bool any_running() const {
