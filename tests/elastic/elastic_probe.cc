@@ -12,7 +12,8 @@
 //                          process set made before the reset is gone after it and can be
 //                          made again (needs HORA_DYNAMIC_PROCESS_SETS=1).
 // At the end every survivor checks that it holds no more file descriptors and threads than
-// before its first init (plus the elastic store connection), and prints "elastic_probe: worker
+// before its first init (plus the elastic store connection) and no shared-memory mapping of
+// any generation, and prints "elastic_probe: worker
 // W done". Any failed check exits 1 with the reason.
 #include <dirent.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -38,6 +40,15 @@ int count_entries(const char* dir) {
       if (e->d_name[0] != '.') ++n;
     closedir(d);
   }
+  return n;
+}
+
+// Shared-memory segments of the builtin backend still mapped ("/dev/shm/hora-...").
+int mapped_segments() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("/dev/shm/hora-") != std::string::npos) ++n;
   return n;
 }
 
@@ -185,6 +196,8 @@ int main(int argc, char** argv) {
   // One connection stays open after shutdown: the elastic membership's store client.
   const int fds_after = count_entries("/proc/self/fd");
   const int threads_after = count_entries("/proc/self/task");
+  if (mapped_segments() != 0)
+    fail(std::to_string(mapped_segments()) + " shared-memory mappings left after shutdown");
   if (fds_after > fds_before + 1 || threads_after > threads_before)
     fail("after shutdown " + std::to_string(fds_after) + " fds and " +
          std::to_string(threads_after) + " threads, before init " + std::to_string(fds_before) +
