@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives/backends/registry.h"
+#include "collectives/failed_ranks.h"
 #include "core/base/thread_leases.h"
 #include "core/config.h"
 #include "core/context.h"
@@ -15,7 +16,6 @@
 #include "core/elastic_member.h"
 #include "core/engine/engine.h"
 #include "core/engine_access.h"
-#include "core/failed_ranks_access.h"
 #include "core/init_options.h"
 #include "core/layout.h"
 #include "core/process_set_table.h"
@@ -174,6 +174,16 @@ double seconds_between(std::chrono::steady_clock::time_point a,
   return std::chrono::duration<double>(b - a).count();
 }
 
+// The ranks of `generation` this process found dead or stopped (collectives/failed_ranks.h;
+// still readable after the generation's shutdown), for the reset report, so horarun can remove
+// a stopped worker at once instead of after its own deadline. Empty when the registry holds
+// another generation's (an init that failed before it began this one's).
+std::vector<int> failed_ranks_of(int64_t generation) {
+  const collectives::FailedRanks& failed = collectives::FailedRanks::process();
+  if (failed.generation() != generation) return {};
+  return failed.ranks();
+}
+
 }  // namespace
 
 Status init() { return init(InitOptions{}); }
@@ -206,13 +216,14 @@ Status reset(bool hosts_updated, const std::string& reason) {
                           " leaving generation " + std::to_string(r.elastic->generation());
   collectives::elastic::ResetReport report;
   report.hosts_updated = hosts_updated;
-  // The ranks of generation g this process found dead or stopped (read before the shutdown
-  // below ends the generation's failure registry), so horarun can remove a stopped worker at
-  // once instead of after its own deadline.
-  report.failed_ranks = detail::failed_ranks();
+  report.failed_ranks = failed_ranks_of(r.elastic->generation());
   report.reason = reason;
-  if (Status posted = r.elastic->post_reset(report); !posted.ok())
-    return posted.with_context(" (" + who + ": posting its reset report to horarun's store)");
+  // A worker that never got an assignment (its first init timed out) has no generation to
+  // leave: it only waits again.
+  if (r.elastic->generation() >= 0) {
+    if (Status posted = r.elastic->post_reset(report); !posted.ok())
+      return posted.with_context(" (" + who + ": posting its reset report to horarun's store)");
+  }
   // The old membership's failures were reported through its handles: what stopping it says
   // is only logged.
   const auto start = std::chrono::steady_clock::now();
