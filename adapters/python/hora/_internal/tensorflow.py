@@ -17,7 +17,7 @@ _HORA_ERROR = re.compile(r"hora\.(\w+Error): ")
 _TF_SUFFIX = re.compile(r"\s*\[Op:\w+\]( name: .*)?$", re.S)
 
 
-def _translated(error: tf.errors.OpError) -> errors.HoraError | None:
+def translated(error: tf.errors.OpError) -> errors.HoraError | None:
     """The hora.errors exception an op's error message names, or None."""
     match = _HORA_ERROR.search(error.message)
     if match is None:
@@ -36,7 +36,7 @@ def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except tf.errors.OpError as e:
-        hora_error = _translated(e)
+        hora_error = translated(e)
         if hora_error is None:
             raise
         raise hora_error from e
