@@ -16,16 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "collectives/rendezvous/tcp_store_server.h"
+#include "launcher/elastic_driver.h"
 #include "launcher/host_list.h"
-#include "launcher/job_network.h"
+#include "launcher/job_start.h"
 #include "launcher/mpirun_command.h"
 #include "launcher/options.h"
 #include "launcher/rank_process.h"
 #include "launcher/supervisor.h"
 #include "launcher/timeline_repair.h"
-
-extern char** environ;
 
 namespace hora {
 namespace launcher {
@@ -37,18 +35,6 @@ constexpr int kExitLauncherFailure = 1;
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "horarun: %s\n", message.c_str());
   return code;
-}
-
-// horarun's own environment is read here only: the whole of it (to pass on to the ranks), or
-// one variable (`fallback` when unset).
-std::vector<std::string> current_environment() {
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-  return env;
-}
-std::string environment_value(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : fallback;
 }
 
 std::string format_seconds(double s) {
@@ -116,13 +102,6 @@ void repair_local_timeline(const std::string& option, const std::vector<RankPlac
   }
 }
 
-// The hosts of the job: -H, else --hostfile, else np slots on this machine.
-StatusOr<std::vector<HostSlots>> job_hosts(const LauncherOptions& o) {
-  if (!o.hosts.empty()) return parse_host_list(o.hosts);
-  if (!o.hostfile.empty()) return read_hostfile(o.hostfile);
-  return std::vector<HostSlots>{{"localhost", o.np}};
-}
-
 // The hosts other than this one that run ranks, in rank order, each once.
 std::vector<std::string> remote_hosts_of(const std::vector<RankPlacement>& ranks) {
   std::vector<std::string> remote_hosts;
@@ -133,72 +112,15 @@ std::vector<std::string> remote_hosts_of(const std::vector<RankPlacement>& ranks
   return remote_hosts;
 }
 
-// The programs that start the ranks: the job's own for local ranks, the remote shell (--rsh)
-// for the others.
-struct Programs {
-  std::string exe;
-  std::vector<std::string> rsh_words;
-  std::string rsh_exe;
-};
-
-// The rendezvous store, its secret and what the ranks are told to reach it.
-struct Rendezvous {
-  std::unique_ptr<collectives::TcpStoreServer> store;
-  JobEnvironment job;
-};
-
-StatusOr<Rendezvous> start_rendezvous(const LauncherOptions& o,
-                                      const std::vector<std::string>& remote_hosts) {
-  auto generated = generate_secret();
-  if (!generated.ok()) return generated.status();
-  const std::string secret = generated.value();
-  collectives::TcpStoreServer::Options store_options;
-  store_options.bind_address = remote_hosts.empty() ? "127.0.0.1" : "0.0.0.0";
-  store_options.port = 0;
-  store_options.secret = secret;
-  auto store = collectives::TcpStoreServer::start(store_options);
-  if (!store.ok())
-    return Status::internal("cannot start the rendezvous store: " + store.status().to_string());
-  Rendezvous rv;
-  rv.store = std::move(store).value();
-  JobEnvironment& job = rv.job;
-  job.rendezvous_addr = remote_hosts.empty()         ? "127.0.0.1"
-                        : !o.rendezvous_addr.empty() ? o.rendezvous_addr
-                                                     : advertise_address(remote_hosts);
-  job.rendezvous_port = rv.store->port();
-  job.secret = secret;
-  job.backend = o.backend;
-  job.timeline = o.timeline;
-  job.start_timeout_s = o.start_timeout_s;
-  if (o.verbose)
-    std::fprintf(stderr, "horarun: rendezvous store on %s:%d, ranks reach it at %s:%d\n",
-                 store_options.bind_address.c_str(), job.rendezvous_port,
-                 job.rendezvous_addr.c_str(), job.rendezvous_port);
-  return rv;
-}
-
 // Starts every rank and hands it to the supervisor. On a failure the message names the rank.
 Status spawn_ranks(const LauncherOptions& o, const std::vector<RankPlacement>& ranks,
                    const Programs& programs, const JobEnvironment& job, Supervisor& supervisor) {
-  char cwd_buf[4096];
-  const std::string cwd = ::getcwd(cwd_buf, sizeof(cwd_buf)) ? cwd_buf : ".";
   const std::vector<std::string> env = current_environment();
   for (const RankPlacement& p : ranks) {
-    const EnvVars vars = rank_environment(p, job);
-    const RankLaunch launch = p.is_local ? local_launch(programs.exe, o.command, env, vars)
-                                         : remote_launch(programs.rsh_exe, programs.rsh_words,
-                                                         p.host, cwd, o.command, env, vars);
-    if (o.verbose)
-      std::fprintf(stderr, "horarun: rank %d on %s: %s\n", p.rank, p.host.c_str(),
-                   launch.display.c_str());
-    std::fflush(stderr);
-    auto proc = spawn_rank(launch);
-    Status added =
-        proc.ok() ? supervisor.add_rank(p.rank, p.host, !p.is_local, proc.value()) : proc.status();
-    if (!added.ok()) {
-      return Status(added.code(), "rank " + std::to_string(p.rank) + " (host " + p.host +
-                                      "): " + added.message());
-    }
+    auto started =
+        start_process(o, programs, p.host, p.is_local, p.rank, "rank " + std::to_string(p.rank),
+                      env, rank_environment(p, job), supervisor);
+    if (!started.ok()) return started.status();
   }
   return Status::OK();
 }
@@ -212,7 +134,7 @@ int launch_job(const LauncherOptions& o, const std::vector<RankPlacement>& ranks
   sup_options.verbose = o.verbose;
   auto supervisor = Supervisor::create(sup_options);  // before the store's thread starts
   if (!supervisor.ok()) return fail(kExitLauncherFailure, supervisor.status().message());
-  auto rendezvous = start_rendezvous(o, remote_hosts);
+  auto rendezvous = start_rendezvous(o, remote_hosts, /*multi_host=*/false);
   if (!rendezvous.ok()) return fail(kExitLauncherFailure, rendezvous.status().message());
   collectives::TcpStoreServer& store = *rendezvous.value().store;
   Status spawned = spawn_ranks(o, ranks, programs, rendezvous.value().job, *supervisor.value());
@@ -236,6 +158,7 @@ int run_horarun(const std::vector<std::string>& args) {
     std::fputs(usage_text().c_str(), stdout);
     return 0;
   }
+  if (o.elastic.enabled) return run_elastic_job(o);
   auto hosts = job_hosts(o);
   if (!hosts.ok()) return fail(kExitBadInvocation, hosts.status().message());
   const bool hosts_given = !o.hosts.empty() || !o.hostfile.empty();
@@ -247,23 +170,12 @@ int run_horarun(const std::vector<std::string>& args) {
   const std::vector<std::string> remote_hosts = remote_hosts_of(ranks);
   const std::string path_env = environment_value("PATH", "/usr/local/bin:/usr/bin:/bin");
   // The program must exist here for local ranks (remote-only jobs can't be checked from here).
-  Programs programs;
-  if (any_local || o.use_mpirun) {
-    auto found = find_executable(o.command[0], path_env);
-    if (!found.ok()) return fail(kExitBadInvocation, found.status().message());
-    programs.exe = found.value();
-  }
+  auto programs =
+      find_programs(o, any_local || o.use_mpirun, !remote_hosts.empty() && !o.use_mpirun, path_env);
+  if (!programs.ok()) return fail(kExitBadInvocation, programs.status().message());
   if (o.use_mpirun)
     return hand_off_to_mpirun(o, hosts.value(), hosts_given, remote_hosts.empty(), path_env);
-  if (!remote_hosts.empty()) {
-    auto words = split_words(o.rsh);
-    if (!words.ok()) return fail(kExitBadInvocation, "--rsh: " + words.status().message());
-    programs.rsh_words = words.value();
-    auto found = find_executable(programs.rsh_words[0], path_env);
-    if (!found.ok()) return fail(kExitBadInvocation, "--rsh: " + found.status().message());
-    programs.rsh_exe = found.value();
-  }
-  return launch_job(o, ranks, remote_hosts, programs);
+  return launch_job(o, ranks, remote_hosts, programs.value());
 }
 
 }  // namespace

@@ -125,6 +125,84 @@ StatusOr<bool> parse_supervision_flag(Flag& f, LauncherOptions& o, FlagsSeen& se
   return true;
 }
 
+StatusOr<int> parse_count(const std::string& flag, const std::string& v, int min) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE || n < min || n > 1000000)
+    return Status::invalid_argument(flag + " '" + v + "': expected an integer between " +
+                                    std::to_string(min) + " and 1000000");
+  return static_cast<int>(n);
+}
+
+// The flags of elastic mode (--min-np, --max-np, --host-discovery-script, --elastic-timeout,
+// --reset-limit, --blacklist-cooldown-range MIN MAX). Returns false for a flag not of this group.
+StatusOr<bool> parse_elastic_flag(Flag& f, LauncherOptions& o) {
+  const std::string& arg = f.arg;
+  ElasticOptions& e = o.elastic;
+  if (arg == "--min-np" || arg == "--max-np") {
+    HORARUN_ASSIGN_OR_RETURN(std::string v, f.value());
+    HORARUN_ASSIGN_OR_RETURN(int n, parse_np(arg, v));
+    (arg == "--min-np" ? e.min_np : e.max_np) = n;
+    e.enabled = true;
+  } else if (arg == "--host-discovery-script") {
+    HORARUN_ASSIGN_OR_RETURN(e.discovery_script, f.value());
+    if (e.discovery_script.find_first_not_of(" \t") == std::string::npos)
+      return Status::invalid_argument(arg + ": empty command");
+    e.enabled = true;
+  } else if (arg == "--elastic-timeout") {
+    HORARUN_ASSIGN_OR_RETURN(std::string v, f.value());
+    HORARUN_ASSIGN_OR_RETURN(e.timeout_s, parse_seconds(arg, v, false));
+  } else if (arg == "--reset-limit") {
+    HORARUN_ASSIGN_OR_RETURN(std::string v, f.value());
+    HORARUN_ASSIGN_OR_RETURN(e.reset_limit, parse_count(arg, v, 0));
+  } else if (arg == "--blacklist-cooldown-range") {
+    HORARUN_ASSIGN_OR_RETURN(std::string low_text, f.value());
+    if (f.i + 1 >= f.args.size())
+      return Status::invalid_argument(arg + " needs two values: MIN MAX (seconds)");
+    const std::string high_text = f.args[++f.i];
+    HORARUN_ASSIGN_OR_RETURN(double low, parse_seconds(arg, low_text, true));
+    HORARUN_ASSIGN_OR_RETURN(double high, parse_seconds(arg, high_text, true));
+    if (high < low)
+      return Status::invalid_argument(arg + " " + low_text + " " + high_text +
+                                      ": MAX must not be below MIN");
+    e.cooldown_range = std::make_pair(low, high);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Elastic mode's sizes: -np defaults to --min-np, --min-np to -np; min <= np <= max.
+Status check_elastic(LauncherOptions& o, FlagsSeen& seen) {
+  ElasticOptions& e = o.elastic;
+  const bool tuning = e.timeout_s != 600.0 || e.reset_limit >= 0 || e.cooldown_range;
+  if (!e.enabled) {
+    if (tuning)
+      return Status::invalid_argument(
+          "--elastic-timeout, --reset-limit and --blacklist-cooldown-range need elastic mode "
+          "(--min-np, --max-np or --host-discovery-script)");
+    return Status::OK();
+  }
+  if (o.use_mpirun)
+    return Status::invalid_argument(
+        "elastic mode cannot be used with --mpi: horarun's own "
+        "driver starts and replaces the workers");
+  if (!seen.have_np && e.min_np > 0) {
+    o.np = e.min_np;
+    seen.have_np = true;
+  }
+  if (e.min_np == 0) e.min_np = o.np;
+  if (seen.have_np && o.np < e.min_np)
+    return Status::invalid_argument("-np " + std::to_string(o.np) + " is below --min-np " +
+                                    std::to_string(e.min_np));
+  if (e.max_np != 0 && (e.max_np < e.min_np || (seen.have_np && o.np > e.max_np)))
+    return Status::invalid_argument("--max-np " + std::to_string(e.max_np) + " is below -np " +
+                                    std::to_string(o.np) + " or --min-np " +
+                                    std::to_string(e.min_np));
+  return Status::OK();
+}
+
 // The checks across flags, once all are read.
 Status check_options(const LauncherOptions& o, const FlagsSeen& seen) {
   if (!seen.have_np) return Status::invalid_argument("missing -np N (the number of ranks)");
@@ -151,7 +229,10 @@ std::string usage_text() {
   return "usage: horarun -np N [-H host:slots,...|--hostfile FILE] [--rsh CMD]\n"
          "               [--backend gloo|mpi|builtin|nccl|auto] [--mpi] [--oversubscribe]\n"
          "               [--timeline PATH] [--output-dir DIR] [--start-timeout S] [--grace S]\n"
-         "               [--rendezvous-addr ADDR] [--verbose] [--] prog [args...]\n"
+         "               [--rendezvous-addr ADDR] [--verbose]\n"
+         "               [--min-np N] [--max-np N] [--host-discovery-script CMD]\n"
+         "               [--elastic-timeout S] [--reset-limit N]\n"
+         "               [--blacklist-cooldown-range MIN MAX] [--] prog [args...]\n"
          "  -np, -n, --num-proc N      number of ranks\n"
          "  -H, --hosts LIST           hosts and slots, e.g. a:4,b:4 (default localhost:N)\n"
          "  --hostfile FILE            one host a line: 'host slots=N' or 'host:N'\n"
@@ -166,6 +247,15 @@ std::string usage_text() {
          "  --grace S                  SIGTERM to SIGKILL delay at teardown (default 3)\n"
          "  --rendezvous-addr ADDR     address remote ranks use to reach this host's store\n"
          "  -v, --verbose              print the store address and each rank's command\n"
+         "elastic mode (on with --min-np, --max-np or --host-discovery-script; -np is the\n"
+         "starting size): workers that fail are dropped and the others go on\n"
+         "  --min-np N                 fewest workers to go on with (default -np)\n"
+         "  --max-np N                 most workers (default: every slot offered)\n"
+         "  --host-discovery-script CMD   prints 'host:slots' lines; run every second\n"
+         "  --elastic-timeout S        wait this long for enough slots (default 600)\n"
+         "  --reset-limit N            end the job after N membership changes\n"
+         "  --blacklist-cooldown-range MIN MAX   a failed host comes back after a cooldown\n"
+         "                             between MIN and MAX seconds (default: never)\n"
          "exit status: 0 when every rank exits 0; the first failed rank's exit code, or\n"
          "128+signal if it was killed or horarun was signalled; 2 for a bad invocation;\n"
          "1 when horarun itself fails.\n";
@@ -193,10 +283,13 @@ StatusOr<LauncherOptions> parse_options(const std::vector<std::string>& args) {
     HORARUN_ASSIGN_OR_RETURN(bool known, parse_placement_flag(f, o, seen));
     if (known) continue;
     HORARUN_ASSIGN_OR_RETURN(known, parse_supervision_flag(f, o, seen));
+    if (known) continue;
+    HORARUN_ASSIGN_OR_RETURN(known, parse_elastic_flag(f, o));
     if (!known)
       return Status::invalid_argument("unknown option '" + f.arg + "' (see horarun --help)");
   }
   o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  HORARUN_RETURN_IF_ERROR(check_elastic(o, seen));
   HORARUN_RETURN_IF_ERROR(check_options(o, seen));
   return o;
 }

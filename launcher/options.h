@@ -12,6 +12,18 @@
 namespace hora {
 namespace launcher {
 
+// Elastic mode (launcher/elastic_driver.h): on when --min-np, --max-np or
+// --host-discovery-script is given. -np is then the starting size.
+struct ElasticOptions {
+  bool enabled = false;
+  int min_np = 0;                // 0: not given (defaults to -np)
+  int max_np = 0;                // 0: not given (no bound beyond the slots offered)
+  std::string discovery_script;  // empty: the hosts of -H/--hostfile (or localhost:np), fixed
+  double timeout_s = 600.0;      // --elastic-timeout
+  int reset_limit = -1;          // -1: no limit
+  std::optional<std::pair<double, double>> cooldown_range;  // none: blacklisted for good
+};
+
 struct LauncherOptions {
   int np = 0;
   std::string hosts;     // -H text, empty when not given
@@ -28,6 +40,7 @@ struct LauncherOptions {
   bool verbose = false;
   bool help = false;
   std::vector<std::string> command;  // prog and its arguments
+  ElasticOptions elastic;
 };
 
 // The usage text printed by --help.

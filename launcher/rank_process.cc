@@ -113,6 +113,15 @@ Status await_exec(const RankLaunch& launch, RankPipes& p, pid_t pid) {
   return Status::io("cannot execute '" + launch.exe_path + "': " + std::strerror(child_errno));
 }
 
+// The variables every process of the job gets alike: HORA_BACKEND, HORA_TIMELINE,
+// HORA_START_TIMEOUT_S when horarun sets them.
+void add_job_variables(const JobEnvironment& job, EnvVars& vars) {
+  if (!job.backend.empty()) vars.emplace_back("HORA_BACKEND", job.backend);
+  if (!job.timeline.empty()) vars.emplace_back("HORA_TIMELINE", job.timeline);
+  if (job.start_timeout_s)
+    vars.emplace_back("HORA_START_TIMEOUT_S", format_seconds(*job.start_timeout_s));
+}
+
 }  // namespace
 
 EnvVars rank_environment(const RankPlacement& p, const JobEnvironment& job) {
@@ -132,10 +141,23 @@ EnvVars rank_environment(const RankPlacement& p, const JobEnvironment& job) {
   const size_t layout_count = 7;  // HORA_RANK .. HORA_HOSTNAME above
   for (size_t i = 0; i < layout_count; ++i)
     vars.emplace_back("HOROVOD_" + vars[i].first.substr(5), vars[i].second);
-  if (!job.backend.empty()) vars.emplace_back("HORA_BACKEND", job.backend);
-  if (!job.timeline.empty()) vars.emplace_back("HORA_TIMELINE", job.timeline);
-  if (job.start_timeout_s)
-    vars.emplace_back("HORA_START_TIMEOUT_S", format_seconds(*job.start_timeout_s));
+  add_job_variables(job, vars);
+  return vars;
+}
+
+EnvVars elastic_worker_environment(int64_t worker_id, const std::string& host,
+                                   const JobEnvironment& job, double elastic_timeout_s) {
+  EnvVars vars = {
+      {"HORA_ELASTIC", "1"},
+      {"HORA_ELASTIC_WORKER", std::to_string(worker_id)},
+      {"HORA_ELASTIC_TIMEOUT_S", format_seconds(elastic_timeout_s)},
+      {"HORA_HOSTNAME", host},
+      {"HORA_RENDEZVOUS_ADDR", job.rendezvous_addr},
+      {"HORA_RENDEZVOUS_PORT", std::to_string(job.rendezvous_port)},
+      {"HORA_SECRET", job.secret},
+      {"HOROVOD_HOSTNAME", host},
+  };
+  add_job_variables(job, vars);
   return vars;
 }
 

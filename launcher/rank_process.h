@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,6 +42,13 @@ struct JobEnvironment {
 
 // The HORA_* variables horarun sets for one rank, HORA_RANK first.
 EnvVars rank_environment(const RankPlacement& placement, const JobEnvironment& job);
+
+// The variables of one worker of an elastic job (collectives/rendezvous/elastic_protocol.h):
+// HORA_ELASTIC=1, HORA_ELASTIC_WORKER, HORA_ELASTIC_TIMEOUT_S, HORA_HOSTNAME, the store's
+// address and secret, and the job's variables as above; no rank or size (the worker reads its
+// slot from the store).
+EnvVars elastic_worker_environment(int64_t worker_id, const std::string& host,
+                                   const JobEnvironment& job, double elastic_timeout_s);
 
 // "abc" stays abc when it is made only of safe characters; anything else becomes 'a'\''b'.
 std::string shell_quote(const std::string& word);

@@ -226,6 +226,10 @@ void Supervisor::on_rank_exit(Rank* r, int wait_status) {
   const bool failed = !exited || code != 0;
   if (options_.verbose)
     write_line(options_.stderr_fd, "horarun: rank " + std::to_string(r->rank) + " " + how + "\n");
+  if (observer_ != nullptr && !tearing_down_) {
+    observer_->on_rank_exit(r->rank, wait_status);
+    return;
+  }
   if (!failed || have_failure_ || tearing_down_ || received_signal_ != 0) return;
   have_failure_ = true;
   exit_code_ = exited ? code : 128 + sig;
@@ -290,6 +294,25 @@ bool Supervisor::anything_left() {
   return pid == 0;
 }
 
+void Supervisor::set_observer(Observer* observer, int tick_ms) {
+  observer_ = observer;
+  tick_ms_ = tick_ms;
+}
+
+void Supervisor::signal_rank(int rank, int sig) {
+  for (auto& r : ranks_) {
+    if (r->rank != rank || r->group_gone) continue;
+    if (::killpg(r->pid, sig) != 0 && errno == ESRCH) r->group_gone = true;
+  }
+}
+
+void Supervisor::finish(int exit_code) {
+  if (tearing_down_) return;
+  exit_code_ = exit_code;
+  have_failure_ = exit_code != 0;
+  begin_teardown(SIGTERM);
+}
+
 void Supervisor::abort_start() {
   have_failure_ = true;  // the start failure was reported by the caller
   begin_teardown(SIGTERM);
@@ -303,7 +326,8 @@ int Supervisor::run() {
   std::vector<struct pollfd> fds;
   std::vector<Stream*> streams;
   while (true) {
-    if (!tearing_down_) {
+    if (observer_ != nullptr && !tearing_down_) observer_->on_tick();
+    if (!tearing_down_ && observer_ == nullptr) {
       bool all_reaped = true;
       for (auto& r : ranks_) all_reaped = all_reaped && r->reaped;
       // Every rank ended by itself: end leftover members of their groups and orphans too.
@@ -327,6 +351,8 @@ int Supervisor::run() {
       }
       timeout_ms = static_cast<int>(std::ceil((due - now) * 1000.0));
       if (killed_ && timeout_ms > kKilledPollMs) timeout_ms = kKilledPollMs;
+    } else if (observer_ != nullptr) {
+      timeout_ms = tick_ms_;
     }
     fds.clear();
     streams.clear();

@@ -21,6 +21,12 @@
 // Exit status: 0 when every rank exited 0; the first failure's exit code, or 128+signal;
 // 128+signal when horarun was signalled.
 //
+// Elastic mode (set_observer; launcher/elastic_driver.h): step 2 does not apply. A rank's exit
+// goes to the observer instead, the job goes on, and the observer's on_tick() runs every
+// tick_ms (and after every batch of output) while the job runs; it may add ranks (new
+// workers), signal single ranks, and end the job with finish(). Step 3 and the teardown are
+// as above. "rank" is then the worker id.
+//
 // Not thread-safe: one thread creates it, adds ranks and runs it.
 #pragma once
 
@@ -63,6 +69,21 @@ class Supervisor {
   // Runs the loop above until the job is over; returns horarun's exit status.
   int run();
 
+  // Elastic mode. on_rank_exit is called while the supervisor walks its ranks: it must not
+  // add ranks (queue the exit, act in on_tick).
+  class Observer {
+   public:
+    virtual ~Observer() = default;
+    virtual void on_rank_exit(int rank, int wait_status) = 0;
+    virtual void on_tick() = 0;
+  };
+  // Call before run(). `observer` must outlive run().
+  void set_observer(Observer* observer, int tick_ms);
+  // Sends `sig` to the process group of `rank` (nothing when it is gone).
+  void signal_rank(int rank, int sig);
+  // Ends the job with `exit_code`: teardown of whatever is left (SIGTERM, grace, SIGKILL).
+  void finish(int exit_code);
+
  private:
   struct Stream;
   struct Rank;
@@ -88,6 +109,8 @@ class Supervisor {
   int exit_code_ = 0;
   bool have_failure_ = false;
   int received_signal_ = 0;
+  Observer* observer_ = nullptr;
+  int tick_ms_ = 100;
 };
 
 // "SIGKILL" for 9; "signal 99" for what has no name.
