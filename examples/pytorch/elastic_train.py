@@ -41,9 +41,7 @@ def main():
     hvd.init()
     torch.manual_seed(42)
     dataset = synthetic_data(args.samples)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)
-    )
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
     # The learning rate follows the job's size (a reset callback below keeps it so).
     optimizer = hvd.DistributedOptimizer(
         torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9),
