@@ -28,11 +28,9 @@ def translated(error: tf.errors.OpError) -> errors.HoraError | None:
     return cls(_TF_SUFFIX.sub("", error.message[match.end() :]))
 
 
-def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)``, an op wrapper; eagerly, a hora error becomes its hora.errors
-    class (raised from TensorFlow's error)."""
-    if not tf.executing_eagerly():
-        return fn(*args, **kwargs)
+def call_translating(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; TensorFlow's OpError that names a hora error is raised as that
+    hora.errors class (from TensorFlow's error)."""
     try:
         return fn(*args, **kwargs)
     except tf.errors.OpError as e:
@@ -40,3 +38,11 @@ def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if hora_error is None:
             raise
         raise hora_error from e
+
+
+def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, an op wrapper; eagerly, a hora error becomes its hora.errors
+    class (raised from TensorFlow's error)."""
+    if not tf.executing_eagerly():
+        return fn(*args, **kwargs)
+    return call_translating(fn, *args, **kwargs)

@@ -16,7 +16,7 @@ import tensorflow as tf
 from hora import runtime
 from hora._internal import elastic as _machinery
 from hora._internal.elastic import HostsUpdatedInterrupt, State
-from hora._internal.tensorflow import translated
+from hora._internal.tensorflow import call_translating
 from hora.errors import HorovodInternalError
 from hora.tensorflow.functions import broadcast_object, broadcast_variables
 
@@ -134,13 +134,7 @@ def _raising_hora_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except tf.errors.OpError as e:
-            hora_error = translated(e)
-            if hora_error is None:
-                raise
-            raise hora_error from e
+        return call_translating(func, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 

@@ -8,12 +8,12 @@ epoch this process finished.
 """
 
 import argparse
-import json
 import os
 import signal
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import job_files
 import numpy as np
 import tensorflow as tf
 
@@ -29,9 +29,8 @@ def main():
     parser.add_argument("--fault-batch", type=int, default=6)
     args = parser.parse_args()
 
-    worker = int(os.environ["HORA_ELASTIC_WORKER"])
-    with open(os.path.join(args.out, f"started-{worker}-{os.getpid()}"), "w"):
-        pass
+    worker = job_files.worker_id()
+    job_files.mark_started(args.out)
     import hora.keras as hvd
     from hora import _core
     from hora._internal.keras import keras
@@ -77,17 +76,14 @@ def main():
         )
 
     train(state)
-    result = {
-        "pid": os.getpid(),
-        "rank": hvd.rank(),
-        "size": hvd.size(),
-        "generation": _core.elastic_generation(),
-        "epoch": state.epoch,
-        "weights": [w.tolist() for w in model.get_weights()],
-        "epochs": epochs_done,
-    }
-    with open(os.path.join(args.out, f"worker{worker}.json"), "w") as f:
-        json.dump(result, f)
+    job_files.write_result(
+        args.out,
+        {
+            "epoch": state.epoch,
+            "weights": [w.tolist() for w in model.get_weights()],
+            "epochs": epochs_done,
+        },
+    )
     hvd.shutdown()
 
 

@@ -10,11 +10,11 @@ process completed.
 """
 
 import argparse
-import json
 import os
 import signal
 import time
 
+import job_files
 import torch
 
 GLOBAL_BATCH = 12  # divisible by every size the tests run at (1..4)
@@ -72,9 +72,8 @@ def main():
     import hora.torch as hvd
     from hora import _core
 
-    worker = int(os.environ["HORA_ELASTIC_WORKER"])
-    with open(os.path.join(args.out, f"started-{worker}-{os.getpid()}"), "w"):
-        pass
+    worker = job_files.worker_id()
+    job_files.mark_started(args.out)
     hvd.init()
     model = make_model()
     optimizer = hvd.DistributedOptimizer(
@@ -114,16 +113,9 @@ def main():
             state.commit()
 
     train(state)
-    result = {
-        "pid": os.getpid(),
-        "rank": hvd.rank(),
-        "size": hvd.size(),
-        "generation": _core.elastic_generation(),
-        "params": [p.detach().tolist() for p in model.parameters()],
-        "log": log,
-    }
-    with open(os.path.join(args.out, f"worker{worker}.json"), "w") as f:
-        json.dump(result, f)
+    job_files.write_result(
+        args.out, {"params": [p.detach().tolist() for p in model.parameters()], "log": log}
+    )
     hvd.shutdown()
 
 

@@ -61,15 +61,19 @@ class StateHandler:
         self.save()
 
 
-class ModelStateHandler(StateHandler):
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__(model)
+class _StateDictHandler(StateHandler):
+    """An object with state_dict / load_state_dict, committed into reused buffers."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(value)
         self._saved: Any = None
         self.save()
 
     def save(self) -> None:
         self._saved = _copy_into(self._saved, self.value.state_dict())
 
+
+class ModelStateHandler(_StateDictHandler):
     def restore(self) -> None:
         self.value.load_state_dict(self._saved)
 
@@ -78,15 +82,7 @@ class ModelStateHandler(StateHandler):
         self.save()
 
 
-class OptimizerStateHandler(StateHandler):
-    def __init__(self, optimizer: torch.optim.Optimizer) -> None:
-        super().__init__(optimizer)
-        self._saved: Any = None
-        self.save()
-
-    def save(self) -> None:
-        self._saved = _copy_into(self._saved, self.value.state_dict())
-
+class OptimizerStateHandler(_StateDictHandler):
     def restore(self) -> None:
         # A copy: load_state_dict keeps the tensors it is given as the optimizer's state, which
         # the steps then update in place, and the commit's buffers must stay the commit's.
