@@ -20,7 +20,9 @@ per rank, SGD with momentum. The driver runs, one after the other on the same ma
     one small broadcast), alternated, repeated; the median step time of each.
 
     python benchmarks/python/elastic_recovery.py [--build build] [--repeats 3]
-                                                 [--torchrun-cap 120] [--json FILE]
+        [--parts hora,torchrun,commit] [--torchrun-cap 120] [--json FILE]
+
+--parts runs only those parts; with --json the others' figures are kept from the file.
 """
 
 import argparse
@@ -53,6 +55,11 @@ def model_and_data(batch):
     return model, torch.randn(batch, LAYERS[0]), torch.randint(0, LAYERS[-1], (batch,))
 
 
+def mark_pid(out):
+    with open(os.path.join(out, f"pid-{os.getpid()}"), "w"):
+        pass
+
+
 def record(out, name, payload):
     with open(os.path.join(out, name), "w") as f:
         json.dump(payload, f)
@@ -73,6 +80,7 @@ def hora_recovery_worker(args):
     import hora.torch as hvd
     from hora import _core
 
+    mark_pid(args.out)
     torch.set_num_threads(1)
     hvd.init()
     worker = int(os.environ["HORA_ELASTIC_WORKER"])
@@ -116,6 +124,7 @@ def hora_commit_worker(args):
 
     import hora.torch as hvd
 
+    mark_pid(args.out)
     torch.set_num_threads(1)
     hvd.init()
     model, x, y = model_and_data(args.batch_size)
@@ -124,7 +133,7 @@ def hora_commit_worker(args):
         named_parameters=model.named_parameters(),
     )
     state = hvd.elastic.TorchState(model, optimizer, step=0)
-    times = {"plain": [], "commit": []}
+    times = {"plain": [], "commit": [], "commit_only": []}
 
     def block(kind, steps):
         for _ in range(steps):
@@ -134,7 +143,9 @@ def hora_commit_worker(args):
             optimizer.step()
             state.step += 1
             if kind == "commit":
+                c = time.perf_counter()
                 state.commit()
+                times["commit_only"].append(time.perf_counter() - c)
             hvd.allreduce(torch.zeros(1), name="step.end")  # every rank ends the step together
             times[kind].append(time.perf_counter() - t)
 
@@ -157,9 +168,20 @@ def ddp_worker(args):
     torch.set_num_threads(1)
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     rank = int(os.environ["RANK"])
+    mark_pid(args.out)
     marks = {"started": started, "steps": []}
     record(args.out, f"ddp-{attempt}-{rank}.json", marks)
-    dist.init_process_group("gloo")
+    if args.attempt_store:
+        # The agent's store, with this attempt's keys under a prefix of their own.
+        store = dist.TCPStore(
+            os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False
+        )
+        store = dist.PrefixStore(f"hora-bench/attempt{attempt}", store)
+        dist.init_process_group(
+            "gloo", store=store, rank=rank, world_size=int(os.environ["WORLD_SIZE"])
+        )
+    else:
+        dist.init_process_group("gloo")
     marks["rendezvous"] = time.time()
     record(args.out, f"ddp-{attempt}-{rank}.json", marks)
     model, x, y = model_and_data(args.batch_size)
@@ -200,29 +222,24 @@ def run(command, env, cap, out):
         os.killpg(proc.pid, signal.SIGKILL)
         code = None
     # Workers a capped launcher left behind (in sessions of their own, holding the pipe).
-    for pid in processes_mentioning(out):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    for path in glob.glob(os.path.join(out, "pid-*")):
+        kill_if_ours(int(path.rsplit("-", 1)[1]), out)
     if code is None:
         output, _ = proc.communicate(timeout=30)
+    with open(os.path.join(out, "output.log"), "w") as f:
+        f.write(output)
     return time.monotonic() - t, code, output
 
 
-def processes_mentioning(text):
-    """Pids of live processes whose command line contains ``text`` (this run's OUT folder)."""
-    pids = []
-    for path in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            with open(path, "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        pid = int(path.split("/")[2])
-        if text in cmdline and pid != os.getpid():
-            pids.append(pid)
-    return pids
+def kill_if_ours(pid, out):
+    """SIGKILLs ``pid`` if it is still a worker of this run (its command line names OUT)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if out.encode() not in f.read():
+                return
+        os.kill(pid, signal.SIGKILL)
+    except (OSError, ProcessLookupError):
+        pass
 
 
 def fresh_dir(base, name):
@@ -271,14 +288,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def measure_torchrun(args, base, name, rdzv):
-    out = fresh_dir(base, f"torchrun-{name}")
+def measure_torchrun(args, base, name, rdzv, worker_flags=()):
+    out = fresh_dir(base, "torchrun-" + "".join(c if c.isalnum() else "-" for c in name))
     # A later --nnodes in rdzv overrides this one (argparse keeps the last).
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     command = [torchrun, "--nnodes=1", "--nproc-per-node=3", "--max-restarts=1", *rdzv]
     command += [HERE, "--role", "ddp", "--out", out, "--batch-size", str(args.batch_size)]
+    command += list(worker_flags)
     seconds, code, output = run(command, env_for(args), args.torchrun_cap, out)
     result = {"rdzv": " ".join(rdzv) or "(default)", "exit": code, "wall_s": seconds}
+    result["worker_flags"] = " ".join(worker_flags)
     kill_file = os.path.join(out, "kill.json")
     restarted = [json.load(open(p)) for p in glob.glob(os.path.join(out, "ddp-1-*.json"))]
     if os.path.exists(kill_file) and len(restarted) == 3 and all(m["steps"] for m in restarted):
@@ -299,7 +318,14 @@ def measure_torchrun(args, base, name, rdzv):
             stage: sum(1 for m in restarted if m.get(stage))
             for stage in ("started", "rendezvous", "ddp", "steps")
         }
-        result["output_tail"] = output[-1500:]
+        # The last error a worker printed (the restarted attempt's, when it got to one).
+        errors = [
+            line
+            for line in output.splitlines()
+            if "Error" in line and "ChildFailedError" not in line and "traceback" not in line
+        ]
+        result["last_error"] = errors[-1][:300] if errors else None
+        result["log"] = os.path.join(out, "output.log")
     return result
 
 
@@ -320,36 +346,44 @@ def median_of(runs, key):
     return statistics.median(r[key] for r in runs)
 
 
-def driver(args):
-    base = os.path.abspath(args.out or os.path.join(args.build, "elastic_recovery"))
-    hora_runs = [measure_hora_recovery(args, base) for _ in range(args.repeats)]
-    hora = {k: median_of(hora_runs, k) for k in hora_runs[0]}
-    hora["total_range_s"] = [
-        min(r["total_s"] for r in hora_runs),
-        max(r["total_s"] for r in hora_runs),
-    ]
-    print(f"hora in place (median of {args.repeats}): " + json.dumps(hora))
-    torchrun = []
-    for name, rdzv in (
-        ("default", []),
-        ("c10d", ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}"]),
-        ("standalone", ["--standalone"]),
+def measure_hora(args, base):
+    runs = [measure_hora_recovery(args, base) for _ in range(args.repeats)]
+    hora = {k: median_of(runs, k) for k in runs[0]}
+    hora["total_range_s"] = [min(r["total_s"] for r in runs), max(r["total_s"] for r in runs)]
+    return hora
+
+
+def measure_torchruns(args, base):
+    results = []
+    for variant, rdzv, flags in (
+        ("default", [], []),
+        ("c10d", ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}"], []),
+        ("standalone", ["--standalone"], []),
         (
             "c10d-elastic",
             ["--nnodes=1:3", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}"],
+            [],
         ),
+        ("default, store prefix per attempt", [], ["--attempt-store"]),
     ):
-        torchrun.append(measure_torchrun(args, base, name, rdzv))
-        print(f"torchrun {name}: " + json.dumps(torchrun[-1]))
-    commit = measure_commit_cost(args, base)
-    print("commit per step: " + json.dumps(commit))
-    results = {
-        "timeout_s": args.timeout_s,
-        "params": sum(a * b + b for a, b in itertools.pairwise(LAYERS)),
-        "hora": hora,
-        "torchrun": torchrun,
-        "commit": commit,
-    }
+        results.append({"variant": variant, **measure_torchrun(args, base, variant, rdzv, flags)})
+        print(f"torchrun {variant}: " + json.dumps(results[-1]), flush=True)
+    return results
+
+
+def driver(args):
+    """Runs the parts asked for (--parts); with --json, the others' figures are kept from the
+    file."""
+    base = os.path.abspath(args.out or os.path.join(args.build, "elastic_recovery"))
+    results = {}
+    if args.json and os.path.exists(args.json):
+        results = json.load(open(args.json))["results"]
+    parts = {"hora": measure_hora, "torchrun": measure_torchruns, "commit": measure_commit_cost}
+    for part in args.parts.split(","):
+        results[part] = parts[part](args, base)
+        print(f"{part}: " + json.dumps(results[part]), flush=True)
+    results["timeout_s"] = args.timeout_s
+    results["params"] = sum(a * b + b for a, b in itertools.pairwise(LAYERS))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": results, "command": " ".join(sys.argv)}, f, indent=2)
@@ -365,6 +399,8 @@ def main():
     parser.add_argument("--timeout-s", type=int, default=10)
     parser.add_argument("--torchrun-cap", type=float, default=120)
     parser.add_argument("--json", default="")
+    parser.add_argument("--attempt-store", action="store_true")
+    parser.add_argument("--parts", default="hora,torchrun,commit")
     args = parser.parse_args()
     roles = {
         "hora-recovery": hora_recovery_worker,

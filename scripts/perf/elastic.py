@@ -42,40 +42,22 @@ class ElasticRecovery(common.Section):
             ],
         ]
         for t in r["torchrun"]:
-            label = f"torchrun, rendezvous {t['rdzv']}"
-            if "total_s" in t:
-                rows.append(
-                    [
-                        f"{label}: restart / rendezvous / first step",
-                        f"{fmt(t['restart_s'], 1)} / {fmt(t['rendezvous_s'], 1)} / "
-                        f"{fmt(t['first_step_s'], 1)} s",
-                    ]
-                )
-                rows.append(
-                    [
-                        f"**{label}: kill to the next completed step**",
-                        f"**{fmt(t['total_s'], 1, ' s')}**",
-                    ]
-                )
-            else:
-                got = t.get("restarted", {})
-                rows.append(
-                    [
-                        f"{label}",
-                        f"not training after {fmt(t['wall_s'], 0, ' s')} (restarted workers: "
-                        f"{got.get('started', 0)} started, {got.get('rendezvous', 0)} through "
-                        f"init_process_group, {got.get('ddp', 0)} through DDP's constructor, "
-                        f"{got.get('steps', 0)} stepping)",
-                    ]
-                )
+            rows += torchrun_rows(t)
         c = r["commit"]
         rows.append(
             [
-                "a step without / with a commit per step",
-                f"{fmt(c['plain'] * 1e3, 0)} / {fmt(c['commit'] * 1e3, 0)} ms "
-                f"({fmt(common.scale(c['ratio'] - 1, 100), 1, '%')} more)",
+                "a step without / with a commit per step (alternated blocks)",
+                f"{fmt(c['plain'] * 1e3, 0)} / {fmt(c['commit'] * 1e3, 0)} ms",
             ]
         )
+        if "commit_only" in c:
+            rows.append(
+                [
+                    "commit() alone (state copy and hosts-updated check), share of a step",
+                    f"{fmt(c['commit_only'] * 1e3, 1)} ms, "
+                    f"{fmt(common.scale(common.ratio(c['commit_only'], c['plain']), 100), 1, '%')}",
+                ]
+            )
         return (
             self.intro(data)
             + table(["", "time"], rows)
@@ -91,3 +73,30 @@ class ElasticRecovery(common.Section):
                 fmt(r["hora"]["total_s"], 1, " s"),
             )
         ]
+
+
+def torchrun_rows(t):
+    """A torchrun configuration's rows: its split and total, or how far its restart got."""
+    label = f"torchrun, {t.get('variant', t['rdzv'])}"
+    if "total_s" in t:
+        return [
+            [
+                f"{label}: restart / rendezvous / first step",
+                f"{fmt(t['restart_s'], 1)} / {fmt(t['rendezvous_s'], 1)} / "
+                f"{fmt(t['first_step_s'], 1)} s",
+            ],
+            [f"**{label}: kill to the next completed step**", f"**{fmt(t['total_s'], 1, ' s')}**"],
+        ]
+    got = t.get("restarted", {})
+    ended = "capped" if t["exit"] is None else f"exit {t['exit']}"
+    error = t.get("last_error")
+    return [
+        [
+            label,
+            f"never trained again ({ended} after {fmt(t['wall_s'], 0, ' s')}; restarted workers: "
+            f"{got.get('started', 0)} started, {got.get('rendezvous', 0)} through "
+            f"init_process_group, {got.get('steps', 0)} stepping"
+            + (f"; last error: `{error[:160]}`" if error else "")
+            + ")",
+        ]
+    ]
