@@ -18,6 +18,10 @@
 // with its rank, size, local and cross ranks; every store key of that init carries the
 // generation, so a late message of an old membership never reaches a new one.
 //
+// Every elastic init joins the next generation that lists this worker, so a worker leaves a
+// generation with reset(), not with shutdown() and init() (horarun publishes the next
+// generation only once every worker of the current one reported or exited).
+//
 // Process sets do not survive a reset (their ranks belong to the old membership): the sets
 // given to init and those added later are dropped, and a program registers them again after
 // reset, as Horovod's elastic mode requires. InitOptions' other fields are kept.
