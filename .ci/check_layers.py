@@ -36,6 +36,7 @@ ORDER = ["base", "kernels", "collectives", "engine", "runtime", "api", "top"]
 # (glob, layer), first match wins.
 LAYER_OF: list[tuple[str, str]] = [
     ("include/hora/hora.h", "api"),
+    ("include/hora/elastic.h", "api"),
     ("include/hora/gradient_reducer.h", "api"),
     ("include/hora/distributed_optimizer.h", "top"),
     ("include/hora/grads_and_vars_optimizer.h", "top"),

@@ -188,13 +188,10 @@ Status read_self_hosted_store(LayoutReader& env, RankLayout& l) {
   return Status::OK();
 }
 
-StatusOr<RankLayout> read_horarun(LayoutReader& env) {
-  HORA_ASSIGN_OR_RETURN(RankLayout l,
-                        begin_layout(env, LayoutSource::kHorarun, "HORA_RANK", "HORA_SIZE"));
-  HORA_RETURN_IF_ERROR(
-      env.get_pair("HORA_LOCAL_RANK", "HORA_LOCAL_SIZE", &l.local_rank, &l.local_size, false));
-  HORA_RETURN_IF_ERROR(
-      env.get_pair("HORA_CROSS_RANK", "HORA_CROSS_SIZE", &l.cross_rank, &l.cross_size, false));
+// horarun's hostname and store (HORA_HOSTNAME, HORA_RENDEZVOUS_ADDR/PORT, HORA_SECRET): the
+// store's three together or none; `missing` is the error's start when none is set but the job
+// needs a store (empty: none needed).
+Status read_horarun_store(LayoutReader& env, RankLayout& l, const std::string& missing) {
   if (auto host = env.get("HORA_HOSTNAME")) l.hostname = *host;
   auto addr = env.get("HORA_RENDEZVOUS_ADDR");
   HORA_ASSIGN_OR_RETURN(auto port, env.get_int("HORA_RENDEZVOUS_PORT", 1, 65535));
@@ -206,11 +203,23 @@ StatusOr<RankLayout> read_horarun(LayoutReader& env) {
     l.store_addr = *addr;
     l.store_port = *port;
     l.secret = *secret;
-  } else if (l.size > 1) {
-    return env.error("HORA_SIZE=" + std::to_string(l.size) +
+  } else if (!missing.empty()) {
+    return env.error(missing +
                      " but HORA_RENDEZVOUS_ADDR, HORA_RENDEZVOUS_PORT and HORA_SECRET are "
                      "missing (horarun sets them)");
   }
+  return Status::OK();
+}
+
+StatusOr<RankLayout> read_horarun(LayoutReader& env) {
+  HORA_ASSIGN_OR_RETURN(RankLayout l,
+                        begin_layout(env, LayoutSource::kHorarun, "HORA_RANK", "HORA_SIZE"));
+  HORA_RETURN_IF_ERROR(
+      env.get_pair("HORA_LOCAL_RANK", "HORA_LOCAL_SIZE", &l.local_rank, &l.local_size, false));
+  HORA_RETURN_IF_ERROR(
+      env.get_pair("HORA_CROSS_RANK", "HORA_CROSS_SIZE", &l.cross_rank, &l.cross_size, false));
+  HORA_RETURN_IF_ERROR(read_horarun_store(
+      env, l, l.size > 1 ? "HORA_SIZE=" + std::to_string(l.size) : std::string()));
   // Another launcher's variables must agree with horarun's when both are present.
   HORA_ASSIGN_OR_RETURN(auto ompi_rank, env.get_int("OMPI_COMM_WORLD_RANK", 0, kMaxRanks - 1));
   HORA_ASSIGN_OR_RETURN(auto ompi_size, env.get_int("OMPI_COMM_WORLD_SIZE", 1, kMaxRanks));
@@ -313,5 +322,28 @@ StatusOr<RankLayout> read_rank_layout(const EnvLookup& lookup) {
 }
 
 StatusOr<RankLayout> read_rank_layout_from_env() { return read_rank_layout(read_env); }
+
+StatusOr<RankLayout> read_elastic_store(const EnvLookup& lookup) {
+  LayoutReader env(lookup);
+  RankLayout l;
+  l.source = LayoutSource::kHorarun;
+  HORA_RETURN_IF_ERROR(read_horarun_store(env, l, "HORA_ELASTIC=1"));
+  l.variables_read = env.read();
+  return l;
+}
+
+RankLayout layout_of_slot(const RankLayout& store, int size,
+                          const collectives::elastic::WorkerSlot& slot) {
+  RankLayout l = store;
+  l.size = size;
+  l.rank = slot.rank;
+  l.local_rank = slot.local_rank;
+  l.local_size = slot.local_size;
+  l.cross_rank = slot.cross_rank;
+  l.cross_size = slot.cross_size;
+  l.variables_read = store.variables_read + " (elastic worker " + std::to_string(slot.worker_id) +
+                     ": rank " + std::to_string(slot.rank) + " of " + std::to_string(size) + ")";
+  return l;
+}
 
 }  // namespace hora

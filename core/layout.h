@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/rendezvous/elastic_protocol.h"
 #include "core/engine/round_counts.h"
 #include "core/env_source.h"
 #include "hora/status.h"
@@ -77,6 +78,14 @@ std::string rank_list(const std::vector<int>& ranks);
 StatusOr<RankLayout> read_rank_layout(const EnvLookup& lookup);
 // read_rank_layout(read_env).
 StatusOr<RankLayout> read_rank_layout_from_env();
+
+// Elastic mode (HORA_ELASTIC=1, core/elastic_member.h): horarun gives the store's address
+// (HORA_RENDEZVOUS_ADDR/PORT, HORA_SECRET, all required) and HORA_HOSTNAME but no rank; the
+// rank, size, local and cross fields come from each generation's assignment.
+StatusOr<RankLayout> read_elastic_store(const EnvLookup& lookup);
+// `store`'s address and hostname with the place `slot` has in an assignment of `size` workers.
+RankLayout layout_of_slot(const RankLayout& store, int size,
+                          const collectives::elastic::WorkerSlot& slot);
 
 // The HORA_* variables read_rank_layout reads: horarun's, and the store's for the other
 // launchers. Inline, so that horarun (which sets them) shares the list without linking core.

@@ -31,6 +31,8 @@
 #   torch_scaling        hora.torch vs DDP (benchmarks/python/torch_scaling.py)
 #   keras_scaling        hora.keras vs MultiWorkerMirroredStrategy (benchmarks/keras_scaling.py)
 #   binding_overhead     what Python adds (benchmarks/python/binding_overhead.sh, hook_path_bench)
+#   elastic_recovery     hora's elastic recovery vs a torchrun restart, a commit's cost
+#                        (benchmarks/python/elastic_recovery.py)
 #   kernels              the CPU kernels against memcpy (kernels_bench, Google Benchmark)
 #   multihost_allreduce  2 namespace hosts at 10 Gbit/s (root; benchmarks/multihost_allreduce.sh)
 # Env (allreduce): BENCH_ITERS (10), BENCH_WARMUP (2), BENCH_MAX (256M), BENCH_NP ("2 4"),
@@ -44,7 +46,7 @@ HORARUN=$BUILD_DIR/launcher/horarun
 OUT=docs/bench
 RAW=$BUILD_DIR/perf
 LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion device_engine engine_latency process_sets trainer_scaling
-       torch_scaling keras_scaling binding_overhead kernels)
+       torch_scaling keras_scaling binding_overhead elastic_recovery kernels)
 sections=("$@")
 ((${#sections[@]} > 0)) || sections=("${LOCAL[@]}")
 [[ ${sections[*]} == none ]] && sections=()
@@ -156,6 +158,13 @@ bench_trainer_scaling() {
   run "$RAW/trainer_scaling.txt" bash benchmarks/trainer_scaling.sh "$BUILD_DIR" builtin
   ingest trainer_scaling --command "bash benchmarks/trainer_scaling.sh build builtin" \
     "$RAW/trainer_scaling.txt"
+}
+
+bench_elastic_recovery() {
+  run "$RAW/elastic_recovery.txt" "$PY" benchmarks/python/elastic_recovery.py --build "$BUILD_DIR" \
+    --repeats 3 --json "$RAW/elastic_recovery.json"
+  ingest elastic_recovery --command "python benchmarks/python/elastic_recovery.py --repeats 3" \
+    "$RAW/elastic_recovery.json"
 }
 
 bench_torch_scaling() {

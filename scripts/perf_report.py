@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perf import collectives, common, engine, frameworks, hosts, kernels
+from perf import collectives, common, elastic, engine, frameworks, hosts, kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = [
@@ -36,6 +36,7 @@ SECTIONS = [
     frameworks.TorchScaling(),
     frameworks.KerasScaling(),
     frameworks.BindingOverhead(),
+    elastic.ElasticRecovery(),
     kernels.CpuKernels(),
     kernels.Gpu(),
     hosts.Multihost(),

@@ -11,6 +11,7 @@ void bind_handle(pybind11::module_& m);       // py_handle.cc
 void bind_collectives(pybind11::module_& m);  // bind_collectives.cc
 void bind_reducer(pybind11::module_& m);      // bind_reducer.cc: GradientReducer
 void bind_c_api(pybind11::module_& m);        // c_api.cc: the C ABI for native op libraries
+void bind_elastic(pybind11::module_& m);      // bind_elastic.cc: hora/elastic.h
 
 }  // namespace python
 }  // namespace hora

@@ -11,4 +11,5 @@ PYBIND11_MODULE(_core, m) {
   hora::python::bind_collectives(m);
   hora::python::bind_reducer(m);
   hora::python::bind_c_api(m);
+  hora::python::bind_elastic(m);
 }

@@ -326,9 +326,13 @@ bool Engine::step(bool helping) {
     return false;
   }
   if (list->shutdown) {
-    fail_all(Status::failed_precondition(
-        asked_shutdown_ ? "hora was shut down before this collective completed"
-                        : list->shutdown_by + " shut hora down before this collective completed"));
+    // Another rank's shutdown is a peer leaving the job (kRemote: elastic mode recovers from
+    // it like from a failure); this rank's own is a call-order error.
+    fail_all(
+        asked_shutdown_
+            ? Status::failed_precondition("hora was shut down before this collective completed")
+            : Status(StatusCode::kRemote,
+                     list->shutdown_by + " shut hora down before this collective completed"));
     ended_ = true;
     return false;
   }

@@ -13,6 +13,12 @@
 //
 // --fail-at-step S --fail-rank R make rank R throw at global step S (testing the launcher's
 // handling of a rank that dies mid-epoch).
+//
+// --elastic: the elastic loop (elastic_loop.h) under `horarun --min-np ...`: commits every
+// --commit-every steps, survives a worker's death or added hosts in the same processes, with a
+// fixed --global-batch-size. --elastic-fail G:S:R:kill|stop (repeatable, testing) makes rank R
+// of generation G raise SIGKILL or SIGSTOP before global step S; --weights-out PREFIX makes
+// every rank write its final parameters and optimizer state to PREFIX.<rank> (a checkpoint).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -25,11 +31,13 @@
 
 #include "examples/trainer/adam.h"
 #include "examples/trainer/checkpoint.h"
+#include "examples/trainer/elastic_loop.h"
 #include "examples/trainer/progress_bar.h"
 #include "examples/trainer/sgd.h"
 #include "examples/trainer/training.h"
 #include "hora/broadcast.h"
 #include "hora/distributed_optimizer.h"
+#include "hora/elastic.h"
 #include "hora/hora.h"
 
 namespace hora {
@@ -55,6 +63,11 @@ struct Flags {
   int64_t baseline_steps = 60;
   int64_t fail_at_step = -1;
   int fail_rank = -1;
+  bool elastic = false;
+  int64_t global_batch_size = 60;
+  int64_t commit_every = 10;
+  std::vector<std::string> elastic_fail;
+  std::string weights_out;
 };
 
 double seconds_since(Clock::time_point start) {
@@ -203,18 +216,68 @@ void print_summary(const Flags& flags, const Totals& totals, double baseline, in
   }
 }
 
+// The data set of --seed and the MLP's layer widths for it: input, --hidden, classes.
+struct Problem {
+  SplitDataset data;
+  std::vector<int64_t> sizes;
+};
+
+StatusOr<Problem> make_problem(const Flags& flags) {
+  DatasetSpec spec;
+  spec.seed = flags.seed;
+  Problem problem;
+  HORA_ASSIGN_OR_RETURN(problem.data, make_dataset(spec));
+  problem.sizes = {spec.input_dim};
+  problem.sizes.insert(problem.sizes.end(), flags.hidden.begin(), flags.hidden.end());
+  problem.sizes.push_back(spec.class_count);
+  return problem;
+}
+
+// --elastic: the model and optimizer of run(), trained by train_elastic.
+Status run_elastic(const Flags& flags) {
+  HORA_RETURN_IF_ERROR(init());
+  set_blas_threads(flags.blas_threads);
+  HORA_ASSIGN_OR_RETURN(Problem problem, make_problem(flags));
+  const SplitDataset& data = problem.data;
+  const std::vector<int64_t>& sizes = problem.sizes;
+  // Each worker starts from its own weights; the first sync gives every one rank 0's.
+  HORA_ASSIGN_OR_RETURN(Mlp model, Mlp::create(sizes, flags.seed * 1000 + rank()));
+  HORA_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> inner, make_optimizer(flags, model));
+  ElasticSpec elastic;
+  elastic.epochs = flags.epochs;
+  elastic.global_batch = flags.global_batch_size;
+  elastic.commit_every = flags.commit_every;
+  elastic.shuffle_seed = flags.seed;
+  HORA_ASSIGN_OR_RETURN(elastic.options.compression, parse_compression(flags.compression));
+  for (const std::string& text : flags.elastic_fail) {
+    HORA_ASSIGN_OR_RETURN(FailPoint f, parse_fail_point(text));
+    elastic.fail_points.push_back(f);
+  }
+  std::printf("train_mlp: worker pid %d is rank %d of %d in generation %lld\n", getpid(), rank(),
+              size(), static_cast<long long>(elastic::generation()));
+  std::fflush(stdout);
+  HORA_ASSIGN_OR_RETURN(ElasticResult result, train_elastic(elastic, data, model, *inner));
+  if (!flags.weights_out.empty())
+    HORA_RETURN_IF_ERROR(save_checkpoint(flags.weights_out + "." + std::to_string(rank()),
+                                         model.parameters(), inner->state(), flags.epochs));
+  std::printf(
+      "train_mlp: worker pid %d done as rank %d of %d after %lld reset%s: held-out "
+      "accuracy %.2f%%\n",
+      getpid(), rank(), size(), static_cast<long long>(result.resets),
+      result.resets == 1 ? "" : "s", 100.0 * result.final_accuracy);
+  return shutdown();
+}
+
 Status run(const Flags& flags) {
+  if (flags.elastic) return run_elastic(flags);
   HORA_RETURN_IF_ERROR(init());
   const int my_rank = rank(), ranks = size();
   const bool is_root = my_rank == 0;
   set_blas_threads(flags.blas_threads);
 
-  DatasetSpec spec;
-  spec.seed = flags.seed;
-  HORA_ASSIGN_OR_RETURN(SplitDataset data, make_dataset(spec));
-  std::vector<int64_t> sizes = {spec.input_dim};
-  sizes.insert(sizes.end(), flags.hidden.begin(), flags.hidden.end());
-  sizes.push_back(spec.class_count);
+  HORA_ASSIGN_OR_RETURN(Problem problem, make_problem(flags));
+  const SplitDataset& data = problem.data;
+  const std::vector<int64_t>& sizes = problem.sizes;
   const int64_t global_batch = flags.batch_size * ranks;
   HORA_ASSIGN_OR_RETURN(ShardedLoader loader, ShardedLoader::create(data.train, global_batch,
                                                                     my_rank, ranks, flags.seed));
@@ -299,6 +362,17 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--fail-at-step", flags.fail_at_step, "testing: throw at this global step");
   app.add_option("--fail-rank", flags.fail_rank, "testing: the rank that throws");
+  app.add_flag("--elastic", flags.elastic,
+               "elastic training (horarun --min-np/--max-np/--host-discovery-script)");
+  app.add_option("--global-batch-size", flags.global_batch_size,
+                 "--elastic: samples per step over all ranks (divisible by every size)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--commit-every", flags.commit_every, "--elastic: steps between commits")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--elastic-fail", flags.elastic_fail,
+                 "testing, --elastic: GENERATION:STEP:RANK:kill|stop raises that signal");
+  app.add_option("--weights-out", flags.weights_out,
+                 "--elastic: each rank writes its final state to PREFIX.<rank>");
   CLI11_PARSE(app, argc, argv);
 
   hora::Status status = hora::trainer::run(flags);

@@ -24,11 +24,18 @@ class MismatchError(HoraError):
     """Ranks asked for different things under one tensor name (dtype, shape, op, root)."""
 
 
-class HoraTimeoutError(HoraError, TimeoutError):
-    """A deadline (HORA_TIMEOUT_S) passed while waiting on a peer."""
+class HorovodInternalError(HoraError):
+    """Horovod's name for a collective that failed because of a peer: the base of RemoteError
+    (the peer failed or left) and HoraTimeoutError (it did not answer within the deadline).
+    hora.elastic.run catches it, restores the last commit and goes on with the survivors."""
 
 
-class RemoteError(HoraError):
+class HoraTimeoutError(HorovodInternalError, TimeoutError):
+    """A deadline (HORA_TIMEOUT_S) passed while waiting on a peer; the message names the
+    rank(s) waited for."""
+
+
+class RemoteError(HorovodInternalError):
     """A peer failed or left the job; the message names the rank."""
 
 
@@ -42,7 +49,3 @@ class UnimplementedError(HoraError, NotImplementedError):
 
 class InternalError(HoraError):
     """A bug in hora surfaced as an error."""
-
-
-# Horovod's name for a failure of the collective layer (its elastic mode catches it).
-HorovodInternalError = RemoteError

@@ -17,7 +17,7 @@ _HORA_ERROR = re.compile(r"hora\.(\w+Error): ")
 _TF_SUFFIX = re.compile(r"\s*\[Op:\w+\]( name: .*)?$", re.S)
 
 
-def _translated(error: tf.errors.OpError) -> errors.HoraError | None:
+def translated(error: tf.errors.OpError) -> errors.HoraError | None:
     """The hora.errors exception an op's error message names, or None."""
     match = _HORA_ERROR.search(error.message)
     if match is None:
@@ -28,15 +28,21 @@ def _translated(error: tf.errors.OpError) -> errors.HoraError | None:
     return cls(_TF_SUFFIX.sub("", error.message[match.end() :]))
 
 
+def call_translating(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; TensorFlow's OpError that names a hora error is raised as that
+    hora.errors class (from TensorFlow's error)."""
+    try:
+        return fn(*args, **kwargs)
+    except tf.errors.OpError as e:
+        hora_error = translated(e)
+        if hora_error is None:
+            raise
+        raise hora_error from e
+
+
 def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``, an op wrapper; eagerly, a hora error becomes its hora.errors
     class (raised from TensorFlow's error)."""
     if not tf.executing_eagerly():
         return fn(*args, **kwargs)
-    try:
-        return fn(*args, **kwargs)
-    except tf.errors.OpError as e:
-        hora_error = _translated(e)
-        if hora_error is None:
-            raise
-        raise hora_error from e
+    return call_translating(fn, *args, **kwargs)

@@ -21,6 +21,7 @@ if not hasattr(_torch.Tensor, "register_post_accumulate_grad_hook"):  # pragma: 
     raise ImportError(f"hora.torch needs torch >= 2.1, found {_torch.__version__}")
 
 from hora._internal.api import *
+from hora.torch import elastic as elastic  # horovod.torch.elastic
 from hora.torch.functions import *
 from hora.torch.mpi_ops import *
 from hora.torch.optimizer import *

@@ -79,30 +79,40 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._hora_sparse_as_dense = bool(sparse_as_dense)
         self._hora_op = op
         self._hora_process_set = process_set
-        self._hora_reducer = _core.GradientReducer(
+        # The reducer's arguments, kept so that discard_step can make a fresh one.
+        self._hora_reducer_args = (
             names,
-            op=op,
-            compression=wire_format,
-            backward_passes_per_step=int(backward_passes_per_step),
-            gradient_predivide_factor=float(gradient_predivide_factor),
-            name_prefix="grad/",
-            groups=self._hora_groups(params, groups),
-            param_exporter=_tensors.DLPACK_EXPORTER,
-            param_stream=_tensors.stream_of,
-            process_set=set_id(process_set),
+            {
+                "op": op,
+                "compression": wire_format,
+                "backward_passes_per_step": int(backward_passes_per_step),
+                "gradient_predivide_factor": float(gradient_predivide_factor),
+                "name_prefix": "grad/",
+                "groups": self._hora_groups(params, groups),
+                "param_exporter": _tensors.DLPACK_EXPORTER,
+                "param_stream": _tensors.stream_of,
+                "process_set": set_id(process_set),
+            },
+        )
+        self._hora_reducer = _core.GradientReducer(
+            self._hora_reducer_args[0], **self._hora_reducer_args[1]
         )
         self._hora_should_synchronize = True
         self._hora_synchronized = False
         # index -> (indices handle, values handle, shape) of this step's sparse gradients
         self._hora_sparse: dict[int, tuple[Handle, Handle, torch.Size]] = {}
+        self._hora_hooks = self._hora_register_hooks()
+
+    def _hora_register_hooks(self) -> list[Any]:
+        """One post-accumulate-grad hook per parameter, reporting to the current reducer."""
         ready = self._hora_reducer.ready_param
-        self._hora_hooks = [
+        return [
             p.register_post_accumulate_grad_hook(
                 functools.partial(ready, i, self._hora_hook(i))
                 if self._hora_compressor is None
                 else self._hora_hook(i)
             )
-            for i, p in enumerate(params)
+            for i, p in enumerate(self._hora_params)
         ]
 
     def _hora_names(
@@ -343,6 +353,27 @@ def DistributedOptimizer(
     if optimizer.state:
         wrapped.load_state_dict(optimizer.state_dict())
     return wrapped
+
+
+def discard_step(optimizer: torch.optim.Optimizer) -> None:
+    """Forgets the step a failed collective interrupted (hora.torch.elastic, after the runtime
+    was re-initialised): the next backward pass starts a fresh step. Nothing for an optimizer
+    that DistributedOptimizer did not wrap."""
+    if not hasattr(optimizer, "_hora_reducer"):
+        return
+    opt: Any = optimizer
+    if opt._hora_reducer.has_pending():
+        # Gradients the interrupted step had reported but not yet sent would start allreduces
+        # in the new membership on this rank alone: a fresh reducer forgets them.
+        for hook in opt._hora_hooks:
+            hook.remove()
+        names, kwargs = opt._hora_reducer_args
+        opt._hora_reducer = _core.GradientReducer(names, **kwargs)
+        opt._hora_hooks = opt._hora_register_hooks()
+    opt._hora_reducer.backward_seen = False
+    opt._hora_synchronized = False
+    opt._hora_sparse = {}
+    opt._hora_compressed = {}
 
 
 __all__ = ["DistributedOptimizer"]

@@ -1,6 +1,6 @@
-"""horovod.tensorflow.keras.elastic's path on hora: each name raises UnimplementedError
-(hora/_internal/elastic.py)."""
+"""horovod.tensorflow.keras.elastic's path on hora: hora.keras.elastic."""
 
 from __future__ import annotations
 
-from hora.tensorflow.elastic import __getattr__  # noqa: F401 - the module's attribute hook
+from hora.keras.elastic import *  # noqa: F403 - the same names
+from hora.keras.elastic import __all__ as __all__
