@@ -102,6 +102,15 @@ void FailedRanks::post(int rank, const std::string& text) {
       .IgnoreError();
 }
 
+void FailedRanks::announce_leaving(const std::string& why) {
+  int self;
+  {
+    MutexLock lock(&mu_);
+    self = self_;
+  }
+  if (self >= 0) post(self, "rank " + std::to_string(self) + " left the generation: " + why);
+}
+
 Status FailedRanks::failure_of(int rank) const {
   if (!contains(rank)) return Status::OK();
   MutexLock lock(&mu_);

@@ -79,6 +79,10 @@ class FailedRanks {
                              std::chrono::milliseconds grace = std::chrono::milliseconds(500)) {
     return record_timeout(global_rank(members, rank), cause, grace);
   }
+  // Posts this process's own rank as gone, with `why`, before it leaves the generation on
+  // purpose (an elastic reset): a peer still waiting on it learns it from the store within
+  // poll_store()'s rhythm instead of at its deadline. Blocks up to 500 ms like record().
+  void announce_leaving(const std::string& why);
   // The error for a wait of global rank `self` on `rank` (recorded): the recorded cause's
   // code, naming `rank` and carrying the first error's text. OK when `rank` is not recorded.
   Status failure_of(int rank) const;

@@ -224,6 +224,9 @@ Status reset(bool hosts_updated, const std::string& reason) {
     if (Status posted = r.elastic->post_reset(report); !posted.ok())
       return posted.with_context(" (" + who + ": posting its reset report to horarun's store)");
   }
+  // A peer still waiting on this rank (it has not seen the failure yet) learns from the store
+  // that this rank is gone, within about a second rather than at its deadline.
+  collectives::FailedRanks::process().announce_leaving(hosts_updated ? "hosts updated" : reason);
   // The old membership's failures were reported through its handles: what stopping it says
   // is only logged.
   const auto start = std::chrono::steady_clock::now();
