@@ -11,7 +11,8 @@
 //      same range [lo, hi) of their halves' partial results; the lower id keeps [lo, mid),
 //      the higher [mid, hi) (mid = lo + (hi - lo) / 2), and each sends the other its half of
 //      the range. Each rank then holds, for its kept range, the lower half's vector A and the
-//      higher half's B. The group of 2L ids that share the bits above L holds A and B
+//      higher half's B (the exchange runs in segments, each one's dot products taken as it
+//      lands). The group of 2L ids that share the bits above L holds A and B
 //      between them, each rank a distinct piece: per tensor, the rank's partial a.b, |a|^2,
 //      |b|^2 over its piece are summed over the group (recursive doubling at distances 1 .. L
 //      of 3 float64 per tensor, the lower id's operand first), so every rank of the group
@@ -27,7 +28,10 @@
 // Cost: the bytes of a reduce-scatter plus an allgather by halving / doubling (2 (p - 1) / p
 // of the buffer sent per rank, as the ring), two passes over each kept piece (dot products,
 // combine), and log2(p) (log2(p) + 1) / 2 small exchanges of 24 bytes per tensor.
+#include "kernels/adasum.h"
+
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -35,7 +39,6 @@
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/algorithms/buffer_access.h"
 #include "collectives/algorithms/ring_common.h"
-#include "kernels/adasum.h"
 #include "kernels/kernels.h"
 
 namespace hora {
@@ -61,23 +64,67 @@ struct AdasumRun {
   uint8_t* at(uint8_t* base, size_t element) const { return base + element * elem; }
 };
 
-// The dot products of [lo, hi) (a: the lower id's data, b: the higher's), per tensor.
+// Adds the dot products of [lo, hi) (a: the lower id's data, b: the higher's) to dots, per
+// tensor.
 void piece_dots(const AdasumRun& run, const uint8_t* a, const uint8_t* b, size_t lo, size_t hi) {
   for (size_t t = 0; t < run.tensors(); ++t) {
-    kernels::AdasumDots d;
     const size_t begin = std::max(lo, run.bounds[t]), end = std::min(hi, run.bounds[t + 1]);
-    if (begin < end)
-      kernels::adasum_dots(a + (begin - lo) * run.elem, b + (begin - lo) * run.elem, end - begin,
-                           run.dtype, &d);
-    run.dots[3 * t] = d.ab;
-    run.dots[3 * t + 1] = d.aa;
-    run.dots[3 * t + 2] = d.bb;
+    if (begin >= end) continue;
+    kernels::AdasumDots d;
+    kernels::adasum_dots(a + (begin - lo) * run.elem, b + (begin - lo) * run.elem, end - begin,
+                         run.dtype, &d);
+    run.dots[3 * t] += d.ab;
+    run.dots[3 * t + 1] += d.aa;
+    run.dots[3 * t + 2] += d.bb;
   }
 }
 
+void clear_dots(const AdasumRun& run) { std::fill(run.dots, run.dots + 3 * run.tensors(), 0.0); }
+
+// A halving level's exchange with `peer` in segments of options.segment_bytes: every receive
+// and send posted at once, and each received segment's dot products taken as it lands, so the
+// arithmetic overlaps the transfer. Both sides cut the range the same way (this rank's kept
+// range is the peer's sent range). The dot products are summed segment by segment, an order
+// fixed by the range and the segment size.
+Status exchange_with_dots(const AdasumRun& run, int peer, size_t send_lo, size_t send_hi,
+                          size_t keep_lo, size_t keep_hi, bool lower, int level) {
+  const size_t seg = std::max<size_t>(1, run.options.segment_bytes / run.elem);
+  auto context = [&](const char* what) {
+    return std::string(" [") + kName + " halving level " + std::to_string(level) + ", " + what +
+           " rank " + std::to_string(peer) + "]";
+  };
+  std::vector<std::unique_ptr<Request>> recvs, sends;
+  recvs.reserve((keep_hi - keep_lo) / seg + 1);
+  sends.reserve((send_hi - send_lo) / seg + 1);
+  for (size_t lo = keep_lo; lo < keep_hi; lo += seg) {
+    auto r = run.comm.irecv(peer, run.at(run.other, lo), (std::min(seg, keep_hi - lo)) * run.elem,
+                            run.options.tag);
+    if (!r.ok()) return r.status().with_context(context("from"));
+    recvs.push_back(std::move(r).value());
+  }
+  for (size_t lo = send_lo; lo < send_hi; lo += seg) {
+    auto r = run.comm.isend(peer, run.at(run.out, lo), (std::min(seg, send_hi - lo)) * run.elem,
+                            run.options.tag);
+    if (!r.ok()) return r.status().with_context(context("to"));
+    sends.push_back(std::move(r).value());
+  }
+  clear_dots(run);
+  size_t lo = keep_lo;
+  for (std::unique_ptr<Request>& r : recvs) {
+    Status s = r->wait(run.options.deadline);
+    if (!s.ok()) return s.with_context(context("from"));
+    const size_t hi = std::min(lo + seg, keep_hi);
+    const uint8_t* mine = run.at(run.out, lo);
+    const uint8_t* theirs = run.at(run.other, lo);
+    piece_dots(run, lower ? mine : theirs, lower ? theirs : mine, lo, hi);
+    lo = hi;
+  }
+  Status s = detail::wait_all(sends, run.options.deadline);
+  return s.ok() ? s : s.with_context(context("to"));
+}
+
 // out[lo, hi) = adasum of a and b per tensor, with the whole tensors' dot products in dots.
-void piece_combine(const AdasumRun& run, const uint8_t* a, const uint8_t* b, size_t lo,
-                   size_t hi) {
+void piece_combine(const AdasumRun& run, const uint8_t* a, const uint8_t* b, size_t lo, size_t hi) {
   for (size_t t = 0; t < run.tensors(); ++t) {
     const size_t begin = std::max(lo, run.bounds[t]), end = std::min(hi, run.bounds[t + 1]);
     if (begin >= end) continue;
@@ -112,6 +159,7 @@ int rank_of_id(int id, int extra) { return id < extra ? 2 * id + 1 : id + extra;
 
 // Step 1's pair (or any pair of whole buffers): out = adasum(a, b) per tensor.
 void combine_whole(const AdasumRun& run, const uint8_t* a, const uint8_t* b) {
+  clear_dots(run);
   piece_dots(run, a, b, 0, run.total());
   piece_combine(run, a, b, 0, run.total());
 }
@@ -128,15 +176,12 @@ Status halving_doubling(AdasumRun& run, int id, int p, int extra) {
     ranges.emplace_back(lo, hi, lower);
     const size_t keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
     const size_t send_lo = lower ? mid : lo, send_hi = lower ? hi : mid;
-    HORA_RETURN_IF_ERROR(detail::send_recv(
-        run.comm, peer, run.at(run.out, send_lo), (send_hi - send_lo) * run.elem, peer,
-        run.at(run.other, keep_lo), (keep_hi - keep_lo) * run.elem, run.options, kName,
-        "halving level", level));
+    HORA_RETURN_IF_ERROR(
+        exchange_with_dots(run, peer, send_lo, send_hi, keep_lo, keep_hi, lower, level));
     const uint8_t* mine = run.at(run.out, keep_lo);
     const uint8_t* theirs = run.at(run.other, keep_lo);
     const uint8_t* a = lower ? mine : theirs;
     const uint8_t* b = lower ? theirs : mine;
-    piece_dots(run, a, b, keep_lo, keep_hi);
     HORA_RETURN_IF_ERROR(group_sum(run, id, level, rank_of_id, extra));
     piece_combine(run, a, b, keep_lo, keep_hi);
     lo = keep_lo;
@@ -148,10 +193,9 @@ Status halving_doubling(AdasumRun& run, int id, int p, int extra) {
     const int peer = rank_of_id(id ^ level, extra);
     const size_t peer_lo = lower ? hi : range_lo;
     const size_t peer_hi = lower ? range_hi : lo;
-    HORA_RETURN_IF_ERROR(detail::send_recv(run.comm, peer, run.at(run.out, lo), (hi - lo) * run.elem,
-                                           peer, run.at(run.out, peer_lo),
-                                           (peer_hi - peer_lo) * run.elem, run.options, kName,
-                                           "doubling level", level));
+    HORA_RETURN_IF_ERROR(detail::send_recv(
+        run.comm, peer, run.at(run.out, lo), (hi - lo) * run.elem, peer, run.at(run.out, peer_lo),
+        (peer_hi - peer_lo) * run.elem, run.options, kName, "doubling level", level));
     lo = range_lo;
     hi = range_hi;
   }
@@ -199,7 +243,7 @@ Status adasum_allreduce(Communicator& comm, const void* in, void* out,
   if (comm.buffer_ops() != nullptr)
     return Status::unimplemented(std::string(kName) + " on " + comm.backend_name() +
                                  ": device buffers reduce staged through host memory");
-  AdasumRun run{comm, options, dtype, data_type_bytes(dtype), {0}, static_cast<uint8_t*>(out),
+  AdasumRun run{comm,    options, dtype,  data_type_bytes(dtype), {0}, static_cast<uint8_t*>(out),
                 nullptr, nullptr, nullptr};
   run.bounds.reserve(counts.size() + 1);
   for (size_t c : counts) run.bounds.push_back(run.bounds.back() + c);
@@ -215,8 +259,8 @@ Status adasum_allreduce(Communicator& comm, const void* in, void* out,
   return adasum_schedule(run);
 }
 
-Status adasum_allreduce(Communicator& comm, const void* in, void* out, size_t count,
-                        DataType dtype, const AlgorithmOptions& options) {
+Status adasum_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
+                        const AlgorithmOptions& options) {
   return adasum_allreduce(comm, in, out, std::vector<size_t>{count}, dtype, options);
 }
 

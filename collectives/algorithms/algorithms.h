@@ -89,8 +89,8 @@ Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* ou
 Status adasum_allreduce(Communicator& comm, const void* in, void* out,
                         const std::vector<size_t>& counts, DataType dtype,
                         const AlgorithmOptions& options);
-Status adasum_allreduce(Communicator& comm, const void* in, void* out, size_t count,
-                        DataType dtype, const AlgorithmOptions& options);
+Status adasum_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
+                        const AlgorithmOptions& options);
 
 // Broadcast of root's `in` into every rank's `out` (root copies in -> out when they differ;
 // non-roots ignore `in`). Pipelined chain: broadcast.cc.

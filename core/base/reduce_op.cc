@@ -5,8 +5,7 @@
 namespace hora {
 namespace {
 
-constexpr const char* kReduceOpNames[] = {"sum", "average", "min", "max", "product",
-                                              "adasum"};
+constexpr const char* kReduceOpNames[] = {"sum", "average", "min", "max", "product", "adasum"};
 static_assert(std::size(kReduceOpNames) == kNumReduceOps);
 constexpr NameAlias<ReduceOp> kReduceOpAliases[] = {
     {"avg", ReduceOp::kAverage}, {"mean", ReduceOp::kAverage}, {"prod", ReduceOp::kProduct}};

@@ -10,9 +10,9 @@
 // every elementwise implementation (kernels, backends' native collectives, the other
 // algorithms) refuses it through check_reduce_op.
 //
-// Every elementwise op is defined on every numeric dtype. On bool, min is logical and, max logical or and
-// product logical and; sum and average (and scaling by any factor but 1) are not defined, and
-// every entry point that reduces refuses them with check_reduce_op.
+// Every elementwise op is defined on every numeric dtype. On bool, min is logical and, max logical
+// or and product logical and; sum and average (and scaling by any factor but 1) are not defined,
+// and every entry point that reduces refuses them with check_reduce_op.
 #pragma once
 
 #include <cstdint>

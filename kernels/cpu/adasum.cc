@@ -9,32 +9,36 @@ namespace hora {
 namespace kernels {
 namespace {
 
-// Element access in float64 per dtype: Load reads element i, Store writes a value rounded to
-// the dtype once (float16 / bfloat16 through float32, which holds every such value exactly
-// after rounding float64 -> float32 -> half; the double rounding is a fixed, documented rule).
+// Element access per dtype: load reads element i as float64 (for the dot products); C is the
+// type the weighted sum is computed in (float64 for float64, float32 otherwise, as the
+// framework would compute it), and store writes a C value rounded to the dtype.
 struct F64 {
   using T = double;
+  using C = double;
   static double load(const T* p, size_t i) { return p[i]; }
-  static void store(T* p, size_t i, double v) { p[i] = v; }
+  static C value(const T* p, size_t i) { return p[i]; }
+  static void store(T* p, size_t i, C v) { p[i] = v; }
 };
 struct F32 {
   using T = float;
+  using C = float;
   static double load(const T* p, size_t i) { return p[i]; }
-  static void store(T* p, size_t i, double v) { p[i] = static_cast<float>(v); }
+  static C value(const T* p, size_t i) { return p[i]; }
+  static void store(T* p, size_t i, C v) { p[i] = v; }
 };
 struct F16 {
   using T = uint16_t;
+  using C = float;
   static double load(const T* p, size_t i) { return detail::half_to_float(p[i]); }
-  static void store(T* p, size_t i, double v) {
-    p[i] = detail::half_from_float(static_cast<float>(v));
-  }
+  static C value(const T* p, size_t i) { return detail::half_to_float(p[i]); }
+  static void store(T* p, size_t i, C v) { p[i] = detail::half_from_float(v); }
 };
 struct BF16 {
   using T = uint16_t;
+  using C = float;
   static double load(const T* p, size_t i) { return detail::bhalf_to_float(p[i]); }
-  static void store(T* p, size_t i, double v) {
-    p[i] = detail::bhalf_from_float(static_cast<float>(v));
-  }
+  static C value(const T* p, size_t i) { return detail::bhalf_to_float(p[i]); }
+  static void store(T* p, size_t i, C v) { p[i] = detail::bhalf_from_float(v); }
 };
 
 // Four partial sums per product (element i goes to lane i % 4), added lane 0 to 3 at the end:
@@ -75,7 +79,24 @@ void combine_of(void* out_buf, const void* a_in, const void* b_in, size_t count,
   auto* out = static_cast<typename E::T*>(out_buf);
   const auto* a = static_cast<const typename E::T*>(a_in);
   const auto* b = static_cast<const typename E::T*>(b_in);
-  for (size_t i = 0; i < count; ++i) E::store(out, i, ca * E::load(a, i) + cb * E::load(b, i));
+  const auto wa = static_cast<typename E::C>(ca), wb = static_cast<typename E::C>(cb);
+  for (size_t i = 0; i < count; ++i) E::store(out, i, wa * E::value(a, i) + wb * E::value(b, i));
+}
+
+// The float32 loops (the common case) are also built for AVX2, picked at load time where the
+// CPU has it: each result element and each rank's partial dot products are still computed in
+// one fixed order (no FMA: the "avx2" target leaves multiplies and adds separate).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define HORA_ADASUM_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define HORA_ADASUM_CLONES
+#endif
+HORA_ADASUM_CLONES void dots_f32(const void* a, const void* b, size_t count, AdasumDots* dots) {
+  dots_of<F32>(a, b, count, dots);
+}
+HORA_ADASUM_CLONES void combine_f32(void* out, const void* a, const void* b, size_t count,
+                                    double ca, double cb) {
+  combine_of<F32>(out, a, b, count, ca, cb);
 }
 
 template <typename Fn>
@@ -94,6 +115,7 @@ void for_float_dtype(DataType dtype, Fn&& fn) {
 }  // namespace
 
 void adasum_dots(const void* a, const void* b, size_t count, DataType dtype, AdasumDots* dots) {
+  if (dtype == DataType::kFloat32) return dots_f32(a, b, count, dots);
   for_float_dtype(dtype, [&](auto e) { dots_of<decltype(e)>(a, b, count, dots); });
 }
 
@@ -104,6 +126,7 @@ void adasum_coefficients(const AdasumDots& dots, double* ca, double* cb) {
 
 void adasum_combine(void* out, const void* a, const void* b, size_t count, DataType dtype,
                     double ca, double cb) {
+  if (dtype == DataType::kFloat32) return combine_f32(out, a, b, count, ca, cb);
   for_float_dtype(dtype, [&](auto e) { combine_of<decltype(e)>(out, a, b, count, ca, cb); });
 }
 

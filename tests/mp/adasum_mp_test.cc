@@ -76,8 +76,8 @@ void run_case(const std::string& what, DataType dtype, const std::vector<std::ve
     for (double v : t) ts::store_value(in.data(), at++, dtype, v);
   const bool in_place = c.rank() % 2 == 0;  // both forms, on different ranks
   if (in_place) out = in;
-  Status s = collectives::adasum_allreduce(c, in_place ? out.data() : in.data(), out.data(),
-                                           counts, dtype, options());
+  Status s = collectives::adasum_allreduce(c, in_place ? out.data() : in.data(), out.data(), counts,
+                                           dtype, options());
   ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
   at = 0;
   const double tol = tolerance(dtype, c.size());

@@ -39,7 +39,8 @@ inline Vec adasum_tree(const std::vector<Vec>& xs) {
   for (size_t r = 2 * extra; r < n; ++r) level.push_back(xs[r]);
   while (level.size() > 1) {
     std::vector<Vec> next;
-    for (size_t i = 0; i < level.size(); i += 2) next.push_back(adasum_pair(level[i], level[i + 1]));
+    for (size_t i = 0; i < level.size(); i += 2)
+      next.push_back(adasum_pair(level[i], level[i + 1]));
     level.swap(next);
   }
   return level.front();
