@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perf import collectives, common, engine, frameworks, hosts, kernels
+from perf import adasum, collectives, common, engine, frameworks, hosts, kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = [
@@ -31,6 +31,8 @@ SECTIONS = [
     engine.EngineFusion(),
     engine.EngineLatency(),
     engine.ProcessSets(),
+    adasum.Adasum(),
+    adasum.AdasumConvergence(),
     engine.TrainerScaling(),
     frameworks.TorchScaling(),
     frameworks.KerasScaling(),

@@ -6,24 +6,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from adasum_reference import adasum_tree
 from tf_helpers import all_ranks_agree
-
-
-def adasum_pair(a, b):
-    ab, aa, bb = a @ b, a @ a, b @ b
-    return (1 - ab / (2 * aa) if aa > 0 else 1) * a + (1 - ab / (2 * bb) if bb > 0 else 1) * b
-
-
-def adasum_tree(vectors):
-    """hora's tree (docs/adasum.md): the first n - p pairs folded, then pairwise levels."""
-    n, p = len(vectors), 1
-    while p * 2 <= n:
-        p *= 2
-    level = [adasum_pair(vectors[2 * i], vectors[2 * i + 1]) for i in range(n - p)]
-    level += list(vectors[2 * (n - p) :])
-    while len(level) > 1:
-        level = [adasum_pair(level[i], level[i + 1]) for i in range(0, len(level), 2)]
-    return level[0]
 
 
 def local(rank, n):
