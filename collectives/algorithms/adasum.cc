@@ -211,7 +211,7 @@ Status adasum_schedule(AdasumRun& run) {
   while (p * 2 <= n) p *= 2;
   const int extra = n - p;
   const bool folded = r < 2 * extra;
-  auto fold_error = [&](Status s, const char* phase, int peer) {
+  auto fold_error = [&](const Status& s, const char* phase, int peer) {
     return s.with_context(std::string(" [") + kName + " " + phase + ", peer rank " +
                           std::to_string(peer) + "]");
   };
