@@ -108,3 +108,12 @@ def test_refusals(hora_job, size):
         hora.allreduce(np.ones(4, dtype=bool), op=hora.Adasum, name="bad.bool")
     with pytest.raises(hora.InvalidArgumentError, match="reducescatter does not take op adasum"):
         hora.reducescatter(np.ones(4 * size, np.float32), op=hora.Adasum, name="bad.rs")
+
+
+def test_compression(hora_job, rank, size):
+    """Compression.fp16 casts the float32 tensor to float16 in the engine; Adasum runs on it."""
+    x = vector("float32", rank, 300)
+    out = hora.allreduce(x, op=hora.Adasum, compression=hora.Compression.fp16, name="comp")
+    assert out.dtype == np.float32
+    check(out, adasum_tree([as64(vector("float32", r, 300)) for r in range(size)]), "float16")
+    assert_same_on_every_rank(out)
