@@ -117,3 +117,15 @@ def test_compression(hora_job, rank, size):
     assert out.dtype == np.float32
     check(out, adasum_tree([as64(vector("float32", r, 300)) for r in range(size)]), "float16")
     assert_same_on_every_rank(out)
+
+
+def test_joined_rank_contributes_zeros(hora_job, rank, size):
+    """A rank that has joined contributes zeros, which Adasum passes over (a zero vector's
+    combination with v is v)."""
+    if rank == size - 1:
+        hora.join()
+        return
+    out = hora.allreduce(vector("float64", rank, 50), op=hora.Adasum, name="join.adasum")
+    xs = [as64(vector("float64", r, 50)) for r in range(size - 1)] + [np.zeros(50)]
+    check(out, adasum_tree(xs), "float64")
+    hora.join()
