@@ -346,6 +346,7 @@ Algorithm resolve_auto(Communicator& comm, size_t bytes, const Topology* t) {
 
 Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,
                      size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options) {
+  if (op == ReduceOp::kAdasum) return adasum_allreduce(comm, in, out, count, dtype, options);
   HORA_RETURN_IF_ERROR(check_reduce_op(op, dtype, "allreduce"));
   if (algorithm == Algorithm::kAuto)
     algorithm = resolve_auto(comm, count * data_type_bytes(dtype), options.topology);

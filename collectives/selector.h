@@ -104,7 +104,8 @@ std::vector<Selection> explain_allreduce(size_t bytes, int ranks, const std::str
 // when it is null: one host assumed). kNative calls
 // comm.allreduce; for kAverage it asks for kSum and scales by 1/size itself, so every
 // algorithm returns the average and the caller never scales again. Sum and average on bool
-// are refused (kInvalidArgument, check_reduce_op) whichever algorithm is asked for.
+// are refused (kInvalidArgument, check_reduce_op) whichever algorithm is asked for. kAdasum
+// runs adasum_allreduce (one tensor) whichever algorithm is asked for.
 Status run_allreduce(Algorithm algorithm, Communicator& comm, const void* in, void* out,
                      size_t count, DataType dtype, ReduceOp op, const AlgorithmOptions& options);
 

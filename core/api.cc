@@ -138,6 +138,10 @@ Status check_allreduce(const std::string& name, const TensorView& in, const Tens
 Status check_reduction(const std::string& name, CollectiveType type, DataType dtype, ReduceOp op,
                        double prescale, double postscale) {
   // The message (and its context) is built only on failure: this runs on every call.
+  if (op == ReduceOp::kAdasum && type != CollectiveType::kAllreduce)
+    return Status::invalid_argument("tensor '" + name + "': " + engine::collective_name(type) +
+                                    " does not take op adasum: Adasum combines whole tensors "
+                                    "and is defined for allreduce and grouped allreduce only");
   if (!is_reduce_op_defined(op, dtype))
     return check_reduce_op(op, dtype, "tensor '" + name + "': " + engine::collective_name(type));
   if (!is_scale_defined(dtype, prescale) || !is_scale_defined(dtype, postscale))

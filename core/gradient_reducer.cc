@@ -14,9 +14,9 @@ const char* const kWho = "GradientReducer: ";
 std::string quoted(const std::string& name) { return "'" + name + "'"; }
 
 Status check_options(const std::vector<std::string>& names, const GradientReducerOptions& o) {
-  if (o.op != ReduceOp::kAverage && o.op != ReduceOp::kSum)
+  if (o.op != ReduceOp::kAverage && o.op != ReduceOp::kSum && o.op != ReduceOp::kAdasum)
     return Status::invalid_argument(std::string(kWho) + "op " + reduce_op_name(o.op) +
-                                    ", expected average or sum");
+                                    ", expected average, sum or adasum");
   HORA_RETURN_IF_ERROR(compression_from_int(static_cast<int>(o.compression)).status());
   if (o.backward_passes_per_step < 1)
     return Status::invalid_argument(std::string(kWho) + "backward_passes_per_step is " +

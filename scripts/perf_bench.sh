@@ -27,6 +27,8 @@
 #   device_engine        the engine's device path on the fake CUDA runtime: host waits vs finalizer
 #   engine_latency       a lone small allreduce through the engine
 #   process_sets         a set of 2 in a job of 4 against a 2-rank job, two sets side by side
+#   adasum               op Adasum against op Sum through the engine, 16 MiB, 2 and 4 ranks
+#   adasum_convergence   examples/pytorch/train.py at 4 ranks, Average against Adasum
 #   trainer_scaling      the reference trainer at 2 ranks (benchmarks/trainer_scaling.sh)
 #   torch_scaling        hora.torch vs DDP (benchmarks/python/torch_scaling.py)
 #   keras_scaling        hora.keras vs MultiWorkerMirroredStrategy (benchmarks/keras_scaling.py)
@@ -45,8 +47,8 @@ BENCH=$BUILD_DIR/benchmarks/hora-bench
 HORARUN=$BUILD_DIR/launcher/horarun
 OUT=docs/bench
 RAW=$BUILD_DIR/perf
-LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion device_engine engine_latency process_sets trainer_scaling
-       torch_scaling keras_scaling binding_overhead elastic_recovery kernels)
+LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion device_engine engine_latency process_sets adasum
+       adasum_convergence trainer_scaling torch_scaling keras_scaling binding_overhead elastic_recovery kernels)
 sections=("$@")
 ((${#sections[@]} > 0)) || sections=("${LOCAL[@]}")
 [[ ${sections[*]} == none ]] && sections=()
@@ -143,6 +145,27 @@ bench_engine_latency() {
   run "$RAW/engine_latency.txt" "${cmd[@]}" --csv "$RAW/engine_latency.csv"
   ingest engine_latency --command "$(shown "${cmd[@]}")" --txt "$RAW/engine_latency.txt" \
     "$RAW/engine_latency.csv"
+}
+
+bench_adasum() {
+  local two=("$HORARUN" -np 2 "$BUILD_DIR/benchmarks/adasum_bench" 5 5)
+  local four=("$HORARUN" -np 4 "$BUILD_DIR/benchmarks/adasum_bench" 5 5)
+  run "$RAW/adasum_np2.txt" "${two[@]}"
+  run "$RAW/adasum_np4.txt" "${four[@]}"
+  ingest adasum --command "$(shown "${two[@]}")" --command "$(shown "${four[@]}")" \
+    "$RAW/adasum_np2.txt" "$RAW/adasum_np4.txt"
+}
+
+bench_adasum_convergence() {
+  local cmds=() op
+  for op in average adasum; do
+    local cmd=(env PYTHONPATH="$BUILD_DIR/python" "$HORARUN" -np 4 "$PY" examples/pytorch/train.py
+               --epochs 4 --batch-size 512 --lr 0.05 --samples 16384 --op "$op")
+    run "$RAW/adasum_convergence_$op.txt" "${cmd[@]}"
+    cmds+=(--command "$(shown "${cmd[@]}")")
+  done
+  ingest adasum_convergence "${cmds[@]}" "$RAW/adasum_convergence_average.txt" \
+    "$RAW/adasum_convergence_adasum.txt"
 }
 
 bench_process_sets() {

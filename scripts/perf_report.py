@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perf import collectives, common, elastic, engine, frameworks, hosts, kernels
+from perf import adasum, collectives, common, elastic, engine, frameworks, hosts, kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = [
@@ -32,6 +32,8 @@ SECTIONS = [
     engine.DeviceEngineFake(),
     engine.EngineLatency(),
     engine.ProcessSets(),
+    adasum.Adasum(),
+    adasum.AdasumConvergence(),
     engine.TrainerScaling(),
     frameworks.TorchScaling(),
     frameworks.KerasScaling(),

@@ -119,7 +119,8 @@ void bind_api(py::module_& m) {
       .value("Average", ReduceOp::kAverage)
       .value("Min", ReduceOp::kMin)
       .value("Max", ReduceOp::kMax)
-      .value("Product", ReduceOp::kProduct);
+      .value("Product", ReduceOp::kProduct)
+      .value("Adasum", ReduceOp::kAdasum);
   py::enum_<Compression>(m, "Compression", "The wire format of a float32 allreduce.")
       .value("none", Compression::kNone)
       .value("fp16", Compression::kFloat16)

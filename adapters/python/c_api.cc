@@ -39,7 +39,8 @@ static_assert(HORA_C_SUM == static_cast<int>(ReduceOp::kSum) &&
                   HORA_C_AVERAGE == static_cast<int>(ReduceOp::kAverage) &&
                   HORA_C_MIN == static_cast<int>(ReduceOp::kMin) &&
                   HORA_C_MAX == static_cast<int>(ReduceOp::kMax) &&
-                  HORA_C_PRODUCT == static_cast<int>(ReduceOp::kProduct),
+                  HORA_C_PRODUCT == static_cast<int>(ReduceOp::kProduct) &&
+                  HORA_C_ADASUM == static_cast<int>(ReduceOp::kAdasum),
               "c_api.h's reduce op values must be hora::ReduceOp's");
 static_assert(HORA_C_OK == static_cast<int>(StatusCode::kOk) &&
                   HORA_C_INVALID_ARGUMENT == static_cast<int>(StatusCode::kInvalidArgument) &&

@@ -52,7 +52,14 @@ enum {
 };
 
 /* Reduce ops (hora::ReduceOp) and compressions (hora::Compression). */
-enum { HORA_C_SUM = 0, HORA_C_AVERAGE = 1, HORA_C_MIN = 2, HORA_C_MAX = 3, HORA_C_PRODUCT = 4 };
+enum {
+  HORA_C_SUM = 0,
+  HORA_C_AVERAGE = 1,
+  HORA_C_MIN = 2,
+  HORA_C_MAX = 3,
+  HORA_C_PRODUCT = 4,
+  HORA_C_ADASUM = 5
+};
 enum { HORA_C_COMPRESSION_NONE = 0, HORA_C_COMPRESSION_FP16 = 1, HORA_C_COMPRESSION_BF16 = 2 };
 
 /* Result codes: the values of hora::StatusCode (0 is OK). */

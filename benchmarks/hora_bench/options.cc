@@ -123,6 +123,11 @@ Status convert_reduction(const RawFlags& f, bool op_given, Options& o) {
   auto op = parse_reduce_op(op_text);
   if (!op.ok()) return Status::invalid_argument("-o: " + op.status().message());
   o.op = op.value();
+  if (o.op == ReduceOp::kAdasum) {
+    return Status::invalid_argument(
+        "-o adasum: hora-bench compares elementwise reductions across implementations; "
+        "benchmarks/adasum_bench measures Adasum against Sum");
+  }
   if (op_given && !is_reduction(o.collective)) {
     return Status::invalid_argument(std::string("-o ") + f.op + " is not valid for " +
                                     collective_name(o.collective) +

@@ -81,6 +81,17 @@ Status tree_allreduce(Communicator& comm, const void* in, void* out, size_t coun
 Status recursive_doubling_allreduce(Communicator& comm, const void* in, void* out, size_t count,
                                     DataType dtype, ReduceOp op, const AlgorithmOptions& options);
 
+// Adasum allreduce (adasum.cc; the rule in kernels/adasum.h) of a buffer of tensors laid out
+// back to back, counts[t] elements each: each tensor is combined with its own dot products.
+// float16, bfloat16, float32 and float64; other dtypes are refused (kInvalidArgument), and
+// device buffers (comm.buffer_ops()) with kUnimplemented: the engine stages them through host
+// memory. The single-count form is one tensor.
+Status adasum_allreduce(Communicator& comm, const void* in, void* out,
+                        const std::vector<size_t>& counts, DataType dtype,
+                        const AlgorithmOptions& options);
+Status adasum_allreduce(Communicator& comm, const void* in, void* out, size_t count, DataType dtype,
+                        const AlgorithmOptions& options);
+
 // Broadcast of root's `in` into every rank's `out` (root copies in -> out when they differ;
 // non-roots ignore `in`). Pipelined chain: broadcast.cc.
 Status pipelined_broadcast(Communicator& comm, const void* in, void* out, size_t count,

@@ -5,7 +5,7 @@
 namespace hora {
 namespace {
 
-constexpr const char* kReduceOpNames[] = {"sum", "average", "min", "max", "product"};
+constexpr const char* kReduceOpNames[] = {"sum", "average", "min", "max", "product", "adasum"};
 static_assert(std::size(kReduceOpNames) == kNumReduceOps);
 constexpr NameAlias<ReduceOp> kReduceOpAliases[] = {
     {"avg", ReduceOp::kAverage}, {"mean", ReduceOp::kAverage}, {"prod", ReduceOp::kProduct}};
@@ -17,7 +17,7 @@ const char* reduce_op_name(ReduceOp op) { return name_of(kReduceOpNames, op); }
 StatusOr<ReduceOp> parse_reduce_op(const std::string& name) {
   if (auto op = find_name(kReduceOpNames, kReduceOpAliases, name)) return *op;
   return Status::invalid_argument("unknown reduce op '" + name +
-                                  "': expected one of sum, average, min, max, product");
+                                  "': expected one of sum, average, min, max, product, adasum");
 }
 
 StatusOr<ReduceOp> reduce_op_from_int(int value) {
@@ -29,6 +29,14 @@ StatusOr<ReduceOp> reduce_op_from_int(int value) {
 }
 
 Status reduce_op_undefined(ReduceOp op, DataType dtype, const char* what) {
+  if (op == ReduceOp::kAdasum && is_reduce_op_defined(op, dtype))
+    return Status::invalid_argument(std::string(what) +
+                                    " op adasum is not an elementwise reduction: only an "
+                                    "allreduce (or grouped allreduce) takes it");
+  if (op == ReduceOp::kAdasum)
+    return Status::invalid_argument(std::string(what) + " op adasum is not defined for " +
+                                    data_type_name(dtype) +
+                                    ": adasum takes float16, bfloat16, float32 or float64");
   return Status::invalid_argument(std::string(what) + " op " + reduce_op_name(op) +
                                   " is not defined for " + data_type_name(dtype) +
                                   "; use min (logical and) or max (logical or)");

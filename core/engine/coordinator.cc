@@ -87,8 +87,8 @@ Response Coordinator::decide(const Pending& p) const {
                    ? std::string(" with op ") + reduce_op_name(first.op)
                    : std::string()) +
               " while rank(s) " + ranks +
-              " have joined: joined ranks contribute zeros, which only allreduce with sum or "
-              "average can take";
+              " have joined: joined ranks contribute zeros, which only allreduce with sum, "
+              "average or adasum can take";
     }
   }
   if (!error.empty()) {

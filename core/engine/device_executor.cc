@@ -285,7 +285,10 @@ Status DeviceExecutor::open_bucket(const std::vector<Response>& responses, const
     return Status::failed_precondition("allreduce of tensor '" + head.name + "' on " +
                                        head.device.to_string() +
                                        ": this rank has no GPU path: " + support.why_none);
-  b->path = support.mode == DeviceMode::kNative ? DevicePath::kNative : DevicePath::kStaged;
+  // Adasum has no NCCL implementation here: its buckets are staged through host memory.
+  b->path = support.mode == DeviceMode::kNative && head.op != ReduceOp::kAdasum
+                ? DevicePath::kNative
+                : DevicePath::kStaged;
   b->device = support.device;
   // What the collective moves and reduces: the half type of a compressed bucket, whose inputs
   // are packed in float32 behind the wire region of the fusion buffer and cast into it.
@@ -385,8 +388,11 @@ Status DeviceExecutor::reduce_bucket(const DeviceBucket& b, const std::vector<Re
     const collectives::Selection sel = collectives::select_allreduce(
         total, host_comm_.size(), host_comm_.cost_model(), options_.algorithm, options_.topology);
     HORA_RETURN_IF_ERROR(with_tensor(
-        collectives::run_allreduce(sel.algorithm, host_comm_, pinned_, pinned_, b.count(),
-                                   b.plan.dtype, b.plan.op, algorithm_options()),
+        b.plan.op == ReduceOp::kAdasum
+            ? collectives::adasum_allreduce(host_comm_, pinned_, pinned_, b.counts, b.plan.dtype,
+                                            algorithm_options())
+            : collectives::run_allreduce(sel.algorithm, host_comm_, pinned_, pinned_, b.count(),
+                                         b.plan.dtype, b.plan.op, algorithm_options()),
         "allreduce (staged through host memory)", first));
     HORA_RETURN_IF_ERROR(rt->memcpy_async(b.device, b.fusion, pinned_, total, b.d->stream));
     ++stats_.staged_buckets;

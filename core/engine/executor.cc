@@ -138,6 +138,11 @@ Status Executor::run_allreduce(const std::vector<Response>& responses, const Buc
   AllreducePlan plan = plan_allreduce(head, comm_.size());
   ++stats_.buckets;
   if (bucket.members.size() > 1) stats_.fused_tensors += bucket.members.size();
+  if (head.op == ReduceOp::kAdasum) {
+    HORA_RETURN_IF_ERROR(run_adasum(responses, bucket, plan));
+    complete_bucket(bucket, Status::OK());
+    return Status::OK();
+  }
 
   // Every rank must run the algorithm with the same op: `direct` depends on the response only
   // (a joined rank, which has no entry, reduces its zeros with that op too).

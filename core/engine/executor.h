@@ -20,6 +20,11 @@
 // part: the result goes to engine-owned memory and the handle completes with the allocator's error.
 // Error responses complete the handle with the error and the engine goes on.
 //
+// An Adasum bucket (ReduceOp::kAdasum) is always packed (prescale applied, compression cast),
+// reduced by collectives::adasum_allreduce with each member's element count, so every tensor
+// gets its own dot products inside the fused buffer, and unpacked with the postscale; one rank
+// copies. The tuner does not time it (one algorithm).
+//
 // Buckets of tensors in GPU memory (Response::device cuda) go to the DeviceExecutor.
 //
 // A communication failure is returned: the engine then fails every pending handle with it.
@@ -101,6 +106,9 @@ class Executor {
   // a fused bucket reduced where its tensors lie by the communicator's gather-list allreduce;
   Status run_native_spans(const std::vector<Response>& responses, const Bucket& bucket,
                           const AllreducePlan& plan);
+  // an Adasum bucket (executor_adasum.cc): packed, reduced per tensor, unpacked;
+  Status run_adasum(const std::vector<Response>& responses, const Bucket& bucket,
+                    const AllreducePlan& plan);
   // any other bucket: packed into the fusion buffer, reduced there, unpacked (tuned whole).
   Status run_packed(const std::vector<Response>& responses, const Bucket& bucket,
                     const AllreducePlan& plan);
@@ -133,6 +141,7 @@ class Executor {
   std::vector<std::shared_ptr<detail::HandleState>> done_handles_;  // complete_bucket (reused)
   FusionPlanner planner_;  // execute(): each round's buckets, in memory kept between rounds
   std::vector<collectives::ReduceSpan> spans_;  // run_allreduce(): an in-place bucket's (reused)
+  std::vector<size_t> adasum_counts_;           // run_adasum(): the members' counts (reused)
   ExecutorStats stats_;
   AlgorithmTuner tuner_;  // engine thread (see algorithm_tuner.h)
 };

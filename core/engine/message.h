@@ -36,9 +36,11 @@ inline constexpr int kNumCollectiveTypes = 7;
 const char* collective_name(CollectiveType type);
 
 // Whether a rank that has joined can take part in `type` with `op` by contributing zeros: only
-// an allreduce with sum or average can (the controller and the coordinator both ask).
+// an allreduce with sum, average or adasum (where a zero vector leaves the other unchanged)
+// can (the controller and the coordinator both ask).
 inline bool joined_zeros_ok(CollectiveType type, ReduceOp op) {
-  return type == CollectiveType::kAllreduce && (op == ReduceOp::kSum || op == ReduceOp::kAverage);
+  return type == CollectiveType::kAllreduce &&
+         (op == ReduceOp::kSum || op == ReduceOp::kAverage || op == ReduceOp::kAdasum);
 }
 
 struct Entry;  // tensor_queue.h

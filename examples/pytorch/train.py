@@ -46,6 +46,13 @@ def main():
     parser.add_argument("--batch-size", type=int, default=64, help="per rank")
     parser.add_argument("--lr", type=float, default=0.01, help="scaled by the number of ranks")
     parser.add_argument("--samples", type=int, default=16384)
+    parser.add_argument(
+        "--op",
+        choices=["average", "adasum"],
+        default="average",
+        help="how the ranks' updates combine: average the gradients (learning rate scaled by "
+        "the number of ranks), or Adasum of each rank's step (the single-rank learning rate)",
+    )
     args = parser.parse_args()
 
     hvd.init()  # hora (2/4)
@@ -58,9 +65,15 @@ def main():
     images, labels = images[hvd.rank() :: hvd.size()], labels[hvd.rank() :: hvd.size()]
 
     model = Net()
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
-    # hora (3/4): average gradients across ranks, overlapping backward.
-    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    adasum = args.op == "adasum"
+    lr = args.lr if adasum else args.lr * hvd.size()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    # hora (3/4): average gradients across ranks (or Adasum the steps), overlapping backward.
+    optimizer = hvd.DistributedOptimizer(
+        optimizer,
+        named_parameters=model.named_parameters(),
+        op=hvd.Adasum if adasum else hvd.Average,
+    )
     # hora (4/4): start every rank from rank 0's weights and optimizer state.
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)

@@ -82,7 +82,8 @@ struct GradientReducerOptions {
 
 class GradientReducer {
  public:
-  // Fails with kInvalidArgument on an empty or duplicate name, op other than average/sum,
+  // Fails with kInvalidArgument on an empty or duplicate name, op other than average/sum/adasum
+  // (adasum: the gradients combined by Adasum, as Horovod's Keras optimizer does),
   // backward_passes_per_step < 1, gradient_predivide_factor <= 0 (or != 1 with sum), a group
   // index out of range or repeated. Does not need hora::init (enqueueing does).
   static StatusOr<std::unique_ptr<GradientReducer>> create(std::vector<std::string> names,

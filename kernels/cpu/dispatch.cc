@@ -32,7 +32,7 @@ static_assert(kOpAverage == static_cast<int>(ReduceOp::kAverage));
 static_assert(kOpMin == static_cast<int>(ReduceOp::kMin));
 static_assert(kOpMax == static_cast<int>(ReduceOp::kMax));
 static_assert(kOpProduct == static_cast<int>(ReduceOp::kProduct));
-static_assert(kNumOp == kNumReduceOps);
+static_assert(kNumOp == kNumElementwiseReduceOps);
 
 namespace {
 

@@ -18,7 +18,7 @@ Cell cell_of(DataType dtype, ReduceOp op) {
   const int dt = static_cast<int>(dtype);
   const int op_index = static_cast<int>(op);
   HORA_CHECK(dt >= 0 && dt < kNumDataTypes) << "dtype " << dt;
-  HORA_CHECK(op_index >= 0 && op_index < kNumReduceOps) << "op " << op_index;
+  HORA_CHECK(op_index >= 0 && op_index < kNumElementwiseReduceOps) << "op " << op_index;
   return {dt, op_index};
 }
 

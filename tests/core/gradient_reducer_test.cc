@@ -31,7 +31,7 @@ TEST(GradientReducerCreate, RejectsBadNamesOptionsAndGroups) {
   EXPECT_TRUE(contains(s, "'w' appears twice")) << s.to_string();
 
   o.op = ReduceOp::kMax;
-  EXPECT_TRUE(contains(create_error(names(), o), "op max, expected average or sum"));
+  EXPECT_TRUE(contains(create_error(names(), o), "op max, expected average, sum or adasum"));
   o = {};
   o.backward_passes_per_step = 0;
   EXPECT_TRUE(contains(create_error(names(), o), "backward_passes_per_step is 0"));

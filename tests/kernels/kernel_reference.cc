@@ -66,6 +66,7 @@ T ref_op_int(ReduceOp op, T a, T b) {
       return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
     case ReduceOp::kMin: return a < b ? a : b;
     case ReduceOp::kMax: return a > b ? a : b;
+    case ReduceOp::kAdasum: break;  // not elementwise: no kernel reduces it
   }
   return 0;
 }
@@ -79,6 +80,7 @@ F ref_op_float(ReduceOp op, F a, F b) {
     case ReduceOp::kProduct: return a * b;
     case ReduceOp::kMin: return a < b ? a : b;
     case ReduceOp::kMax: return a > b ? a : b;
+    case ReduceOp::kAdasum: break;  // not elementwise: no kernel reduces it
   }
   return 0;
 }
@@ -97,7 +99,8 @@ void combine_bool(ReduceOp op, const void* a, const void* b, void* out) {
     case ReduceOp::kProduct: return store<uint8_t>(out, x && y ? 1 : 0);
     case ReduceOp::kMax: return store<uint8_t>(out, x || y ? 1 : 0);
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;
   }
   store<uint8_t>(out, 0xff);
 }

@@ -103,7 +103,7 @@ std::vector<DataType> all_dtypes() {
 // Every op defined on `dtype` (bool: min, max, product).
 std::vector<ReduceOp> ops_of(DataType dtype) {
   std::vector<ReduceOp> ops;
-  for (int o = 0; o < kNumReduceOps; ++o) {
+  for (int o = 0; o < kNumElementwiseReduceOps; ++o) {
     const ReduceOp op = static_cast<ReduceOp>(o);
     if (is_reduce_op_defined(op, dtype)) ops.push_back(op);
   }

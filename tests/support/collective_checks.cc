@@ -147,6 +147,7 @@ Expected expected_reduce(int n, size_t i, DataType dtype, ReduceOp op) {
     case ReduceOp::kMin: e.value = lo; break;
     case ReduceOp::kMax: e.value = hi; break;
     case ReduceOp::kProduct: e.value = product; break;  // powers of two: exact
+    case ReduceOp::kAdasum: break;  // not elementwise: no case of these checks uses it
   }
   return e;
 }
@@ -332,7 +333,7 @@ std::vector<AllreduceCase> allreduce_cases(int ranks, DataType dtype, bool inclu
   counts.push_back(1009);
   std::vector<AllreduceCase> cases;
   for (size_t count : counts) {
-    for (int op = 0; op < kNumReduceOps; ++op) {
+    for (int op = 0; op < kNumElementwiseReduceOps; ++op) {
       if (!is_reduce_op_defined(static_cast<ReduceOp>(op), dtype)) continue;
       for (bool in_place : {false, true}) {
         AllreduceCase c;

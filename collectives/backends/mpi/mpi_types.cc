@@ -31,6 +31,7 @@ UserFunction user_function(ReduceOp op) {
     case ReduceOp::kMin: return &user_reduce<D, ReduceOp::kMin>;
     case ReduceOp::kMax: return &user_reduce<D, ReduceOp::kMax>;
     case ReduceOp::kProduct: return &user_reduce<D, ReduceOp::kProduct>;
+    case ReduceOp::kAdasum: break;  // not elementwise: no MPI op (check_reduce_op refuses it)
   }
   return nullptr;
 }
@@ -91,7 +92,7 @@ Status MpiTypes::init() {
     return Status::unimplemented("mpi: MPI_C_BOOL is " + std::to_string(bool_bytes) +
                                  " bytes in this MPI; hora's bool is 1 byte");
   for (int d = 0; d < kNumDataTypes; ++d) {
-    for (int o = 0; o < kNumReduceOps; ++o) {
+    for (int o = 0; o < kNumElementwiseReduceOps; ++o) {
       DataType dtype = static_cast<DataType>(d);
       ReduceOp op = static_cast<ReduceOp>(o);
       if (!needs_user_op(dtype, op)) continue;
@@ -137,6 +138,7 @@ MPI_Op standard_op(ReduceOp op) {
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
     case ReduceOp::kProduct: return MPI_PROD;
+    case ReduceOp::kAdasum: break;  // not elementwise: no MPI op (check_reduce_op refuses it)
   }
   return MPI_OP_NULL;
 }
@@ -147,6 +149,7 @@ MPI_Datatype MpiTypes::datatype(DataType dtype) const {
 }
 
 MPI_Op MpiTypes::op(DataType dtype, ReduceOp op) const {
+  if (!is_elementwise_reduce_op(op)) return MPI_OP_NULL;
   MPI_Op user = user_ops_[static_cast<int>(dtype)][static_cast<int>(op)];
   return user != MPI_OP_NULL ? user : standard_op(op);
 }

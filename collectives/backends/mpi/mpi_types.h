@@ -57,7 +57,7 @@ class MpiTypes {
   bool initialised_ = false;
   MPI_Datatype half_ = MPI_DATATYPE_NULL;  // 2 bytes, for float16 and bfloat16
   // user_ops_[dtype][op]; MPI_OP_NULL where a predefined op is used.
-  MPI_Op user_ops_[kNumDataTypes][kNumReduceOps];
+  MPI_Op user_ops_[kNumDataTypes][kNumElementwiseReduceOps];
 };
 
 }  // namespace mpi_backend

@@ -29,7 +29,8 @@ ncclRedOp_t nccl_reduce_op(ReduceOp op) {
     case ReduceOp::kMax: return ncclMax;
     case ReduceOp::kProduct: return ncclProd;
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;  // refused before (check_reduce_op): not elementwise
   }
   return ncclSum;
 }

@@ -75,7 +75,7 @@ TEST(ReducescatterTest, EvenSplitAndCustomCountsEveryOp) {
   for (SendMode mode : kModes) {
     for (int n : kRankCounts) {
       for (DataType dtype : kSomeTypes) {
-        for (int op = 0; op < kNumReduceOps; ++op) {
+        for (int op = 0; op < kNumElementwiseReduceOps; ++op) {
           std::vector<std::vector<size_t>> splits = {even_split(0, n), even_split(n - 1, n),
                                                      even_split(101, n)};
           std::vector<size_t> custom(n);
@@ -111,7 +111,7 @@ TEST(ReducescatterTest, EvenSplitAndCustomCountsEveryOp) {
 TEST(ReducescatterTest, Int16Uint16BoolEveryDefinedOp) {
   for (int n : kRankCounts) {
     for (DataType dtype : {DataType::kInt16, DataType::kUint16, DataType::kBool}) {
-      for (int op = 0; op < kNumReduceOps; ++op) {
+      for (int op = 0; op < kNumElementwiseReduceOps; ++op) {
         if (!is_reduce_op_defined(static_cast<ReduceOp>(op), dtype)) continue;
         std::vector<size_t> custom(n);
         for (int k = 0; k < n; ++k) custom[k] = (k == 0) ? 0 : 5 * k + 1;

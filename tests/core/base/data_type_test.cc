@@ -76,6 +76,9 @@ TEST(ReduceOpTest, ParseAndName) {
     ReduceOp op = static_cast<ReduceOp>(i);
     EXPECT_EQ(parse_reduce_op(reduce_op_name(op)).value(), op);
   }
+  EXPECT_EQ(parse_reduce_op("adasum").value(), ReduceOp::kAdasum);
+  EXPECT_EQ(reduce_op_from_int(5).value(), ReduceOp::kAdasum);
+  EXPECT_FALSE(reduce_op_from_int(kNumReduceOps).ok());
   EXPECT_EQ(parse_reduce_op("avg").value(), ReduceOp::kAverage);
   EXPECT_EQ(parse_reduce_op("prod").value(), ReduceOp::kProduct);
   auto bad = parse_reduce_op("xor");
@@ -89,7 +92,7 @@ TEST(ReduceOpTest, ParseAndName) {
 TEST(ReduceOpTest, BoolSumAndAverageAreNotDefined) {
   for (int d = 0; d < kNumDataTypes; ++d) {
     const DataType dtype = static_cast<DataType>(d);
-    for (int o = 0; o < kNumReduceOps; ++o) {
+    for (int o = 0; o < kNumElementwiseReduceOps; ++o) {
       const ReduceOp op = static_cast<ReduceOp>(o);
       const bool want = dtype != DataType::kBool || op == ReduceOp::kMin || op == ReduceOp::kMax ||
                         op == ReduceOp::kProduct;
@@ -126,6 +129,25 @@ TEST(DeviceTest, ParseAndPrint) {
     auto r = parse_device(bad);
     EXPECT_FALSE(r.ok()) << bad;
   }
+}
+
+// Adasum: defined for the four float dtypes, refused elsewhere and by every elementwise
+// implementation (check_reduce_op) with messages that say why.
+TEST(ReduceOpTest, AdasumTakesFloatsAndIsNotElementwise) {
+  for (int d = 0; d < kNumDataTypes; ++d) {
+    const DataType dtype = static_cast<DataType>(d);
+    const bool is_float = dtype == DataType::kFloat16 || dtype == DataType::kBFloat16 ||
+                          dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
+    EXPECT_EQ(is_reduce_op_defined(ReduceOp::kAdasum, dtype), is_float) << data_type_name(dtype);
+    const Status s = check_reduce_op(ReduceOp::kAdasum, dtype, "ring allreduce");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find(is_float ? "not an elementwise reduction"
+                                        : "takes float16, bfloat16, float32 or float64"),
+              std::string::npos)
+        << s.message();
+  }
+  EXPECT_FALSE(is_elementwise_reduce_op(ReduceOp::kAdasum));
+  EXPECT_TRUE(is_elementwise_reduce_op(ReduceOp::kProduct));
 }
 
 }  // namespace

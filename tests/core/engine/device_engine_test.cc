@@ -326,6 +326,49 @@ TEST_P(DeviceEngine, StagedDeviceTensorsTravelThroughPinnedMemory) {
   EXPECT_GE(runtime.count("copy_to_device"), (n > 1 ? 2 : 1) * n);
 }
 
+// Adasum has no NCCL implementation: even in a job with NCCL, device tensors (fused or alone)
+// are staged through pinned host memory and reduced by hora's Adasum over the host backend.
+// The inputs (rank + 1) * v are parallel, so each pairwise step averages its two factors
+// along hora's tree (the first n - p pairs folded, then levels).
+TEST_P(DeviceEngine, AdasumDeviceTensorsAreStagedEvenWithNccl) {
+  const int n = GetParam();
+  std::vector<double> level;
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  for (int i = 0; i < n - p; ++i) level.push_back((2 * i + 1 + 2 * i + 2) / 2.0);
+  for (int r = 2 * (n - p); r < n; ++r) level.push_back(r + 1);
+  while (level.size() > 1) {
+    std::vector<double> next;
+    for (size_t i = 0; i < level.size(); i += 2) next.push_back((level[i] + level[i + 1]) / 2);
+    level.swap(next);
+  }
+  const double factor = level.front() / (n * (n + 1) / 2.0);  // against expect_sum's sum
+  FakeDeviceRuntime runtime(1);
+  test_support::InProcWorld device_world(n);
+  std::vector<std::unique_ptr<FakeNcclCommunicator>> nccl;
+  for (int r = 0; r < n; ++r)
+    nccl.push_back(std::make_unique<FakeNcclCommunicator>(device_world.communicator(r), &runtime));
+  Status s = test_support::run_ranks(n, [&](collectives::Communicator& host) -> Status {
+    DeviceResources res;
+    res.runtime = &runtime;
+    res.device_comm = nccl[host.rank()].get();
+    res.support = support(DeviceMode::kNative, 0);
+    Engine eng(host, engine_options_from(test_config()), nullptr, "", nullptr, &res);
+    std::vector<Call> calls;
+    for (int t = 0; t < 3; ++t)
+      calls.push_back(submit(eng, "a." + std::to_string(t), CollectiveType::kAllreduce,
+                             Device::cuda(0), 5 + 11 * t, host.rank(), runtime, ReduceOp::kAdasum));
+    for (Call& c : calls) HORA_RETURN_IF_ERROR(c.handle.wait());
+    for (int t = 0; t < 3; ++t)
+      HORA_RETURN_IF_ERROR(expect_sum(calls[t], n, factor, "a." + std::to_string(t)));
+    return eng.stop();
+  });
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(nccl[r]->allreduces.load(), 0) << "rank " << r;
+  EXPECT_GE(runtime.count("alloc_pinned"), n);
+  EXPECT_GE(runtime.count("copy_to_host"), n);
+}
+
 // int16 is a dtype NCCL cannot reduce: hora's ring runs over the NCCL communicator instead of
 // its native allreduce.
 TEST_P(DeviceEngine, NativeInt16RunsHorasRingOverNccl) {

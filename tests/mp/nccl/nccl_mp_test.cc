@@ -137,6 +137,7 @@ double reduced(ReduceOp op, DataType dtype, int n, size_t i) {
       case ReduceOp::kMin: acc = std::min(acc, x); break;
       case ReduceOp::kMax: acc = std::max(acc, x); break;
       case ReduceOp::kProduct: acc *= x; break;
+      case ReduceOp::kAdasum: break;  // not elementwise: not in this test
     }
   }
   if (dtype == DataType::kBool) return acc != 0 ? 1 : 0;

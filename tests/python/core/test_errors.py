@@ -42,8 +42,8 @@ def test_bad_op_and_name(hora_job):
         hora.allreduce(np.ones(3, np.float32), op="sum")
     with pytest.raises(ValueError, match="name"):
         hora.allreduce(np.ones(3, np.float32), name=5)
-    with pytest.raises(hora.UnimplementedError, match="Adasum"):
-        hora.allreduce(np.ones(3, np.float32), op=hora.Adasum)
+    with pytest.raises(hora.InvalidArgumentError, match="adasum is not defined for int32"):
+        hora.allreduce(np.ones(3, np.int32), op=hora.Adasum, name="err.adasum")
 
 
 def test_compression_needs_float32(hora_job):

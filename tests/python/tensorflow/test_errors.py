@@ -38,8 +38,8 @@ def test_root_mismatch_names_the_roots(hvd):
 def test_bad_root_and_unsupported_ops(hvd):
     with pytest.raises(hora.HoraError, match=r"err\.badroot"):
         hvd.broadcast(tf.ones([2]), root_rank=hvd.size() + 3, name="err.badroot")
-    with pytest.raises(hora.UnimplementedError, match="Adasum"):
-        hvd.allreduce(tf.ones([2]), op=hvd.Adasum)
+    with pytest.raises(hora.InvalidArgumentError, match="adasum is not defined for int32"):
+        hvd.allreduce(tf.ones([2], tf.int32), op=hvd.Adasum, name="err.adasum")
     with pytest.raises(hora.InvalidArgumentError, match=r"err\.scalar"):
         hvd.allgather(tf.constant(1.0), name="err.scalar")
     with pytest.raises(hora.InvalidArgumentError, match="bool"):

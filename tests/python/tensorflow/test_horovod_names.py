@@ -163,8 +163,10 @@ def test_distributed_optimizer_dispatches_keras_optimizers(hvd):
     assert opt._hora.k == 2 and hasattr(opt, "register_local_var")
     with pytest.raises(ValueError, match="neither a Keras optimizer"):
         hvd.DistributedOptimizer(object())
-    with pytest.raises(hvd.UnimplementedError, match="Adasum"):
-        hvd.DistributedOptimizer(keras.optimizers.SGD(0.1), op=hvd.Adasum)
+    adasum = hvd.DistributedOptimizer(keras.optimizers.SGD(0.1), op=hvd.Adasum)
+    assert adasum._hora.op == hvd.Adasum
+    with pytest.raises(ValueError, match="Average, Sum or Adasum"):
+        hvd.DistributedOptimizer(keras.optimizers.SGD(0.1), op=hvd.Max)
 
 
 def test_broadcast_in_place_and_object_fn(hvd):

@@ -7,24 +7,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hora import _core
-from hora._internal.reduce_ops import Adasum, Average, Sum
-from hora.errors import UnimplementedError
+from hora._internal.reduce_ops import Average, Sum
 
 
 def reduce_op(op: object = None, average: bool | None = None) -> _core.ReduceOp:
     """``op`` as the binding's ReduceOp (None: Average), or Horovod's deprecated ``average``
-    flag (True: Average, False: Sum). Raises ValueError for both or for an unknown op, and
-    UnimplementedError for Adasum."""
+    flag (True: Average, False: Sum). Raises ValueError for both or for an unknown op."""
     if average is not None:
         if op is not None:
             raise ValueError("pass either op or the deprecated average flag, not both")
         return Average if average else Sum
     if op is None:
         return Average
-    if op is Adasum:
-        raise UnimplementedError("op Adasum is not built into hora; use Average or Sum")
     if not isinstance(op, _core.ReduceOp):
-        raise ValueError(f"op {op!r}: expected hora.Average, Sum, Min, Max or Product")
+        raise ValueError(f"op {op!r}: expected hora.Average, Sum, Min, Max, Product or Adasum")
     return op
 
 

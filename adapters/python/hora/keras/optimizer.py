@@ -52,8 +52,8 @@ class _HoraSettings:
         if backward_passes_per_step < 1:
             raise ValueError(f"backward_passes_per_step {backward_passes_per_step}: must be >= 1")
         op = hora.Average if op is None else op
-        if op not in (hora.Average, hora.Sum):
-            raise ValueError(f"op {op!r}: DistributedOptimizer reduces with Average or Sum")
+        if op not in (hora.Average, hora.Sum, hora.Adasum):
+            raise ValueError(f"op {op!r}: DistributedOptimizer reduces with Average, Sum or Adasum")
         self.compression = compression
         self.k = int(backward_passes_per_step)
         self.average_aggregated = bool(average_aggregated_gradients)

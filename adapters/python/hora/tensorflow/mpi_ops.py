@@ -21,7 +21,8 @@ Where hora departs from Horovod:
 - the built-in compressions happen inside the engine: float32 tensors travel as
   float16/bfloat16 and are cast back on arrival; tensors of other dtypes travel
   uncompressed. A Compressor of one's own runs around allreduce and grouped_allreduce.
-- op=Adasum raises UnimplementedError; device_dense/device_sparse are accepted and ignored
+- op=Adasum (allreduce and grouped_allreduce of float tensors; not IndexedSlices, no gradient
+  of the op itself) is hora's own algorithm; device_dense/device_sparse are accepted and ignored
   (CPU ops only: hora's TensorFlow kernels are CPU kernels, matching the tensorflow-cpu build).
 - alltoall always returns ``(received, received_splits)`` (Horovod >= 0.26's form).
 

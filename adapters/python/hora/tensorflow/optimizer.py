@@ -11,7 +11,7 @@ from typing import Any
 import tensorflow as tf
 
 from hora import errors
-from hora._internal.reduce_ops import Adasum, Average, ReduceOp
+from hora._internal.reduce_ops import Average, ReduceOp
 from hora.compression import Compression, Compressor
 from hora.process_sets import ProcessSet, global_process_set
 from hora.tensorflow.gradient_tape import DistributedGradientTape
@@ -73,10 +73,10 @@ def DistributedOptimizer(
     option applies); a tf.compat.v1.train.Optimizer is wrapped so that compute_gradients (and
     so minimize) reduces the gradients over the ranks of ``process_set``
     (backward_passes_per_step must be 1 there: UnimplementedError otherwise, use the Keras
-    optimizer to accumulate). Anything else is a ValueError. op=Adasum raises as every hora
-    reduction does."""
-    if op is Adasum:
-        raise errors.UnimplementedError("DistributedOptimizer: hora has no Adasum reduction")
+    optimizer to accumulate). Anything else is a ValueError. op=Adasum combines the
+    gradients with Adasum (as Horovod's Keras optimizer does; Horovod's TF1 graph-mode
+    optimizer reduces the delta of a local step instead: hora does that in hora.torch only,
+    docs/adasum.md)."""
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
         if backward_passes_per_step != 1:
             raise errors.UnimplementedError(

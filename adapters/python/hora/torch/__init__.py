@@ -8,9 +8,10 @@
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 
 Supports torch >= 2.1 (it needs Tensor.register_post_accumulate_grad_hook). Where hora
-departs from Horovod, the function's docstring says so; in short: no Adasum, built-in
-compression inside the engine for float32 tensors. Process sets are Horovod's
-(``process_set=`` on every collective, the optimizer, the broadcasts and SyncBatchNorm).
+departs from Horovod, the function's docstring says so; in short: Adasum on CUDA tensors is
+staged through host memory, built-in compression inside the engine for float32 tensors.
+Process sets are Horovod's (``process_set=`` on every collective, the optimizer, the
+broadcasts and SyncBatchNorm).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ Where hora departs from Horovod:
   Compressor of one's own runs around the collective, as in Horovod.
 - grouped allgather and reducescatter enqueue their members together (all or none), but
   each member negotiates on its own (the engine fuses groups of allreduces only).
-- Adasum is not built into hora: op=Adasum raises UnimplementedError.
+- op=Adasum (allreduce and grouped allreduce of float tensors) is hora's own algorithm on
+  every backend; CUDA tensors are staged through host memory (no NCCL Adasum).
 
 Every call takes ``process_set=`` (a registered :class:`hora.ProcessSet`; the global set by
 default), as in Horovod: root ranks stay global ranks, results are the set's, and the

@@ -33,6 +33,7 @@ from hora.errors import FailedPreconditionError
 from hora.ops import Handle
 from hora.process_sets import ProcessSet, global_process_set, set_id
 from hora.torch import _tensors, mpi_ops
+from hora.torch.adasum_optimizer import adasum_optimizer
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
@@ -328,7 +329,9 @@ def DistributedOptimizer(
     (float32 gradients travel as the half type, cast inside the engine), or a Compressor
     subclass of one's own, whose compress and decompress run around each gradient's
     allreduce as in Horovod. ``backward_passes_per_step``: reduce every k-th backward pass
-    (local accumulation in between). ``op``: Average or Sum. ``gradient_predivide_factor``:
+    (local accumulation in between). ``op``: Average or Sum, or Adasum: each rank steps the
+    wrapped optimizer locally and the parameter deltas are combined with Adasum (Horovod's
+    Adasum optimizer; adasum_optimizer.py, docs/adasum.md). ``gradient_predivide_factor``:
     divide by f before the sum and by size/f after. ``num_groups`` / ``groups``: reduce these
     parameters together as one fused unit. ``sparse_as_dense``: densify sparse gradients (else
     they travel as an allgather of indices and values). ``process_set``: the ranks whose
@@ -336,6 +339,18 @@ def DistributedOptimizer(
     InvalidArgumentError naming the set when the first allreduce starts)."""
     if groups is not None and num_groups:
         raise ValueError("DistributedOptimizer: pass num_groups or groups, not both")
+    if op == hora.Adasum:
+        return _adasum_optimizer(
+            optimizer,
+            named_parameters,
+            compression,
+            backward_passes_per_step,
+            gradient_predivide_factor,
+            groups,
+            num_groups,
+            sparse_as_dense,
+            process_set,
+        )
     cls = type(
         optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__)
     )
@@ -374,6 +389,36 @@ def discard_step(optimizer: torch.optim.Optimizer) -> None:
     opt._hora_synchronized = False
     opt._hora_sparse = {}
     opt._hora_compressed = {}
+
+
+def _adasum_optimizer(
+    optimizer: torch.optim.Optimizer,
+    named_parameters: Iterable[tuple[str, torch.nn.Parameter]] | None,
+    compression: Compressor | None,
+    backward_passes_per_step: int,
+    gradient_predivide_factor: float,
+    groups: Sequence[Sequence[torch.nn.Parameter]] | None,
+    num_groups: int,
+    sparse_as_dense: bool,
+    process_set: ProcessSet,
+) -> torch.optim.Optimizer:
+    """DistributedOptimizer's op=Adasum: the options that do not apply to reducing deltas
+    are refused, as Horovod's Adasum optimizer ignores or lacks them."""
+    if wire(compression) != _core.Compression.none or gradient_predivide_factor != 1.0:
+        raise ValueError(
+            "DistributedOptimizer: op Adasum reduces each rank's parameter delta in full "
+            "precision; compression and gradient_predivide_factor do not apply"
+        )
+    if groups is not None or num_groups or sparse_as_dense:
+        raise ValueError(
+            "DistributedOptimizer: op Adasum reduces each parameter's delta as its own tensor; "
+            "groups, num_groups and sparse_as_dense do not apply"
+        )
+
+    def names_of(wrapped: Any, params: list[torch.nn.Parameter]) -> list[str]:
+        return _DistributedOptimizer._hora_names(wrapped, params, named_parameters)
+
+    return adasum_optimizer(optimizer, names_of, backward_passes_per_step, process_set)
 
 
 __all__ = ["DistributedOptimizer"]
