@@ -37,8 +37,9 @@ Status connect_member(Context& context, ProcessSetInfo& set, int serial, Deadlin
       set.device,
       DeviceSetup::create(backend_name_of(config), set.set_rank, size, context.layout().local_rank,
                           /*generation=*/0, config.timeout_s, *set.store, deadline));
-  set.engine = std::make_shared<engine::Engine>(*set.communicator, engine_options_from(config),
-                                                set.store.get(), "engine/",
+  engine::EngineOptions eo = engine_options_from(config);
+  eo.autotune_log.clear();  // HORA_AUTOTUNE_LOG is the global set's
+  set.engine = std::make_shared<engine::Engine>(*set.communicator, eo, set.store.get(), "engine/",
                                                 /*topology=*/nullptr, &set.device->resources());
   set.engine->start();
   return Status::OK();
