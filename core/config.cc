@@ -131,6 +131,18 @@ const Setting kSettings[] = {
      [](const char*, const std::string& v, Config& c) {
        return assign(c.autotune_log, StatusOr<std::string>(v));
      }},
+    {"HORA_AUTOTUNE_WARMUP_STEPS",
+     [](const char* n, const std::string& v, Config& c) {
+       return assign(c.autotune_warmup_steps, parse_int(n, v, 0, 1000));
+     }},
+    {"HORA_AUTOTUNE_WINDOW_STEPS",
+     [](const char* n, const std::string& v, Config& c) {
+       return assign(c.autotune_window_steps, parse_int(n, v, 1, 1000));
+     }},
+    {"HORA_AUTOTUNE_MAX_SAMPLES",
+     [](const char* n, const std::string& v, Config& c) {
+       return assign(c.autotune_max_samples, parse_int(n, v, 1, 1000));
+     }},
     {"HORA_AUTOTUNE_FROM",
      [](const char*, const std::string& v, Config& c) {
        return assign(c.autotune_from, StatusOr<std::string>(v));
@@ -276,6 +288,9 @@ engine::EngineOptions engine_options_from(const Config& config) {
   o.autotune_samples = config.autotune_samples;
   o.autotune_params = config.autotune_params;
   o.autotune_log = config.autotune_log;
+  o.autotune_warmup_steps = config.autotune_warmup_steps;
+  o.autotune_window_steps = config.autotune_window_steps;
+  o.autotune_max_samples = config.autotune_max_samples;
   o.fusion_threshold_set = config.fusion_threshold_set;
   o.cycle_time_set = config.cycle_time_set;
   o.cache_set = config.cache_set;

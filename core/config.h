@@ -47,6 +47,9 @@ struct Config {
   bool autotune_params = false;  // HORA_AUTOTUNE=1 set explicitly: the autotuner's search too
   std::string autotune_log;      // HORA_AUTOTUNE_LOG, empty = none
   std::string autotune_from;     // HORA_AUTOTUNE_FROM: the log whose best row is pinned
+  int autotune_warmup_steps = 2;  // HORA_AUTOTUNE_WARMUP_STEPS: dropped after each change
+  int autotune_window_steps = 3;  // HORA_AUTOTUNE_WINDOW_STEPS: steps per scored window
+  int autotune_max_samples = 20;  // HORA_AUTOTUNE_MAX_SAMPLES: configurations tried
   // Whether the user set these (environment, InitOptions or HORA_AUTOTUNE_FROM): the
   // autotuner leaves them out of its search.
   bool fusion_threshold_set = false;

@@ -94,6 +94,9 @@ std::unique_ptr<Autotuner> Engine::make_autotuner(const EngineOptions& options,
   ao.log_path = options.autotune_log;
   ao.timeout_s = options.timeout_s;
   ParameterManagerOptions& m = ao.manager;
+  m.warmup_steps = options.autotune_warmup_steps;
+  m.window_steps = options.autotune_window_steps;
+  m.max_samples = options.autotune_max_samples;
   m.start.fusion_threshold_bytes = options.fusion_threshold_bytes;
   m.start.cycle_time_ms = options.cycle_time_ms;
   m.start.cache_enabled = options.cache_capacity > 0;
