@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -54,6 +55,29 @@ StatusOr<HierarchicalMode> parse_hierarchical(const char* var, const std::string
     return Status::invalid_argument(std::string(var) + "='" + value +
                                     "' is not valid: expected 0, 1 or auto");
   return on.value() ? HierarchicalMode::kOn : HierarchicalMode::kOff;
+}
+
+constexpr const char* kAutotuneKnobs[] = {"fusion_threshold", "cycle_time", "cache"};
+
+// HORA_AUTOTUNE_FREE: a comma-separated list of kAutotuneKnobs (may be empty).
+Status check_autotune_free(const char* var, const std::string& value) {
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t end = std::min(value.find(',', start), value.size());
+    const std::string knob = value.substr(start, end - start);
+    bool known = knob.empty();
+    for (const char* k : kAutotuneKnobs) known = known || knob == k;
+    if (!known)
+      return Status::invalid_argument(std::string(var) + "='" + value + "': '" + knob +
+                                      "' is not a knob: expected a comma-separated list of "
+                                      "fusion_threshold, cycle_time, cache");
+    start = end + 1;
+  }
+  return Status::OK();
+}
+
+bool lists_knob(const std::string& list, const std::string& knob) {
+  return ("," + list + ",").find("," + knob + ",") != std::string::npos;
 }
 
 // One HORA_* variable: its name and how a value set for it lands in a Config.
@@ -142,6 +166,11 @@ const Setting kSettings[] = {
     {"HORA_AUTOTUNE_MAX_SAMPLES",
      [](const char* n, const std::string& v, Config& c) {
        return assign(c.autotune_max_samples, parse_int(n, v, 1, 1000));
+     }},
+    {"HORA_AUTOTUNE_FREE",
+     [](const char* n, const std::string& v, Config& c) {
+       HORA_RETURN_IF_ERROR(check_autotune_free(n, v));
+       return assign(c.autotune_free, StatusOr<std::string>(v));
      }},
     {"HORA_AUTOTUNE_FROM",
      [](const char*, const std::string& v, Config& c) {
@@ -262,6 +291,10 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
   HORA_RETURN_IF_ERROR(resolve_hierarchical(c));
   HORA_RETURN_IF_ERROR(check_heartbeat(c));
   HORA_RETURN_IF_ERROR(pin_autotuned(c));
+  // Knobs freed for the search: the value set is only where it starts.
+  if (lists_knob(c.autotune_free, "fusion_threshold")) c.fusion_threshold_set = false;
+  if (lists_knob(c.autotune_free, "cycle_time")) c.cycle_time_set = false;
+  if (lists_knob(c.autotune_free, "cache")) c.cache_set = false;
   return c;
 }
 

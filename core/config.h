@@ -50,6 +50,9 @@ struct Config {
   int autotune_warmup_steps = 2;  // HORA_AUTOTUNE_WARMUP_STEPS: dropped after each change
   int autotune_window_steps = 3;  // HORA_AUTOTUNE_WINDOW_STEPS: steps per scored window
   int autotune_max_samples = 20;  // HORA_AUTOTUNE_MAX_SAMPLES: configurations tried
+  // HORA_AUTOTUNE_FREE: knobs searched even when set ("fusion_threshold,cycle_time,cache"):
+  // the value set is then where the search starts.
+  std::string autotune_free;
   // Whether the user set these (environment, InitOptions or HORA_AUTOTUNE_FROM): the
   // autotuner leaves them out of its search.
   bool fusion_threshold_set = false;

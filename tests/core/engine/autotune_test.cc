@@ -278,6 +278,21 @@ TEST(AutotuneConfig, FromPinsTheBestRowUnderValuesTheUserSet) {
   EXPECT_NE(missing.status().message().find("HORA_AUTOTUNE_FROM"), std::string::npos);
 }
 
+TEST(AutotuneConfig, FreeKnobsStartFromTheValueSet) {
+  Config c = parse({{"HORA_AUTOTUNE", "1"},
+                    {"HORA_FUSION_THRESHOLD", "65536"},
+                    {"HORA_CACHE_CAPACITY", "0"},
+                    {"HORA_AUTOTUNE_FREE", "fusion_threshold,cache"}})
+                 .value();
+  EXPECT_EQ(c.fusion_threshold_bytes, 65536);
+  EXPECT_FALSE(c.fusion_threshold_set);
+  EXPECT_FALSE(c.cache_set);
+  StatusOr<Config> bad = parse({{"HORA_AUTOTUNE_FREE", "fusion,cache"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'fusion' is not a knob"), std::string::npos)
+      << bad.status().to_string();
+}
+
 // A list of `n` allreduces named g0..g{n-1}, 4 KiB each.
 ResponseList step_list(int n) {
   ResponseList list;
