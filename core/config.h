@@ -44,11 +44,11 @@ struct Config {
   double calibrate_ms = 100.0;                          // HORA_CALIBRATE_MS, 0 = off
   bool autotune = true;                                 // HORA_AUTOTUNE
   int autotune_samples = 3;                             // HORA_AUTOTUNE_SAMPLES
-  bool autotune_params = false;  // HORA_AUTOTUNE=1 set explicitly: the autotuner's search too
-  std::string autotune_log;      // HORA_AUTOTUNE_LOG, empty = none
-  std::string autotune_from;     // HORA_AUTOTUNE_FROM: the log whose best row is pinned
+  bool autotune_params = false;   // HORA_AUTOTUNE=1 set explicitly: the autotuner's search too
+  std::string autotune_log;       // HORA_AUTOTUNE_LOG, empty = none
+  std::string autotune_from;      // HORA_AUTOTUNE_FROM: the log whose best row is pinned
   int autotune_warmup_steps = 2;  // HORA_AUTOTUNE_WARMUP_STEPS: dropped after each change
-  int autotune_window_steps = 3;  // HORA_AUTOTUNE_WINDOW_STEPS: steps per scored window
+  int autotune_window_steps = 2;  // HORA_AUTOTUNE_WINDOW_STEPS: steps per scored window
   int autotune_max_samples = 20;  // HORA_AUTOTUNE_MAX_SAMPLES: configurations tried
   // HORA_AUTOTUNE_FREE: knobs searched even when set ("fusion_threshold,cycle_time,cache"):
   // the value set is then where the search starts.

@@ -95,6 +95,7 @@ TunerPick AlgorithmTuner::take(size_t bytes) {
   const int c = size_class(bytes);
   if (decided(c) != Algorithm::kAuto) return pick;
   ++classes_[c].taken;
+  ++samples_taken_;
   pick.size_class = c;
   return pick;
 }

@@ -31,11 +31,12 @@ std::string describe_algorithms(const std::function<int(int size_class)>& decide
 }
 
 Autotuner::Autotuner(collectives::Communicator& comm, const AutotunerOptions& options, Apply apply,
-                     Algorithms algorithms)
+                     Algorithms algorithms, TuningSamples tuning_samples)
     : comm_(comm),
       options_(options),
       apply_(std::move(apply)),
       algorithms_(std::move(algorithms)),
+      tuning_samples_(std::move(tuning_samples)),
       manager_(options.manager),
       active_(options.enabled && manager_.tunes_anything()),
       step_start_(std::chrono::steady_clock::now()) {
@@ -76,14 +77,23 @@ Status Autotuner::observe(const ResponseList& list) {
 Status Autotuner::end_step() {
   const auto now = std::chrono::steady_clock::now();
   ++steps_;
-  if (comm_.rank() == 0)
-    manager_.on_step(step_bytes_, std::chrono::duration<double>(now - step_start_).count());
-  step_bytes_ = 0;
   {
     MutexLock lock(&mu_);
     state_.steps = steps_;
   }
-  Status s = steps_ % manager_.steps_per_sample() == 0 ? agree() : Status::OK();
+  // A step in which the algorithm tuner timed candidates is left out (up to a sample's worth
+  // in a row, so the search always moves on).
+  const int64_t taken = tuning_samples_ ? tuning_samples_() : 0;
+  const bool dirty = taken != last_tuning_samples_ && dirty_in_row_ < manager_.steps_per_sample();
+  last_tuning_samples_ = taken;
+  dirty_in_row_ = dirty ? dirty_in_row_ + 1 : 0;
+  if (!dirty) {
+    ++scored_steps_;
+    if (comm_.rank() == 0)
+      manager_.on_step(step_bytes_, std::chrono::duration<double>(now - step_start_).count());
+  }
+  step_bytes_ = 0;
+  Status s = !dirty && scored_steps_ % manager_.steps_per_sample() == 0 ? agree() : Status::OK();
   // The decision's own time is not the next step's.
   step_start_ = std::chrono::steady_clock::now();
   return s;

@@ -52,9 +52,13 @@ class Autotuner {
   using Apply = std::function<void(const AutotuneValues&)>;
   // The allreduce algorithms fixed per size class so far (the log's algorithms column).
   using Algorithms = std::function<std::string()>;
+  // How many allreduces the algorithm tuner ran as tuning samples so far (the same count on
+  // every rank): a step that ran any is not scored, since it timed other algorithms than the
+  // configuration will run.
+  using TuningSamples = std::function<int64_t()>;
 
   Autotuner(collectives::Communicator& comm, const AutotunerOptions& options, Apply apply,
-            Algorithms algorithms);
+            Algorithms algorithms, TuningSamples tuning_samples = nullptr);
   Autotuner(const Autotuner&) = delete;
   Autotuner& operator=(const Autotuner&) = delete;
 
@@ -77,6 +81,10 @@ class Autotuner {
   const AutotunerOptions options_;
   Apply apply_;
   Algorithms algorithms_;
+  TuningSamples tuning_samples_;
+  int64_t last_tuning_samples_ = 0;
+  int64_t scored_steps_ = 0;  // steps counted towards samples (every rank alike)
+  int dirty_in_row_ = 0;      // steps in a row left out for the algorithm tuner's samples
   ParameterManager manager_;  // decides on rank 0 only
   bool active_ = false;
   std::unordered_set<std::string> seen_;  // allreduce names since the last step boundary

@@ -127,6 +127,22 @@ size_t BayesianOptimizer::best_index() const {
   return static_cast<size_t>(std::max_element(ys_.begin(), ys_.end()) - ys_.begin());
 }
 
+size_t BayesianOptimizer::best_mean_index() const {
+  GaussianProcess gp(kLengthScale, kNoise);
+  if (ys_.size() < 2 || !gp.fit(xs_, ys_)) return best_index();
+  size_t best = 0;
+  double best_mu = 0;
+  for (size_t i = 0; i < xs_.size(); ++i) {
+    double mu = 0, sd = 0;
+    gp.predict(xs_[i], &mu, &sd);
+    if (i == 0 || mu > best_mu) {
+      best = i;
+      best_mu = mu;
+    }
+  }
+  return best;
+}
+
 std::vector<double> BayesianOptimizer::suggest() {
   if (ys_.size() < 2) return random_point();
   GaussianProcess gp(kLengthScale, kNoise);

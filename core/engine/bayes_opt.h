@@ -57,6 +57,10 @@ class BayesianOptimizer {
   std::vector<double> suggest();
   // The index of the sample with the best score. REQUIRES: a sample was added.
   size_t best_index() const;
+  // The index of the sample whose posterior mean is best: the model's view of the samples,
+  // which discounts a score that its neighbours do not bear out (one lucky measurement).
+  // REQUIRES: a sample was added.
+  size_t best_mean_index() const;
   const std::vector<std::vector<double>>& xs() const { return xs_; }
   const std::vector<double>& scores() const { return ys_; }
   int dimensions() const { return dims_; }

@@ -115,7 +115,8 @@ std::unique_ptr<Autotuner> Engine::make_autotuner(const EngineOptions& options,
     return describe_algorithms(
         [this](int c) { return static_cast<int>(executor_->tuner().decided(c)); });
   };
-  return std::make_unique<Autotuner>(comm_, ao, apply, algorithms);
+  auto tuning_samples = [this] { return executor_->tuner().samples_taken(); };
+  return std::make_unique<Autotuner>(comm_, ao, apply, algorithms, tuning_samples);
 }
 
 // The engine's fatal error, if any, was delivered to every handle and returned by the first

@@ -40,9 +40,9 @@ struct EngineOptions {
   // the user set (HORA_FUSION_THRESHOLD, HORA_CYCLE_TIME_MS, HORA_CACHE_CAPACITY, in the
   // environment or InitOptions, or pinned by HORA_AUTOTUNE_FROM).
   bool autotune_params = false;
-  std::string autotune_log;  // HORA_AUTOTUNE_LOG, empty = none (rank 0 writes it)
+  std::string autotune_log;       // HORA_AUTOTUNE_LOG, empty = none (rank 0 writes it)
   int autotune_warmup_steps = 2;  // HORA_AUTOTUNE_WARMUP_STEPS
-  int autotune_window_steps = 3;  // HORA_AUTOTUNE_WINDOW_STEPS
+  int autotune_window_steps = 2;  // HORA_AUTOTUNE_WINDOW_STEPS
   int autotune_max_samples = 20;  // HORA_AUTOTUNE_MAX_SAMPLES
   bool fusion_threshold_set = false;
   bool cycle_time_set = false;

@@ -112,7 +112,7 @@ AutotuneRow ParameterManager::finish_sample(int64_t step) {
 }
 
 AutotuneRow ParameterManager::best() const {
-  AutotuneRow b = rows_[optimizer_.best_index()];
+  AutotuneRow b = rows_[optimizer_.best_mean_index()];
   b.sample = -1;
   return b;
 }

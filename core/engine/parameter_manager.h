@@ -9,7 +9,8 @@
 // replans, a cache turned on fills, new size classes get their algorithm tuned), then
 // `windows` windows of window_steps steps each, each scored bytes / seconds; the sample's
 // score is the median of its windows (SampleScorer), so one noisy window cannot win. After
-// max_samples samples the best-scoring configuration is final (converged()).
+// max_samples samples the best configuration is final (converged()): the sample the Gaussian
+// process's posterior mean ranks first, so that one lucky window or sample does not decide.
 #pragma once
 
 #include <cstdint>
@@ -47,8 +48,8 @@ struct ParameterManagerOptions {
   bool tune_cycle = true;
   bool tune_cache = true;
   int warmup_steps = 2;
-  int window_steps = 3;
-  int windows = 3;
+  int window_steps = 2;
+  int windows = 5;
   int max_samples = 20;
 };
 
@@ -57,7 +58,7 @@ class ParameterManager {
   static constexpr int64_t kMinFusion = int64_t{4} << 10;
   static constexpr int64_t kMaxFusion = int64_t{256} << 20;
   static constexpr double kMinCycleMs = 0.05;
-  static constexpr double kMaxCycleMs = 10.0;
+  static constexpr double kMaxCycleMs = 5.0;
 
   explicit ParameterManager(const ParameterManagerOptions& options);
 
