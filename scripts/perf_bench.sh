@@ -27,6 +27,7 @@
 #   engine_latency       a lone small allreduce through the engine
 #   process_sets         a set of 2 in a job of 4 against a 2-rank job, two sets side by side
 #   trainer_scaling      the reference trainer at 2 ranks (benchmarks/trainer_scaling.sh)
+#   autotune             HORA_AUTOTUNE=1 against a hand-set sweep (autotune_bench, autotune_torch.sh)
 #   torch_scaling        hora.torch vs DDP (benchmarks/python/torch_scaling.py)
 #   keras_scaling        hora.keras vs MultiWorkerMirroredStrategy (benchmarks/keras_scaling.py)
 #   binding_overhead     what Python adds (benchmarks/python/binding_overhead.sh, hook_path_bench)
@@ -42,7 +43,7 @@ BENCH=$BUILD_DIR/benchmarks/hora-bench
 HORARUN=$BUILD_DIR/launcher/horarun
 OUT=docs/bench
 RAW=$BUILD_DIR/perf
-LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion engine_latency process_sets trainer_scaling
+LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion engine_latency process_sets trainer_scaling autotune
        torch_scaling keras_scaling binding_overhead kernels)
 sections=("$@")
 ((${#sections[@]} > 0)) || sections=("${LOCAL[@]}")
@@ -126,6 +127,15 @@ bench_engine_fusion() {
   local cmd=("$HORARUN" -np 2 "$BUILD_DIR/benchmarks/engine_fusion_bench")
   run "$RAW/engine_fusion.txt" "${cmd[@]}"
   ingest engine_fusion --command "$(shown "${cmd[@]}")" "$RAW/engine_fusion.txt"
+}
+
+bench_autotune() {
+  local eng=("$HORARUN" -np 2 "$BUILD_DIR/benchmarks/autotune_bench" 200 16384 300 3)
+  local tor=(bash benchmarks/autotune_torch.sh "$BUILD_DIR" 3 300)
+  run "$RAW/autotune_engine.txt" "${eng[@]}"
+  run "$RAW/autotune_torch.txt" "${tor[@]}"
+  ingest autotune --command "$(shown "${eng[@]}")" --command "$(shown "${tor[@]}")" \
+    --engine "$RAW/autotune_engine.txt" --torch "$RAW/autotune_torch.txt"
 }
 
 bench_engine_latency() {

@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perf import collectives, common, engine, frameworks, hosts, kernels
+from perf import autotune, collectives, common, engine, frameworks, hosts, kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = [
@@ -32,6 +32,7 @@ SECTIONS = [
     engine.EngineLatency(),
     engine.ProcessSets(),
     engine.TrainerScaling(),
+    autotune.Autotune(),
     frameworks.TorchScaling(),
     frameworks.KerasScaling(),
     frameworks.BindingOverhead(),
