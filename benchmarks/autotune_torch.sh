@@ -5,11 +5,14 @@
 # batches, then HORA_AUTOTUNE=1 (every knob free) from the defaults, from a 64 KiB fusion
 # threshold and from fusion off, each given BUDGET batches to tune before the same timed
 # batches. Prints one line per run: "<label>: <img/sec per rank>" (and what the tuner chose).
-# Usage: benchmarks/autotune_torch.sh [BUILD_DIR] [REPS] [BUDGET]
+# Usage: benchmarks/autotune_torch.sh [BUILD_DIR] [REPS] [BUDGET] [BATCH]
+# BATCH (per rank, default 16): a small batch keeps the CPU step's gradient exchange a
+# visible part of it.
 set -euo pipefail
 build=${1:-build}
 reps=${2:-3}
 budget=${3:-300}
+batch=${4:-16}
 py=${PYTHON:-/root/.cache/hora/venv/bin/python}
 here=$(cd "$(dirname "$0")/.." && pwd)
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; $(date -u +%FT%TZ)"
@@ -18,7 +21,7 @@ run() {  # label, warm-up batches, then env settings
   shift 2
   local out
   out=$(env "$@" PYTHONPATH="$build/python" "$build/launcher/horarun" -np 2 "$py" \
-    "$here/examples/pytorch/synthetic_benchmark.py" --model mlp --no-cuda \
+    "$here/examples/pytorch/synthetic_benchmark.py" --model mlp --no-cuda --batch-size "$batch" \
     --num-warmup-batches "$warm" --num-batches-per-iter 10 --num-iters 5 2>&1 |
     sed -n 's/^\[0\]<stdout>: //p')
   echo "$label: $(echo "$out" | sed -n 's/^Img\/sec per rank: \([0-9.]*\).*/\1/p') img/sec per rank"

@@ -49,7 +49,7 @@ struct Config {
   std::string autotune_from;      // HORA_AUTOTUNE_FROM: the log whose best row is pinned
   int autotune_warmup_steps = 2;  // HORA_AUTOTUNE_WARMUP_STEPS: dropped after each change
   int autotune_window_steps = 2;  // HORA_AUTOTUNE_WINDOW_STEPS: steps per scored window
-  int autotune_max_samples = 20;  // HORA_AUTOTUNE_MAX_SAMPLES: configurations tried
+  int autotune_max_samples = 16;  // HORA_AUTOTUNE_MAX_SAMPLES: configurations tried
   // HORA_AUTOTUNE_FREE: knobs searched even when set ("fusion_threshold,cycle_time,cache"):
   // the value set is then where the search starts.
   std::string autotune_free;

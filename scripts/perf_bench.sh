@@ -131,7 +131,7 @@ bench_engine_fusion() {
 
 bench_autotune() {
   local eng=("$HORARUN" -np 2 "$BUILD_DIR/benchmarks/autotune_bench" 200 16384 300 3)
-  local tor=(bash benchmarks/autotune_torch.sh "$BUILD_DIR" 3 300)
+  local tor=(bash benchmarks/autotune_torch.sh "$BUILD_DIR" 3 300 16)
   run "$RAW/autotune_engine.txt" "${eng[@]}"
   run "$RAW/autotune_torch.txt" "${tor[@]}"
   ingest autotune --command "$(shown "${eng[@]}")" --command "$(shown "${tor[@]}")" \

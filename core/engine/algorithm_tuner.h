@@ -59,6 +59,12 @@ struct TunerPick {
   int size_class = -1;  // -1: not a tuning sample (record() then does nothing)
 };
 
+// The engine's small agreements between rounds (the tuners'): allreduces `count` float64 in
+// place over every rank of `comm` (recursive doubling, its own `tag`, deadline `timeout_s`
+// from now). Every rank calls it at the same point of the same agreed responses.
+Status agree_doubles(collectives::Communicator& comm, double* words, size_t count, ReduceOp op,
+                     uint32_t tag, double timeout_s);
+
 class AlgorithmTuner {
  public:
   // Size classes: 0..kClasses-1 (2^63 bytes and more fall in the last).

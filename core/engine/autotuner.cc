@@ -2,8 +2,8 @@
 
 #include <array>
 
-#include "collectives/algorithms/algorithms.h"
 #include "collectives/selector.h"
+#include "core/engine/algorithm_tuner.h"
 #include "hora/logging.h"
 
 namespace hora {
@@ -115,11 +115,8 @@ Status Autotuner::agree() {
              manager_.converged() ? 1.0 : 0.0};
   }
   if (comm_.size() > 1) {
-    collectives::AlgorithmOptions ao;
-    ao.deadline = Deadline::after_seconds(options_.timeout_s);
-    ao.tag = kDecisionTag;
-    Status s = collectives::recursive_doubling_allreduce(comm_, words.data(), words.data(), kWords,
-                                                         DataType::kFloat64, ReduceOp::kSum, ao);
+    Status s = agree_doubles(comm_, words.data(), kWords, ReduceOp::kSum, kDecisionTag,
+                             options_.timeout_s);
     if (!s.ok()) return s.with_context(" (autotune: agreeing on the next configuration)");
   }
   AutotuneValues v;

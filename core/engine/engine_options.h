@@ -43,7 +43,7 @@ struct EngineOptions {
   std::string autotune_log;       // HORA_AUTOTUNE_LOG, empty = none (rank 0 writes it)
   int autotune_warmup_steps = 2;  // HORA_AUTOTUNE_WARMUP_STEPS
   int autotune_window_steps = 2;  // HORA_AUTOTUNE_WINDOW_STEPS
-  int autotune_max_samples = 20;  // HORA_AUTOTUNE_MAX_SAMPLES
+  int autotune_max_samples = 16;  // HORA_AUTOTUNE_MAX_SAMPLES
   bool fusion_threshold_set = false;
   bool cycle_time_set = false;
   bool cache_set = false;

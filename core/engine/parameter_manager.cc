@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/engine/algorithm_tuner.h"
+
 namespace hora {
 namespace engine {
 namespace {
@@ -34,11 +36,7 @@ void SampleScorer::add(int64_t bytes, double seconds) {
 }
 
 double SampleScorer::score() const {
-  if (scores_.empty()) return 0.0;
-  std::vector<double> s = scores_;
-  std::sort(s.begin(), s.end());
-  const size_t n = s.size();
-  return n % 2 == 1 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  return scores_.empty() ? 0.0 : AlgorithmTuner::median(scores_);
 }
 
 void SampleScorer::reset() {
@@ -98,11 +96,14 @@ AutotuneRow ParameterManager::finish_sample(int64_t step) {
   row.window_steps = options_.window_steps;
   row.windows = scorer_.complete_windows();
   rows_.push_back(row);
-  optimizer_.add_sample(current_x_, row.score);
   scorer_.reset();
+  if (confirming_) {
+    confirm(row);
+    return row;
+  }
+  optimizer_.add_sample(current_x_, row.score);
   if (static_cast<int>(rows_.size()) >= options_.max_samples || dims_ == 0) {
-    converged_ = true;
-    current_ = best().values;
+    end_search();
   } else {
     current_x_ = optimizer_.suggest();
     current_ = from_point(current_x_);
@@ -111,7 +112,40 @@ AutotuneRow ParameterManager::finish_sample(int64_t step) {
   return row;
 }
 
+void ParameterManager::end_search() {
+  candidate_ = rows_[optimizer_.best_mean_index()];
+  candidate_.sample = -1;
+  if (candidate_.values == options_.start || options_.confirm_samples < 2) {
+    final_ = candidate_;
+    converged_ = true;
+    current_ = final_.values;
+    return;
+  }
+  confirming_ = true;
+  current_ = candidate_.values;
+}
+
+void ParameterManager::confirm(const AutotuneRow& row) {
+  // Confirmation samples alternate: the candidate's, then the start's, ...
+  const size_t index = confirm_scores_[0].size() + confirm_scores_[1].size();
+  confirm_scores_[index % 2].push_back(row.score);
+  const size_t done = index + 1;
+  if (done < static_cast<size_t>(options_.confirm_samples)) {
+    current_ = done % 2 == 0 ? candidate_.values : options_.start;
+    return;
+  }
+  const double cand = AlgorithmTuner::median(confirm_scores_[0]);
+  const double base = AlgorithmTuner::median(confirm_scores_[1]);
+  final_ = candidate_;
+  if (cand < base) final_.values = options_.start;
+  final_.score = std::max(cand, base);
+  converged_ = true;
+  confirming_ = false;
+  current_ = final_.values;
+}
+
 AutotuneRow ParameterManager::best() const {
+  if (converged_) return final_;
   AutotuneRow b = rows_[optimizer_.best_mean_index()];
   b.sample = -1;
   return b;

@@ -9,8 +9,12 @@
 // replans, a cache turned on fills, new size classes get their algorithm tuned), then
 // `windows` windows of window_steps steps each, each scored bytes / seconds; the sample's
 // score is the median of its windows (SampleScorer), so one noisy window cannot win. After
-// max_samples samples the best configuration is final (converged()): the sample the Gaussian
-// process's posterior mean ranks first, so that one lucky window or sample does not decide.
+// max_samples samples the search's best is the sample the Gaussian process's posterior mean
+// ranks first (one lucky window or sample does not decide). Then, unless that is the starting
+// configuration, it is confirmed side by side: confirm_samples more samples alternate between it
+// and the starting configuration, and the starting one is kept unless the best's median over
+// its confirmation samples is higher (so tuning from good settings does not end below them on
+// one lucky measurement). Then the choice is final (converged()).
 #pragma once
 
 #include <cstdint>
@@ -50,7 +54,8 @@ struct ParameterManagerOptions {
   int warmup_steps = 2;
   int window_steps = 2;
   int windows = 5;
-  int max_samples = 20;
+  int max_samples = 16;
+  int confirm_samples = 4;  // even: as many of the best as of the start
 };
 
 class ParameterManager {
@@ -73,7 +78,7 @@ class ParameterManager {
   AutotuneRow finish_sample(int64_t step);
   const AutotuneValues& current() const { return current_; }
   bool converged() const { return converged_; }
-  // The best sample so far (REQUIRES: one finished).
+  // The best sample so far, or the final choice once converged (REQUIRES: one finished).
   AutotuneRow best() const;
   int samples() const { return static_cast<int>(rows_.size()); }
 
@@ -90,6 +95,13 @@ class ParameterManager {
   std::vector<double> current_x_;
   std::vector<AutotuneRow> rows_;
   bool converged_ = false;
+  // The confirmation: the search's best against the start, alternating.
+  bool confirming_ = false;
+  AutotuneRow candidate_;
+  std::vector<double> confirm_scores_[2];  // [0]: the candidate's, [1]: the start's
+  AutotuneRow final_;
+  void end_search();
+  void confirm(const AutotuneRow& row);
 };
 
 }  // namespace engine

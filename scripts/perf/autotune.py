@@ -174,11 +174,3 @@ class Autotune(common.Section):
             "",
             *common.commands_block(data["commands"]),
         ]
-
-    def headline(self, data):
-        e = data["results"]["engine"]["tuned"].get("fusion off")
-        return (
-            [("autotune: 200 x 16 KiB step tuned from fusion off, best/tuned", fmt(e["ratio"], 3))]
-            if e
-            else []
-        )

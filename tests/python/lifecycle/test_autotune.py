@@ -41,7 +41,7 @@ def test_autotune_state_history_and_pinning(tmp_path):
         rank = hora.rank()
         run_until_converged()
         state = hora.autotune_state()
-        assert state["samples"] == 5
+        assert state["samples"] in (5, 9)  # 4 more when the best is confirmed against the start
         assert state["history"][-1][1] == state["fusion_threshold_bytes"]
         # Every rank applied the same values at the same steps.
         mine = np.array([v for change in state["history"] for v in change], np.float64)
@@ -53,7 +53,7 @@ def test_autotune_state_history_and_pinning(tmp_path):
         hora.shutdown()
     if rank == 0:  # rank 0 writes the log
         rows = list(csv.DictReader(log.open()))
-        assert len(rows) == 6 and rows[-1]["sample"] == "best"
+        assert len(rows) == state["samples"] + 1 and rows[-1]["sample"] == "best"
         assert int(rows[-1]["tensor_fusion_threshold"]) == state["fusion_threshold_bytes"]
     # The next run pins the chosen values and searches nothing (every knob is then set).
     pinned = tmp_path / "pinned.csv"
