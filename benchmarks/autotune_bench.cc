@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
 constexpr int kWarmSteps = 10;
-constexpr int kMeasureSteps = 40;
+constexpr int kMeasureSteps = 200;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
