@@ -1,19 +1,17 @@
 // The autotuner's parts (HORA_AUTOTUNE=1): the Gaussian process and expected improvement
 // converge on known functions; the sample scorer drops warm-up steps and takes the median of
 // its windows; the CSV log round-trips and its best row pins a later run's Config; values the
-// user set are left out of the search; and on in-process ranks, every rank applies the same
-// configuration at the same step however differently its clock runs.
+// user set are left out of the search (Config's part: config_test); and on in-process ranks, every
+// rank applies the same configuration at the same step however differently its clock runs.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "core/config.h"
 #include "core/engine/autotune_log.h"
 #include "core/engine/autotuner.h"
 #include "core/engine/bayes_opt.h"
@@ -245,69 +243,6 @@ TEST(ParameterManager, PointsMapToRoundValuesWithinTheRanges) {
   const AutotuneValues mid = m.from_point({0.37, 0.61, 0.2});
   EXPECT_EQ(mid.fusion_threshold_bytes % 1024, 0);
   EXPECT_EQ(m.from_point(m.to_point(mid)), mid);
-}
-
-StatusOr<Config> parse(const std::map<std::string, std::string>& env) {
-  return Config::from_lookup([&](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  });
-}
-
-TEST(AutotuneConfig, OnlyAnExplicitOneSearchesAndUserSetValuesAreMarked) {
-  Config d = parse({}).value();
-  EXPECT_TRUE(d.autotune);  // the algorithm per size class, as before
-  EXPECT_FALSE(d.autotune_params);
-  EXPECT_FALSE(d.fusion_threshold_set || d.cycle_time_set || d.cache_set);
-  Config on = parse({{"HORA_AUTOTUNE", "1"}, {"HORA_CYCLE_TIME_MS", "2"}}).value();
-  EXPECT_TRUE(on.autotune_params);
-  EXPECT_TRUE(on.cycle_time_set);
-  EXPECT_FALSE(on.fusion_threshold_set);
-  const EngineOptions eo = engine_options_from(on);
-  EXPECT_TRUE(eo.autotune_params);
-  EXPECT_TRUE(eo.cycle_time_set);
-  EXPECT_FALSE(parse({{"HORA_AUTOTUNE", "0"}}).value().autotune_params);
-}
-
-TEST(AutotuneConfig, FromPinsTheBestRowUnderValuesTheUserSet) {
-  const std::string path = ::testing::TempDir() + "autotune_from_test.csv";
-  {
-    AutotuneLogWriter w;
-    ASSERT_TRUE(w.open(path).ok());
-    AutotuneRow r;
-    r.values.fusion_threshold_bytes = 1 << 20;
-    r.values.cycle_time_ms = 0.5;
-    r.values.cache_enabled = true;
-    w.write(r);
-    r.values.fusion_threshold_bytes = 4 << 20;
-    r.values.cache_enabled = false;
-    r.sample = -1;
-    w.write(r);
-  }
-  Config c = parse({{"HORA_AUTOTUNE_FROM", path}, {"HORA_CYCLE_TIME_MS", "3"}}).value();
-  EXPECT_EQ(c.fusion_threshold_bytes, 4 << 20);
-  EXPECT_DOUBLE_EQ(c.cycle_time_ms, 3.0);  // the user's
-  EXPECT_EQ(c.cache_capacity, 0);          // the best row had the cache off
-  EXPECT_TRUE(c.fusion_threshold_set && c.cycle_time_set && c.cache_set);
-  std::remove(path.c_str());
-  StatusOr<Config> missing = parse({{"HORA_AUTOTUNE_FROM", path}});
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("HORA_AUTOTUNE_FROM"), std::string::npos);
-}
-
-TEST(AutotuneConfig, FreeKnobsStartFromTheValueSet) {
-  Config c = parse({{"HORA_AUTOTUNE", "1"},
-                    {"HORA_FUSION_THRESHOLD", "65536"},
-                    {"HORA_CACHE_CAPACITY", "0"},
-                    {"HORA_AUTOTUNE_FREE", "fusion_threshold,cache"}})
-                 .value();
-  EXPECT_EQ(c.fusion_threshold_bytes, 65536);
-  EXPECT_FALSE(c.fusion_threshold_set);
-  EXPECT_FALSE(c.cache_set);
-  StatusOr<Config> bad = parse({{"HORA_AUTOTUNE_FREE", "fusion,cache"}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("'fusion' is not a knob"), std::string::npos)
-      << bad.status().to_string();
 }
 
 // A list of `n` allreduces named g0..g{n-1}, 4 KiB each.
