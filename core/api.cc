@@ -786,4 +786,9 @@ EngineStats engine_stats() {
   return eng ? eng->stats() : EngineStats{};
 }
 
+AutotuneState autotune_state() {
+  auto eng = detail::engine();
+  return eng ? eng->autotune_state() : AutotuneState{};
+}
+
 }  // namespace hora

@@ -1,10 +1,12 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
 
 #include "core/base/env.h"
+#include "core/engine/autotune_log.h"
 
 namespace hora {
 namespace {
@@ -55,6 +57,29 @@ StatusOr<HierarchicalMode> parse_hierarchical(const char* var, const std::string
   return on.value() ? HierarchicalMode::kOn : HierarchicalMode::kOff;
 }
 
+constexpr const char* kAutotuneKnobs[] = {"fusion_threshold", "cycle_time", "cache"};
+
+// HORA_AUTOTUNE_FREE: a comma-separated list of kAutotuneKnobs (may be empty).
+Status check_autotune_free(const char* var, const std::string& value) {
+  size_t start = 0;
+  while (start <= value.size()) {
+    const size_t end = std::min(value.find(',', start), value.size());
+    const std::string knob = value.substr(start, end - start);
+    bool known = knob.empty();
+    for (const char* k : kAutotuneKnobs) known = known || knob == k;
+    if (!known)
+      return Status::invalid_argument(std::string(var) + "='" + value + "': '" + knob +
+                                      "' is not a knob: expected a comma-separated list of "
+                                      "fusion_threshold, cycle_time, cache");
+    start = end + 1;
+  }
+  return Status::OK();
+}
+
+bool lists_knob(const std::string& list, const std::string& knob) {
+  return ("," + list + ",").find("," + knob + ",") != std::string::npos;
+}
+
 // One HORA_* variable: its name and how a value set for it lands in a Config.
 struct Setting {
   const char* name;
@@ -91,6 +116,7 @@ const Setting kSettings[] = {
      }},
     {"HORA_FUSION_THRESHOLD",
      [](const char* n, const std::string& v, Config& c) {
+       c.fusion_threshold_set = true;
        return assign(c.fusion_threshold_bytes, parse_bytes(n, v));
      }},
     {"HORA_FUSION_IN_PLACE", [](const char* n, const std::string& v,
@@ -99,6 +125,7 @@ const Setting kSettings[] = {
                              Config& c) { return assign(c.waiters_help, parse_bool(n, v)); }},
     {"HORA_CYCLE_TIME_MS",
      [](const char* n, const std::string& v, Config& c) {
+       c.cycle_time_set = true;
        return assign(c.cycle_time_ms, parse_double(n, v, 0, 10000));
      }},
     {"HORA_HEARTBEAT_MS",
@@ -107,6 +134,7 @@ const Setting kSettings[] = {
      }},
     {"HORA_CACHE_CAPACITY",
      [](const char* n, const std::string& v, Config& c) {
+       c.cache_set = true;
        return assign(c.cache_capacity, parse_int(n, v, 0, int64_t{1} << 24));
      }},
     {"HORA_ALLREDUCE_ALGO",
@@ -117,8 +145,37 @@ const Setting kSettings[] = {
      [](const char* n, const std::string& v, Config& c) {
        return assign(c.calibrate_ms, parse_double(n, v, 0, 60000));
      }},
-    {"HORA_AUTOTUNE", [](const char* n, const std::string& v,
-                         Config& c) { return assign(c.autotune, parse_bool(n, v)); }},
+    {"HORA_AUTOTUNE",
+     [](const char* n, const std::string& v, Config& c) {
+       HORA_RETURN_IF_ERROR(assign(c.autotune, parse_bool(n, v)));
+       c.autotune_params = c.autotune;  // set explicitly to 1: the whole search
+       return Status::OK();
+     }},
+    {"HORA_AUTOTUNE_LOG",
+     [](const char*, const std::string& v, Config& c) {
+       return assign(c.autotune_log, StatusOr<std::string>(v));
+     }},
+    {"HORA_AUTOTUNE_WARMUP_STEPS",
+     [](const char* n, const std::string& v, Config& c) {
+       return assign(c.autotune_warmup_steps, parse_int(n, v, 0, 1000));
+     }},
+    {"HORA_AUTOTUNE_WINDOW_STEPS",
+     [](const char* n, const std::string& v, Config& c) {
+       return assign(c.autotune_window_steps, parse_int(n, v, 1, 1000));
+     }},
+    {"HORA_AUTOTUNE_MAX_SAMPLES",
+     [](const char* n, const std::string& v, Config& c) {
+       return assign(c.autotune_max_samples, parse_int(n, v, 1, 1000));
+     }},
+    {"HORA_AUTOTUNE_FREE",
+     [](const char* n, const std::string& v, Config& c) {
+       HORA_RETURN_IF_ERROR(check_autotune_free(n, v));
+       return assign(c.autotune_free, StatusOr<std::string>(v));
+     }},
+    {"HORA_AUTOTUNE_FROM",
+     [](const char*, const std::string& v, Config& c) {
+       return assign(c.autotune_from, StatusOr<std::string>(v));
+     }},
     {"HORA_AUTOTUNE_SAMPLES",
      [](const char* n, const std::string& v, Config& c) {
        return assign(c.autotune_samples, parse_int(n, v, 1, 1000));
@@ -187,6 +244,18 @@ Status check_heartbeat(const Config& c) {
   return Status::OK();
 }
 
+// HORA_AUTOTUNE_FROM: the log's best row's values, for the settings the user did not set
+// (which then count as set: the autotuner leaves them alone).
+Status pin_autotuned(Config& c) {
+  if (c.autotune_from.empty()) return Status::OK();
+  HORA_ASSIGN_OR_RETURN(engine::AutotuneRow row, engine::read_autotune_best(c.autotune_from));
+  if (!c.fusion_threshold_set) c.fusion_threshold_bytes = row.values.fusion_threshold_bytes;
+  if (!c.cycle_time_set) c.cycle_time_ms = row.values.cycle_time_ms;
+  if (!c.cache_set) c.cache_capacity = row.values.cache_enabled ? c.cache_capacity : 0;
+  c.fusion_threshold_set = c.cycle_time_set = c.cache_set = true;
+  return Status::OK();
+}
+
 }  // namespace
 
 const char* backend_kind_name(BackendKind kind) {
@@ -221,6 +290,11 @@ StatusOr<Config> Config::from_lookup(const Lookup& lookup) {
   // Then the rules between settings.
   HORA_RETURN_IF_ERROR(resolve_hierarchical(c));
   HORA_RETURN_IF_ERROR(check_heartbeat(c));
+  HORA_RETURN_IF_ERROR(pin_autotuned(c));
+  // Knobs freed for the search: the value set is only where it starts.
+  if (lists_knob(c.autotune_free, "fusion_threshold")) c.fusion_threshold_set = false;
+  if (lists_knob(c.autotune_free, "cycle_time")) c.cycle_time_set = false;
+  if (lists_knob(c.autotune_free, "cache")) c.cache_set = false;
   return c;
 }
 
@@ -245,6 +319,14 @@ engine::EngineOptions engine_options_from(const Config& config) {
   o.algorithm = config.allreduce_algo;
   o.autotune = config.autotune;
   o.autotune_samples = config.autotune_samples;
+  o.autotune_params = config.autotune_params;
+  o.autotune_log = config.autotune_log;
+  o.autotune_warmup_steps = config.autotune_warmup_steps;
+  o.autotune_window_steps = config.autotune_window_steps;
+  o.autotune_max_samples = config.autotune_max_samples;
+  o.fusion_threshold_set = config.fusion_threshold_set;
+  o.cycle_time_set = config.cycle_time_set;
+  o.cache_set = config.cache_set;
   o.hierarchical_allreduce = config.hierarchical_allreduce;
   o.hierarchical_allgather = config.hierarchical_allgather;
   return o;

@@ -32,18 +32,32 @@ const char* allreduce_algo_name(AllreduceAlgo algo);
 const char* cpu_isa_name(CpuIsa isa);
 
 struct Config {
-  BackendKind backend = BackendKind::kAuto;                           // HORA_BACKEND
-  bool shm_enabled = true;                                            // HORA_SHM
-  int64_t fusion_threshold_bytes = int64_t{64} << 20;                 // HORA_FUSION_THRESHOLD
-  bool fusion_in_place = true;                                        // HORA_FUSION_IN_PLACE
-  bool waiters_help = true;                                           // HORA_WAITERS_HELP
-  double cycle_time_ms = 1.0;                                         // HORA_CYCLE_TIME_MS
-  double heartbeat_ms = 100.0;                                        // HORA_HEARTBEAT_MS
-  int64_t cache_capacity = 1024;                                      // HORA_CACHE_CAPACITY
-  AllreduceAlgo allreduce_algo = AllreduceAlgo::kAuto;                // HORA_ALLREDUCE_ALGO
-  double calibrate_ms = 100.0;                                        // HORA_CALIBRATE_MS, 0 = off
-  bool autotune = true;                                               // HORA_AUTOTUNE
-  int autotune_samples = 3;                                           // HORA_AUTOTUNE_SAMPLES
+  BackendKind backend = BackendKind::kAuto;             // HORA_BACKEND
+  bool shm_enabled = true;                              // HORA_SHM
+  int64_t fusion_threshold_bytes = int64_t{64} << 20;   // HORA_FUSION_THRESHOLD
+  bool fusion_in_place = true;                          // HORA_FUSION_IN_PLACE
+  bool waiters_help = true;                             // HORA_WAITERS_HELP
+  double cycle_time_ms = 1.0;                           // HORA_CYCLE_TIME_MS
+  double heartbeat_ms = 100.0;                          // HORA_HEARTBEAT_MS
+  int64_t cache_capacity = 1024;                        // HORA_CACHE_CAPACITY
+  AllreduceAlgo allreduce_algo = AllreduceAlgo::kAuto;  // HORA_ALLREDUCE_ALGO
+  double calibrate_ms = 100.0;                          // HORA_CALIBRATE_MS, 0 = off
+  bool autotune = true;                                 // HORA_AUTOTUNE
+  int autotune_samples = 3;                             // HORA_AUTOTUNE_SAMPLES
+  bool autotune_params = false;   // HORA_AUTOTUNE=1 set explicitly: the autotuner's search too
+  std::string autotune_log;       // HORA_AUTOTUNE_LOG, empty = none
+  std::string autotune_from;      // HORA_AUTOTUNE_FROM: the log whose best row is pinned
+  int autotune_warmup_steps = 2;  // HORA_AUTOTUNE_WARMUP_STEPS: dropped after each change
+  int autotune_window_steps = 2;  // HORA_AUTOTUNE_WINDOW_STEPS: steps per scored window
+  int autotune_max_samples = 16;  // HORA_AUTOTUNE_MAX_SAMPLES: configurations tried
+  // HORA_AUTOTUNE_FREE: knobs searched even when set ("fusion_threshold,cycle_time,cache"):
+  // the value set is then where the search starts.
+  std::string autotune_free;
+  // Whether the user set these (environment, InitOptions or HORA_AUTOTUNE_FROM): the
+  // autotuner leaves them out of its search.
+  bool fusion_threshold_set = false;
+  bool cycle_time_set = false;
+  bool cache_set = false;
   HierarchicalMode hierarchical_allreduce = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLREDUCE
   HierarchicalMode hierarchical_allgather = HierarchicalMode::kAuto;  // HORA_HIERARCHICAL_ALLGATHER
   std::string timeline_path;                                          // HORA_TIMELINE, empty = off

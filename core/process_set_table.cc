@@ -39,6 +39,7 @@ Status connect_member(Context& context, ProcessSetInfo& set, int serial, Deadlin
                           /*generation=*/0, config.timeout_s, *set.store, deadline));
   engine::EngineOptions engine_options = engine_options_from(config);
   engine_options.members = set.ranks;
+  engine_options.autotune_log.clear();  // HORA_AUTOTUNE_LOG is the global set's
   set.engine = std::make_shared<engine::Engine>(*set.communicator, engine_options, set.store.get(),
                                                 "engine/",
                                                 /*topology=*/nullptr, &set.device->resources());

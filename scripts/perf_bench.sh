@@ -30,6 +30,7 @@
 #   adasum               op Adasum against op Sum through the engine, 16 MiB, 2 and 4 ranks
 #   adasum_convergence   examples/pytorch/train.py at 4 ranks, Average against Adasum
 #   trainer_scaling      the reference trainer at 2 ranks (benchmarks/trainer_scaling.sh)
+#   autotune             HORA_AUTOTUNE=1 against a hand-set sweep (autotune_bench, autotune_torch.sh)
 #   torch_scaling        hora.torch vs DDP (benchmarks/python/torch_scaling.py)
 #   keras_scaling        hora.keras vs MultiWorkerMirroredStrategy (benchmarks/keras_scaling.py)
 #   binding_overhead     what Python adds (benchmarks/python/binding_overhead.sh, hook_path_bench)
@@ -48,7 +49,8 @@ HORARUN=$BUILD_DIR/launcher/horarun
 OUT=docs/bench
 RAW=$BUILD_DIR/perf
 LOCAL=(allreduce allreduce_auto allreduce_load engine_fusion device_engine engine_latency process_sets adasum
-       adasum_convergence trainer_scaling torch_scaling keras_scaling binding_overhead elastic_recovery kernels)
+       adasum_convergence trainer_scaling autotune torch_scaling keras_scaling binding_overhead elastic_recovery
+       kernels)
 sections=("$@")
 ((${#sections[@]} > 0)) || sections=("${LOCAL[@]}")
 [[ ${sections[*]} == none ]] && sections=()
@@ -137,6 +139,15 @@ bench_device_engine() {
   local cmd=("$BUILD_DIR/benchmarks/device_engine_bench" --fake-device --ranks 1,2 --rounds 3)
   run "$RAW/device_engine.txt" "${cmd[@]}"
   ingest device_engine --command "$(shown "${cmd[@]}")" "$RAW/device_engine.txt"
+}
+
+bench_autotune() {
+  local eng=("$HORARUN" -np 2 "$BUILD_DIR/benchmarks/autotune_bench" 200 16384 300 3)
+  local tor=(bash benchmarks/autotune_torch.sh "$BUILD_DIR" 3 300 16)
+  run "$RAW/autotune_engine.txt" "${eng[@]}"
+  run "$RAW/autotune_torch.txt" "${tor[@]}"
+  ingest autotune --command "$(shown "${eng[@]}")" --command "$(shown "${tor[@]}")" \
+    --engine "$RAW/autotune_engine.txt" --torch "$RAW/autotune_torch.txt"
 }
 
 bench_engine_latency() {

@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perf import adasum, collectives, common, elastic, engine, frameworks, hosts, kernels
+from perf import adasum, autotune, collectives, common, elastic, engine, frameworks, hosts, kernels
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTIONS = [
@@ -35,6 +35,7 @@ SECTIONS = [
     adasum.Adasum(),
     adasum.AdasumConvergence(),
     engine.TrainerScaling(),
+    autotune.Autotune(),
     frameworks.TorchScaling(),
     frameworks.KerasScaling(),
     frameworks.BindingOverhead(),

@@ -70,6 +70,28 @@ py::dict engine_stats() {
   return d;
 }
 
+py::dict autotune_state() {
+  const AutotuneState s = hora::autotune_state();
+  py::dict d;
+  d["enabled"] = s.enabled;
+  d["converged"] = s.converged;
+  d["samples"] = s.samples;
+  d["steps"] = s.steps;
+  d["fusion_threshold_bytes"] = s.fusion_threshold_bytes;
+  d["cycle_time_ms"] = s.cycle_time_ms;
+  d["cache_enabled"] = s.cache_enabled;
+  d["hierarchical_allreduce"] = s.hierarchical_allreduce;
+  d["hierarchical_allgather"] = s.hierarchical_allgather;
+  d["score"] = s.score;
+  d["algorithms"] = s.algorithms;
+  py::list history;
+  for (const AutotuneState::Change& c : s.history)
+    history.append(
+        py::make_tuple(c.step, c.fusion_threshold_bytes, c.cycle_time_ms, c.cache_enabled));
+  d["history"] = history;
+  return d;
+}
+
 // Process sets (hora/process_set.h) as (id, ranks) pairs: the Python ProcessSet objects are
 // hora/process_sets.py's.
 py::tuple set_tuple(const ProcessSet& set) { return py::make_tuple(set.id(), set.ranks()); }
@@ -164,6 +186,8 @@ void bind_api(py::module_& m) {
       "stop_timeline", [] { check(hora::stop_timeline()); },
       "Closes the timeline start_timeline (or HORA_TIMELINE) opened.");
   m.def("engine_stats", &engine_stats, "Counters of this process's engine.");
+  m.def("autotune_state", &autotune_state,
+        "What HORA_AUTOTUNE=1 tuned: the values in force and each change's step.");
   m.def("available_backends", &hora::available_backends,
         "The backends built into this hora, in preference order.");
   m.def(

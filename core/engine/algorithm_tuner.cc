@@ -21,6 +21,15 @@ size_t class_low_bytes(int size_class) { return size_t{1} << size_class; }
 
 }  // namespace
 
+Status agree_doubles(collectives::Communicator& comm, double* words, size_t count, ReduceOp op,
+                     uint32_t tag, double timeout_s) {
+  collectives::AlgorithmOptions ao;
+  ao.deadline = Deadline::after_seconds(timeout_s);
+  ao.tag = tag;
+  return collectives::recursive_doubling_allreduce(comm, words, words, count, DataType::kFloat64,
+                                                   op, ao);
+}
+
 AlgorithmTuner::AlgorithmTuner(collectives::Communicator& comm,
                                const AlgorithmTunerOptions& options)
     : comm_(comm),
@@ -95,6 +104,7 @@ TunerPick AlgorithmTuner::take(size_t bytes) {
   const int c = size_class(bytes);
   if (decided(c) != Algorithm::kAuto) return pick;
   ++classes_[c].taken;
+  ++samples_taken_;
   pick.size_class = c;
   return pick;
 }
@@ -118,11 +128,7 @@ Status AlgorithmTuner::agree(int size_class, ClassState& state) {
     row[i] = state.us[i].empty() ? std::numeric_limits<double>::max() : median(state.us[i]);
     if (skew_) row[i] = skew_(state.candidates[i], size_class, row[i]);
   }
-  collectives::AlgorithmOptions ao;
-  ao.deadline = Deadline::after_seconds(options_.timeout_s);
-  ao.tag = kAgreeTag;
-  Status s = collectives::recursive_doubling_allreduce(comm_, row.data(), row.data(), m,
-                                                       DataType::kFloat64, ReduceOp::kMax, ao);
+  Status s = agree_doubles(comm_, row.data(), m, ReduceOp::kMax, kAgreeTag, options_.timeout_s);
   if (!s.ok()) return s.with_context(" (allreduce autotune: agreeing on the timings)");
   const Algorithm static_choice = static_selection(class_low_bytes(size_class)).algorithm;
   const Algorithm chosen = state.candidates[decide(state.candidates, row, static_choice)];

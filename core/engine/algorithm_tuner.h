@@ -59,6 +59,12 @@ struct TunerPick {
   int size_class = -1;  // -1: not a tuning sample (record() then does nothing)
 };
 
+// The engine's small agreements between rounds (the tuners'): allreduces `count` float64 in
+// place over every rank of `comm` (recursive doubling, its own `tag`, deadline `timeout_s`
+// from now). Every rank calls it at the same point of the same agreed responses.
+Status agree_doubles(collectives::Communicator& comm, double* words, size_t count, ReduceOp op,
+                     uint32_t tag, double timeout_s);
+
 class AlgorithmTuner {
  public:
   // Size classes: 0..kClasses-1 (2^63 bytes and more fall in the last).
@@ -99,6 +105,9 @@ class AlgorithmTuner {
   Status record(const TunerPick& pick, double us);
 
   bool enabled() const { return enabled_; }
+  // Tuning samples taken so far over every class (the same count on every rank after the same
+  // responses): the autotuner leaves steps that ran any out of its scores. Engine thread.
+  int64_t samples_taken() const { return samples_taken_; }
   // Any thread: the class's fixed choice, or kAuto while it is not decided (or tuning is off).
   collectives::Algorithm decided(int size_class) const {
     return static_cast<collectives::Algorithm>(
@@ -126,6 +135,7 @@ class AlgorithmTuner {
   const AlgorithmTunerOptions options_;
   const bool enabled_;
   std::array<ClassState, kClasses> classes_;
+  int64_t samples_taken_ = 0;
   std::array<std::atomic<uint8_t>, kClasses> decided_{};  // Algorithm; kAuto (0): not yet
   std::function<double(collectives::Algorithm, int, double)> skew_;
 };

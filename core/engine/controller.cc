@@ -47,7 +47,7 @@ void Controller::route(const std::vector<Request*>& fresh, std::vector<Request>&
     positions.resize(n);
     for (size_t k = 0; k < n; ++k) {
       const Request& m = *fresh[i + k];
-      if (!cache_.lookup(m, &positions[k])) all_cached = false;
+      if (!cache_.lookup(m, &positions[k]) || !cache_enabled_) all_cached = false;
     }
     // The cache path keeps the request where it lies; the coordinator's gets a copy.
     for (size_t k = 0; k < n; ++k) {
@@ -434,7 +434,7 @@ Status Controller::apply(ResponseList decided, ResponseList* list) {
   for (Response& r : decided.responses) {
     if (sent_.erase(r.name) > 0) ++stats_.coordinated;
     if (r.type == CollectiveType::kJoin) joined_ = false;
-    if (ResponseCache::cacheable(r) && cache_.find(r.name) < 0) {
+    if (cache_enabled_ && ResponseCache::cacheable(r) && cache_.find(r.name) < 0) {
       int evicted = -1;
       cache_.insert(r, &evicted);
       stats_.evictions = cache_.evictions();

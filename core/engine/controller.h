@@ -94,6 +94,11 @@ class Controller {
   // This rank has requests not yet agreed (the engine then runs rounds back to back).
   bool has_pending() const { return waiting_count_ > 0 || !resubmit_.empty() || !sent_.empty(); }
   bool joined() const { return joined_; }
+  // The autotuner's response cache switch (between rounds, at the same round on every rank).
+  // Off: nothing new is cached, and a request whose name is cached invalidates its position
+  // (it and any rank's request waiting there go to the coordinator), so the cache empties as
+  // the names come back. On again: responses are cached as they are agreed.
+  void set_cache_enabled(bool on) { cache_enabled_ = on; }
   const ControllerStats& stats() const { return stats_; }
 
  private:
@@ -195,6 +200,7 @@ class Controller {
   uint64_t kept_count_ = 0;
   std::vector<int> listed_;  // list_agreed(): the list's positions (reused)
   ControllerStats stats_;
+  bool cache_enabled_ = true;
 };
 
 }  // namespace engine

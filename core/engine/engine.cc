@@ -48,6 +48,7 @@ Engine::Engine(collectives::Communicator& comm, const EngineOptions& options,
       board_(store, store_prefix, comm.rank(), comm.size(), options.members),
       help_enabled_(options.waiters_help),
       stamp_enqueues_(comm.rank() == 0 && !options.timeline_path.empty()) {
+  cycle_time_ms_.store(options.cycle_time_ms, std::memory_order_relaxed);
   ControllerOptions co;
   co.timeout_s = options.timeout_s;
   co.stall_warning_s = options.stall_warning_s;
@@ -84,6 +85,39 @@ Engine::Engine(collectives::Communicator& comm, const EngineOptions& options,
                                                       deo, queue_, &timeline_);
   eo.device = device_executor_.get();
   executor_ = std::make_unique<Executor>(comm_, eo, queue_, timeline_);
+  autotuner_ = make_autotuner(options, eo);
+}
+
+std::unique_ptr<Autotuner> Engine::make_autotuner(const EngineOptions& options,
+                                                  const ExecutorOptions& eo) {
+  AutotunerOptions ao;
+  ao.enabled = options.autotune_params;
+  ao.log_path = options.autotune_log;
+  ao.timeout_s = options.timeout_s;
+  ParameterManagerOptions& m = ao.manager;
+  m.warmup_steps = options.autotune_warmup_steps;
+  m.window_steps = options.autotune_window_steps;
+  m.max_samples = options.autotune_max_samples;
+  m.start.fusion_threshold_bytes = options.fusion_threshold_bytes;
+  m.start.cycle_time_ms = options.cycle_time_ms;
+  m.start.cache_enabled = options.cache_capacity > 0;
+  m.start.hierarchical_allreduce = eo.algorithm == collectives::Algorithm::kHierarchical;
+  m.start.hierarchical_allgather = eo.allgather_topology != nullptr;
+  m.tune_fusion = !options.fusion_threshold_set;
+  // One rank has no burst window to tune.
+  m.tune_cycle = !options.cycle_time_set && comm_.size() > 1;
+  m.tune_cache = !options.cache_set && comm_.size() > 1;
+  auto apply = [this](const AutotuneValues& v) {
+    executor_->set_fusion_threshold(v.fusion_threshold_bytes);
+    cycle_time_ms_.store(v.cycle_time_ms, std::memory_order_relaxed);
+    controller_->set_cache_enabled(v.cache_enabled);
+  };
+  auto algorithms = [this] {
+    return describe_algorithms(
+        [this](int c) { return static_cast<int>(executor_->tuner().decided(c)); });
+  };
+  auto tuning_samples = [this] { return executor_->tuner().samples_taken(); };
+  return std::make_unique<Autotuner>(comm_, ao, apply, algorithms, tuning_samples);
 }
 
 // The engine's fatal error, if any, was delivered to every handle and returned by the first
@@ -215,7 +249,7 @@ void Engine::fail_all(const Status& why) {
 }
 
 bool Engine::wait_for_round() {
-  const Clock::duration cycle = ms(options_.cycle_time_ms);
+  const Clock::duration cycle = ms(cycle_time_ms_.load(std::memory_order_relaxed));
   const Clock::time_point now = Clock::now();
   if (pending_.load(std::memory_order_acquire)) {
     // The last round agreed something: what is left is likely the other ranks' next requests,
@@ -306,6 +340,7 @@ bool Engine::step(bool helping) {
   Status status = list.status();
   last_round_progressed_.store(status.ok() && !list->responses.empty(), std::memory_order_release);
   if (status.ok()) status = executor_->execute(*list);
+  if (status.ok()) status = autotuner_->after_round(*list);
   if (list.ok()) controller_->recycle(*list);
   if (status.ok() && !list->fatal.empty()) status = Status(StatusCode::kTimeout, list->fatal);
   pending_.store(controller_->has_pending(), std::memory_order_release);

@@ -50,6 +50,7 @@
 
 #include "collectives/communicator.h"
 #include "collectives/rendezvous/failure_board.h"
+#include "core/engine/autotuner.h"
 #include "core/engine/controller.h"
 #include "core/engine/device_executor.h"
 #include "core/engine/engine_options.h"
@@ -131,11 +132,16 @@ class Engine final : public detail::WaitSignal {
   // Tests: the executor's allreduce tuner (its decided() from any thread; its skew hook
   // before the first allreduce is enqueued).
   AlgorithmTuner& algorithm_tuner_for_test() { return executor_->tuner(); }
+  // HORA_AUTOTUNE=1's search and the values in force (any thread).
+  AutotuneState autotune_state() const { return autotuner_->state(); }
 
  private:
   void start_locked() HORA_REQUIRES(mu_);
   Status ended_status() const HORA_REQUIRES(mu_);
   bool pause_asked() const HORA_EXCLUDES(mu_);
+  // The autotuner over the options (HORA_AUTOTUNE=1) and the executor's effective settings.
+  std::unique_ptr<Autotuner> make_autotuner(const EngineOptions& options,
+                                            const ExecutorOptions& eo);
   void loop();
   // Sleeps until the next round may be due (see the loop above). Returns true when one is
   // due whatever the queue holds (a wake-up, shutdown, or the heartbeat).
@@ -184,6 +190,9 @@ class Engine final : public detail::WaitSignal {
   std::atomic<bool> pending_{false};                // requests here not agreed yet
   // Bursts in a row whose round a helping caller ran (capped at kPredictHelpAfter): written by
   // the background thread, read by waiting() on any thread.
+  // The burst window (options_.cycle_time_ms until the autotuner sets it).
+  std::atomic<double> cycle_time_ms_;
+  std::unique_ptr<Autotuner> autotuner_;
   std::atomic<int> helped_bursts_{0};
   const bool help_enabled_;  // HORA_WAITERS_HELP (options), default on
   // Rank 0 with a timeline open: enqueue_stamp() reads the clock.

@@ -36,6 +36,18 @@ struct EngineOptions {
   collectives::Algorithm algorithm = collectives::Algorithm::kAuto;  // HORA_ALLREDUCE_ALGO
   bool autotune = true;                                              // HORA_AUTOTUNE
   int autotune_samples = 3;                                          // HORA_AUTOTUNE_SAMPLES
+  // HORA_AUTOTUNE=1 set explicitly: the autotuner (autotuner.h) also searches the fusion
+  // threshold, the cycle time and the response cache from the job's steps, leaving out those
+  // the user set (HORA_FUSION_THRESHOLD, HORA_CYCLE_TIME_MS, HORA_CACHE_CAPACITY, in the
+  // environment or InitOptions, or pinned by HORA_AUTOTUNE_FROM).
+  bool autotune_params = false;
+  std::string autotune_log;       // HORA_AUTOTUNE_LOG, empty = none (rank 0 writes it)
+  int autotune_warmup_steps = 2;  // HORA_AUTOTUNE_WARMUP_STEPS
+  int autotune_window_steps = 2;  // HORA_AUTOTUNE_WINDOW_STEPS
+  int autotune_max_samples = 16;  // HORA_AUTOTUNE_MAX_SAMPLES
+  bool fusion_threshold_set = false;
+  bool cycle_time_set = false;
+  bool cache_set = false;
   HierarchicalMode hierarchical_allreduce = HierarchicalMode::kAuto;
   HierarchicalMode hierarchical_allgather = HierarchicalMode::kAuto;
   // Benchmarks only (device_engine_bench): the device path with the engine's thread waiting

@@ -70,6 +70,7 @@ Executor::Executor(collectives::Communicator& comm, const ExecutorOptions& optio
                    TensorQueue& queue, Timeline& timeline)
     : comm_(comm),
       options_(options),
+      fusion_threshold_bytes_(options.fusion_threshold_bytes),
       queue_(queue),
       timeline_(timeline),
       tuner_(comm, tuner_options(options)) {}
@@ -360,8 +361,8 @@ Status Executor::execute(const ResponseList& list) {
       timeline_.event(r.name, "NEGOTIATE", e->enqueued, agreed, std::move(args));
     }
   }
-  for (const Bucket& b : planner_.plan(list.responses, options_.fusion_threshold_bytes,
-                                       list.cached_id, list.repeated)) {
+  for (const Bucket& b :
+       planner_.plan(list.responses, fusion_threshold_bytes_, list.cached_id, list.repeated)) {
     record_bucket(&timeline_, list.responses, b, "QUEUE", agreed);
     const Response& head = list.responses[b.members.front()];
     if (head.device.is_cuda() && !head.is_error() && options_.device != nullptr &&

@@ -87,6 +87,9 @@ class Executor {
   const ExecutorStats& stats() const { return stats_; }
   // The allreduce algorithm tuner (tests read its decisions, set its skew hook).
   AlgorithmTuner& tuner() { return tuner_; }
+  // The fusion threshold of the next lists planned (the autotuner's; between rounds, on the
+  // round thread).
+  void set_fusion_threshold(int64_t bytes) { fusion_threshold_bytes_ = bytes; }
 
  private:
   Status run_allreduce(const std::vector<Response>& responses, const Bucket& bucket);
@@ -130,6 +133,7 @@ class Executor {
 
   collectives::Communicator& comm_;
   const ExecutorOptions options_;
+  int64_t fusion_threshold_bytes_;  // options_'s, until set_fusion_threshold
   TensorQueue& queue_;
   Timeline& timeline_;
   collectives::ScratchPool scratch_;

@@ -123,6 +123,15 @@ def main():
     conf = 1.96 * statistics.pstdev(img_secs)
     log(f"Img/sec per rank: {mean:.1f} +-{conf:.1f}")
     log(f"Total img/sec on {size} rank(s): {size * mean:.1f} +-{size * conf:.1f}")
+    tuned = {} if args.no_hora else hvd.autotune_state()
+    if tuned.get("enabled"):
+        last = tuned["history"][-1][0] if tuned["history"] else 0
+        log(
+            f"Autotune: {'converged' if tuned['converged'] else 'still searching'} "
+            f"({tuned['samples']} samples, last change at step {last}): fusion threshold "
+            f"{tuned['fusion_threshold_bytes']} B, cycle time {tuned['cycle_time_ms']} ms, "
+            f"response cache {'on' if tuned['cache_enabled'] else 'off'}"
+        )
     if not args.no_hora:
         hvd.shutdown()
 

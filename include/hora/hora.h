@@ -233,5 +233,9 @@ bool dynamic_process_sets();
 // benchmarks (and hora.engine_stats() in Python, which exposes it for the same use): no stability
 // promise. REQUIRES: is_initialized(); zeros otherwise.
 EngineStats engine_stats();
+// What HORA_AUTOTUNE=1 tuned on the global set's engine (AutotuneState, hora/types.h): the
+// values in force, whether the search converged, and each change with the step it took effect
+// at. REQUIRES: is_initialized(); a default state otherwise.
+AutotuneState autotune_state();
 
 }  // namespace hora

@@ -155,4 +155,28 @@ struct EngineStats {
   int64_t repeated_steps = 0;
 };
 
+// What HORA_AUTOTUNE=1 tuned (hora::autotune_state()): the values in force now, whether the
+// search is over, and every change applied, at the training step it took effect (the same
+// steps and values on every rank of the job).
+struct AutotuneState {
+  bool enabled = false;    // HORA_AUTOTUNE=1 and some knob left free to tune
+  bool converged = false;  // the search ended: the values below are final
+  int64_t samples = 0;     // configurations tried so far
+  int64_t steps = 0;       // training steps seen (recognised by allreduce names repeating)
+  int64_t fusion_threshold_bytes = 0;
+  double cycle_time_ms = 0;
+  bool cache_enabled = true;
+  bool hierarchical_allreduce = false;
+  bool hierarchical_allgather = false;
+  double score = 0;        // the best sample's bytes reduced per second (rank 0's figure)
+  std::string algorithms;  // allreduce algorithm fixed per size class, "2^14:ring 2^20:rd"
+  struct Change {
+    int64_t step = 0;  // applied after this many steps
+    int64_t fusion_threshold_bytes = 0;
+    double cycle_time_ms = 0;
+    bool cache_enabled = true;
+  };
+  std::vector<Change> history;
+};
+
 }  // namespace hora

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
+
+#include "core/engine/autotune_log.h"
 
 namespace hora {
 namespace {
@@ -119,6 +122,62 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<BadCase>& info) {
       return std::string(info.param.var).substr(5) + "_" + std::to_string(info.index);
     });
+
+TEST(AutotuneConfig, OnlyAnExplicitOneSearchesAndUserSetValuesAreMarked) {
+  Config d = parse({}).value();
+  EXPECT_TRUE(d.autotune);  // the algorithm per size class, as before
+  EXPECT_FALSE(d.autotune_params);
+  EXPECT_FALSE(d.fusion_threshold_set || d.cycle_time_set || d.cache_set);
+  Config on = parse({{"HORA_AUTOTUNE", "1"}, {"HORA_CYCLE_TIME_MS", "2"}}).value();
+  EXPECT_TRUE(on.autotune_params);
+  EXPECT_TRUE(on.cycle_time_set);
+  EXPECT_FALSE(on.fusion_threshold_set);
+  const engine::EngineOptions eo = engine_options_from(on);
+  EXPECT_TRUE(eo.autotune_params);
+  EXPECT_TRUE(eo.cycle_time_set);
+  EXPECT_FALSE(parse({{"HORA_AUTOTUNE", "0"}}).value().autotune_params);
+}
+
+TEST(AutotuneConfig, FromPinsTheBestRowUnderValuesTheUserSet) {
+  const std::string path = ::testing::TempDir() + "autotune_from_test.csv";
+  {
+    engine::AutotuneLogWriter w;
+    ASSERT_TRUE(w.open(path).ok());
+    engine::AutotuneRow r;
+    r.values.fusion_threshold_bytes = 1 << 20;
+    r.values.cycle_time_ms = 0.5;
+    r.values.cache_enabled = true;
+    w.write(r);
+    r.values.fusion_threshold_bytes = 4 << 20;
+    r.values.cache_enabled = false;
+    r.sample = -1;
+    w.write(r);
+  }
+  Config c = parse({{"HORA_AUTOTUNE_FROM", path}, {"HORA_CYCLE_TIME_MS", "3"}}).value();
+  EXPECT_EQ(c.fusion_threshold_bytes, 4 << 20);
+  EXPECT_DOUBLE_EQ(c.cycle_time_ms, 3.0);  // the user's
+  EXPECT_EQ(c.cache_capacity, 0);          // the best row had the cache off
+  EXPECT_TRUE(c.fusion_threshold_set && c.cycle_time_set && c.cache_set);
+  std::remove(path.c_str());
+  StatusOr<Config> missing = parse({{"HORA_AUTOTUNE_FROM", path}});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("HORA_AUTOTUNE_FROM"), std::string::npos);
+}
+
+TEST(AutotuneConfig, FreeKnobsStartFromTheValueSet) {
+  Config c = parse({{"HORA_AUTOTUNE", "1"},
+                    {"HORA_FUSION_THRESHOLD", "65536"},
+                    {"HORA_CACHE_CAPACITY", "0"},
+                    {"HORA_AUTOTUNE_FREE", "fusion_threshold,cache"}})
+                 .value();
+  EXPECT_EQ(c.fusion_threshold_bytes, 65536);
+  EXPECT_FALSE(c.fusion_threshold_set);
+  EXPECT_FALSE(c.cache_set);
+  StatusOr<Config> bad = parse({{"HORA_AUTOTUNE_FREE", "fusion,cache"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'fusion' is not a knob"), std::string::npos)
+      << bad.status().to_string();
+}
 
 }  // namespace
 }  // namespace hora

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from hora import _core
 from hora.process_sets import ProcessSet, after_init
@@ -53,6 +54,7 @@ local_size: Callable[[], int] = _core.local_size
 cross_rank: Callable[[], int] = _core.cross_rank
 cross_size: Callable[[], int] = _core.cross_size
 engine_stats: Callable[[], dict[str, int]] = _core.engine_stats
+autotune_state: Callable[[], dict[str, Any]] = _core.autotune_state
 
 
 def gloo_built() -> bool:

@@ -29,6 +29,7 @@ from hora.process_sets import (
     remove_process_set,
 )
 from hora.runtime import (
+    autotune_state,
     backend,
     ccl_built,
     cross_rank,
@@ -76,6 +77,7 @@ __all__ = [
     "Sum",
     "UnimplementedError",
     "add_process_set",
+    "autotune_state",
     "backend",
     "ccl_built",
     "cross_rank",
