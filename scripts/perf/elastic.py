@@ -18,8 +18,16 @@ class ElasticRecovery(common.Section):
         "sync (model and optimizer from the new rank 0) and the first step at 2 ranks; median "
         "of the repeats. torchrun: the same model under DistributedDataParallel over gloo, "
         "`torchrun --nnodes=1 --nproc-per-node=3 --max-restarts=1`, rank 1 killing itself at "
-        "step 20 of the first attempt, each rendezvous configuration capped. Commit cost: blocks "
-        "of steps with and without a commit per step, alternated in one elastic job of 3."
+        "step 20 of the first attempt, each configuration capped at 120 s: default (static "
+        "rendezvous), c10d (`--rdzv-backend=c10d --rdzv-endpoint=127.0.0.1:PORT`), standalone "
+        "(`--standalone`), c10d-elastic (c10d with `--nnodes=1:3`), and the default with the "
+        "workers' init_process_group over a PrefixStore named by TORCHELASTIC_RESTART_COUNT on "
+        "the agent's store (a restarted attempt that reads the previous attempt's gloo addresses "
+        "from the shared store connects to dead ports: refused, or a hang in connectFullMesh). "
+        "Commit cost: blocks of steps with and without a commit per step, alternated in one "
+        "elastic job of 3, and commit() timed alone: it copies the parameters and the momentum "
+        "(80 MB here) at memory bandwidth, so its share of a step is that copy against the "
+        "step's compute, divided by k when committing every k steps."
     )
 
     output = ("json", "elastic_recovery.py --json output")
@@ -58,6 +66,13 @@ class ElasticRecovery(common.Section):
                     f"{fmt(common.scale(common.ratio(c['commit_only'], c['plain']), 100), 1, '%')}",
                 ]
             )
+            share = common.ratio(c["commit_only"], c["plain"])
+            rows.append(
+                [
+                    "commit() every 5 steps, share of a step",
+                    fmt(common.scale(share, 100 / 5), 1, "%"),
+                ]
+            )
         return (
             self.intro(data)
             + table(["", "time"], rows)
@@ -89,7 +104,7 @@ def torchrun_rows(t):
         ]
     got = t.get("restarted", {})
     ended = "capped" if t["exit"] is None else f"exit {t['exit']}"
-    error = t.get("last_error")
+    error = t.get("last_error") or t.get("first_error")
     return [
         [
             label,

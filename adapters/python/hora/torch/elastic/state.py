@@ -179,24 +179,24 @@ class TorchState(elastic.ObjectState):
             object.__setattr__(self, name, handler.value)
         super().__init__(bcast_object=_bcast_object, get_rank=runtime.rank, **plain)
 
-    def save(self) -> None:
+    def _each_handler(self, method: str) -> None:
         for handler in self._handlers.values():
-            handler.save()
+            getattr(handler, method)()
+
+    def save(self) -> None:
+        self._each_handler("save")
         super().save()
 
     def restore(self) -> None:
-        for handler in self._handlers.values():
-            handler.restore()
+        self._each_handler("restore")
         super().restore()
 
     def sync(self) -> None:
-        for handler in self._handlers.values():
-            handler.sync()
+        self._each_handler("sync")
         super().sync()
 
     def reset(self) -> None:
-        for handler in self._handlers.values():
-            handler.reset()
+        self._each_handler("reset")
         super().reset()
 
     def __setattr__(self, name: str, value: Any) -> None:
