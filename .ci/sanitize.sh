@@ -70,7 +70,7 @@ run_tests() {  # run_tests DIR MP_REGEX
   cd "$dir"
   # The unit binaries' discovered tests (nothing else is built here: -E NOT_BUILT skips the
   # placeholders of the binaries left out), then the multi-process subset.
-  ctest -j 2 --timeout 600 --output-on-failure -LE 'mp|fuzz|chaos|python|bench|multihost|packaging' \
+  ctest -j 2 --timeout 600 --output-on-failure -LE 'mp|fuzz|chaos|python|bench|multihost|packaging|elastic' \
     -E NOT_BUILT
   ctest -j 2 --timeout 600 --output-on-failure -R "$mp"
 }

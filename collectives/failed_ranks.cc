@@ -14,6 +14,8 @@ constexpr std::chrono::milliseconds kPollAfter{1000};
 constexpr std::chrono::milliseconds kPollEvery{100};
 constexpr std::chrono::milliseconds kPollWait{100};
 constexpr size_t kMaxText = 600;
+// What announce_leaving() posts after "rank R ": how a reader tells a rank that left on purpose.
+constexpr const char* kLeftMarker = "left the generation: ";
 
 std::string dead_key(const std::string& prefix, int rank) {
   return prefix + "dead/" + std::to_string(rank);
@@ -34,6 +36,7 @@ void FailedRanks::begin(int64_t generation, Store* store, const std::string& pre
   MutexLock lock(&mu_);
   ranks_.clear();
   causes_.clear();
+  left_.clear();
   count_.store(0, std::memory_order_relaxed);
   low_.store(0, std::memory_order_relaxed);
   generation_ = generation;
@@ -108,7 +111,7 @@ void FailedRanks::announce_leaving(const std::string& why) {
     MutexLock lock(&mu_);
     self = self_;
   }
-  if (self >= 0) post(self, "rank " + std::to_string(self) + " left the generation: " + why);
+  if (self >= 0) post(self, "rank " + std::to_string(self) + " " + kLeftMarker + why);
 }
 
 Status FailedRanks::failure_of(int rank) const {
@@ -154,6 +157,15 @@ std::vector<int> FailedRanks::ranks() const {
   return sorted;
 }
 
+std::vector<int> FailedRanks::culprits() const {
+  std::vector<int> out;
+  for (int r : ranks()) {
+    MutexLock lock(&mu_);
+    if (std::find(left_.begin(), left_.end(), r) == left_.end()) out.push_back(r);
+  }
+  return out;
+}
+
 Status FailedRanks::first_failure() const {
   MutexLock lock(&mu_);
   return causes_.empty() ? Status::OK() : causes_.front();
@@ -193,9 +205,14 @@ bool FailedRanks::poll_locked(bool rate_limited) {
     StatusOr<Bytes> value = store_->get(key, deadline);
     if (!value.ok()) continue;
     const std::string text(value->begin(), value->end());
-    found = insert(r, Status::remote("rank " + std::to_string(r) + " failed (posted by another " +
-                                     "rank: " + text + ")")) ||
-            found;
+    const bool inserted =
+        insert(r, Status::remote("rank " + std::to_string(r) +
+                                 " failed (posted by another rank: " + text + ")"));
+    if (inserted && text.find(kLeftMarker) != std::string::npos) {
+      MutexLock lock(&mu_);
+      left_.push_back(r);
+    }
+    found = inserted || found;
   }
   return found;
 }

@@ -88,6 +88,8 @@ class FailedRanks {
   Status failure_of(int rank) const;
   // The recorded ranks, ascending, and the first recorded error (OK when none).
   std::vector<int> ranks() const;
+  // ranks() less those that announced they left (announce_leaving()): the ranks that failed.
+  std::vector<int> culprits() const;
   Status first_failure() const;
   int64_t generation() const;
 
@@ -126,6 +128,7 @@ class FailedRanks {
   std::atomic<uint64_t> low_{0};  // bit r: rank r < 64 recorded (lock-free contains())
   std::vector<int> ranks_ HORA_GUARDED_BY(mu_);
   std::vector<Status> causes_ HORA_GUARDED_BY(mu_);  // parallel to ranks_
+  std::vector<int> left_ HORA_GUARDED_BY(mu_);       // recorded ranks that announced leaving
   int64_t generation_ HORA_GUARDED_BY(mu_) = -1;
   int self_ HORA_GUARDED_BY(mu_) = -1;
   int size_ HORA_GUARDED_BY(mu_) = 0;

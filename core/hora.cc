@@ -181,7 +181,7 @@ double seconds_between(std::chrono::steady_clock::time_point a,
 std::vector<int> failed_ranks_of(int64_t generation) {
   const collectives::FailedRanks& failed = collectives::FailedRanks::process();
   if (failed.generation() != generation) return {};
-  return failed.ranks();
+  return failed.culprits();
 }
 
 }  // namespace

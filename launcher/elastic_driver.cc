@@ -110,6 +110,7 @@ class ElasticDriver : public Supervisor::Observer {
   void poll_reports(double now) {
     if (now < next_report_poll_s_) return;
     next_report_poll_s_ = now + kTickMs / 1000.0;
+    std::vector<ElasticState::WorkerReport> reports;
     const int64_t g = state_.generation();
     for (int64_t id : state_.awaited()) {
       const std::string key = el::reset_key(g, id);
@@ -123,9 +124,9 @@ class ElasticDriver : public Supervisor::Observer {
         say("worker " + std::to_string(id) + "'s reset report: " + report.status().message());
         report = el::ResetReport{};
       }
-      apply(state_.on_report(id, *report, now));
-      if (state_.over() || state_.generation() != g) return;
+      reports.emplace_back(id, *report);
     }
+    if (!reports.empty()) apply(state_.on_reports(reports, now));
   }
 
   void poll_discovery(double now) {

@@ -141,19 +141,32 @@ ElasticActions ElasticState::on_exit(int64_t worker_id, int exit_code, int signa
 ElasticActions ElasticState::on_report(int64_t worker_id,
                                        const collectives::elastic::ResetReport& report,
                                        double now_s) {
+  return on_reports({{worker_id, report}}, now_s);
+}
+
+ElasticActions ElasticState::on_reports(const std::vector<WorkerReport>& reports, double now_s) {
   ElasticActions out;
-  auto it = workers_.find(worker_id);
-  if (over_ || composing_ || it == workers_.end() || !it->second.alive || it->second.reported)
-    return out;
-  it->second.reported = true;
+  if (over_ || composing_) return out;
+  // Every report counts before any names a culprit: a worker that reported (and so left the
+  // generation on purpose) is never killed because a peer saw it go.
+  std::vector<const WorkerReport*> fresh;
+  for (const WorkerReport& r : reports) {
+    auto it = workers_.find(r.first);
+    if (it == workers_.end() || !it->second.alive || it->second.reported) continue;
+    it->second.reported = true;
+    fresh.push_back(&r);
+  }
+  if (fresh.empty()) return out;
   if (!trouble_s_) trouble_s_ = now_s;
-  for (int rank : report.failed_ranks) {
-    if (rank < 0 || rank >= static_cast<int>(members_.size())) continue;
-    const int64_t victim = members_[static_cast<size_t>(rank)];
-    const Worker& v = workers_.at(victim);
-    if (victim == worker_id || !v.alive || v.reported) continue;
-    kill_worker(victim, "was named failed by worker " + std::to_string(worker_id) + "'s report",
-                true, now_s, out);
+  for (const WorkerReport* r : fresh) {
+    for (int rank : r->second.failed_ranks) {
+      if (rank < 0 || rank >= static_cast<int>(members_.size())) continue;
+      const int64_t victim = members_[static_cast<size_t>(rank)];
+      const Worker& v = workers_.at(victim);
+      if (victim == r->first || !v.alive || v.reported) continue;
+      kill_worker(victim, "was named failed by worker " + std::to_string(r->first) + "'s report",
+                  true, now_s, out);
+    }
   }
   advance(now_s, out);
   return out;

@@ -35,6 +35,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/rendezvous/elastic_protocol.h"
@@ -83,6 +84,10 @@ class ElasticState {
   // A reset report of the current generation.
   ElasticActions on_report(int64_t worker_id, const collectives::elastic::ResetReport& report,
                            double now_s);
+  // The reports read in one poll, together: all of them count as reported before any report's
+  // failed ranks are acted on, so a worker that reported is never killed for having left.
+  using WorkerReport = std::pair<int64_t, collectives::elastic::ResetReport>;
+  ElasticActions on_reports(const std::vector<WorkerReport>& reports, double now_s);
   ElasticActions on_hosts(const std::vector<HostSlots>& hosts, double now_s);
   ElasticActions on_discovery_failed(const std::string& error, double now_s);
   ElasticActions on_tick(double now_s);

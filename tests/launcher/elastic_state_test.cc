@@ -116,6 +116,20 @@ TEST(ElasticState, ReportNamingAWorkerThatReportedDoesNotKillIt) {
   EXPECT_TRUE(s.on_report(0, report, 1).kill.empty());
 }
 
+// Reports read in one poll count together: worker 0 names rank 1, which left on purpose (its
+// own report is in the same poll, after worker 0's in id order): nobody is killed.
+TEST(ElasticState, ReportsReadTogetherNeverKillAWorkerThatReported) {
+  ElasticState s = make_state(three_of(2));
+  s.start({{"localhost", 3}}, 0);
+  s.on_exit(2, 0, 9, 1);
+  collectives::elastic::ResetReport names_one;
+  names_one.failed_ranks = {1, 2};
+  ElasticActions a = s.on_reports({{0, names_one}, {1, {}}}, 1);
+  EXPECT_TRUE(a.kill.empty());
+  ASSERT_TRUE(a.publish);
+  EXPECT_EQ(ids_of(*a.publish), (std::vector<int64_t>{0, 1}));
+}
+
 TEST(ElasticState, SilentWorkerIsKilledAfterTheFallbackWindow) {
   ElasticState s = make_state(three_of(2));
   s.start({{"localhost", 3}}, 0);

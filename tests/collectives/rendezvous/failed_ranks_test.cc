@@ -81,6 +81,17 @@ TEST_F(FailedRanksTwoProcesses, TheOtherLearnsItFromTheStoreOnlyOnceItsWaitIsLon
   EXPECT_FALSE(store.check({"hora/failed/4/dead/2"}).value());
 }
 
+// Rank 0 leaves on purpose (an elastic reset): rank 2's long wait on it ends at once, but rank 0
+// is not among the culprits rank 2 reports; rank 1, found stopped, is.
+TEST_F(FailedRanksTwoProcesses, ARankThatLeftEndsWaitsButIsNoCulprit) {
+  finder.announce_leaving("Remote: rank 1 stopped");
+  Status s = other.check_wait({}, 0, seconds(2));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rank 0 left the generation"), std::string::npos) << s.to_string();
+  EXPECT_EQ(other.ranks(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(other.culprits(), (std::vector<int>{1}));
+}
+
 TEST_F(FailedRanksTwoProcesses, TimeoutBlamesNoSecondRank) {
   // Rank 2 timed out on rank 0, which was only waiting on rank 1 itself: rank 1's post is
   // read first, and rank 0 is not blamed.

@@ -365,8 +365,11 @@ TEST_P(DeviceEngine, AdasumDeviceTensorsAreStagedEvenWithNccl) {
   });
   ASSERT_TRUE(s.ok()) << s.to_string();
   for (int r = 0; r < n; ++r) EXPECT_EQ(nccl[r]->allreduces.load(), 0) << "rank " << r;
-  EXPECT_GE(runtime.count("alloc_pinned"), n);
-  EXPECT_GE(runtime.count("copy_to_host"), n);
+  // One rank reduces nothing: its bucket is a device copy from inputs to outputs, never staged.
+  if (n > 1) {
+    EXPECT_GE(runtime.count("alloc_pinned"), n);
+    EXPECT_GE(runtime.count("copy_to_host"), n);
+  }
 }
 
 // int16 is a dtype NCCL cannot reduce: hora's ring runs over the NCCL communicator instead of

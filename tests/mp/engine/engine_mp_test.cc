@@ -492,8 +492,11 @@ TEST(EngineMp, ShutdownFailsPendingThenInitAgain) {
   ASSERT_TRUE(shutdown().ok());
   ASSERT_TRUE(shutdown().ok());  // twice is fine
   if (orphaned) {
+    // This rank's own shutdown fails it (kFailedPrecondition), or a peer's that came first
+    // (kRemote: "rank R shut hora down before this collective completed").
     Status s = orphan.wait();
-    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.to_string();
+    EXPECT_TRUE(s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kRemote)
+        << s.to_string();
     EXPECT_NE(s.message().find("orphan"), std::string::npos) << s.message();
   }
   Status after = allreduce_async("late", view(x), view(x)).wait();
