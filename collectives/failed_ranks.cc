@@ -158,11 +158,11 @@ std::vector<int> FailedRanks::ranks() const {
 }
 
 std::vector<int> FailedRanks::culprits() const {
+  MutexLock lock(&mu_);
   std::vector<int> out;
-  for (int r : ranks()) {
-    MutexLock lock(&mu_);
+  for (int r : ranks_)
     if (std::find(left_.begin(), left_.end(), r) == left_.end()) out.push_back(r);
-  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -12,20 +12,16 @@ namespace {
 // Element access per dtype: load reads element i as float64 (for the dot products); C is the
 // type the weighted sum is computed in (float64 for float64, float32 otherwise, as the
 // framework would compute it), and store writes a C value rounded to the dtype.
-struct F64 {
-  using T = double;
-  using C = double;
+template <typename Float>
+struct Plain {
+  using T = Float;
+  using C = Float;
   static double load(const T* p, size_t i) { return p[i]; }
   static C value(const T* p, size_t i) { return p[i]; }
   static void store(T* p, size_t i, C v) { p[i] = v; }
 };
-struct F32 {
-  using T = float;
-  using C = float;
-  static double load(const T* p, size_t i) { return p[i]; }
-  static C value(const T* p, size_t i) { return p[i]; }
-  static void store(T* p, size_t i, C v) { p[i] = v; }
-};
+using F64 = Plain<double>;
+using F32 = Plain<float>;
 struct F16 {
   using T = uint16_t;
   using C = float;
